@@ -1,0 +1,72 @@
+# strata — top-level build. `make deps` installs, `make` builds C and BPF,
+# `make test` runs the whole suite, `make demo` runs the demo, `make bench`
+# runs the benchmarks. Each folder contributes its rules in a fragment (*.mk).
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BUILD   := build
+BIN     := $(BUILD)/bin
+BPFOUT  := $(BUILD)/bpf
+OBJ     := $(BUILD)/obj
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STRATA  := $(VENV)/bin/strata
+
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+CFLAGS  ?= -O2 -g
+CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Iengine -I$(BPFOUT)
+LDFLAGS += -pthread
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+ALL_TARGETS :=
+TEST_BINS   :=
+
+$(BIN) $(BPFOUT) $(OBJ):
+	mkdir -p $@
+
+include bpf/bpf.mk
+-include engine/engine.mk
+-include collectors/collectors.mk
+include collectors/features.mk
+-include workloads/workloads.mk
+include tests/tests.mk
+
+.PHONY: all deps venv test test-c test-py demo bench clean fuzz
+all: $(ALL_TARGETS)
+
+deps:
+	bash scripts/deps.sh
+	$(MAKE) --no-print-directory venv
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	bash scripts/venv.sh
+	touch $@
+
+# The whole suite: deps, build, C unit tests, then pytest (its summary line ends the run).
+test: deps
+	$(MAKE) all
+	$(MAKE) test-c
+	$(MAKE) test-py
+
+test-c: $(TEST_BINS)
+	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t; done
+
+test-py: venv
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Until the demo lands (issue 8) this checks the machine and says so plainly.
+demo: deps
+	$(MAKE) all
+	$(STRATA) doctor || true
+	@echo "make demo: the strata demo is not built yet; \`strata doctor\` above shows what this machine can collect."
+
+bench: deps
+	$(MAKE) all
+	bash bench/run.sh
+
+clean:
+	rm -rf $(BUILD)

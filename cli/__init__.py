@@ -1,0 +1,1 @@
+"""strata.cli — the `strata` command."""

@@ -1,0 +1,158 @@
+"""`strata doctor`: what this kernel and machine offer for collection, and what
+of strata itself is built. One row per check; each failing row says how to fix it."""
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+
+import click
+
+from strata.cli.binaries import MissingBinary, find_binary
+
+CAP_PERFMON, CAP_BPF = 38, 39
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True  # collection cannot run while a required check fails
+
+
+def _effective_caps() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+def check_privileges() -> Check:
+    if os.geteuid() == 0:
+        return Check("privileges", True, "running as root")
+    caps = _effective_caps()
+    if caps >> CAP_BPF & 1 and caps >> CAP_PERFMON & 1:
+        return Check("privileges", True, "CAP_BPF and CAP_PERFMON")
+    return Check("privileges", False, "not root, no CAP_BPF + CAP_PERFMON",
+                 "run as root, or: sudo setcap cap_bpf,cap_perfmon+ep build/bin/strata-collect")
+
+
+def check_btf() -> Check:
+    path = "/sys/kernel/btf/vmlinux"
+    if os.path.exists(path):
+        return Check("kernel BTF", True, f"{path} ({os.path.getsize(path) // 1024} KiB)")
+    return Check("kernel BTF", False, f"{path} missing", "use a kernel built with CONFIG_DEBUG_INFO_BTF=y")
+
+
+def check_tracefs() -> Check:
+    if os.path.isdir("/sys/kernel/tracing/events"):
+        return Check("tracefs", True, "mounted at /sys/kernel/tracing")
+    return Check("tracefs", False, "not mounted", "mount -t tracefs nodev /sys/kernel/tracing (make deps does it)")
+
+
+def check_memlock() -> Check:
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KiB"
+    major, minor = (int(x) for x in platform.release().split(".")[:2])
+    if (major, minor) >= (5, 11):
+        return Check("memlock rlimit", True, f"{limit}; kernel {major}.{minor} charges BPF maps to memcg, not memlock")
+    ok = soft == resource.RLIM_INFINITY or soft >= 64 << 20
+    return Check("memlock rlimit", ok, limit, "" if ok else "ulimit -l unlimited (kernel < 5.11 counts BPF maps here)")
+
+
+FEATURES = [  # (key in strata-features output, row name, required, what needs it)
+    ("tp_btf", "tp_btf attach", False, "disk layer (else classic tracepoints)"),
+    ("tracepoint", "tracepoint attach", True, "disk layer"),
+    ("uprobe", "uprobe/USDT attach", True, "NFS and cache layers (engine probes)"),
+    ("kprobe", "kprobe attach", False, "not used by strata"),
+    ("fentry", "fentry/fexit attach", False, "not used by strata"),
+]
+
+
+def check_kernel_features() -> list[Check]:
+    try:
+        prober = find_binary("strata-features")
+    except MissingBinary as e:
+        return [Check("BPF program load", False, str(e), "make")]
+    proc = subprocess.run([prober], capture_output=True, text=True, timeout=30)
+    try:
+        found = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return [Check("BPF program load", False, f"strata-features failed: {proc.stderr.strip()[:200]}",
+                      "run as root; check `strata-features` output")]
+    loads = [k for k, v in found.items() if v["ok"] or not v["error"].startswith("load")]
+    rows = [Check("BPF program load", bool(loads),
+                  f"{len(loads)} of {len(found)} program types load",
+                  "" if loads else "need root/CAP_BPF and a kernel with CONFIG_BPF_SYSCALL")]
+    for key, name, required, used_for in FEATURES:
+        res = found.get(key, {"ok": False, "error": "not probed"})
+        detail = f"works; {used_for}" if res["ok"] else f"absent here ({res['error']}); {used_for}"
+        fix = "" if res["ok"] or not required else "needs a kernel with this attach type"
+        rows.append(Check(name, res["ok"], detail, fix, required))
+    return rows
+
+
+def check_binaries() -> list[Check]:
+    rows = []
+    for name, required, role in [
+        ("strata-collect", True, "collector daemon"),
+        ("strata-engine", False, "companion NFS cache engine"),
+        ("strata-load", False, "NFS load generator"),
+    ]:
+        try:
+            rows.append(Check(name, True, find_binary(name), required=required))
+        except MissingBinary as e:
+            rows.append(Check(name, False, f"{role}: {e}", "make", required))
+    return rows
+
+
+def check_tools() -> list[Check]:
+    rows = []
+    for tool, pkg, role in [("nfs-cat", "libnfs-utils", "libnfs client tools"),
+                            ("biolatency", "libbpf-tools", "peer tool for cross-checks")]:
+        path = shutil.which(tool) or (f"/usr/sbin/{tool}" if os.path.exists(f"/usr/sbin/{tool}") else None)
+        rows.append(Check(tool, bool(path), path or f"{role}: not installed",
+                          "" if path else f"apt-get install {pkg} (make deps)", required=False))
+    return rows
+
+
+def run_checks() -> list[Check]:
+    return ([Check("kernel", True, f"Linux {platform.release()} {platform.machine()}"),
+             check_privileges(), check_btf(), check_tracefs(), check_memlock()]
+            + check_kernel_features() + check_binaries() + check_tools())
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor(as_json):
+    """Check what this kernel and machine offer for collection.
+
+    Prints one row per check: BTF, tracefs, BPF program load, tp_btf,
+    tracepoint, uprobe/USDT, kprobe and fentry attach, memlock, and strata's
+    own programs. Each failing row says how to fix it.
+
+    Exits 0 when collection can run here, 1 otherwise.
+    """
+    checks = run_checks()
+    ready = all(c.ok for c in checks if c.required)
+    if as_json:
+        click.echo(json.dumps({"ready": ready, "checks": [asdict(c) for c in checks]}, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="strata doctor", title_justify="left")
+        for col in ("check", "status", "detail", "fix"):
+            table.add_column(col, overflow="fold")
+        for c in checks:
+            status = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
+            table.add_row(c.name, status, c.detail, c.fix)
+        console = Console()
+        console.print(table)
+        console.print("collection can run here" if ready else "[red]collection cannot run here: fix the FAIL rows[/]")
+    raise SystemExit(0 if ready else 1)

@@ -1,0 +1,60 @@
+"""The `strata` command: a click group whose subcommands load on first use.
+
+Each subcommand lives in its own module; COMMANDS maps its name to
+"module:attribute" so that `strata --help` stays fast and one command's
+imports (plotly, numpy) never slow another down.
+"""
+import importlib
+import sys
+
+import click
+
+COMMANDS = {
+    "doctor": ("strata.cli.doctor:doctor", "Check what this kernel and machine offer for collection."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when it runs."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[name]
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="strata")
+def cli():
+    """strata: latency heat maps for the Linux storage stack.
+
+    eBPF probes aggregate every I/O's latency at the NFS, cache and disk
+    layers into log-linear histograms; datasets keep them second by second;
+    heat maps, breakdowns and checks read them back.
+    """
+
+
+def main():
+    """Console entry point: click errors become one line and exit 2."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        click.echo(f"strata: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("strata: aborted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)

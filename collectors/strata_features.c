@@ -1,0 +1,73 @@
+/* strata_features.c — `strata-features`: loads and attaches one trivial BPF program
+ * per attach type (bpf/features.bpf.c) and prints what worked as JSON, for
+ * `strata doctor`. Each check is independent: one failure never hides another. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "features.skel.h"
+
+/* A function of our own to put a uprobe on. */
+__attribute__((noinline)) int strata_features_uprobe_target(int x)
+{
+	asm volatile("" ::: "memory");
+	return x + 1;
+}
+
+static int silent(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	return 0;
+}
+
+/* Loads only `name`, attaches it, and reports {"ok":..,"error":..}. */
+static void check(const char *label, const char *name, int last)
+{
+	struct features_bpf *skel = features_bpf__open();
+	struct bpf_program *prog, *want = NULL;
+	struct bpf_link *link = NULL;
+	const char *stage = "open";
+	int err = 0;
+
+	if (!skel) {
+		err = -errno;
+		goto out;
+	}
+	bpf_object__for_each_program(prog, skel->obj) {
+		int mine = strcmp(bpf_program__name(prog), name) == 0;
+		bpf_program__set_autoload(prog, mine);
+		if (mine)
+			want = prog;
+	}
+	stage = "load";
+	if ((err = features_bpf__load(skel)))
+		goto out;
+	stage = "attach";
+	if (strcmp(name, "uprobe_probe") == 0) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "strata_features_uprobe_target");
+		link = bpf_program__attach_uprobe_opts(want, getpid(), "/proc/self/exe", 0, &opts);
+	} else {
+		link = bpf_program__attach(want);
+	}
+	if (!link)
+		err = -errno;
+out:
+	printf("  \"%s\": {\"ok\": %s, \"error\": \"%s%s%s\"}%s\n", label, err ? "false" : "true",
+	       err ? stage : "", err ? ": " : "", err ? strerror(-err) : "", last ? "" : ",");
+	bpf_link__destroy(link);
+	features_bpf__destroy(skel);
+}
+
+int main(void)
+{
+	libbpf_set_print(silent);
+	strata_features_uprobe_target(1);
+	printf("{\n");
+	check("tp_btf", "tp_btf_probe", 0);
+	check("tracepoint", "tracepoint_probe", 0);
+	check("uprobe", "uprobe_probe", 0);
+	check("kprobe", "kprobe_probe", 0);
+	check("fentry", "fentry_probe", 1);
+	printf("}\n");
+	return 0;
+}

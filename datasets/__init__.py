@@ -1,0 +1,1 @@
+"""strata.datasets — archive, rollups, lifecycle and query API."""

@@ -1,0 +1,27 @@
+"""The query result contract between the archive and its readers (heatmaps/, check).
+
+Archive.query(name, start, end, resolution) returns a QueryResult: a time axis,
+the breakdown keys, and either llhist bucket counts (heat-map statistics) or one
+value per key and column (counters, gauges). Only buckets that hold data appear,
+so a day of per-second data stays small.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class QueryResult:
+    name: str                 # dataset name, e.g. "nfs.latency[client]"
+    statistic: str            # e.g. "nfs.latency"
+    kind: str                 # "heatmap" | "counter" | "gauge"
+    unit: str                 # "ns", "bytes", "ops", "bytes-offset", ...
+    step: int                 # seconds per column
+    times: np.ndarray         # int64 (n,): start of each column, unix seconds
+    keys: list                # breakdown keys (str); [""] when there is no breakdown
+    buckets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # heatmap: sorted llhist bucket ids present (m,); counts uint64 (len(keys), n, m)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.uint64))
+    # counter: int64 (len(keys), n) events per column; gauge: float64 (len(keys), n), NaN = no sample
+    values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    level: str = "second"     # archive level the data came from: second | minute | hour

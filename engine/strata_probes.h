@@ -1,0 +1,106 @@
+/* strata_probes.h — the engine's USDT probes and the argument structs bpf/ reads.
+ *
+ * This header is the single source of truth for probe layouts (DESIGN.md,
+ * "Probes"). It compiles in three places:
+ *   - the engine (userspace C): defines the probe macros, with semaphores, so an
+ *     unobserved probe costs one predictable branch;
+ *   - bpf/*.bpf.c (after vmlinux.h): only the structs and constants;
+ *   - collectors/ and tests: the structs and constants.
+ *
+ * Provider name: "strata".  Probes:
+ *   nfs_op(struct strata_nfs_op *)        once per NFS/MOUNT operation, at reply time
+ *   vdev_io_start(struct strata_vdev_io *) before a vdev pread/pwrite
+ *   vdev_io_done(struct strata_vdev_io *)  after it (latency_ns filled in)
+ *   l2arc_read(struct strata_tier_io *)    after an L2ARC device read
+ *   l2arc_write(struct strata_tier_io *)   after an L2ARC feed write
+ *   l2arc_evict(struct strata_tier_io *)   when L2ARC headers are dropped
+ *   zil_commit(struct strata_tier_io *)    after a ZIL commit is durable
+ * Every struct starts with start_ns (CLOCK_MONOTONIC, the clock
+ * bpf_ktime_get_ns() reads); the probe fires at completion, so
+ * latency = now - start_ns, except where latency_ns is given explicitly.
+ */
+#ifndef STRATA_PROBES_H
+#define STRATA_PROBES_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/* Tiers that served an operation (bitmask in strata_nfs_op.tiers). */
+#define STRATA_TIER_ARC   0x01 /* DRAM cache */
+#define STRATA_TIER_L2ARC 0x02 /* flash read cache */
+#define STRATA_TIER_POOL  0x04 /* pool vdevs (disks) */
+#define STRATA_TIER_ZIL   0x08 /* intent log (sync writes, COMMIT) */
+#define STRATA_TIER_DIRTY 0x10 /* served from not-yet-synced dirty data */
+
+/* Program numbers carried in strata_nfs_op.prog. */
+#define STRATA_PROG_NFS   100003
+#define STRATA_PROG_MOUNT 100005
+
+struct strata_nfs_op {
+	__u64 start_ns;   /* request decoded (CLOCK_MONOTONIC ns) */
+	__u64 file_id;    /* object id of the file handle operated on (0: none) */
+	__u32 bytes;      /* payload bytes read or written (0 for metadata ops) */
+	__u32 status;     /* nfsstat3 of the reply (0 = NFS3_OK) */
+	__u32 prog;       /* STRATA_PROG_NFS or STRATA_PROG_MOUNT */
+	__u16 proc;       /* procedure number (NFSv3: 0..21) */
+	__u8  tiers;      /* STRATA_TIER_* bitmask of what served it */
+	__u8  family;     /* 2 = AF_INET (client[0..3]), 10 = AF_INET6 */
+	__u8  client[16]; /* client address, network byte order */
+	__u16 client_port;/* client port, host byte order */
+	__u16 arc_hits;   /* records of this op found in the ARC */
+	__u16 arc_misses; /* records of this op not in the ARC */
+	__u16 l2arc_hits; /* of the misses, records served by the L2ARC */
+};
+
+#define STRATA_VDEV_READ  0
+#define STRATA_VDEV_WRITE 1
+#define STRATA_VDEV_FLUSH 2
+
+struct strata_vdev_io {
+	__u64 start_ns;
+	__u64 offset;     /* bytes */
+	__u64 latency_ns; /* 0 at start; total incl. device model at done */
+	__u32 size;       /* bytes */
+	__u32 vdev;       /* vdev index in the pool */
+	__u32 op;         /* STRATA_VDEV_* */
+	__s32 error;      /* 0 or -errno (done only) */
+};
+
+struct strata_tier_io {
+	__u64 start_ns;
+	__u64 latency_ns; /* explicit latency, or 0: use now - start_ns */
+	__u64 file_id;
+	__u32 bytes;      /* logical bytes */
+	__u32 asize;      /* bytes on device (compressed) */
+	__s32 error;      /* 0, -EIO, or -EBADMSG for a checksum mismatch */
+	__u32 count;      /* zil_commit: records in this commit; else 1 */
+};
+
+#ifndef __bpf__
+/* Engine side: USDT probes with semaphores (sys/sdt.h from systemtap-sdt-dev).
+ * Define STRATA_PROBES_DEFINE_SEMAPHORES in exactly one .c file. */
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+
+#ifdef STRATA_PROBES_DEFINE_SEMAPHORES
+#define STRATA_SEM(name) \
+	unsigned short strata_##name##_semaphore __attribute__((section(".probes"), used)) = 0
+#else
+#define STRATA_SEM(name) extern unsigned short strata_##name##_semaphore
+#endif
+STRATA_SEM(nfs_op);
+STRATA_SEM(vdev_io_start);
+STRATA_SEM(vdev_io_done);
+STRATA_SEM(l2arc_read);
+STRATA_SEM(l2arc_write);
+STRATA_SEM(l2arc_evict);
+STRATA_SEM(zil_commit);
+#undef STRATA_SEM
+
+/* True when a tracer has attached to the probe: build the struct only then. */
+#define STRATA_PROBE_ENABLED(name) __builtin_expect(strata_##name##_semaphore != 0, 0)
+#define STRATA_PROBE(name, argp) STAP_PROBE1(strata, name, argp)
+#endif /* !__bpf__ */
+
+#endif /* STRATA_PROBES_H */

@@ -1,0 +1,1 @@
+"""strata.heatmaps — re-binning and renderers."""

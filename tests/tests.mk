@@ -1,0 +1,20 @@
+# tests/ — C unit tests (run by `make test-c`) and BPF test fixtures (run from pytest).
+
+TESTOUT := $(BUILD)/tests
+$(TESTOUT):
+	mkdir -p $@
+
+$(TESTOUT)/llhist_test: tests/llhist_test.c tests/llhist_vectors.h bpf/llhist.h | $(TESTOUT)
+	$(CC) $(CFLAGS) -Itests $< -o $@ $(LDFLAGS)
+
+# BPF fixtures: tests/NAME.bpf.c -> build/tests/NAME.bpf.o + NAME.skel.h
+$(TESTOUT)/%.bpf.o: tests/%.bpf.c $(VMLINUX_H) bpf/llhist.h | $(TESTOUT)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(TESTOUT)/%.skel.h: $(TESTOUT)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(TESTOUT)/llhist_bpf_test: tests/llhist_bpf_test.c $(TESTOUT)/llhist_vectors.skel.h tests/llhist_vectors.h
+	$(CC) $(CFLAGS) -Itests -I$(TESTOUT) $< -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf)
+
+TEST_BINS   += $(TESTOUT)/llhist_test
+ALL_TARGETS += $(TESTOUT)/llhist_bpf_test
