@@ -4,6 +4,7 @@
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
+MAKEFLAGS += --no-print-directory
 
 BUILD   := build
 BIN     := $(BUILD)/bin
