@@ -1,0 +1,217 @@
+/* load_opts.c — parses and validates strata-load's command line. */
+#include "load_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CLIENTS 1000
+#define MAX_NETNS_CLIENTS 254
+#define MAX_THREADS 4096
+#define MAX_IO_SIZE (16u << 20)
+
+static const char USAGE[] =
+	"usage: strata-load --server HOST [--nfsport P --mountport Q] --export /NAME\n"
+	"                   --profile randread|seqread|write|mixed|stepup|seed-l2arc\n"
+	"                   [--io-size 8k] [--files N] [--file-size SIZE | --working-set SIZE]\n"
+	"                   [--clients N] [--threads T] [--duration SECS] [--rate OPS]\n"
+	"                   [--stable unstable|data_sync|file_sync] [--step-interval SECS]\n"
+	"                   [--read-pct P] [--netns] [--seed S] [--setup|--setup-only]\n"
+	"                   [--json FILE|-]\n"
+	"Sizes accept k/m/g suffixes (powers of 1024). See workloads/PROFILES.md.\n";
+
+static const char *const PROFILES[] = {
+	[PROFILE_NONE] = "none", [PROFILE_RANDREAD] = "randread",
+	[PROFILE_SEQREAD] = "seqread", [PROFILE_WRITE] = "write",
+	[PROFILE_MIXED] = "mixed", [PROFILE_STEPUP] = "stepup",
+	[PROFILE_SEED_L2ARC] = "seed-l2arc",
+};
+static const char *const STABLES[] = { "unstable", "data_sync", "file_sync" };
+
+const char *load_profile_name(enum load_profile p) { return PROFILES[p]; }
+const char *load_stable_name(enum load_stable s) { return STABLES[s]; }
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("strata-load: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see --help)\n", stderr);
+	exit(2);
+}
+
+/* "8k", "1m", "4096" -> bytes; 0 on error (zero is never a valid size). */
+static uint64_t parse_size(const char *flag, const char *s)
+{
+	char *end;
+	uint64_t mult = 1;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || errno || s[0] == '-')
+		die_usage("%s: not a size: '%s'", flag, s);
+	switch (*end) {
+	case 'k': case 'K': mult = 1ull << 10; end++; break;
+	case 'm': case 'M': mult = 1ull << 20; end++; break;
+	case 'g': case 'G': mult = 1ull << 30; end++; break;
+	case 't': case 'T': mult = 1ull << 40; end++; break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || v == 0 || v > UINT64_MAX / mult)
+		die_usage("%s: not a positive size: '%s'", flag, s);
+	return v * mult;
+}
+
+static long parse_int(const char *flag, const char *s, long lo, long hi)
+{
+	char *end;
+
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		die_usage("%s: expected an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
+	return v;
+}
+
+static double parse_secs(const char *flag, const char *s, double lo)
+{
+	char *end;
+
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v) || v < lo || v > 1e7)
+		die_usage("%s: expected a number >= %g, got '%s'", flag, lo, s);
+	return v;
+}
+
+static int lookup_name(const char *flag, const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	die_usage("%s: unknown value '%s'", flag, s);
+	return -1;
+}
+
+enum {
+	O_SERVER = 256, O_NFSPORT, O_MOUNTPORT, O_EXPORT, O_PROFILE, O_IOSIZE, O_FILES,
+	O_FILESIZE, O_WORKINGSET, O_CLIENTS, O_THREADS, O_DURATION, O_RATE, O_STABLE,
+	O_STEP, O_READPCT, O_NETNS, O_SEED, O_SETUP, O_SETUPONLY, O_JSON, O_HELP,
+};
+
+static const struct option LONGOPTS[] = {
+	{ "server", required_argument, NULL, O_SERVER },
+	{ "nfsport", required_argument, NULL, O_NFSPORT },
+	{ "mountport", required_argument, NULL, O_MOUNTPORT },
+	{ "export", required_argument, NULL, O_EXPORT },
+	{ "profile", required_argument, NULL, O_PROFILE },
+	{ "io-size", required_argument, NULL, O_IOSIZE },
+	{ "files", required_argument, NULL, O_FILES },
+	{ "file-size", required_argument, NULL, O_FILESIZE },
+	{ "working-set", required_argument, NULL, O_WORKINGSET },
+	{ "clients", required_argument, NULL, O_CLIENTS },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "duration", required_argument, NULL, O_DURATION },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "stable", required_argument, NULL, O_STABLE },
+	{ "step-interval", required_argument, NULL, O_STEP },
+	{ "read-pct", required_argument, NULL, O_READPCT },
+	{ "netns", no_argument, NULL, O_NETNS },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "setup", no_argument, NULL, O_SETUP },
+	{ "setup-only", no_argument, NULL, O_SETUPONLY },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+void load_opts_parse(int argc, char **argv, struct load_opts *o)
+{
+	uint64_t working_set = 0;
+	bool have_io = false, have_threads = false, have_fsize = false;
+	int c;
+
+	*o = (struct load_opts){
+		.io_size = 8192, .files = 16, .file_size = 8u << 20, .clients = 1,
+		.threads = 1, .duration = 10, .stable = STABLE_UNSTABLE,
+		.step_interval = 60, .read_pct = 70, .seed = 1,
+	};
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", LONGOPTS, NULL)) != -1) {
+		switch (c) {
+		case O_SERVER: o->server = optarg; break;
+		case O_NFSPORT: o->nfsport = parse_int("--nfsport", optarg, 1, 65535); break;
+		case O_MOUNTPORT: o->mountport = parse_int("--mountport", optarg, 1, 65535); break;
+		case O_EXPORT: o->export = optarg; break;
+		case O_PROFILE:
+			o->profile = lookup_name("--profile", optarg, PROFILES, 7);
+			if (o->profile == PROFILE_NONE)
+				die_usage("--profile: unknown value '%s'", optarg);
+			break;
+		case O_IOSIZE: o->io_size = parse_size("--io-size", optarg); have_io = true; break;
+		case O_FILES: o->files = parse_int("--files", optarg, 1, 10000000); break;
+		case O_FILESIZE: o->file_size = parse_size("--file-size", optarg); have_fsize = true; break;
+		case O_WORKINGSET: working_set = parse_size("--working-set", optarg); break;
+		case O_CLIENTS: o->clients = parse_int("--clients", optarg, 1, MAX_CLIENTS); break;
+		case O_THREADS:
+			o->threads = parse_int("--threads", optarg, 1, MAX_THREADS);
+			have_threads = true;
+			break;
+		case O_DURATION: o->duration = parse_secs("--duration", optarg, 0.1); break;
+		case O_RATE: o->rate = parse_secs("--rate", optarg, 0.001); break;
+		case O_STABLE: o->stable = lookup_name("--stable", optarg, STABLES, 3); break;
+		case O_STEP: o->step_interval = parse_secs("--step-interval", optarg, 0.1); break;
+		case O_READPCT: o->read_pct = parse_int("--read-pct", optarg, 0, 100); break;
+		case O_NETNS: o->netns = true; break;
+		case O_SEED: o->seed = parse_int("--seed", optarg, 0, LONG_MAX); break;
+		case O_SETUP: o->setup = true; break;
+		case O_SETUPONLY: o->setup = o->setup_only = true; break;
+		case O_JSON: o->json = optarg; break;
+		case O_HELP: fputs(USAGE, stdout); exit(0);
+		case ':': die_usage("%s needs a value", argv[optind - 1]);
+		default:
+			die_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	if (!o->server)
+		die_usage("--server is required");
+	if (!o->export || o->export[0] != '/')
+		die_usage("--export is required and must start with '/'");
+	if (o->profile == PROFILE_NONE && !o->setup_only)
+		die_usage("--profile is required (unless --setup-only)");
+	if ((o->nfsport == 0) != (o->mountport == 0))
+		die_usage("--nfsport and --mountport go together");
+	if (o->netns && o->clients > MAX_NETNS_CLIENTS)
+		die_usage("--netns supports at most %d clients", MAX_NETNS_CLIENTS);
+	if (working_set) {
+		if (have_fsize)
+			die_usage("--file-size and --working-set exclude each other");
+		o->file_size = working_set / o->files;
+	}
+	if (o->profile == PROFILE_SEED_L2ARC) {
+		if (!have_io)
+			o->io_size = 128u << 10;
+		if (!have_threads) /* the seed's 50 readers, spread over the clients */
+			o->threads = (50 + o->clients - 1) / o->clients;
+	}
+	if (o->profile == PROFILE_STEPUP && !have_threads) /* no cap: step until the end */
+		o->threads = (int)fmin(MAX_THREADS, 1 + floor(o->duration / o->step_interval));
+	if (o->io_size > MAX_IO_SIZE)
+		die_usage("--io-size: at most 16m");
+	if (o->file_size < o->io_size)
+		die_usage("--file-size (%llu) is smaller than --io-size (%llu)",
+			  (unsigned long long)o->file_size, (unsigned long long)o->io_size);
+	if (strlen(o->export) > 1000)
+		die_usage("--export: path too long");
+}
