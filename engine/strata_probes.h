@@ -4,7 +4,7 @@
  * "Probes"). It compiles in three places:
  *   - the engine (userspace C): defines the probe macros, with semaphores, so an
  *     unobserved probe costs one predictable branch;
- *   - bpf/*.bpf.c (after vmlinux.h): only the structs and constants;
+ *   - the BPF programs in bpf/ (after vmlinux.h): only the structs and constants;
  *   - collectors/ and tests: the structs and constants.
  *
  * Provider name: "strata".  Probes:
