@@ -47,10 +47,12 @@ $(VENV)/.installed: pyproject.toml
 	bash scripts/venv.sh
 	touch $@
 
-# The whole suite: deps, build, C unit tests, then pytest (its summary line ends the run).
+# The whole suite: deps, build, C unit tests, the engine under ASan/UBSan, then
+# pytest (its summary line ends the run).
 test: deps
 	$(MAKE) all
 	$(MAKE) test-c
+	$(MAKE) test-san
 	$(MAKE) test-py
 
 test-c: $(TEST_BINS)

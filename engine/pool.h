@@ -1,0 +1,87 @@
+/* pool.h — the storage pool: vdevs (files or block devices opened O_DIRECT),
+ * their labels, aligned I/O with vdev_io probes, and the block allocator with
+ * its space map.  Layout of every vdev:
+ *   [0, 4K)      label (pool guid, vdev index, vdev count, size, recordsize)
+ *   [8K, 16K)    two uberblock slots (used on vdev 0 only; see txg.c)
+ *   [64K, size)  allocatable space, in 4 KiB blocks. */
+#ifndef ENGINE_POOL_H
+#define ENGINE_POOL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cksum.h"
+#include "xdr.h"
+
+#define POOL_BLOCK       4096u
+#define POOL_DATA_START  (64u * 1024u)
+#define POOL_UB_OFFSET(slot) (8192u + (slot) * 4096u)
+#define POOL_MIN_RECORD  (4u * 1024u)
+#define POOL_MAX_RECORD  (1024u * 1024u)
+
+/* Where a record lives and how to check it.  psize == 0 means a hole. */
+struct blkptr {
+	uint32_t vdev;
+	uint32_t psize;  /* bytes on disk (multiple of POOL_BLOCK) */
+	uint64_t offset; /* byte offset in the vdev */
+	uint32_t lsize;  /* logical bytes held by the record */
+	uint64_t birth;  /* txg that wrote it */
+	struct cksum ck; /* fletcher4 of the psize bytes */
+};
+
+struct vdev {
+	int fd;
+	char *path;
+	uint64_t size;
+	uint64_t nblocks;
+	uint8_t *bitmap; /* 1 = allocated, one bit per 4 KiB block */
+	uint64_t rotor;
+	uint64_t free_blocks;
+};
+
+struct pool_extent { uint32_t vdev; uint64_t offset, size; };
+
+struct pool {
+	uint32_t nvdevs;
+	struct vdev *vdevs;
+	uint64_t guid;
+	uint32_t recordsize; /* pool default */
+	int direct;          /* all vdevs opened O_DIRECT */
+	pthread_mutex_t lock; /* allocator state */
+	uint32_t next_vdev;
+	struct pool_extent *deferred;   /* freed in the open txg */
+	size_t ndeferred, capdeferred;
+	struct pool_extent *committing; /* freed by the txg being synced */
+	size_t ncommitting, capcommitting;
+	uint64_t bytes_read, bytes_written, reads, writes; /* atomics */
+};
+
+/* mkpool: create (sparse files of `size` when missing) and label the vdevs. */
+int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, char *err, size_t errsz);
+/* Open and verify the labels; vdevs may be given in any order. */
+struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz);
+void pool_close(struct pool *p);
+
+/* Aligned I/O (buf 4 KiB aligned, len/off multiples of 4 KiB); 0 or -errno. */
+int pool_read(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint32_t len);
+int pool_write(struct pool *p, uint32_t vdev, uint64_t off, const void *buf, uint32_t len);
+int pool_flush(struct pool *p);
+
+/* Allocator: contiguous `size` bytes (rounded to 4 KiB), round-robin over vdevs. */
+int pool_alloc(struct pool *p, uint64_t size, uint32_t *vdev, uint64_t *off);
+/* Frees are deferred: a block freed in txg N is reusable only once txg N is
+ * on disk.  The sync cuts the list when it closes a txg and applies it after
+ * the uberblock write. */
+void pool_free_deferred(struct pool *p, uint32_t vdev, uint64_t off, uint64_t size);
+void pool_deferred_cut(struct pool *p);
+void pool_apply_deferred(struct pool *p);
+void pool_mark_allocated(struct pool *p, uint32_t vdev, uint64_t off, uint64_t size);
+uint64_t pool_total_bytes(const struct pool *p);
+uint64_t pool_free_bytes(struct pool *p);
+
+/* Space map: allocated extents as they will be after this txg commits
+ * (its cut frees applied), except `skip` (the metadata block itself). */
+void pool_spacemap_encode(struct pool *p, struct xdr_out *o, const struct pool_extent *skip);
+int pool_spacemap_decode(struct pool *p, struct xdr_in *x);
+
+#endif

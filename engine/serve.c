@@ -1,0 +1,357 @@
+/* serve.c — `strata-engine serve`: options (and an optional config file of
+ * "option value" lines), pool import, exports, listeners, stats socket,
+ * rpcbind, then serve until SIGTERM/SIGINT and sync on the way out. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "engine.h"
+#include "net.h"
+#include "rpcbind.h"
+#include "stats.h"
+#include "util.h"
+
+struct engine g_engine;
+
+struct serve_opts {
+	char *pool;
+	char **exports;
+	int nexports;
+	char *listen, *port_file, *stats_socket;
+	int mount_port; /* -1: same port as NFS */
+	uint64_t arc_max, dirty_max, sync_ms;
+	int workers, rpcbind;
+	enum arc_policy policy;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: strata-engine serve --pool PATH[,PATH...] --export NAME[:OPTIONS] [--export ...]\n"
+		"  --listen ADDR:PORT      NFS (and MOUNT) address, default 127.0.0.1:2049; port 0 picks one\n"
+		"  --mount-port P          serve MOUNT on its own port (0 picks one)\n"
+		"  --arc-max SIZE          ARC size, default 256M\n"
+		"  --arc-policy arc|lru    replacement policy, default arc\n"
+		"  --workers N             worker threads, default 8\n"
+		"  --sync-interval DUR     txg sync period, default 5s\n"
+		"  --dirty-max SIZE        dirty data before writers wait for a sync, default 256M\n"
+		"  --stats-socket PATH     default /run/strata/engine-<pid>.sock\n"
+		"  --port-file FILE        write 'listening nfs=ADDR:PORT mount=ADDR:PORT' there\n"
+		"  --no-rpcbind            do not register with rpcbind\n"
+		"  --config FILE           read 'option value' lines (command-line options win)\n"
+		"export OPTIONS (comma separated): allow=CIDR (repeatable, default 127.0.0.0/8 and ::1),\n"
+		"  root_squash (default) | no_root_squash, anonuid=N, anongid=N, recordsize=SIZE, ro | rw\n");
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "strata-engine serve: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 2;
+}
+
+/* Prepends the options of a config file to argv. */
+static int expand_config(int *argc, char ***argv)
+{
+	const char *file = NULL;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp((*argv)[i], "--config") && i + 1 < *argc)
+			file = (*argv)[i + 1];
+		else if (!strncmp((*argv)[i], "--config=", 9))
+			file = (*argv)[i] + 9;
+	}
+	if (!file)
+		return 0;
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return bad("cannot read config file %s", file);
+	char **v = xcalloc((size_t)*argc + 1, sizeof(char *));
+	int n = 0, cap = *argc + 1;
+	v[n++] = (*argv)[0];
+	char line[1024];
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line + strspn(line, " \t");
+		s[strcspn(s, "\r\n#")] = 0;
+		if (!*s)
+			continue;
+		char *key = s, *val = s + strcspn(s, " \t=");
+		if (*val)
+			*val++ = 0;
+		val += strspn(val, " \t=");
+		char *end = val + strlen(val);
+		while (end > val && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = 0;
+		if (n + 3 >= cap) {
+			cap = cap * 2 + 4;
+			v = xrealloc(v, (size_t)cap * sizeof(char *));
+		}
+		char opt[256];
+		snprintf(opt, sizeof(opt), "--%s", key);
+		v[n++] = xstrdup(opt);
+		if (*val)
+			v[n++] = xstrdup(val);
+	}
+	fclose(f);
+	v = xrealloc(v, (size_t)(n + *argc + 1) * sizeof(char *));
+	for (int i = 1; i < *argc; i++)
+		v[n++] = (*argv)[i];
+	v[n] = NULL;
+	*argc = n;
+	*argv = v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct serve_opts *o)
+{
+	static const struct option opts[] = {
+		{ "pool", required_argument, 0, 'P' },
+		{ "export", required_argument, 0, 'e' },
+		{ "listen", required_argument, 0, 'l' },
+		{ "mount-port", required_argument, 0, 'm' },
+		{ "arc-max", required_argument, 0, 'a' },
+		{ "arc-policy", required_argument, 0, 'A' },
+		{ "workers", required_argument, 0, 'w' },
+		{ "sync-interval", required_argument, 0, 's' },
+		{ "dirty-max", required_argument, 0, 'd' },
+		{ "stats-socket", required_argument, 0, 'S' },
+		{ "port-file", required_argument, 0, 'f' },
+		{ "no-rpcbind", no_argument, 0, 'R' },
+		{ "config", required_argument, 0, 'c' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	memset(o, 0, sizeof(*o));
+	o->listen = "127.0.0.1:2049";
+	o->mount_port = -1;
+	o->arc_max = 256ull << 20;
+	o->dirty_max = 256ull << 20;
+	o->sync_ms = 5000;
+	o->workers = 8;
+	o->rpcbind = 1;
+	o->exports = xcalloc((size_t)argc + 1, sizeof(char *));
+	int c;
+	uint64_t v;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'P': o->pool = optarg; break;
+		case 'e': o->exports[o->nexports++] = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'm':
+			if (parse_size(optarg, &v) || v > 65535)
+				return bad("bad --mount-port '%s' (0..65535)", optarg);
+			o->mount_port = (int)v;
+			break;
+		case 'a':
+			if (parse_size(optarg, &o->arc_max) || o->arc_max < (1u << 20))
+				return bad("bad --arc-max '%s' (a size such as 512M, at least 1M)", optarg);
+			break;
+		case 'A':
+			if (!strcmp(optarg, "arc"))
+				o->policy = ARC_POLICY_ARC;
+			else if (!strcmp(optarg, "lru"))
+				o->policy = ARC_POLICY_LRU;
+			else
+				return bad("bad --arc-policy '%s' (arc or lru)", optarg);
+			break;
+		case 'w':
+			if (parse_size(optarg, &v) || v < 1 || v > 256)
+				return bad("bad --workers '%s' (1..256)", optarg);
+			o->workers = (int)v;
+			break;
+		case 's':
+			if (parse_duration_ms(optarg, &o->sync_ms) || o->sync_ms < 10 || o->sync_ms > 3600000)
+				return bad("bad --sync-interval '%s' (e.g. 5s or 500ms)", optarg);
+			break;
+		case 'd':
+			if (parse_size(optarg, &o->dirty_max) || o->dirty_max < (4u << 20))
+				return bad("bad --dirty-max '%s' (at least 4M)", optarg);
+			break;
+		case 'S': o->stats_socket = optarg; break;
+		case 'f': o->port_file = optarg; break;
+		case 'R': o->rpcbind = 0; break;
+		case 'c': break; /* expanded before parsing */
+		case 'h': usage(stdout); exit(0);
+		case ':':
+		default:
+			return bad("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (!o->pool)
+		return bad("%s", "--pool PATH[,PATH...] is required");
+	if (!o->nexports)
+		return bad("%s", "at least one --export NAME[:OPTIONS] is required");
+	return 0;
+}
+
+/* "ADDR:PORT", "[V6]:PORT" or "ADDR" (default port 2049). */
+static int split_listen(const char *s, char *host, size_t hsz, uint16_t *port)
+{
+	const char *colon;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || (size_t)(close - s - 1) >= hsz)
+			return -1;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = 0;
+		colon = close[1] == ':' ? close + 1 : NULL;
+		if (close[1] && !colon)
+			return -1;
+	} else {
+		colon = strrchr(s, ':');
+		size_t n = colon ? (size_t)(colon - s) : strlen(s);
+		if (!n || n >= hsz)
+			return -1;
+		memcpy(host, s, n);
+		host[n] = 0;
+	}
+	uint64_t p = 2049;
+	if (colon && (parse_size(colon + 1, &p) || p > 65535))
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int write_port_file(const char *path, const char *line)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%s\n", line) < 0 || fclose(f) || rename(tmp, path)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static uint16_t port_of(const char *bound)
+{
+	return (uint16_t)atoi(strrchr(bound, ':') + 1);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_opts o;
+	int rc = expand_config(&argc, &argv);
+	if (rc || (rc = parse_opts(argc, argv, &o)))
+		return rc;
+	char err[512];
+	struct engine *e = &g_engine;
+	e->start_ns = now_mono_ns();
+	e->exports = xcalloc((size_t)o.nexports, sizeof(struct export));
+	for (int i = 0; i < o.nexports; i++) {
+		if (export_parse(o.exports[i], &e->exports[i], err, sizeof(err)))
+			return bad("%s", err);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(e->exports[k].name, e->exports[i].name))
+				return bad("export '%s' given twice", e->exports[i].name);
+	}
+	e->nexports = o.nexports;
+	char host[256];
+	uint16_t port;
+	if (split_listen(o.listen, host, sizeof(host), &port))
+		return bad("bad --listen '%s' (want ADDR:PORT)", o.listen);
+
+	/* Signals are taken by sigwait in this thread only. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char **paths;
+	int npaths = split_paths(o.pool, &paths);
+	if (npaths < 1)
+		return bad("bad --pool '%s'", o.pool);
+	e->pool = pool_open(paths, (uint32_t)npaths, err, sizeof(err));
+	if (!e->pool) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
+	if (!e->pool->direct)
+		fprintf(stderr, "strata-engine serve: note: the filesystem refused O_DIRECT; using buffered I/O\n");
+	e->arc_max = o.arc_max;
+	e->arc = arc_create(o.arc_max, o.policy);
+	e->os = objset_create(e->pool, e->arc);
+	if (txg_import(&e->txg, e->os, err, sizeof(err))) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
+	for (int i = 0; i < e->nexports; i++)
+		e->exports[i].ds = objset_dataset(e->os, e->exports[i].name, e->exports[i].recordsize, 1);
+	if (txg_sync(&e->txg)) {
+		fprintf(stderr, "strata-engine serve: cannot write to the pool\n");
+		return 1;
+	}
+	e->txg.synced_txg = e->os->open_txg - 1;
+
+	int fds[2], nfds = 0;
+	char nfs_bound[300], mount_bound[300];
+	fds[nfds] = net_listen(host, port, nfs_bound, sizeof(nfs_bound), err, sizeof(err));
+	if (fds[nfds++] < 0) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
+	snprintf(mount_bound, sizeof(mount_bound), "%s", nfs_bound);
+	if (o.mount_port >= 0) {
+		fds[nfds] = net_listen(host, (uint16_t)o.mount_port, mount_bound, sizeof(mount_bound), err, sizeof(err));
+		if (fds[nfds++] < 0) {
+			fprintf(stderr, "strata-engine serve: %s\n", err);
+			return 1;
+		}
+	}
+	char sockpath[256];
+	if (o.stats_socket)
+		snprintf(sockpath, sizeof(sockpath), "%s", o.stats_socket);
+	else
+		snprintf(sockpath, sizeof(sockpath), "/run/strata/engine-%d.sock", (int)getpid());
+	if (stats_start(sockpath, err, sizeof(err))) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
+	uint64_t verf = now_mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+	memcpy(e->write_verf, &verf, 8);
+	if (txg_start(&e->txg, o.sync_ms, o.dirty_max) || net_start(fds, nfds, o.workers)) {
+		fprintf(stderr, "strata-engine serve: cannot start threads\n");
+		stats_stop();
+		return 1;
+	}
+	if (o.rpcbind)
+		rpcbind_register(port_of(nfs_bound), port_of(mount_bound));
+	char line[700];
+	snprintf(line, sizeof(line), "listening nfs=%s mount=%s", nfs_bound, mount_bound);
+	if (o.port_file && write_port_file(o.port_file, line)) {
+		fprintf(stderr, "strata-engine serve: cannot write port file %s: %s\n", o.port_file, strerror(errno));
+		stats_stop();
+		rpcbind_unregister();
+		return 1;
+	}
+	printf("%s\n", line);
+	fflush(stdout);
+
+	int sig;
+	do
+		sigwait(&sigs, &sig);
+	while (sig == SIGHUP);
+	rpcbind_unregister();
+	net_stop();
+	int serr = txg_stop(&e->txg);
+	stats_stop();
+	if (serr) {
+		fprintf(stderr, "strata-engine serve: final sync failed; the pool holds the last synced txg\n");
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,125 @@
+/* util.c — clocks, size/duration parsing and allocation helpers for the engine. */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t now_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void now_real(uint32_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = (uint32_t)ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+static int parse_number(const char *s, uint64_t *val, const char **rest)
+{
+	char *end;
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	*val = v;
+	*rest = end;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v, mult = 1;
+	const char *r;
+	if (parse_number(s, &v, &r))
+		return -1;
+	switch (tolower((unsigned char)*r)) {
+	case '\0': break;
+	case 'k': mult = 1ull << 10; r++; break;
+	case 'm': mult = 1ull << 20; r++; break;
+	case 'g': mult = 1ull << 30; r++; break;
+	case 't': mult = 1ull << 40; r++; break;
+	default: return -1;
+	}
+	if (*r == 'i' || *r == 'I')
+		r++;
+	if (*r == 'b' || *r == 'B')
+		r++;
+	if (*r || (v && mult > UINT64_MAX / v))
+		return -1;
+	*out = v * mult;
+	return 0;
+}
+
+int parse_duration_ms(const char *s, uint64_t *out)
+{
+	uint64_t v;
+	const char *r;
+	if (parse_number(s, &v, &r))
+		return -1;
+	if (!strcmp(r, "ms"))
+		*out = v;
+	else if (!strcmp(r, "s") || !*r)
+		*out = v * 1000;
+	else if (!strcmp(r, "m"))
+		*out = v * 60000;
+	else
+		return -1;
+	return 0;
+}
+
+static void oom(void)
+{
+	fputs("strata-engine: out of memory\n", stderr);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xaligned(size_t n)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, n ? n : 4096))
+		oom();
+	return p;
+}

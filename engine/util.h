@@ -1,0 +1,23 @@
+/* util.h — small helpers shared by the engine: clocks, size/duration parsing, alloc. */
+#ifndef ENGINE_UTIL_H
+#define ENGINE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint64_t now_mono_ns(void);
+void now_real(uint32_t *sec, uint32_t *nsec);
+
+/* "128k", "1M", "4096", "2g" -> bytes; -1 on bad input. */
+int parse_size(const char *s, uint64_t *out);
+/* "5s", "500ms", "2" (seconds) -> milliseconds; -1 on bad input. */
+int parse_duration_ms(const char *s, uint64_t *out);
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* Aligned buffer for O_DIRECT I/O (4096-byte alignment). */
+void *xaligned(size_t n);
+
+#endif
