@@ -1,0 +1,45 @@
+# collectlib.sh — sourced by bench/collect_*.sh (no underscore: run.sh does not run it):
+# a private engine on an ephemeral port, the load generator, strata-collect through a fifo.
+work=$(mktemp -d)
+engine_pid=""
+collect_pid=""
+collect_cleanup() {
+	[ -n "$collect_pid" ] && kill "$collect_pid" 2>/dev/null || true
+	[ -n "$engine_pid" ] && kill "$engine_pid" 2>/dev/null && wait "$engine_pid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap collect_cleanup EXIT
+
+engine_start() {
+	cp build/bin/strata-engine "$work/" # private inode: nobody else's probes land in ours
+	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
+	"$work/strata-engine" serve --pool "$work/pool" --export /export --listen 127.0.0.1:0 \
+		--port-file "$work/ports" > "$work/engine.log" 2>&1 &
+	engine_pid=$!
+	for _ in $(seq 100); do [ -s "$work/ports" ] && break; sleep 0.1; done
+	mount_port=$(sed -E 's/.*mount=[0-9.]+:([0-9]+).*/\1/' "$work/ports")
+	nfs_port=$(sed -E 's/.*nfs=[0-9.]+:([0-9]+).*/\1/' "$work/ports")
+}
+
+# load SECONDS [--setup]: prints total ops/s
+load() {
+	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export /export \
+		--profile randread --io-size 8k --clients 4 --threads 8 --duration "$1" ${2:-} --json - |
+		python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ops_per_sec"]["total"]))'
+}
+
+# collect_start COMMANDS: strata-collect attached to the engine, COMMANDS written to its stdin
+collect_start() {
+	rm -f "$work/ctl"; mkfifo "$work/ctl"
+	build/bin/strata-collect --engine-pid "$engine_pid" < "$work/ctl" > "$work/collect.out" &
+	collect_pid=$!
+	exec 3> "$work/ctl"
+	printf "$1" >&3
+	sleep 1.5
+}
+
+collect_stop() {
+	exec 3>&-
+	wait "$collect_pid"
+	collect_pid=""
+}

@@ -1,0 +1,312 @@
+/* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
+ *
+ * Every layer program (nfs, cache, disk) includes this header once and gets its own
+ * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
+ * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
+ * agg_event and agg_event_apply() loops over the slots, so several datasets on one
+ * probe cost one hit. Counts are cumulative in a per-CPU hash keyed by
+ * {slot, generation, bucket, key bytes}; userspace reads and diffs them.
+ *
+ * The structs and constants (everything above the __bpf__ section) are shared
+ * with the collector, which includes this header too.
+ */
+#ifndef STRATA_AGGREGATE_H
+#define STRATA_AGGREGATE_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define AGG_MAX_SLOTS   32
+#define AGG_MAX_FILTERS 4
+#define AGG_KEY_BYTES   16
+#define AGG_COUNTS_MAX  131072 /* {slot, key, bucket} entries, all slots of one layer */
+#define AGG_STARTS_MAX  16384  /* in-flight block requests awaiting completion */
+
+/* Statistics computed in the kernel (gauges come from the engine's stats socket). */
+enum agg_stat {
+	AGG_STAT_NONE = 0,      /* free slot */
+	AGG_STAT_NFS_OPS,       /* counter */
+	AGG_STAT_NFS_LATENCY,   /* llhist of ns */
+	AGG_STAT_NFS_SIZE,      /* llhist of bytes */
+	AGG_STAT_ARC_ACCESSES,  /* counter of records (arc_hits + arc_misses) */
+	AGG_STAT_L2ARC_LATENCY, /* llhist of ns */
+	AGG_STAT_ZIL_LATENCY,   /* llhist of ns */
+	AGG_STAT_DISK_OPS,      /* counter */
+	AGG_STAT_DISK_LATENCY,  /* llhist of ns */
+	AGG_STAT_DISK_SIZE,     /* llhist of bytes */
+	AGG_STAT_DISK_OFFSET,   /* llhist of bytes */
+	AGG_STAT_COUNT
+};
+
+/* Breakdown / filter dimensions. The event carries each one as 16 key bytes. */
+enum agg_dim {
+	AGG_DIM_NONE = 0,
+	AGG_DIM_OP,      /* nfs: (prog == MOUNT ? 0x10000 : 0) | proc; disk: AGG_DISK_*; l2arc: AGG_TIER_OP_* */
+	AGG_DIM_CLIENT,  /* IPv6 address, IPv4 as ::ffff:a.b.c.d */
+	AGG_DIM_TIER,    /* AGG_TIER_* (deepest tier that served the op) */
+	AGG_DIM_FILE,    /* __u64 object id */
+	AGG_DIM_DEVICE,  /* __u32 kernel dev_t (major << 20 | minor) */
+	AGG_DIM_HITMISS, /* arc.accesses only: 0 = hit, 1 = miss (not stored in the event) */
+	AGG_DIM_COUNT
+};
+
+enum agg_tier { AGG_TIER_NONE = 0, AGG_TIER_ARC, AGG_TIER_L2ARC, AGG_TIER_POOL, AGG_TIER_ZIL };
+enum agg_disk_op { AGG_DISK_READ = 0, AGG_DISK_WRITE, AGG_DISK_SYNC, AGG_DISK_FLUSH,
+		   AGG_DISK_DISCARD, AGG_DISK_OTHER };
+enum agg_tier_op { AGG_TIER_OP_READ = 0, AGG_TIER_OP_WRITE, AGG_TIER_OP_COMMIT };
+#define AGG_HIT  0
+#define AGG_MISS 1
+
+/* Key bytes of the explicit overflow key ("other"). */
+#define AGG_OTHER_BYTE 0xff
+
+struct agg_filter {
+	__u32 dim;                   /* enum agg_dim */
+	__u8 value[AGG_KEY_BYTES];   /* the dimension's key bytes to match */
+};
+
+struct agg_slot {
+	__u32 stat;      /* enum agg_stat; 0 = free. Written last by userspace. */
+	__u32 breakdown; /* enum agg_dim */
+	__u32 gen;       /* bumps on every reuse; entries of older generations are stale */
+	__u32 nfilters;
+	struct agg_filter filters[AGG_MAX_FILTERS];
+};
+
+struct agg_key {
+	__u16 slot;
+	__u16 gen;
+	__u32 bucket;             /* llhist bucket; 0 for counters */
+	__u8 key[AGG_KEY_BYTES];  /* breakdown key bytes; zero without breakdown */
+};
+
+struct agg_keyset_key {
+	__u16 slot;
+	__u16 gen;
+	__u8 key[AGG_KEY_BYTES];
+};
+
+/* agg_stats per-CPU array: index 0 = drops (map full, unreadable probe argument),
+ * 1 + slot = hits folded into that slot's "other" key. */
+#define AGG_STATS_DROPS 0
+#define AGG_STATS_LEN (1 + AGG_MAX_SLOTS)
+
+#ifdef __bpf__
+
+/* One probe hit, described once for all slots. */
+struct agg_event {
+	__u8 dims[AGG_DIM_COUNT][AGG_KEY_BYTES];
+	__u64 latency_ns;
+	__u64 bytes;
+	__u64 offset;
+	__u32 hits;
+	__u32 misses;
+	__u32 stats_mask; /* 1 << enum agg_stat for every statistic this probe feeds */
+};
+
+struct agg_slot agg_slots[AGG_MAX_SLOTS];
+__u32 agg_nslots; /* slots in use are below this index (set by userspace) */
+const volatile __u32 agg_max_keys = 1024; /* distinct breakdown keys per slot */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, AGG_COUNTS_MAX);
+	__type(key, struct agg_key);
+	__type(value, __u64);
+} agg_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AGG_MAX_SLOTS * 1024); /* resized by userspace to slots * max keys */
+	__type(key, struct agg_keyset_key);
+	__type(value, __u8);
+} agg_keyset SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AGG_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} agg_nkeys SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, AGG_STATS_LEN);
+	__type(key, __u32);
+	__type(value, __u64);
+} agg_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct agg_event);
+} agg_scratch SEC(".maps");
+
+static __always_inline void agg_stat_inc(__u32 index)
+{
+	__u64 *v = bpf_map_lookup_elem(&agg_stats, &index);
+
+	if (v)
+		*v += 1;
+}
+
+/* The zeroed per-CPU event for this hit, or NULL. */
+static __always_inline struct agg_event *agg_event_get(void)
+{
+	__u32 zero = 0;
+	struct agg_event *ev = bpf_map_lookup_elem(&agg_scratch, &zero);
+
+	if (ev)
+		__builtin_memset(ev, 0, sizeof(*ev));
+	return ev;
+}
+
+/* Replaces key by its slot's "other" key once the slot holds agg_max_keys keys. */
+static __always_inline void agg_bound_key(__u32 slot, __u32 gen, __u8 *key)
+{
+	struct agg_keyset_key kk = { .slot = slot, .gen = gen };
+	__u8 one = 1;
+	__u32 *n;
+
+	__builtin_memcpy(kk.key, key, AGG_KEY_BYTES);
+	if (bpf_map_lookup_elem(&agg_keyset, &kk))
+		return;
+	n = bpf_map_lookup_elem(&agg_nkeys, &slot);
+	if (n && *n < agg_max_keys && bpf_map_update_elem(&agg_keyset, &kk, &one, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(n, 1);
+		return;
+	}
+	if (bpf_map_lookup_elem(&agg_keyset, &kk)) /* another CPU added it meanwhile */
+		return;
+	__builtin_memset(key, AGG_OTHER_BYTE, AGG_KEY_BYTES);
+	agg_stat_inc(1 + slot);
+}
+
+static __always_inline void agg_add(__u32 slot, __u32 gen, __u32 bucket, const __u8 *keybytes,
+				    int bounded, __u64 inc)
+{
+	struct agg_key k = { .slot = slot, .gen = gen, .bucket = bucket };
+	__u64 *v;
+
+	if (!inc)
+		return;
+	__builtin_memcpy(k.key, keybytes, AGG_KEY_BYTES);
+	v = bpf_map_lookup_elem(&agg_counts, &k); /* the common case: a known key and bucket */
+	if (v) {
+		*v += inc;
+		return;
+	}
+	if (bounded) {
+		agg_bound_key(slot, gen, k.key);
+		v = bpf_map_lookup_elem(&agg_counts, &k);
+		if (v) {
+			*v += inc;
+			return;
+		}
+	}
+	if (bpf_map_update_elem(&agg_counts, &k, &inc, BPF_NOEXIST) == 0)
+		return;
+	v = bpf_map_lookup_elem(&agg_counts, &k); /* raced with another CPU's insert */
+	if (v)
+		*v += inc;
+	else
+		agg_stat_inc(AGG_STATS_DROPS);
+}
+
+static __always_inline int agg_key_equal(const __u8 *a, const __u8 *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return x[0] == y[0] && x[1] == y[1];
+}
+
+static __always_inline int agg_slot_matches(struct agg_slot *s, struct agg_event *ev)
+{
+	for (int f = 0; f < AGG_MAX_FILTERS; f++) {
+		__u32 dim;
+
+		if (f >= s->nfilters)
+			break;
+		dim = s->filters[f].dim;
+		if (dim >= AGG_DIM_COUNT)
+			return 0;
+		if (!agg_key_equal(ev->dims[dim], s->filters[f].value))
+			return 0;
+	}
+	return 1;
+}
+
+/* Applies one event to slot i if the slot's statistic is fed by it and its filters match. */
+static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
+{
+	struct agg_slot *s;
+	__u32 stat, bd, gen;
+	const __u8 *key;
+
+	if (i >= AGG_MAX_SLOTS)
+		return;
+	s = &agg_slots[i];
+	stat = s->stat;
+	if (stat >= AGG_STAT_COUNT || !(ev->stats_mask & (1u << stat)))
+		return;
+	if (!agg_slot_matches(s, ev))
+		return;
+	bd = s->breakdown;
+	gen = s->gen;
+	if (bd >= AGG_DIM_COUNT)
+		return;
+	key = ev->dims[bd]; /* dims[AGG_DIM_NONE] stays zero */
+
+	switch (stat) {
+	case AGG_STAT_NFS_OPS:
+	case AGG_STAT_DISK_OPS:
+		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
+		break;
+	case AGG_STAT_ARC_ACCESSES:
+		if (bd == AGG_DIM_HITMISS) {
+			__u8 hm[AGG_KEY_BYTES] = { AGG_HIT };
+
+			agg_add(i, gen, 0, hm, 0, ev->hits);
+			hm[0] = AGG_MISS;
+			agg_add(i, gen, 0, hm, 0, ev->misses);
+		} else {
+			agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, (__u64)ev->hits + ev->misses);
+		}
+		break;
+	case AGG_STAT_NFS_SIZE:
+	case AGG_STAT_DISK_SIZE:
+		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
+		break;
+	case AGG_STAT_DISK_OFFSET:
+		agg_add(i, gen, llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
+		break;
+	default: /* the latency statistics */
+		agg_add(i, gen, llhist_bucket(ev->latency_ns), key, bd != AGG_DIM_NONE, 1);
+		break;
+	}
+}
+
+struct agg_loop_ctx {
+	struct agg_event *ev;
+};
+
+static long agg_slot_cb(__u32 i, void *ctx)
+{
+	agg_slot_apply(i, ((struct agg_loop_ctx *)ctx)->ev);
+	return 0;
+}
+
+/* Updates every enabled slot whose statistic this event feeds. bpf_loop (Linux 5.17+)
+ * has the verifier check the slot body once instead of once per slot. */
+static __always_inline void agg_event_apply(struct agg_event *ev)
+{
+	struct agg_loop_ctx ctx = { .ev = ev };
+	__u32 n = agg_nslots;
+
+	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_cb, &ctx, 0);
+}
+
+#endif /* __bpf__ */
+#endif /* STRATA_AGGREGATE_H */

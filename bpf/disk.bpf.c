@@ -1,0 +1,131 @@
+/* disk.bpf.c — the disk layer: block_rq_issue / block_rq_complete feed disk.ops,
+ * disk.latency, disk.size and disk.offset, broken down by device or op
+ * (bpf/aggregate.h). Counted at completion, like the kernel's /sys/block stats, for
+ * requests whose issue was seen (those issued before attaching are not counted).
+ *
+ * Two attach flavours of the same code: tp_btf (typed arguments) where the kernel
+ * offers it, raw_tp otherwise (the classic tracepoint format carries no request
+ * pointer to pair issue with completion). The collector autoloads one flavour.
+ * Which argument is the request differs across kernels (5.11 dropped block_rq_issue's
+ * request_queue argument): the collector reads the tracepoint prototypes from the
+ * kernel BTF and sets issue_rq_arg / complete_rq_arg before load. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "llhist.h"
+#include "aggregate.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 issue_rq_arg = 0;    /* index of struct request * in block_rq_issue */
+const volatile __u32 complete_rq_arg = 0; /* ... and in block_rq_complete */
+
+#define REQ_OP_MASK_BITS 0xff
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AGG_STARTS_MAX);
+	__type(key, __u64);   /* struct request * */
+	__type(value, __u64); /* issue time, ns */
+} starts SEC(".maps");
+
+/* Kernels before 5.16 keep the disk in request->rq_disk, later ones in request->q->disk. */
+struct request___old { struct gendisk *rq_disk; } __attribute__((preserve_access_index));
+struct request_queue___new { struct gendisk *disk; } __attribute__((preserve_access_index));
+struct request___new { struct request_queue___new *q; } __attribute__((preserve_access_index));
+
+static __always_inline struct gendisk *request_disk(void *rq)
+{
+	struct request___old *o = rq;
+	struct request___new *n = rq;
+
+	if (bpf_core_field_exists(o->rq_disk))
+		return BPF_CORE_READ(o, rq_disk);
+	return BPF_CORE_READ(n, q, disk);
+}
+
+static __always_inline __u32 disk_op(__u32 flags)
+{
+	__u32 op = flags & REQ_OP_MASK_BITS;
+	__u32 fua = 1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA);
+	__u32 preflush = 1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
+
+	switch (op) {
+	case 0:
+		return AGG_DISK_READ;
+	case 1:
+		return flags & (fua | preflush) ? AGG_DISK_SYNC : AGG_DISK_WRITE;
+	case 2:
+		return AGG_DISK_FLUSH;
+	case 3:
+		return AGG_DISK_DISCARD;
+	default:
+		return AGG_DISK_OTHER;
+	}
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+
+	if (bpf_map_update_elem(&starts, &key, &now, BPF_ANY))
+		agg_stat_inc(AGG_STATS_DROPS);
+	return 0;
+}
+
+/* Counts a request once, at the first completion after its issue was seen: a request
+ * finishing a flush sequence, or completing in parts, passes block_rq_complete again. */
+static __always_inline int on_complete(struct request *rq)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start, issued;
+	struct gendisk *disk;
+	struct agg_event *ev;
+
+	start = bpf_map_lookup_elem(&starts, &key);
+	if (!start)
+		return 0;
+	issued = *start;
+	bpf_map_delete_elem(&starts, &key);
+	ev = agg_event_get();
+	if (!ev)
+		return 0;
+	disk = request_disk(rq);
+	if (disk) {
+		__u32 major = BPF_CORE_READ(disk, major), minor = BPF_CORE_READ(disk, first_minor);
+
+		*(__u32 *)ev->dims[AGG_DIM_DEVICE] = major << 20 | minor;
+	}
+	*(__u32 *)ev->dims[AGG_DIM_OP] = disk_op(BPF_CORE_READ(rq, cmd_flags));
+	ev->latency_ns = now > issued ? now - issued : 0;
+	ev->bytes = BPF_CORE_READ(rq, __data_len);
+	ev->offset = BPF_CORE_READ(rq, __sector) * 512;
+	ev->stats_mask = 1u << AGG_STAT_DISK_OPS | 1u << AGG_STAT_DISK_LATENCY | 1u << AGG_STAT_DISK_SIZE |
+			 1u << AGG_STAT_DISK_OFFSET;
+	agg_event_apply(ev);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int disk_issue_btf(__u64 *ctx)
+{
+	return on_issue((struct request *)(issue_rq_arg == 1 ? ctx[1] : ctx[0]));
+}
+
+SEC("tp_btf/block_rq_complete")
+int disk_complete_btf(__u64 *ctx)
+{
+	return on_complete((struct request *)(complete_rq_arg == 1 ? ctx[1] : ctx[0]));
+}
+
+SEC("raw_tp/block_rq_issue")
+int disk_issue_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_issue((struct request *)(issue_rq_arg == 1 ? ctx->args[1] : ctx->args[0]));
+}
+
+SEC("raw_tp/block_rq_complete")
+int disk_complete_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_complete((struct request *)(complete_rq_arg == 1 ? ctx->args[1] : ctx->args[0]));
+}

@@ -1,0 +1,21 @@
+# collectors/ — strata-collect, the collector daemon on the bpf/ skeletons, and its
+# USDT test fixture (build/tests/strata-probe-fixture, fires the engine's probes).
+
+# libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives in the
+# multiarch include dir that -target bpf does not search.
+BPF_CFLAGS += -I/usr/include/$(shell $(CC) -dumpmachine)
+
+COLLECT_MODS := main collector catalogue layers disk_btf engine keys emit privileges
+COLLECT_SRCS := $(patsubst %,collectors/%.c,$(COLLECT_MODS))
+COLLECT_HDRS := $(patsubst %,collectors/%.h,$(filter-out main,$(COLLECT_MODS))) \
+	bpf/aggregate.h bpf/llhist.h engine/strata_probes.h
+COLLECT_SKELS := $(BPFOUT)/nfs.skel.h $(BPFOUT)/cache.skel.h $(BPFOUT)/disk.skel.h
+
+$(BIN)/strata-collect: $(COLLECT_SRCS) $(COLLECT_HDRS) $(COLLECT_SKELS) | $(BIN)
+	$(CC) $(CFLAGS) -Icollectors $(COLLECT_SRCS) -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf) -lelf -lz
+
+$(BUILD)/tests/strata-probe-fixture: collectors/probe_fixture.c engine/strata_probes.h
+	mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)
+
+ALL_TARGETS += $(BIN)/strata-collect $(BUILD)/tests/strata-probe-fixture

@@ -1,0 +1,68 @@
+/* disk_btf.c — reads btf_trace_<tracepoint> prototypes from /sys/kernel/btf/vmlinux
+ * (libbpf's BTF API) to find the struct request argument: block_rq_issue lost its
+ * request_queue argument in Linux 5.11. */
+#include <stdio.h>
+#include <string.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "disk_btf.h"
+
+static const struct btf_type *skip_mods(const struct btf *btf, __u32 id)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+
+	while (t && (btf_is_mod(t) || btf_is_typedef(t)))
+		t = btf__type_by_id(btf, t->type);
+	return t;
+}
+
+int disk_btf_request_arg(const char *tp, char *why, size_t n)
+{
+	char name[128];
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int id, arg = -1;
+
+	if (!btf) {
+		snprintf(why, n, "kernel has no BTF (/sys/kernel/btf/vmlinux): disk statistics need it");
+		return -1;
+	}
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	if (id < 0) {
+		snprintf(why, n, "kernel lacks the block:%s tracepoint", tp);
+		goto out;
+	}
+	t = skip_mods(btf, (__u32)id);
+	if (t && btf_is_ptr(t))
+		t = skip_mods(btf, t->type);
+	if (!t || !btf_is_func_proto(t)) {
+		snprintf(why, n, "unexpected BTF for tracepoint %s", tp);
+		goto out;
+	}
+	for (int i = 1; i < btf_vlen(t); i++) { /* param 0 is the hidden context pointer */
+		const struct btf_type *p = skip_mods(btf, btf_params(t)[i].type);
+
+		if (p && btf_is_ptr(p)) {
+			const struct btf_type *s = skip_mods(btf, p->type);
+
+			if (s && btf_is_struct(s) && strcmp(btf__name_by_offset(btf, s->name_off), "request") == 0) {
+				arg = i - 1;
+				break;
+			}
+		}
+	}
+	if (arg < 0 || arg > 1) {
+		snprintf(why, n, "tracepoint %s has no struct request argument where expected", tp);
+		arg = -1;
+	}
+out:
+	btf__free(btf);
+	return arg;
+}
+
+bool disk_btf_supported(char *why, size_t n)
+{
+	return disk_btf_request_arg("block_rq_issue", why, n) >= 0 &&
+	       disk_btf_request_arg("block_rq_complete", why, n) >= 0;
+}

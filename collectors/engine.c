@@ -1,0 +1,378 @@
+/* engine.c — engine discovery (/proc scan by executable), USDT note lookup (libelf)
+ * and the stats-socket client with a bounded parser for its flat JSON. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "engine.h"
+
+#define STATS_MAX_BYTES (256 * 1024)
+#define STATS_TIMEOUT_MS 300
+
+int engine_has_probe(const char *path, const char *probe)
+{
+	int fd, found = 0;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -1;
+	}
+	while (!found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off, next;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(data = elf_getdata(scn, NULL)))
+			continue;
+		while (!found && (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const char *desc = (const char *)data->d_buf + desc_off;
+			size_t addrs = 3 * (gelf_getclass(elf) == ELFCLASS32 ? 4 : 8);
+			size_t prov_len;
+
+			off = next;
+			if (nh.n_type != 3 || nh.n_namesz != 8 ||
+			    memcmp((const char *)data->d_buf + name_off, "stapsdt", 8) != 0 || nh.n_descsz <= addrs)
+				continue;
+			/* desc: pc, base, semaphore, then "provider\0name\0args\0" */
+			prov_len = strnlen(desc + addrs, nh.n_descsz - addrs);
+			if (prov_len + 1 >= nh.n_descsz - addrs)
+				continue;
+			if (strcmp(desc + addrs, "strata") == 0 &&
+			    strncmp(desc + addrs + prov_len + 1, probe, nh.n_descsz - addrs - prov_len - 1) == 0 &&
+			    strlen(probe) == strnlen(desc + addrs + prov_len + 1, nh.n_descsz - addrs - prov_len - 1))
+				found = 1;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+char *engine_exe_of(pid_t pid)
+{
+	char link[64], target[PATH_MAX];
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	len = readlink(link, target, sizeof(target) - 1);
+	if (len <= 0)
+		return NULL;
+	target[len] = 0;
+	return strdup(target);
+}
+
+/* Start time (clock ticks since boot) of pid, field 22 of /proc/PID/stat; 0 if unknown. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	p = strrchr(buf, ')'); /* the command name may hold spaces */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			  &t) != 1)
+		return 0;
+	return t;
+}
+
+pid_t engine_find_pid(const char *exe)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t best = -1;
+	unsigned long long best_start = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char *end, *target;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		target = engine_exe_of((pid_t)pid);
+		if (target && strcmp(target, exe) == 0) {
+			unsigned long long st = start_time((pid_t)pid);
+
+			if (best < 0 || st >= best_start) {
+				best = (pid_t)pid;
+				best_start = st;
+			}
+		}
+		free(target);
+	}
+	closedir(d);
+	return best;
+}
+
+/* ---- a bounded parser for {"group":{"leaf":number,...},...} ---- */
+
+struct cursor {
+	const char *p, *end;
+};
+
+static void ws(struct cursor *c)
+{
+	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+		c->p++;
+}
+
+/* A string into out (escapes kept verbatim, truncated to n-1); -1 if malformed. */
+static int string(struct cursor *c, char *out, size_t n)
+{
+	size_t len = 0;
+
+	if (c->p >= c->end || *c->p != '"')
+		return -1;
+	for (c->p++; c->p < c->end && *c->p != '"'; c->p++) {
+		if (*c->p == '\\' && ++c->p >= c->end)
+			return -1;
+		if (out && len + 1 < n)
+			out[len++] = *c->p;
+	}
+	if (c->p >= c->end)
+		return -1;
+	c->p++;
+	if (out)
+		out[len] = 0;
+	return 0;
+}
+
+static int number(struct cursor *c, double *v)
+{
+	char buf[64], *end;
+	size_t len = 0;
+
+	while (c->p + len < c->end && len < sizeof(buf) - 1 && strchr("+-0123456789.eE", c->p[len]))
+		len++;
+	if (!len)
+		return -1;
+	memcpy(buf, c->p, len);
+	buf[len] = 0;
+	*v = strtod(buf, &end);
+	if (end != buf + len)
+		return -1;
+	c->p += len;
+	return 0;
+}
+
+static int skip_value(struct cursor *c, int depth);
+
+static int skip_container(struct cursor *c, int depth, char close)
+{
+	c->p++;
+	ws(c);
+	if (c->p < c->end && *c->p == close) {
+		c->p++;
+		return 0;
+	}
+	for (;;) {
+		ws(c);
+		if (close == '}') {
+			if (string(c, NULL, 0) < 0)
+				return -1;
+			ws(c);
+			if (c->p >= c->end || *c->p++ != ':')
+				return -1;
+		}
+		if (skip_value(c, depth + 1) < 0)
+			return -1;
+		ws(c);
+		if (c->p >= c->end)
+			return -1;
+		if (*c->p == ',') {
+			c->p++;
+			continue;
+		}
+		if (*c->p++ == close)
+			return 0;
+		return -1;
+	}
+}
+
+static int skip_value(struct cursor *c, int depth)
+{
+	double v;
+
+	ws(c);
+	if (c->p >= c->end || depth > 32)
+		return -1;
+	switch (*c->p) {
+	case '"':
+		return string(c, NULL, 0);
+	case '{':
+		return skip_container(c, depth, '}');
+	case '[':
+		return skip_container(c, depth, ']');
+	case 't':
+	case 'f':
+	case 'n':
+		while (c->p < c->end && *c->p >= 'a' && *c->p <= 'z')
+			c->p++;
+		return 0;
+	default:
+		return number(c, &v);
+	}
+}
+
+/* One "group" object: numeric members become gauges. */
+static int group(struct cursor *c, const char *name, struct gauges *out)
+{
+	char leaf[64];
+
+	c->p++; /* '{' */
+	ws(c);
+	if (c->p < c->end && *c->p == '}') {
+		c->p++;
+		return 0;
+	}
+	for (;;) {
+		ws(c);
+		if (string(c, leaf, sizeof(leaf)) < 0)
+			return -1;
+		ws(c);
+		if (c->p >= c->end || *c->p++ != ':')
+			return -1;
+		ws(c);
+		if (c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
+			double v;
+
+			if (number(c, &v) < 0)
+				return -1;
+			if (out->n < GAUGES_MAX) {
+				snprintf(out->names[out->n], GAUGE_NAME_MAX, "%s.%s", name, leaf);
+				out->values[out->n++] = v;
+			}
+		} else if (skip_value(c, 2) < 0) {
+			return -1;
+		}
+		ws(c);
+		if (c->p >= c->end)
+			return -1;
+		if (*c->p == ',') {
+			c->p++;
+			continue;
+		}
+		return *c->p++ == '}' ? 0 : -1;
+	}
+}
+
+int engine_stats_parse(const char *json, size_t len, struct gauges *out)
+{
+	struct cursor c = { json, json + len };
+	char name[32];
+
+	out->n = 0;
+	ws(&c);
+	if (c.p >= c.end || *c.p++ != '{')
+		return -1;
+	ws(&c);
+	if (c.p < c.end && *c.p == '}')
+		return 0;
+	for (;;) {
+		ws(&c);
+		if (string(&c, name, sizeof(name)) < 0)
+			return -1;
+		ws(&c);
+		if (c.p >= c.end || *c.p++ != ':')
+			return -1;
+		ws(&c);
+		if (c.p < c.end && *c.p == '{') {
+			if (group(&c, name, out) < 0)
+				return -1;
+		} else if (skip_value(&c, 1) < 0) {
+			return -1;
+		}
+		ws(&c);
+		if (c.p >= c.end)
+			return -1;
+		if (*c.p == ',') {
+			c.p++;
+			continue;
+		}
+		return *c.p == '}' ? 0 : -1;
+	}
+}
+
+int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 0, .tv_usec = STATS_TIMEOUT_MS * 1000 };
+	char *buf = NULL;
+	size_t len = 0;
+	ssize_t got = 0;
+	int fd, rc = -1;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "/run/strata/engine-%d.sock", (int)pid);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, strerror(errno));
+		goto out;
+	}
+	if (write(fd, "stats\n", 6) != 6) {
+		snprintf(why, n, "engine stats socket %s: write failed", addr.sun_path);
+		goto out;
+	}
+	buf = malloc(STATS_MAX_BYTES);
+	if (!buf)
+		goto out;
+	while (len < STATS_MAX_BYTES && (got = read(fd, buf + len, STATS_MAX_BYTES - len)) > 0)
+		len += (size_t)got;
+	if (got < 0 && len == 0) {
+		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, strerror(errno));
+		goto out;
+	}
+	if (engine_stats_parse(buf, len, out) < 0) {
+		snprintf(why, n, "engine stats socket %s: reply is not the expected JSON object", addr.sun_path);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int gauges_find(const struct gauges *g, const char *name, double *value)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		if (strcmp(g->names[i], name) == 0) {
+			*value = g->values[i];
+			return 0;
+		}
+	}
+	return -1;
+}

@@ -1,0 +1,189 @@
+"""Helpers for the collector tests: drive build/bin/strata-collect over its stdin/stdout
+protocol (collectors/FORMAT.md), the USDT probe fixture, and private loop devices."""
+import contextlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from conftest import built
+
+
+class Collector:
+    """strata-collect as a child process; records are parsed by a reader thread."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(
+            [str(built("bin/strata-collect")), *map(str, args)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.records = []
+        self.replies = queue.Queue()
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            rec = json.loads(line)
+            assert rec["v"] == 1, rec
+            if rec["type"] in ("ack", "error"):
+                self.replies.put(rec)
+            else:
+                with self.lock:
+                    self.records.append(rec)
+
+    def send(self, line, timeout=20):
+        """One control command; returns its ack or error record."""
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.replies.get(timeout=timeout)
+
+    def add(self, ident, statistic, breakdown="-", *filters):
+        reply = self.send(" ".join(["add", ident, statistic, breakdown, *filters]))
+        assert reply == {"v": 1, "type": "ack", "id": ident, "ok": True}, reply
+        return reply
+
+    def remove(self, ident):
+        reply = self.send(f"remove {ident}")
+        assert reply["type"] == "ack", reply
+
+    def statuses(self):
+        with self.lock:
+            return [r for r in self.records if r["type"] == "status"]
+
+    def data(self, ident):
+        with self.lock:
+            return [r for r in self.records if r["type"] == "data" and r["id"] == ident]
+
+    def wait_status(self, predicate=lambda s: True, timeout=10):
+        """The first status record after now that satisfies predicate."""
+        seen = len(self.statuses())
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for s in self.statuses()[seen:]:
+                if predicate(s):
+                    return s
+            time.sleep(0.05)
+            assert self.proc.poll() is None, self.proc.stderr.read()
+        raise AssertionError(f"no matching status within {timeout}s; last: {self.statuses()[-1:]}")
+
+    def flush_now(self):
+        """Waits until the records covering the current wall-clock second are out."""
+        now = int(time.time())
+        return self.wait_status(lambda s: s["t"] >= now)
+
+    def stop(self):
+        """EOF on stdin: the collector flushes and exits 0."""
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=20)
+        self.reader.join(timeout=5)
+        return self.proc.returncode
+
+
+def counter_totals(records):
+    """Sum of counter records per key."""
+    totals = {}
+    for r in records:
+        for key, n in r["data"].items():
+            totals[key] = totals.get(key, 0) + n
+    return totals
+
+
+def heatmap_totals(records):
+    """{key: {bucket: count}} summed over heat-map records."""
+    totals = {}
+    for r in records:
+        for key, buckets in r["data"].items():
+            into = totals.setdefault(key, {})
+            for b, n in buckets.items():
+                into[int(b)] = into.get(int(b), 0) + n
+    return totals
+
+
+class Fixture:
+    """build/tests/strata-probe-fixture run from a private copy: uprobes are per inode, so
+    other engineers' engines and fixtures on this machine never reach our probes."""
+
+    def __init__(self, binary, *args):
+        self.binary = binary
+        self.proc = subprocess.Popen([str(binary), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        first = self.proc.stdout.readline().split()
+        assert first[0] == "ready", first
+        self.pid = int(first[1])
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().split()
+        assert reply and reply[0] != "error", reply
+        return int(reply[1])
+
+    def nfs(self, count, proc, client="127.0.0.1", latency_us=0, tiers=1, hits=0, misses=0, size=0, file=0,
+            mount=False):
+        return self.ask(f"nfs {count} {proc} {client} {latency_us} {tiers} {hits} {misses} {size} {file}"
+                        + (" mount" if mount else ""))
+
+    def semaphore(self, probe="nfs_op"):
+        return self.ask(f"sem {probe}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+def private_copy(src, folder):
+    dst = Path(folder) / Path(src).name
+    shutil.copy2(src, dst)
+    return dst
+
+
+@contextlib.contextmanager
+def loop_device(folder, size_mb=64, filled=False):
+    """A fresh loop device (direct I/O on a temp file); yields its name ("loop3"). A sparse
+    file answers reads from holes in microseconds; a filled one sends them to the real disk."""
+    image = Path(folder) / "disk.img"
+    with open(image, "wb") as f:
+        if filled:
+            for _ in range(size_mb):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+        else:
+            f.truncate(size_mb << 20)
+    dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(image)],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        if shutil.which("udevadm"):  # no udev in a minimal VM: the device node exists already
+            subprocess.run(["udevadm", "settle", "--timeout=5"], check=False)
+        yield os.path.basename(dev)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        image.unlink(missing_ok=True)
+
+
+def block_stat(dev):
+    """/sys/block/DEV/stat: completed reads, writes, discards, flushes."""
+    f = [int(x) for x in Path(f"/sys/block/{dev}/stat").read_text().split()]
+    return {"read": f[0], "write": f[4], "discard": f[11] if len(f) > 11 else 0,
+            "flush": f[15] if len(f) > 15 else 0}
+
+
+def process_links(pid):
+    """link_type of every BPF link a process holds open (from /proc/PID/fdinfo)."""
+    links = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd) != "anon_inode:bpf_link":
+                continue
+            info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+        except OSError:
+            continue
+        links += [line.split()[1] for line in info.splitlines() if line.startswith("link_type:")]
+    return links

@@ -1,0 +1,191 @@
+"""Disk layer, real BPF on real block tracepoints: disk.ops against the kernel's own
+/sys/block stats, disk.latency against Debian's libbpf-tools biolatency, and datasets
+coming and going without disturbing the others."""
+import re
+import signal
+import subprocess
+
+import pytest
+
+from collect_util import (Collector, Fixture, block_stat, counter_totals, heatmap_totals, loop_device,
+                          private_copy, process_links)
+from conftest import built
+from strata.datasets import llhist
+
+
+@pytest.fixture
+def loopdev(tmp_path):
+    with loop_device(tmp_path) as dev:
+        yield dev
+
+
+def dd(dev, direction, count, bs="4k", flags=""):
+    io = ["if=/dev/zero", f"of=/dev/{dev}", "oflag=direct" + flags] if direction == "write" else \
+        [f"if=/dev/{dev}", "of=/dev/null", "iflag=direct"]
+    subprocess.run(["dd", *io, f"bs={bs}", f"count={count}", "status=none"], check=True)
+
+
+def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path):
+    fixture = Fixture(private_copy(built("tests/strata-probe-fixture"), tmp_path))
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("byop", "disk.ops", "op", f"device={loopdev}")
+        c.add("bydev", "disk.ops", "device", f"device={loopdev}")
+        c.add("lat", "disk.latency", "-", f"device={loopdev}")
+        c.wait_status(lambda s: "disk" in s["attached"])
+        before = block_stat(loopdev)
+        dd(loopdev, "write", 300)
+        for round_ in range(3):  # another layer's dataset on and off, disk I/O throughout
+            c.add(f"nfs{round_}", "nfs.ops", "op")
+            assert fixture.semaphore() == 1
+            dd(loopdev, "read", 200)
+            c.remove(f"nfs{round_}")
+            assert fixture.semaphore() == 0
+            dd(loopdev, "write", 50)
+        # a disk dataset on and off: the others keep counting
+        c.add("size", "disk.size", "op", f"device={loopdev}")
+        dd(loopdev, "read", 100, bs="16k")
+        c.remove("size")
+        after = block_stat(loopdev)
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+        fixture.stop()
+    expected = {k: after[k] - before[k] for k in before}
+    assert expected == {"read": 700, "write": 450, "discard": 0, "flush": 0}
+    assert counter_totals(c.data("byop")) == {"read": 700, "write": 450}
+    assert counter_totals(c.data("bydev")) == {loopdev: 1150}
+    assert sum(heatmap_totals(c.data("lat"))[""].values()) == 1150
+    assert all(s["drops"] == 0 for s in c.statuses())
+
+
+def test_disk_sync_writes_count_the_flushes_the_device_did(loopdev):
+    """O_SYNC writes: the flush requests match /sys/block exactly. The kernel's stats also
+    count, per preflush, a zero-length write that the block layer completes itself without
+    issuing it to the device; disk.ops counts requests the device served, so it has the
+    data writes only."""
+    c = Collector()
+    try:
+        c.add("byop", "disk.ops", "op", f"device={loopdev}")
+        c.wait_status(lambda s: "disk" in s["attached"])
+        before = block_stat(loopdev)
+        dd(loopdev, "write", 50, flags=",sync")
+        after = block_stat(loopdev)
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    ours = counter_totals(c.data("byop"))
+    assert ours.get("flush", 0) == after["flush"] - before["flush"] > 0
+    assert ours.get("write", 0) + ours.get("sync", 0) == 50
+    assert after["write"] - before["write"] >= 50
+
+
+BIOLAT_LINE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)")
+
+
+def biolatency_slots(text):
+    """{slot: count} from biolatency's usecs histogram (slot k holds [2^k, 2^(k+1)) us; 0 holds 0..1)."""
+    slots = {}
+    for line in text.splitlines():
+        m = BIOLAT_LINE.match(line)
+        if m:
+            low = int(m.group(1))
+            slots[0 if low == 0 else low.bit_length() - 1] = int(m.group(3))
+    return slots
+
+
+def llhist_to_log2_us(buckets):
+    """Regroups llhist ns buckets into biolatency's log2 microsecond slots.
+
+    biolatency files a request under slot log2(ns // 1000). An llhist bucket [lo, hi) ns whose
+    values all land in one slot moves there whole (every bucket below 100 us: their edges are
+    whole microseconds and the slot edges 2, 4, ... 64 us are bucket edges). A bucket that
+    straddles a slot edge (e.g. [120, 130) us around 128 us) is apportioned by the fraction of its
+    range on each side, assuming values spread evenly inside it: that share is the only estimate,
+    and it is bounded by the straddling buckets' counts."""
+    slots = {}
+    for b, n in buckets.items():
+        lo, hi = llhist.lower(b), llhist.upper(b)
+        edge = lo
+        while edge < hi:
+            us = edge // 1000
+            slot = 0 if us < 2 else us.bit_length() - 1
+            slot_end = (2 ** (slot + 1)) * 1000  # first ns of the next slot
+            part_end = min(hi, slot_end)
+            slots[slot] = slots.get(slot, 0.0) + n * (part_end - edge) / (hi - lo)
+            edge = part_end
+    return slots
+
+
+def test_disk_latency_matches_biolatency(tmp_path):
+    """Both tools time the same requests at the same two tracepoints. Programs on one
+    tracepoint run in attach order, so each tool's measured interval holds some of the other's
+    run time: biolatency attaches first, which leaves ours holding (its completion program -
+    its issue program), a fraction of a microsecond. The loop device is backed by a filled
+    file so reads reach the real disk (tens of microseconds and more), where that offset
+    rarely moves a request across a log2 slot edge."""
+    with loop_device(tmp_path, size_mb=32, filled=True) as loopdev:
+        ours, theirs = collect_with_biolatency(loopdev)
+    print("log2-us slots, strata:", {k: round(v, 1) for k, v in sorted(ours.items())}, "biolatency:", theirs)
+    total_theirs, total_ours = sum(theirs.values()), sum(ours.values())
+    assert total_theirs > 500, theirs
+    assert abs(total_ours - total_theirs) <= 0.01 * total_theirs
+    for slot in set(theirs) | set(ours):
+        assert abs(ours.get(slot, 0) - theirs.get(slot, 0)) <= 0.02 * total_theirs, (slot, ours, theirs)
+
+
+def collect_with_biolatency(loopdev):
+    """disk.latency of loopdev and biolatency -d loopdev over one fio random-read run."""
+    # stdbuf: biolatency's "Tracing..." line (printed once attached) must not sit in a buffer
+    peer = subprocess.Popen(["stdbuf", "-oL", "biolatency", "-d", loopdev], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    c = Collector()
+    try:
+        assert "Tracing" in peer.stdout.readline()
+        c.add("lat", "disk.latency", "-", f"device={loopdev}")
+        c.wait_status(lambda s: "disk" in s["attached"])
+        subprocess.run(["fio", "--name=cross", f"--filename=/dev/{loopdev}", "--rw=randread", "--bs=4k",
+                        "--direct=1", "--ioengine=psync", "--runtime=2", "--time_based", "--size=32M",
+                        "--output-format=terse"], check=True, capture_output=True)
+        peer.send_signal(signal.SIGINT)
+        peer_out = peer.communicate(timeout=20)[0]
+        c.flush_now()
+    finally:
+        peer.kill()
+        assert c.stop() == 0
+    return llhist_to_log2_us(heatmap_totals(c.data("lat")).get("", {})), biolatency_slots(peer_out)
+
+
+def test_disk_size_offset_and_key_names(loopdev):
+    c = Collector()
+    try:
+        c.add("size", "disk.size", "op", f"device={loopdev}")
+        c.add("off", "disk.offset", "device", f"device={loopdev}", "op=read")
+        c.wait_status(lambda s: "disk" in s["attached"])
+        subprocess.run(["dd", f"if=/dev/{loopdev}", "of=/dev/null", "iflag=direct", "bs=64k", "skip=100",
+                        "count=1", "status=none"], check=True)
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    size = heatmap_totals(c.data("size"))
+    assert size == {"read": {llhist.bucket(65536): 1}}
+    off = heatmap_totals(c.data("off"))
+    assert off == {loopdev: {llhist.bucket(100 * 65536): 1}}
+
+
+def test_removing_the_last_disk_dataset_detaches_the_tracepoints(loopdev):
+    c = Collector()
+    try:
+        c.add("a", "disk.ops", "-")
+        c.add("b", "disk.latency", "device")
+        assert "block:block_rq_issue" in c.wait_status()["probes"]
+        assert len(process_links(c.proc.pid)) == 2
+        c.remove("a")
+        assert "disk" in c.wait_status()["attached"]
+        assert len(process_links(c.proc.pid)) == 2
+        c.remove("b")
+        status = c.wait_status()
+        assert status["attached"] == [] and status["probes"] == []
+        assert process_links(c.proc.pid) == []
+    finally:
+        assert c.stop() == 0

@@ -1,0 +1,119 @@
+"""The collector on the real engine (build/bin/strata-engine, over real TCP) with the real
+libnfs load generator (build/bin/strata-load): BPF on the engine's USDT probe counts
+exactly the operations the clients performed, and follows an engine restart under load."""
+import json
+import re
+import subprocess
+import time
+
+import pytest
+
+from collect_util import Collector, counter_totals, heatmap_totals, private_copy
+from conftest import built
+from strata.datasets import llhist
+
+
+class Engine:
+    """A private copy of strata-engine serving a fresh pool on an ephemeral port."""
+
+    def __init__(self, binary, folder, name):
+        self.pool = folder / f"{name}.pool"
+        self.port_file = folder / f"{name}.port"
+        if not self.pool.exists():
+            subprocess.run([str(binary), "mkpool", str(self.pool), "--size", "256m"], check=True,
+                           capture_output=True)
+        self.port_file.unlink(missing_ok=True)
+        self.proc = subprocess.Popen([str(binary), "serve", "--pool", str(self.pool), "--export", "/export",
+                                      "--listen", "127.0.0.1:0", "--port-file", str(self.port_file)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while not (self.port_file.exists() and self.port_file.read_text().strip()):
+            assert self.proc.poll() is None, self.proc.stderr.read()
+            assert time.monotonic() < deadline, "engine did not start"
+            time.sleep(0.05)
+        m = re.search(r"nfs=[\d.]+:(\d+) mount=[\d.]+:(\d+)", self.port_file.read_text())
+        self.nfs_port, self.mount_port = m.group(1), m.group(2)
+        self.pid = self.proc.pid
+
+    def load(self, duration=1, setup=True, clients=2):
+        args = [str(built("bin/strata-load")), "--server", "127.0.0.1", "--nfsport", self.nfs_port,
+                "--mountport", self.mount_port, "--export", "/export", "--profile", "randread",
+                "--io-size", "8k", "--working-set", "8m", "--clients", str(clients), "--threads", "2",
+                "--duration", str(duration), "--json", "-"] + (["--setup"] if setup else [])
+        return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def engine_bin(tmp_path):
+    return private_copy(built("bin/strata-engine"), tmp_path)
+
+
+def client_op_counts(report):
+    """Every operation the load generator's clients performed, setup included."""
+    totals = {}
+    for client in report["clients"]:
+        for part in (client["ops"], client.get("setup", {}).get("ops", {}),
+                     client.get("setup", {}).get("mount_ops", {})):
+            for op, n in part.items():
+                totals[op] = totals.get(op, 0) + n
+    return totals
+
+
+def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
+    engine = Engine(engine_bin, tmp_path, "a")
+    c = Collector("--engine-pid", engine.pid)
+    try:
+        c.add("op", "nfs.ops", "op")
+        c.add("client", "nfs.ops", "client")
+        c.add("lat", "nfs.latency", "op", "op=read")
+        c.add("hm", "arc.accesses", "hit/miss")
+        c.add("size", "arc.size")
+        report = engine.load(duration=1)
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+        engine.stop()
+    did = client_op_counts(report)
+    assert did["read"] > 1000
+    ops = counter_totals(c.data("op"))
+    assert counter_totals(c.data("client")) == {"127.0.0.1": sum(ops.values())}
+    ops.pop("null", None)  # libnfs may ping with NULL when connecting: not in strata-load's counts
+    ops.pop("mnt_null", None)
+    assert ops == did
+    # the server's view of an op lies inside the client's: no bucket starts above the slowest
+    slowest = report["latency_ns"]["read"]["max"]
+    lat = heatmap_totals(c.data("lat"))["read"]
+    assert sum(lat.values()) == did["read"]
+    assert max(llhist.lower(b) for b in lat) <= slowest
+    assert sum(counter_totals(c.data("hm")).values()) > 0
+    assert any(r["data"].get("", 0) > 0 for r in c.data("size"))
+    assert all(s["drops"] == 0 for s in c.statuses())
+
+
+def test_engine_restart_under_load_is_followed_within_2s(engine_bin, tmp_path):
+    first = Engine(engine_bin, tmp_path, "b")
+    c = Collector("--engine-pid", first.pid)
+    try:
+        c.add("op", "nfs.ops", "op")
+        before = first.load(duration=1)
+        first.stop()
+        second = Engine(engine_bin, tmp_path, "b")  # same pool, new process
+        try:
+            started = time.monotonic()
+            status = c.wait_status(lambda s: s["engine_pid"] == second.pid and "nfs" in s["attached"],
+                                   timeout=3)
+            assert time.monotonic() - started <= 2.0, status
+            after = second.load(duration=1, setup=False)
+            c.flush_now()
+        finally:
+            second.stop()
+    finally:
+        assert c.stop() == 0
+    assert counter_totals(c.data("op"))["read"] == before["ops"]["read"] + after["ops"]["read"]
+    seconds = [r["t"] for r in c.data("op")]
+    assert seconds == sorted(seconds) and len(seconds) == len(set(seconds))

@@ -1,0 +1,226 @@
+"""NFS and cache layers through the engine's USDT probes, fired by the probe test fixture
+(build/tests/strata-probe-fixture: the real probe notes and semaphores of
+engine/strata_probes.h in a tiny program whose every hit is known), with real BPF in the
+kernel. The real engine with real NFS clients is in test_collect_engine.py."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from collect_util import Collector, Fixture, counter_totals, heatmap_totals, private_copy
+from conftest import built
+from strata.datasets import llhist
+
+NFS_READ, NFS_WRITE, NFS_GETATTR, NFS_LOOKUP = 6, 7, 1, 3
+TIER_ARC, TIER_L2ARC, TIER_POOL, TIER_ZIL, TIER_DIRTY = 1, 2, 4, 8, 16
+
+
+@pytest.fixture
+def fixture_bin(tmp_path):
+    return private_copy(built("tests/strata-probe-fixture"), tmp_path)
+
+
+@pytest.fixture
+def fixture(fixture_bin):
+    f = Fixture(fixture_bin, "--stats-socket")
+    yield f
+    f.stop()
+
+
+def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("ops_op", "nfs.ops", "op")
+        c.add("ops_client", "nfs.ops", "client")
+        c.add("ops_tier", "nfs.ops", "tier")
+        c.add("lat_op", "nfs.latency", "op")
+        c.add("size", "nfs.size", "-", "op=read")
+        c.add("reads_by_client", "nfs.ops", "client", "op=read", "tier=pool")
+        c.add("arc", "arc.accesses", "hit/miss")
+        c.add("file", "nfs.ops", "file", "client=10.0.0.3")
+        fired = [
+            fixture.nfs(40, NFS_READ, "10.0.0.3", latency_us=3000, tiers=TIER_ARC | TIER_POOL, hits=1, misses=2,
+                        size=8192, file=42),
+            fixture.nfs(25, NFS_READ, "10.0.0.4", latency_us=150, tiers=TIER_ARC | TIER_L2ARC, hits=2,
+                        misses=1, size=4096, file=43),
+            fixture.nfs(30, NFS_WRITE, "10.0.0.4", latency_us=200, tiers=TIER_ZIL | TIER_DIRTY, size=4096),
+            fixture.nfs(15, NFS_GETATTR, "fd00::7", latency_us=5, tiers=TIER_DIRTY, hits=1),
+            fixture.nfs(2, 1, "127.0.0.1", tiers=0, mount=True),
+            fixture.nfs(3, 0, "127.0.0.1", tiers=0),
+        ]
+        assert fired == [40, 25, 30, 15, 2, 3]
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    assert counter_totals(c.data("ops_op")) == {"read": 65, "write": 30, "getattr": 15, "mnt": 2, "null": 3}
+    assert counter_totals(c.data("ops_client")) == {"10.0.0.3": 40, "10.0.0.4": 55, "fd00::7": 15, "127.0.0.1": 5}
+    assert counter_totals(c.data("ops_tier")) == {"pool": 40, "l2arc": 25, "zil": 30, "arc": 15, "none": 5}
+    assert counter_totals(c.data("reads_by_client")) == {"10.0.0.3": 40}
+    assert counter_totals(c.data("file")) == {"42": 40}
+    assert counter_totals(c.data("arc")) == {"hit": 40 + 50 + 15, "miss": 80 + 25}
+    assert heatmap_totals(c.data("size")) == {"": {llhist.bucket(8192): 40, llhist.bucket(4096): 25}}
+    lat = heatmap_totals(c.data("lat_op"))
+    assert sum(lat["read"].values()) == 65 and sum(lat["write"].values()) == 30
+    # the fixture backdates start_ns by the latency: no op can be measured faster than that,
+    # and none should take 50 ms more on an idle probe path
+    for op, floor_us in (("write", 200), ("getattr", 5)):
+        for b in lat[op]:
+            assert llhist.upper(b) > floor_us * 1000 and llhist.lower(b) < floor_us * 1000 + 50_000_000
+    assert min(lat["read"]) >= llhist.bucket(150_000)
+    assert all(s["drops"] == 0 for s in c.statuses())
+
+
+def test_cache_probes_l2arc_and_zil_latency(fixture):
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("l2", "l2arc.latency", "op")
+        c.add("zil", "zil.latency", "-")
+        assert fixture.ask("tier l2arc_read 12 250") == 12
+        assert fixture.ask("tier l2arc_write 4 900") == 4
+        assert fixture.ask("tier zil_commit 7 120") == 7
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    l2 = heatmap_totals(c.data("l2"))
+    assert {k: sum(v.values()) for k, v in l2.items()} == {"read": 12, "write": 4}
+    assert min(l2["read"]) >= llhist.bucket(250_000)
+    assert sum(heatmap_totals(c.data("zil"))[""].values()) == 7
+
+
+def test_key_overflow_goes_to_other_and_is_reported(fixture):
+    c = Collector("--engine-pid", fixture.pid, "--max-keys", "3")
+    try:
+        c.add("cl", "nfs.ops", "client")
+        for i in range(6):
+            assert fixture.nfs(2, NFS_READ, f"10.1.0.{i}") == 2
+        c.flush_now()
+        status = c.wait_status()
+    finally:
+        assert c.stop() == 0
+    totals = counter_totals(c.data("cl"))
+    assert totals.pop("other") == 6
+    assert len(totals) == 3 and sum(totals.values()) == 6
+    assert status["overflows"] == {"cl": 6}
+
+
+def test_gauges_from_the_engine_stats_socket(fixture):
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("size", "arc.size")
+        c.add("c", "arc.c")
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    assert c.data("size")[-1]["kind"] == "gauge"
+    assert {r["data"][""] for r in c.data("size")} == {1048576}
+    assert {r["data"][""] for r in c.data("c")} == {2097152}
+
+
+def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        assert fixture.semaphore("nfs_op") == 0
+        c.add("a", "nfs.ops", "op")
+        c.add("b", "nfs.latency", "client")
+        c.add("z", "zil.latency")
+        assert fixture.semaphore("nfs_op") == 1 and fixture.semaphore("zil_commit") == 1
+        assert fixture.semaphore("l2arc_read") == 0  # nobody asked for it: not attached
+        assert fixture.nfs(10, NFS_READ) == 10
+        c.remove("a")
+        assert fixture.semaphore("nfs_op") == 1  # b still needs it
+        assert fixture.nfs(5, NFS_READ) == 5
+        c.remove("b")
+        assert fixture.semaphore("nfs_op") == 0
+        assert fixture.semaphore("zil_commit") == 1
+        assert fixture.nfs(7, NFS_READ) == 0  # the engine's probe now costs one branch
+        c.add("a", "nfs.ops", "op")  # re-enabled: counts from zero, only new ops
+        assert fixture.nfs(3, NFS_READ) == 3
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    assert sum(sum(v.values()) for v in heatmap_totals(c.data("b")).values()) == 15
+    # "a" was removed and re-added: its records after re-adding carry only the 3 new ops
+    assert counter_totals(c.data("a")) == {"read": 13}
+
+
+def test_engine_restart_by_pid_is_followed(fixture_bin):
+    first = Fixture(fixture_bin)
+    c = Collector("--engine-pid", first.pid)
+    try:
+        c.add("ops", "nfs.ops", "-")
+        assert first.nfs(5, NFS_READ) == 5
+        first.stop()
+        second = Fixture(fixture_bin)
+        try:
+            started = time.monotonic()
+            c.wait_status(lambda s: s["engine_pid"] == second.pid and "nfs" in s["attached"], timeout=3)
+            while second.semaphore() == 0:
+                assert time.monotonic() - started < 2.0, "not re-attached within 2 s"
+                time.sleep(0.05)
+            assert second.nfs(8, NFS_READ) == 8
+            c.flush_now()
+        finally:
+            second.stop()
+    finally:
+        assert c.stop() == 0
+    assert counter_totals(c.data("ops")) == {"": 13}
+
+
+def test_engine_by_path_covers_processes_started_later(fixture_bin):
+    c = Collector("--engine", fixture_bin)
+    late = None
+    try:
+        c.add("ops", "nfs.ops", "client")
+        late = Fixture(fixture_bin)  # started after attaching: the kernel sets its semaphore
+        assert late.semaphore() == 1
+        assert late.nfs(9, NFS_GETATTR, "10.9.9.9") == 9
+        c.flush_now()
+    finally:
+        if late:
+            late.stop()
+        assert c.stop() == 0
+    assert counter_totals(c.data("ops")) == {"10.9.9.9": 9}
+
+
+def test_control_errors_are_one_json_line_each(fixture_bin):
+    c = Collector("--engine", fixture_bin)
+    try:
+        assert c.send("add x nfs.bogus -")["message"].startswith("unknown statistic")
+        assert "no breakdown" in c.send("add x nfs.ops device")["message"]
+        assert "cannot be filtered" in c.send("add x disk.ops - client=1.2.3.4")["message"]
+        assert "not a valid op" in c.send("add x nfs.ops - op=frobnicate")["message"]
+        assert c.send("remove nothere")["type"] == "error"
+        assert c.send("launch")["type"] == "error"
+        c.add("x", "nfs.ops")
+        assert "already" in c.send("add x nfs.ops -")["message"]
+        assert c.send("quit") == {"v": 1, "type": "ack", "id": "", "ok": True}
+        assert c.proc.wait(timeout=10) == 0
+    finally:
+        c.stop()
+    assert c.data("x")  # the last interval is flushed on quit
+
+
+def test_catalogue_reports_support_per_statistic(fixture_bin):
+    import json
+    out = subprocess.run([str(built("bin/strata-collect")), "--catalogue", "--engine", str(fixture_bin)],
+                         check=True, capture_output=True, text=True).stdout
+    cat = {s["name"]: s for s in json.loads(out)["statistics"]}
+    assert set(cat) >= {"nfs.ops", "nfs.latency", "nfs.size", "arc.accesses", "l2arc.latency", "zil.latency",
+                        "disk.ops", "disk.latency", "disk.size", "disk.offset", "arc.size", "l2arc.size"}
+    assert cat["nfs.latency"]["kind"] == "heatmap" and cat["nfs.latency"]["unit"] == "ns"
+    assert cat["arc.accesses"]["breakdowns"][0] == "op" and "hit/miss" in cat["arc.accesses"]["breakdowns"]
+    assert all(s["supported"] for s in cat.values()), [s for s in cat.values() if not s["supported"]]
+    out = subprocess.run([str(built("bin/strata-collect")), "--catalogue", "--engine", "/bin/true"],
+                         check=True, capture_output=True, text=True).stdout
+    cat = {s["name"]: s for s in json.loads(out)["statistics"]}
+    assert not cat["zil.latency"]["supported"] and "no strata:zil_commit" in cat["zil.latency"]["reason"]
+    assert cat["disk.ops"]["supported"]
+
+
+def test_without_privileges_one_line_and_exit_77():
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                        str(built("bin/strata-collect"))], input="", capture_output=True, text=True,
+                       cwd="/", env={"PATH": os.environ["PATH"]})
+    assert r.returncode == 77
+    assert len(r.stderr.splitlines()) == 1 and "CAP_BPF" in r.stderr
