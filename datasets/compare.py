@@ -188,3 +188,14 @@ def _reason(results: list) -> str:
         else:
             parts.append(f"{r.metric} {r.verdict}: {r.effect:+.1%} [{r.ci_low:+.1%}, {r.ci_high:+.1%}] (p={r.p_value:.2g})")
     return "; ".join(parts)
+
+
+def align_buckets(a_buckets: np.ndarray, a_counts: np.ndarray, b_buckets: np.ndarray, b_counts: np.ndarray):
+    """Re-index two (times × buckets) count arrays onto the union of their bucket ids."""
+    union = np.union1d(a_buckets, b_buckets)
+    out = []
+    for ids, counts in ((a_buckets, a_counts), (b_buckets, b_counts)):
+        dense = np.zeros((counts.shape[0], len(union)), dtype=np.int64)
+        dense[:, np.searchsorted(union, ids)] = counts
+        out.append(dense)
+    return union, out[0], out[1]

@@ -25,3 +25,6 @@ class QueryResult:
     # counter: int64 (len(keys), n) events per column; gauge: float64 (len(keys), n), NaN = no sample
     values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     level: str = "second"     # archive level the data came from: second | minute | hour
+    # added by datasets/: bool (n,), True where the column holds at least one collected record
+    # (a False column was not collected: a gap, not zeros). Empty when the producer does not know.
+    present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))

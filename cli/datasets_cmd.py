@@ -1,0 +1,213 @@
+"""`strata datasets`: list, create, suspend, resume, destroy, prune, archive and import datasets."""
+import json
+import time
+
+import click
+
+from strata.cli.archive_option import archive_errors, archive_option, open_archive
+from strata.datasets import catalogue, cost, transfer
+from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
+
+
+@click.group()
+def datasets():
+    """Manage datasets: statistics archived every second.
+
+    A dataset is a statistic with optional filters and an optional breakdown,
+    named in brackets, filters first and the breakdown last:
+
+    \b
+        nfs.ops[op]                       NFS operations per second by operation
+        nfs.latency[client]               NFS latency heat map, one per client
+        nfs.ops[op=read][client]          reads only, by client
+        disk.latency[device]              disk I/O latency by device
+
+    `strata statistics` lists what can be collected. Active datasets are
+    collected by `strata collect`; suspend one to stop its probes (it then
+    costs nothing) and keep its data.
+    """
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "K", "M", "G", "T"):
+        if n < 1024 or unit == "T":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+
+
+def _rate(r) -> str:
+    if r is None:
+        return "-"
+    return f"{r:.0f}/s" if r >= 10 else f"{r:.1f}/s"
+
+
+@datasets.command("list")
+@archive_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_(archive_path, as_json):
+    """List datasets: state, since when, size on disk, event rate and probe cost.
+
+    RATE is events per second over the last minute collected. COST estimates
+    the CPU the dataset's probe costs at that rate (about 0.6 us per probe
+    hit, as a percent of one CPU); the total counts a probe shared by several
+    datasets once. ONDISK is approximate.
+    """
+    with open_archive(archive_path) as archive:
+        infos = archive.datasets()
+        rates = [archive.rate(i) if i.state == "active" else None for i in infos]
+    each, total, probes = cost.estimate(zip(infos, rates))
+    if as_json:
+        click.echo(json.dumps({
+            "archive": archive.path,
+            "datasets": [dict(i.to_json(), rate_per_s=r, cost_cpu_percent=round(each[i.name], 4))
+                         for i, r in zip(infos, rates)],
+            "total_cost_cpu_percent": round(total, 4), "probes": probes}, indent=2))
+        return
+    if not infos:
+        click.echo(f"no datasets in {archive.path} (create one: strata datasets create 'nfs.ops[op]')")
+        return
+    rows = [("NAME", "STATE", "SINCE", "ONDISK", "RATE", "COST")]
+    for i, r in zip(infos, rates):
+        rows.append((i.name, i.state, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.state_since)),
+                     _human_bytes(i.ondisk), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    click.echo(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)")
+
+
+@datasets.command()
+@archive_option
+@click.argument("name")
+@click.option("--keep", "keep", multiple=True, metavar="LEVEL=DURATION",
+              help="Retention of one level: second, minute or hour = a duration (30m, 48h, 7d, 2w) "
+                   "or 'all'. Repeatable. Default: second=7d, minute=all, hour=all.")
+@click.option("--suspended", is_flag=True, help="Create it suspended (not collected until resumed).")
+def create(archive_path, name, keep, suspended):
+    """Create dataset NAME, e.g. 'nfs.ops[op=read][client]'.
+
+    The statistic and the fields must be ones `strata statistics` lists;
+    filters may be given in any order (the name is stored canonically).
+    A running `strata collect` starts collecting it within two seconds. A
+    statistic this host cannot collect now is created with a warning.
+    """
+    with archive_errors():
+        retention = parse_keep(keep)
+    with open_archive(archive_path, readonly=False) as archive:
+        info = archive.create(name, retention, active=not suspended)
+    click.echo(f"created {info.name} ({info.kind}, {info.unit}; keeps {info.retention})")
+    stat = catalogue.by_name().get(info.statistic)
+    if stat is not None and stat.supported is False:
+        click.echo(f"strata: warning: {info.statistic} cannot be collected here now: {stat.reason}", err=True)
+
+
+def _state_command(state, verb, past):
+    @click.argument("names", nargs=-1)
+    @click.option("--all", "all_", is_flag=True, help=f"{verb.capitalize()} every dataset.")
+    @archive_option
+    def command(archive_path, names, all_):
+        if bool(names) == all_:
+            raise click.UsageError("name the datasets, or pass --all")
+        with open_archive(archive_path, readonly=False) as archive:
+            changed = archive.set_state(None if all_ else list(names), state)
+        for n in changed:
+            click.echo(f"{past} {n}")
+        if not changed:
+            click.echo(f"nothing to {verb}")
+    return command
+
+
+datasets.command("suspend", help="Suspend datasets: collection stops and their probes detach; "
+                                 "data is kept.\n\nNAMES are dataset names; --all suspends every one.")(
+    _state_command("suspended", "suspend", "suspended"))
+datasets.command("resume", help="Resume suspended datasets: collection starts again within two "
+                                "seconds.\n\nNAMES are dataset names; --all resumes every one.")(
+    _state_command("active", "resume", "resumed"))
+
+
+@datasets.command()
+@archive_option
+@click.argument("name")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def destroy(archive_path, name, yes):
+    """Destroy dataset NAME and all its data."""
+    with open_archive(archive_path, readonly=False) as archive:
+        info = archive.dataset(name)
+        rows = sum(r for r, _ in info.usage.values())
+        if not yes:
+            click.confirm(f"destroy {info.name} and its {rows} records?", abort=True)
+        archive.destroy(info.name)
+    click.echo(f"destroyed {info.name}")
+
+
+@datasets.command()
+@archive_option
+@click.argument("name")
+@click.option("--older-than", "older", required=True, metavar="DURATION",
+              help="Delete data older than this (e.g. 7d, 12h).")
+@click.option("--level", type=click.Choice(LEVELS), default="hour", show_default=True,
+              help="Coarsest level to prune; finer levels are pruned too (hour prunes all).")
+def prune(archive_path, name, older, level):
+    """Delete NAME's data older than a duration, at a level and the finer ones.
+
+    Example: keep only 2 days of per-second data but all minute rollups:
+
+    \b
+        strata datasets prune 'nfs.latency[client]' --older-than 2d --level second
+    """
+    with archive_errors():
+        seconds = parse_duration(older, allow_all=False)
+    with open_archive(archive_path, readonly=False) as archive:
+        removed = archive.prune(name, seconds, level)
+    click.echo(f"pruned {removed} records older than {format_duration(seconds)} "
+               f"(levels: {', '.join(LEVELS[:LEVELS.index(level) + 1])})")
+
+
+@datasets.command("archive")
+@archive_option
+@click.argument("names", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+def archive_(archive_path, names, output, force):
+    """Write datasets NAMES to a self-contained archive file.
+
+    Every strata command that reads datasets accepts the file with
+    --archive FILE: keep it as a CI baseline or attach it to a bug report.
+    `strata datasets import FILE` merges it into another archive.
+    """
+    with open_archive(archive_path) as archive:
+        written = transfer.export(archive, list(names), output, overwrite=force)
+    click.echo(f"wrote {', '.join(written)} to {output}")
+
+
+@datasets.command("import")
+@archive_option
+@click.argument("file", type=click.Path(dir_okay=False))
+def import_(archive_path, file):
+    """Import every dataset of archive FILE (from `strata datasets archive`).
+
+    Imported datasets arrive suspended, so this host's collector does not add
+    its own data to them; names already present are refused.
+    """
+    with open_archive(archive_path, readonly=False) as archive:
+        names = transfer.import_from(archive, file)
+    click.echo(f"imported {', '.join(names) or 'nothing'} (suspended)")
+
+
+@datasets.command()
+@archive_option
+@click.argument("name")
+@click.option("--keep", "keep", multiple=True, required=True, metavar="LEVEL=DURATION",
+              help="New retention of a level (second, minute, hour), e.g. second=2d. Repeatable.")
+def retain(archive_path, name, keep):
+    """Change how long dataset NAME keeps data at each level.
+
+    Coarser levels must keep data at least as long as finer ones. The
+    collector prunes to the new retention within a minute.
+    """
+    with open_archive(archive_path, readonly=False) as archive:
+        info = archive.dataset(name)
+        retention = parse_keep(keep, base=info.retention)
+        archive.set_retention(info.name, retention)
+    click.echo(f"{info.name} keeps {retention}")
+

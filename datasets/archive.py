@@ -1,0 +1,255 @@
+"""The archive: datasets, their lifecycle, pruning and the query API.
+
+    with Archive.open(path, readonly=True) as a:
+        for d in a.datasets(): ...
+        r = a.query("nfs.latency[client]", start, end, resolution=60)   # QueryResult
+
+Writers (create, suspend, resume, destroy, prune, import, collection) open
+with readonly=False; every SQLite failure surfaces as one ArchiveError line.
+"""
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import catalogue, codec, names, reader, schema
+from .errors import ArchiveError
+from .ingest import Ingestor
+from .retention import LEVELS, STEP, Retention
+
+ROW_OVERHEAD = 40  # bytes per record beyond its payload: table row, unique index entry, page slack
+PRUNE_BATCH = 5000
+
+
+@dataclass
+class DatasetInfo:
+    id: int
+    name: str
+    statistic: str
+    breakdown: str
+    filters: dict
+    kind: str
+    unit: str
+    probe: str
+    state: str
+    created: int
+    state_since: int
+    retention: Retention
+    horizon: dict                                # level -> unix second before which data was pruned
+    usage: dict = field(default_factory=dict)    # level -> (rows, bytes)
+
+    @property
+    def ondisk(self) -> int:
+        """Approximate bytes this dataset takes in the file."""
+        return sum(rows * ROW_OVERHEAD + size for rows, size in self.usage.values())
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "statistic": self.statistic, "breakdown": self.breakdown or None,
+                "filters": self.filters, "kind": self.kind, "unit": self.unit, "probe": self.probe,
+                "state": self.state, "created": self.created, "since": self.state_since,
+                "retention": {lv: self.retention.of(lv) for lv in LEVELS},
+                "records": {lv: self.usage.get(lv, (0, 0))[0] for lv in LEVELS},
+                "ondisk_bytes": self.ondisk}
+
+
+_COLUMNS = ("id, name, statistic, breakdown, filters, kind, unit, probe, state, created, state_since, "
+            "keep_second, keep_minute, keep_hour, horizon_second, horizon_minute, horizon_hour")
+
+
+def _info(row) -> DatasetInfo:
+    return DatasetInfo(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7],
+                       row[8], row[9], row[10], Retention(*row[11:14]), dict(zip(LEVELS, row[14:17])))
+
+
+class Archive:
+    def __init__(self, path: str, conn, readonly: bool):
+        self.path, self.conn, self.readonly = path, conn, readonly
+
+    @classmethod
+    def open(cls, path, readonly: bool = True) -> "Archive":
+        path = str(path)
+        return cls(path, schema.connect(path, readonly), readonly)
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @contextmanager
+    def guard(self):
+        """Turn SQLite and record failures into one ArchiveError line."""
+        try:
+            yield
+        except codec.CorruptRecord as e:
+            raise ArchiveError(f"{self.path}: damaged archive (bad record: {e})") from None
+        except sqlite3.Error as e:
+            raise schema.translate(self.path, e) from None
+
+    @contextmanager
+    def write(self):
+        """A write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on failure."""
+        if self.readonly:
+            raise ArchiveError(f"{self.path}: opened read-only")
+        with self.guard():
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    # -- listing -----------------------------------------------------------------------------
+
+    def datasets(self) -> list:
+        """Every dataset, oldest first, with its on-disk usage."""
+        with self.guard():
+            infos = [_info(r) for r in self.conn.execute(f"SELECT {_COLUMNS} FROM datasets ORDER BY id")]
+            usage = {}
+            for ds, step, rows, size in self.conn.execute("SELECT dataset, step, rows, bytes FROM usage"):
+                level = {v: k for k, v in STEP.items()}.get(step)
+                usage.setdefault(ds, {})[level] = (rows, size)
+        for info in infos:
+            info.usage = usage.get(info.id, {})
+        return infos
+
+    def dataset(self, name: str) -> DatasetInfo:
+        """The dataset called name (any filter order); ArchiveError naming the choices if none."""
+        canonical = str(names.parse(name))
+        infos = self.datasets()
+        for info in infos:
+            if info.name == canonical:
+                return info
+        have = ", ".join(i.name for i in infos) or "none"
+        raise ArchiveError(f"no dataset {canonical} in {self.path}; datasets here: {have}")
+
+    def changes(self) -> int:
+        """A counter bumped whenever a dataset is created, destroyed, suspended or resumed."""
+        with self.guard():
+            return self.conn.execute("SELECT value FROM meta WHERE key = 'changes'").fetchone()[0]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def create(self, name: str, retention: Retention | None = None, active: bool = True,
+               now: int | None = None) -> DatasetInfo:
+        """Create a dataset from its name, validated against the statistics catalogue."""
+        stats = catalogue.by_name()
+        parsed = names.parse(name, stats)
+        stat = stats[parsed.statistic]
+        keep = (retention or Retention()).check()
+        now = int(time.time()) if now is None else now
+        with self.write() as c:
+            if c.execute("SELECT 1 FROM datasets WHERE name = ?", (str(parsed),)).fetchone():
+                raise ArchiveError(f"dataset {parsed} already exists in {self.path}")
+            c.execute("INSERT INTO datasets (name, statistic, breakdown, filters, kind, unit, probe, state, "
+                      "created, state_since, keep_second, keep_minute, keep_hour) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (str(parsed), parsed.statistic, parsed.breakdown, json.dumps(dict(parsed.filters)),
+                       stat.kind, stat.unit, stat.probe, "active" if active else "suspended", now, now,
+                       keep.second, keep.minute, keep.hour))
+        return self.dataset(str(parsed))
+
+    def set_state(self, which: list | None, state: str, now: int | None = None) -> list:
+        """Suspend or resume the named datasets (None: all); returns the names that changed."""
+        now = int(time.time()) if now is None else now
+        targets = self.datasets() if which is None else [self.dataset(n) for n in which]
+        changed = [d.name for d in targets if d.state != state]
+        with self.write() as c:
+            c.executemany("UPDATE datasets SET state = ?, state_since = ? WHERE name = ? AND state != ?",
+                          [(state, now, n, state) for n in changed])
+        return changed
+
+    def set_retention(self, name: str, retention: Retention):
+        info = self.dataset(name)
+        keep = retention.check()
+        with self.write() as c:
+            c.execute("UPDATE datasets SET keep_second = ?, keep_minute = ?, keep_hour = ? WHERE id = ?",
+                      (keep.second, keep.minute, keep.hour, info.id))
+
+    def destroy(self, name: str):
+        """Delete a dataset and all its data."""
+        info = self.dataset(name)
+        with self.write() as c:
+            c.execute("DELETE FROM usage WHERE dataset = ?", (info.id,))
+            c.execute("DELETE FROM records WHERE dataset = ?", (info.id,))
+            c.execute("DELETE FROM keys WHERE dataset = ?", (info.id,))
+            c.execute("DELETE FROM datasets WHERE id = ?", (info.id,))
+
+    def prune(self, name: str, older_than: int, level: str = "hour", now: int | None = None) -> int:
+        """Delete data older than `older_than` seconds at `level` and every finer level."""
+        if level not in LEVELS:
+            raise ArchiveError(f"unknown level {level!r}; levels: {', '.join(LEVELS)}")
+        info = self.dataset(name)
+        cutoff = (int(time.time()) if now is None else now) - older_than
+        return sum(self._prune_level(info, lv, cutoff) for lv in LEVELS[:LEVELS.index(level) + 1])
+
+    def enforce_retention(self, now: int | None = None) -> int:
+        """Prune every dataset's levels to their retention; returns records removed."""
+        now = int(time.time()) if now is None else now
+        removed = 0
+        for info in self.datasets():
+            for lv in LEVELS:
+                keep = info.retention.of(lv)
+                if keep is not None:
+                    removed += self._prune_level(info, lv, now - keep)
+        return removed
+
+    def _prune_level(self, info, level, cutoff) -> int:
+        step, removed = STEP[level], 0
+        while True:  # small batches: the collector never waits long for the write lock
+            with self.write() as c:
+                n = c.execute("DELETE FROM records WHERE rowid IN (SELECT rowid FROM records WHERE dataset = ? "
+                              "AND step = ? AND t < ? LIMIT ?)",
+                              (info.id, step, cutoff - step + 1, PRUNE_BATCH)).rowcount
+                if n < PRUNE_BATCH:
+                    c.execute(f"UPDATE datasets SET horizon_{level} = max(horizon_{level}, ?) WHERE id = ?",
+                              (cutoff, info.id))
+            removed += n
+            if n < PRUNE_BATCH:
+                return removed
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def query(self, name: str, start: int, end: int, resolution: int | None = None):
+        """Data of dataset `name` over [start, end) as a QueryResult (datasets/query.py)."""
+        info = self.dataset(name)
+        with self.guard():
+            return reader.query(self.conn, info, start, end, resolution)
+
+    def extent(self, name: str) -> tuple:
+        """(first, last): the first and last second holding data of dataset `name`, from the
+        finest level that has any; ArchiveError when it holds none."""
+        info = self.dataset(name)
+        with self.guard():
+            for level in LEVELS:
+                first, last = self.conn.execute("SELECT MIN(t), MAX(t) FROM records WHERE dataset = ? "
+                                                "AND step = ?", (info.id, STEP[level])).fetchone()
+                if first is not None:
+                    return int(first), int(last) + STEP[level] - 1
+        raise ArchiveError(f"dataset {info.name} in {self.path} holds no data")
+
+    def rate(self, info: DatasetInfo, now: int | None = None, window: int = 60):
+        """Events per second over the last `window` seconds collected (None for gauges or no data)."""
+        if info.kind == "gauge":
+            return None
+        now = int(time.time()) if now is None else now
+        with self.guard():
+            rows = self.conn.execute("SELECT data FROM records WHERE dataset = ? AND step = 1 AND t >= ? "
+                                     "AND t < ?", (info.id, now - window, now)).fetchall()
+            if not rows:
+                return None
+            cells = codec.decode(info.kind, [r[0] for r in rows])
+        return float(np.sum(cells.count, dtype=np.float64)) / len(rows)
+
+    def ingestor(self) -> Ingestor:
+        if self.readonly:
+            raise ArchiveError(f"{self.path}: opened read-only")
+        return Ingestor(self.conn)

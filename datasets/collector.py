@@ -1,0 +1,201 @@
+"""Runs strata-collect for the archive's active datasets and archives what it emits.
+
+Protocol (collectors/FORMAT.md, version 1): control lines on the daemon's
+stdin (`add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit`),
+JSON lines on its stdout (ack / error replies, one data record per dataset per
+second, status). Every batch of lines read is one archive transaction, so a
+kill -9 loses at most the second in flight. Dataset changes made by other
+commands are seen through the archive's change counter, polled every second;
+retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly.
+"""
+import ctypes
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+from .archive import Archive
+from .errors import ArchiveError, ArchiveFull, BadRecord
+
+MAX_LINE = 16 << 20
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """In the child: get SIGTERM when strata collect dies, even by kill -9."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def control_line(info) -> str:
+    """The `add` line for a dataset."""
+    filters = " ".join(f"{k}={v}" for k, v in sorted(info.filters.items()))
+    return f"add {info.id} {info.statistic} {info.breakdown or '-'}" + (f" {filters}" if filters else "")
+
+
+class Collector:
+    def __init__(self, archive: Archive, command: list, log=None, poll: float = 1.0, prune_every: float = 60):
+        self.archive, self.command = archive, command
+        self.log = log or (lambda msg: print(f"strata collect: {msg}", file=sys.stderr, flush=True))
+        self.poll, self.prune_every = poll, prune_every
+        self.ingest = archive.ingestor()
+        self.kinds = {}          # dataset id -> kind, for datasets added to the daemon
+        self.names = {}          # dataset id -> name
+        self.failed = set()      # ids the daemon refused (retried after the next dataset change)
+        self.warned = set()
+        self.stopping = False
+        self.proc = None
+        self.records = 0
+
+    def stop(self, *_):
+        self.stopping = True
+
+    # -- talking to the daemon ---------------------------------------------------------------
+
+    def _send(self, line: str):
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the daemon is gone: the read loop sees its end
+
+    def sync(self):
+        """Add what became active, remove what was suspended or destroyed."""
+        want = {d.id: d for d in self.archive.datasets() if d.state == "active"}
+        for ds in [i for i in self.kinds if i not in want]:
+            self._send(f"remove {ds}")
+            del self.kinds[ds]
+        for ds, info in want.items():
+            if ds not in self.kinds and ds not in self.failed:
+                self.kinds[ds], self.names[ds] = info.kind, info.name
+                self._send(control_line(info))
+        self.failed &= set(want)
+
+    def _warn_once(self, key, msg):
+        if key not in self.warned:
+            self.warned.add(key)
+            self.log(msg)
+
+    def handle(self, lines: list):
+        """Archive one batch of daemon output lines (one transaction)."""
+        with self.archive.guard(), self.ingest.transaction():
+            for raw in lines:
+                try:
+                    msg = json.loads(raw)
+                    if not isinstance(msg, dict):
+                        raise BadRecord("not a JSON object")
+                    kind = msg.get("type")
+                    if kind == "data":
+                        ds = msg.get("id")
+                        ds = int(ds) if isinstance(ds, (int, str)) and str(ds).isdigit() else None
+                        if ds not in self.kinds:
+                            continue  # removed meanwhile
+                        if msg.get("kind") != self.kinds[ds]:
+                            raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
+                        self.ingest.add(ds, msg.get("t"), self.kinds[ds], msg.get("data"))
+                        self.records += 1
+                    elif kind == "error":
+                        ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
+                        self.log(f"{self.names.get(ds, msg.get('id'))}: {msg.get('message', 'refused')}")
+                        if ds in self.kinds:
+                            del self.kinds[ds]
+                            self.failed.add(ds)
+                    elif kind == "status":
+                        for err in msg.get("errors") or []:
+                            self._warn_once(("status", str(err)), f"collector: {err}")
+                except (ValueError, KeyError, TypeError) as e:
+                    self._warn_once(("bad", type(e).__name__, str(e)[:80]),
+                                    f"ignoring a malformed collector line ({e}): {raw[:120]!r}")
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Collect until stop() or the daemon ends; returns the exit status."""
+        try:
+            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         preexec_fn=_die_with_parent)
+        except OSError as e:
+            self.log(f"cannot start {self.command[0]}: {e.strerror}")
+            return 1
+        status = 0
+        try:
+            changes = self.archive.changes()
+            self.sync()
+            status = self._loop(changes)
+        except ArchiveFull as e:
+            self.log(f"{e}; collection stopped")
+            status = 1
+        except ArchiveError as e:
+            self.log(f"{e}; collection stopped")
+            status = 1
+        finally:
+            self._shutdown()
+        return status
+
+    def _loop(self, changes) -> int:
+        sel = selectors.DefaultSelector()
+        out = self.proc.stdout.fileno()
+        os.set_blocking(out, False)
+        sel.register(out, selectors.EVENT_READ)
+        buf, next_poll, next_prune = b"", time.monotonic() + self.poll, time.monotonic()
+        while not self.stopping:
+            for _ in sel.select(timeout=0.25):
+                chunk = os.read(out, 1 << 16)
+                if not chunk:
+                    code = self.proc.wait()
+                    self.log(f"{self.command[0]} exited with status {code}")
+                    return 1
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                if len(buf) > MAX_LINE:
+                    self._warn_once("long", "dropping an over-long collector line")
+                    buf = b""
+                lines = [ln.decode(errors="replace") for ln in lines if ln.strip()]
+                if lines:
+                    self.handle(lines)
+            now = time.monotonic()
+            if now >= next_poll:
+                next_poll = now + self.poll
+                current = self.archive.changes()
+                if current != changes:
+                    changes = current
+                    self.failed.clear()
+                    self.sync()
+            if now >= next_prune:
+                next_prune = now + self.prune_every
+                self.archive.enforce_retention()
+        return 0
+
+    def _shutdown(self):
+        """quit the daemon, archive its last lines, and make sure it is gone."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self._send("quit")
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            deadline, rest = time.monotonic() + 3, b""
+            try:
+                os.set_blocking(self.proc.stdout.fileno(), True)
+                while time.monotonic() < deadline and self.proc.poll() is None:
+                    time.sleep(0.05)
+                rest = self.proc.stdout.read() if self.proc.poll() is not None else b""
+            except OSError:
+                pass
+            lines = [ln.decode(errors="replace") for ln in rest.split(b"\n") if ln.strip()]
+            if lines:
+                try:
+                    self.handle(lines)
+                except ArchiveError as e:
+                    self.log(str(e))
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

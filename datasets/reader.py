@@ -1,0 +1,93 @@
+"""Answering a query: choose the archive level, read its records, bin them into columns.
+
+The level is the finest one whose data still reaches back to the start of the
+range (nothing pruned after `start`); when a resolution is asked for, the
+coarsest such level whose step divides it is read instead (same answer, far
+fewer records), and records are summed into columns of `resolution` seconds
+aligned to multiples of the step.
+"""
+import numpy as np
+
+from . import codec, llhist
+from .errors import ArchiveError
+from .query import QueryResult
+from .retention import LEVELS, STEP
+
+MAX_CELLS = 200_000_000
+
+
+def choose(horizons: dict, start: int, resolution: int | None) -> tuple:
+    """(level, step): the level to read and the seconds per column."""
+    covering = [lv for lv in LEVELS if horizons[lv] <= start] or [LEVELS[-1]]
+    level = covering[0]
+    if resolution is None:
+        return level, STEP[level]
+    fits = [lv for lv in covering if resolution % STEP[lv] == 0]
+    if fits:
+        level = fits[-1]
+    ls = STEP[level]
+    return level, max(ls, -(-resolution // ls) * ls)
+
+
+def query(conn, info, start: int, end: int, resolution: int | None = None) -> QueryResult:
+    """The QueryResult (datasets/query.py) of dataset `info` over [start, end)."""
+    start, end = int(start), int(end)
+    if end <= start:
+        raise ArchiveError(f"empty time range: end {end} is not after start {start}")
+    if resolution is not None and int(resolution) < 1:
+        raise ArchiveError(f"resolution must be at least 1 second, not {resolution}")
+    level, step = choose(info.horizon, start, None if resolution is None else int(resolution))
+    t0 = start - start % step
+    n = -(-(end - t0) // step)
+    rows = conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? "
+                        "ORDER BY t", (info.id, STEP[level], t0, end)).fetchall()
+    times = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    cells = codec.decode(info.kind, [r[1] for r in rows])
+    col = ((times - t0) // step)[cells.row]
+    present = np.zeros(n, dtype=bool)
+    present[(times - t0) // step] = True
+    # one record per column when the level's step is the column's: cells are then unique per
+    # (key, column, bucket) and can be placed; otherwise they are summed into their column
+    place = step == STEP[level]
+
+    names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
+    used = [int(k) for k in np.flatnonzero(np.bincount(cells.key))] if len(cells) else []
+    if any(k not in names for k in used):
+        raise ArchiveError(f"dataset {info.name}: a record refers to an unknown breakdown key")
+    used.sort(key=lambda k: names[k])
+    keys = [names[k] for k in used] or ([""] if not info.breakdown else [])
+    position = np.zeros(max(used, default=0) + 1, dtype=np.int64)
+    position[used] = np.arange(len(used))
+    cell = position[cells.key] * n + col  # index of (key, column)
+
+    result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
+                         step=step, times=t0 + step * np.arange(n, dtype=np.int64), keys=keys,
+                         level=level, present=present)
+    if info.kind == "heatmap":
+        seen = np.zeros(llhist.NBUCKETS, dtype=bool)
+        seen[cells.bucket] = True
+        buckets = np.flatnonzero(seen)
+        if len(keys) * n * len(buckets) > MAX_CELLS:
+            raise ArchiveError("query too large: use a coarser resolution or a shorter range")
+        bpos = np.cumsum(seen) - 1
+        counts = np.zeros(len(keys) * n * len(buckets), dtype=np.uint64)
+        _put(counts, cell * len(buckets) + bpos[cells.bucket], cells.count, place)
+        result.buckets, result.counts = buckets.astype(np.int64), counts.reshape(len(keys), n, len(buckets))
+    elif info.kind == "counter":
+        values = np.zeros(len(keys) * n, dtype=np.uint64)
+        _put(values, cell, cells.count, place)
+        result.values = values.astype(np.int64).reshape(len(keys), n)
+    else:
+        samples, sums = np.zeros(len(keys) * n, dtype=np.uint64), np.zeros(len(keys) * n)
+        _put(samples, cell, cells.count, place)
+        _put(sums, cell, cells.total, place)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            result.values = np.where(samples > 0, sums / samples, np.nan).reshape(len(keys), n)
+    return result
+
+
+def _put(out, index, values, place):
+    if place:
+        out[index] = values
+    else:
+        np.add.at(out, index, values)

@@ -1,0 +1,71 @@
+"""Archive levels (second, minute, hour) and how long each keeps data.
+
+A retention is "all" (None) or at least N seconds, per level; coarser levels
+must keep data at least as long as finer ones. Durations read and print as
+30s, 90m, 48h, 7d, 2w.
+"""
+import re
+from dataclasses import dataclass
+
+from .errors import ArchiveError
+
+LEVELS = ("second", "minute", "hour")
+STEP = {"second": 1, "minute": 60, "hour": 3600}
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str, allow_all: bool = True):
+    """Seconds in '7d', '48h', '90m', '30s', '2w'; None for 'all' (when allowed)."""
+    text = text.strip().lower()
+    if allow_all and text == "all":
+        return None
+    m = re.fullmatch(r"(\d+)([smhdw])", text)
+    if not m or int(m.group(1)) == 0:
+        raise ArchiveError(f"bad duration {text!r}: use a number and a unit s/m/h/d/w, e.g. 7d"
+                           + (", or 'all'" if allow_all else ""))
+    return int(m.group(1)) * UNITS[m.group(2)]
+
+
+def format_duration(seconds) -> str:
+    if seconds is None:
+        return "all"
+    for unit in ("w", "d", "h", "m"):
+        if seconds % UNITS[unit] == 0:
+            return f"{seconds // UNITS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+@dataclass(frozen=True)
+class Retention:
+    second: int | None = 7 * 86400
+    minute: int | None = None
+    hour: int | None = None
+
+    def of(self, level: str):
+        return getattr(self, level)
+
+    def check(self) -> "Retention":
+        inf = float("inf")
+        keep = [inf if self.of(lv) is None else self.of(lv) for lv in LEVELS]
+        for finer, coarser, a, b in zip(LEVELS, LEVELS[1:], keep, keep[1:]):
+            if b < a:
+                raise ArchiveError(f"retention: the {coarser} level must keep data at least as long "
+                                   f"as the {finer} level ({format_duration(self.of(coarser))} < "
+                                   f"{format_duration(self.of(finer))})")
+        return self
+
+    def __str__(self):
+        return " ".join(f"{lv}={format_duration(self.of(lv))}" for lv in LEVELS)
+
+
+def parse_keep(specs, base: Retention | None = None) -> Retention:
+    """Apply LEVEL=DURATION specs (e.g. ['second=2d', 'minute=all']) to a retention."""
+    base = base or Retention()
+    values = {lv: base.of(lv) for lv in LEVELS}
+    for spec in specs:
+        level, sep, dur = spec.partition("=")
+        if not sep or level not in LEVELS:
+            raise ArchiveError(f"bad retention {spec!r}: use LEVEL=DURATION with LEVEL one of "
+                               + ", ".join(LEVELS))
+        values[level] = parse_duration(dur)
+    return Retention(**values).check()

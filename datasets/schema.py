@@ -1,0 +1,199 @@
+"""The archive file: its SQLite schema, and opening it safely.
+
+A strata archive is an SQLite database with PRAGMA application_id = 'STRA'
+and PRAGMA user_version = the schema version, so a foreign SQLite file, a
+non-SQLite file, a truncated file and a file from a newer strata each get one
+clear ArchiveError. Writers use WAL (readers never block the collector);
+readers open read-only and fall back to immutable mode where the WAL's
+shared-memory file cannot be created (a directory they cannot write).
+
+Tables:
+  datasets  one row per dataset: name, statistic, breakdown, filters (JSON),
+            kind, unit, probe, state, times, retention and pruning horizon
+            per level (data before horizon_L has been pruned from level L)
+  keys      breakdown keys interned per dataset (dataset, idx) -> key
+  records   (dataset, step, t) -> encoded cells (datasets/codec.py); step 1,
+            60 or 3600 for the second, minute and hour levels
+  usage     rows and bytes per (dataset, step), kept by triggers
+  meta      'changes': bumped whenever a dataset is created, destroyed,
+            suspended or resumed (the collector polls it)
+"""
+import os
+import sqlite3
+import struct
+from urllib.parse import quote
+
+from .errors import ArchiveError, ArchiveFull
+
+APPLICATION_ID = 0x53545241  # "STRA"
+VERSION = 1
+HEADER = b"SQLite format 3\x00"
+
+DDL = """
+CREATE TABLE datasets(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  statistic TEXT NOT NULL,
+  breakdown TEXT NOT NULL DEFAULT '',
+  filters TEXT NOT NULL DEFAULT '{}',
+  kind TEXT NOT NULL CHECK (kind IN ('heatmap', 'counter', 'gauge')),
+  unit TEXT NOT NULL,
+  probe TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL CHECK (state IN ('active', 'suspended')),
+  created INTEGER NOT NULL,
+  state_since INTEGER NOT NULL,
+  keep_second INTEGER, keep_minute INTEGER, keep_hour INTEGER,
+  horizon_second INTEGER NOT NULL DEFAULT 0,
+  horizon_minute INTEGER NOT NULL DEFAULT 0,
+  horizon_hour INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE keys(
+  dataset INTEGER NOT NULL, idx INTEGER NOT NULL, key TEXT NOT NULL,
+  PRIMARY KEY (dataset, idx), UNIQUE (dataset, key)
+) WITHOUT ROWID;
+CREATE TABLE records(
+  dataset INTEGER NOT NULL, step INTEGER NOT NULL, t INTEGER NOT NULL, data BLOB NOT NULL,
+  UNIQUE (dataset, step, t)
+);
+CREATE TABLE usage(
+  dataset INTEGER NOT NULL, step INTEGER NOT NULL,
+  rows INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (dataset, step)
+) WITHOUT ROWID;
+CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('changes', 0);
+
+CREATE TRIGGER datasets_created AFTER INSERT ON datasets
+BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+CREATE TRIGGER datasets_destroyed AFTER DELETE ON datasets
+BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+CREATE TRIGGER datasets_state AFTER UPDATE OF state ON datasets
+BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+
+CREATE TRIGGER records_added AFTER INSERT ON records BEGIN
+  INSERT INTO usage VALUES (NEW.dataset, NEW.step, 1, length(NEW.data))
+  ON CONFLICT DO UPDATE SET rows = rows + 1, bytes = bytes + length(NEW.data);
+END;
+CREATE TRIGGER records_changed AFTER UPDATE OF data ON records BEGIN
+  UPDATE usage SET bytes = bytes + length(NEW.data) - length(OLD.data)
+  WHERE dataset = NEW.dataset AND step = NEW.step;
+END;
+CREATE TRIGGER records_removed AFTER DELETE ON records BEGIN
+  UPDATE usage SET rows = rows - 1, bytes = bytes - length(OLD.data)
+  WHERE dataset = OLD.dataset AND step = OLD.step;
+END;
+"""
+
+
+def translate(path, e: Exception) -> ArchiveError:
+    """One line for an SQLite failure on the archive at path."""
+    code = getattr(e, "sqlite_errorcode", None)
+    base = code & 0xFF if code is not None else None
+    if base == sqlite3.SQLITE_FULL:
+        return ArchiveFull(f"{path}: the disk is full (the last write was rolled back)")
+    if base in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return ArchiveError(f"{path}: damaged archive ({e})")
+    if base == sqlite3.SQLITE_BUSY:
+        return ArchiveError(f"{path}: the archive is busy (locked by another writer); try again")
+    if base == sqlite3.SQLITE_READONLY:
+        return ArchiveError(f"{path}: cannot write the archive ({e}); writing needs its owner or root")
+    if base == sqlite3.SQLITE_CANTOPEN:
+        return ArchiveError(f"{path}: cannot open the archive ({e})")
+    return ArchiveError(f"{path}: {e}")
+
+
+def check_header(path):
+    """Raise ArchiveError unless path looks like a complete SQLite file (or is empty)."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise ArchiveError(f"{path}: cannot read ({e.strerror})") from None
+    if size == 0:
+        return
+    if not head.startswith(HEADER[:len(head)]) or len(head) < 100:
+        if head.startswith(HEADER[:len(head)]):
+            raise ArchiveError(f"{path}: truncated archive ({size} bytes)")
+        raise ArchiveError(f"{path}: not a strata archive (not an SQLite database)")
+    page_size = struct.unpack(">H", head[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    change, pages, valid_for = struct.unpack(">I", head[24:28])[0], struct.unpack(">I", head[28:32])[0], \
+        struct.unpack(">I", head[92:96])[0]
+    wal = path + "-wal"
+    wal_empty = not os.path.exists(wal) or os.path.getsize(wal) == 0
+    if change == valid_for and wal_empty and size < pages * page_size:
+        raise ArchiveError(f"{path}: truncated archive ({size} of {pages * page_size} bytes)")
+
+
+def _connect(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA application_id").fetchone()  # forces the file to be read now
+    return conn
+
+
+def connect(path: str, readonly: bool) -> sqlite3.Connection:
+    """An open, validated connection to the archive at path (created if writable and missing)."""
+    exists = os.path.exists(path)
+    if readonly and not exists:
+        raise ArchiveError(f"{path}: no archive here (create a dataset with `strata datasets create`, "
+                           "or pass --archive)")
+    if exists:
+        check_header(path)
+    elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    uri = "file:" + quote(os.path.abspath(path))
+    try:
+        if readonly:
+            try:
+                conn = _connect(uri + "?mode=ro")
+            except sqlite3.OperationalError:
+                conn = _connect(uri + "?mode=ro&immutable=1")
+        else:
+            conn = _connect(uri + "?mode=rwc")
+        _validate_or_create(conn, path, readonly)
+        if not readonly:
+            conn.execute("PRAGMA busy_timeout = 10000")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+    except sqlite3.Error as e:
+        raise translate(path, e) from None
+
+
+def _validate_or_create(conn, path, readonly):
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == 0 and not readonly:
+        tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+        if tables == 0:
+            initialise(conn)
+            return
+    if app_id != APPLICATION_ID:
+        raise ArchiveError(f"{path}: not a strata archive (an SQLite database of another program)")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > VERSION:
+        raise ArchiveError(f"{path}: archive format {version} is newer than this strata reads ({VERSION})")
+    if not readonly and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+
+
+def initialise(conn, journal: str = "WAL"):
+    """Create the schema in an empty database."""
+    conn.execute(f"PRAGMA journal_mode = {journal}")
+    conn.execute("BEGIN IMMEDIATE")
+    for stmt in _statements(DDL):
+        conn.execute(stmt)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {VERSION}")
+    conn.execute("COMMIT")
+    if journal == "WAL":
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _statements(script: str):
+    """Split the DDL into statements (triggers hold ';' inside BEGIN ... END)."""
+    buf = ""
+    for line in script.strip().splitlines():
+        buf += line + "\n"
+        if sqlite3.complete_statement(buf):
+            yield buf.strip()
+            buf = ""

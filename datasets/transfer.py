@@ -1,0 +1,81 @@
+"""Moving datasets between archive files: export to a self-contained file, import from one.
+
+export() writes a fresh archive (same schema, rollback journal so it is one
+file) holding only the chosen datasets, atomically (temporary file, then
+rename). import_from() copies every dataset of such a file into an archive,
+suspended, so a collector here does not add this host's data to them.
+"""
+import os
+import sqlite3
+from urllib.parse import quote
+
+from . import schema
+from .archive import Archive
+from .errors import ArchiveError
+
+
+def _src_uri(path: str) -> str:
+    return "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+
+
+def export(archive: Archive, which: list, dest: str, overwrite: bool = False) -> list:
+    """Write the named datasets of archive to a new archive file at dest; returns their names."""
+    infos = [archive.dataset(n) for n in which]
+    if not infos:
+        raise ArchiveError("name at least one dataset to archive")
+    if os.path.exists(dest) and not overwrite:
+        raise ArchiveError(f"{dest} exists (pass --force to replace it)")
+    tmp = f"{dest}.tmp-{os.getpid()}"
+    ids = ",".join(str(i.id) for i in infos)
+    try:
+        conn = sqlite3.connect("file:" + quote(os.path.abspath(tmp)) + "?mode=rwc", uri=True,
+                               isolation_level=None)
+        try:
+            schema.initialise(conn, journal="DELETE")
+            conn.execute("ATTACH DATABASE ? AS src", (_src_uri(archive.path),))
+            conn.execute("BEGIN")
+            conn.execute(f"INSERT INTO datasets SELECT * FROM src.datasets WHERE id IN ({ids})")
+            conn.execute(f"INSERT INTO keys SELECT * FROM src.keys WHERE dataset IN ({ids})")
+            conn.execute(f"INSERT INTO records (dataset, step, t, data) SELECT dataset, step, t, data "
+                         f"FROM src.records WHERE dataset IN ({ids}) ORDER BY dataset, step, t")
+            conn.execute("COMMIT")
+            conn.execute("DETACH DATABASE src")
+        finally:
+            conn.close()
+        os.replace(tmp, dest)
+    except sqlite3.Error as e:
+        raise schema.translate(dest, e) from None
+    except OSError as e:
+        raise ArchiveError(f"{dest}: cannot write ({e.strerror})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return [i.name for i in infos]
+
+
+def import_from(archive: Archive, src: str) -> list:
+    """Copy every dataset of the archive file src into archive (suspended); returns their names."""
+    with Archive.open(src, readonly=True) as source:
+        incoming = source.datasets()
+    clash = [d.name for d in incoming if d.name in {x.name for x in archive.datasets()}]
+    if clash:
+        raise ArchiveError(f"{archive.path} already has {', '.join(clash)} (destroy or rename before importing)")
+    with archive.guard():
+        archive.conn.execute("ATTACH DATABASE ? AS src", (_src_uri(src),))
+    try:
+        with archive.write() as c:
+            for d in incoming:
+                cur = c.execute("INSERT INTO datasets (name, statistic, breakdown, filters, kind, unit, probe, "
+                                "state, created, state_since, keep_second, keep_minute, keep_hour, "
+                                "horizon_second, horizon_minute, horizon_hour) "
+                                "SELECT name, statistic, breakdown, filters, kind, unit, probe, 'suspended', "
+                                "created, state_since, keep_second, keep_minute, keep_hour, horizon_second, "
+                                "horizon_minute, horizon_hour FROM src.datasets WHERE id = ?", (d.id,))
+                new = cur.lastrowid
+                c.execute("INSERT INTO keys SELECT ?, idx, key FROM src.keys WHERE dataset = ?", (new, d.id))
+                c.execute("INSERT INTO records (dataset, step, t, data) SELECT ?, step, t, data "
+                          "FROM src.records WHERE dataset = ? ORDER BY step, t", (new, d.id))
+    finally:
+        with archive.guard():
+            archive.conn.execute("DETACH DATABASE src")
+    return [d.name for d in incoming]

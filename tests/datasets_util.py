@@ -1,0 +1,52 @@
+"""Helpers for the datasets tests: collector-format JSON lines, the strata CLI, loop devices."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+STRATA = str(Path(sys.executable).parent / "strata")
+
+
+def data_line(ds, t, kind, data) -> str:
+    """One data record in collectors/FORMAT.md version 1."""
+    return json.dumps({"v": 1, "type": "data", "t": t, "id": str(ds), "kind": kind, "data": data})
+
+
+def heat_second(t, nkeys=3):
+    """A deterministic heat-map second: {key: {bucket: count}} varying with t."""
+    return {f"10.0.0.{k}": {str(100 + (t + k) % 50): 1 + (t * 7 + k) % 5, str(400 + k): 2 + t % 3}
+            for k in range(nkeys) if (t + k) % 4}
+
+
+def strata(*args, env=None, input=None, timeout=60, user=None):
+    """Run the strata CLI; returns CompletedProcess with text output."""
+    cmd = [STRATA, *args]
+    if user:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]  # user: a uid
+    full_env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    full_env.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, input=input, timeout=timeout)
+
+
+@contextmanager
+def loop_device(size_mb=32):
+    """A loop device over a temporary file (root), detached and deleted afterwards."""
+    with tempfile.TemporaryDirectory(prefix="strata-ds-loop-") as d:
+        image = Path(d) / "disk.img"
+        with open(image, "wb") as f:
+            f.truncate(size_mb << 20)
+        dev = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        try:
+            yield dev
+        finally:
+            subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def direct_writes(dev, count, bs=4096):
+    """count O_DIRECT writes of bs bytes to a block device (dd)."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={dev}", f"bs={bs}", f"count={count}", "oflag=direct"],
+                   capture_output=True, check=True)

@@ -1,0 +1,162 @@
+"""The dataset commands through the real CLI (subprocess): lifecycle, JSON output, and one
+clear line with a non-zero exit for foreign, truncated, corrupt or newer archives."""
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import tempfile
+
+import pytest
+
+from datasets_util import data_line, heat_second, strata
+from strata.datasets.archive import Archive
+from strata.datasets.collector import Collector
+
+T0 = 1_700_000_000
+
+
+def one_line_error(proc, needle):
+    assert proc.returncode != 0
+    assert proc.stdout == "" or "Traceback" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("strata: ") and "Traceback" not in proc.stderr, proc.stderr
+    assert needle in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """An archive with a heat-map dataset holding 2000 seconds (many pages)."""
+    path = tmp_path_factory.mktemp("template") / "a.db"
+    with Archive.open(path, readonly=False) as a:
+        d = a.create("nfs.latency[client]", now=T0)
+        c = Collector(a, command=[], log=print)
+        c.kinds = {d.id: "heatmap"}
+        c.handle([data_line(d.id, t, "heatmap", heat_second(t, 8)) for t in range(T0, T0 + 2000)])
+        a.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path
+
+
+@pytest.fixture()
+def archive(template, tmp_path):
+    shutil.copy(template, tmp_path / "a.db")
+    return str(tmp_path / "a.db")
+
+
+def test_lifecycle_commands(tmp_path):
+    env = {"STRATA_ARCHIVE": str(tmp_path / "x.db")}
+    assert strata("datasets", "create", "nfs.ops[op=read][client]", env=env).returncode == 0
+    p = strata("datasets", "create", "disk.latency[device]", "--keep", "second=2d", env=env)
+    assert p.returncode == 0 and "second=2d" in p.stdout
+    listed = json.loads(strata("datasets", "list", "--json", env=env).stdout)
+    assert [d["name"] for d in listed["datasets"]] == ["nfs.ops[op=read][client]", "disk.latency[device]"]
+    assert listed["datasets"][1]["retention"]["second"] == 2 * 86400
+    assert strata("datasets", "suspend", "--all", env=env).stdout.count("suspended") == 2
+    one_line_error(strata("datasets", "resume", "nfs.ops[client][op=read]", env=env), "must come last")
+    assert strata("datasets", "resume", "nfs.ops[op=read][client]", env=env).stdout.startswith("resumed")
+    table = strata("datasets", "list", env=env).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATE", "SINCE", "ONDISK", "RATE", "COST"]
+    assert table[1].split()[:2] == ["nfs.ops[op=read][client]", "active"]
+    assert table[2].split()[:2] == ["disk.latency[device]", "suspended"]
+    assert strata("datasets", "destroy", "disk.latency[device]", "-y", env=env).returncode == 0
+    assert "disk.latency" not in strata("datasets", "list", env=env).stdout
+    one_line_error(strata("datasets", "destroy", "disk.latency[device]", "-y", env=env), "no dataset")
+
+
+def test_unknown_statistic_or_breakdown_lists_the_valid_ones(tmp_path):
+    a = ["--archive", str(tmp_path / "y.db")]
+    one_line_error(strata("datasets", "create", "nfs.opz[op]", *a), "valid statistics: ")
+    one_line_error(strata("datasets", "create", "disk.ops[client]", *a), "valid breakdowns: op, device")
+    one_line_error(strata("datasets", "create", "disk.ops", "--keep", "second=all", "--keep", "minute=1d", *a),
+                   "at least as long")
+
+
+def test_statistics_json_matches_the_collector_catalogue():
+    out = json.loads(strata("statistics", "--json").stdout)
+    stats = {s["statistic"]: s for s in out["statistics"]}
+    assert stats["disk.latency"]["kind"] == "heatmap" and "device" in stats["disk.latency"]["breakdowns"]
+    assert stats["nfs.ops"]["kind"] == "counter"
+
+
+def test_archive_file_readable_elsewhere_and_importable(archive, tmp_path):
+    out = tmp_path / "baseline.strata"
+    assert strata("datasets", "archive", "nfs.latency[client]", "-o", str(out), "--archive", archive).returncode == 0
+    listed = json.loads(strata("datasets", "list", "--json", "--archive", str(out)).stdout)
+    assert listed["datasets"][0]["records"]["second"] == 2000
+    other = str(tmp_path / "other.db")
+    p = strata("datasets", "import", str(out), "--archive", other)
+    assert p.returncode == 0 and "nfs.latency[client]" in p.stdout
+    one_line_error(strata("datasets", "import", str(out), "--archive", other), "already has")
+    p = strata("datasets", "prune", "nfs.latency[client]", "--older-than", "1d", "--level", "second",
+               "--archive", other)
+    assert p.returncode == 0 and "pruned 2000 records" in p.stdout
+
+
+def test_foreign_sqlite_file(tmp_path):
+    path = tmp_path / "foreign.db"
+    sqlite3.connect(path).execute("CREATE TABLE t(x)").connection.commit()
+    one_line_error(strata("datasets", "list", "--archive", str(path)), "not a strata archive")
+    one_line_error(strata("datasets", "create", "disk.ops", "--archive", str(path)), "not a strata archive")
+
+
+def test_not_sqlite_and_missing(tmp_path):
+    path = tmp_path / "text.db"
+    path.write_text("hello, I am not a database\n" * 10)
+    one_line_error(strata("datasets", "list", "--archive", str(path)), "not an SQLite database")
+    one_line_error(strata("datasets", "list", "--archive", str(tmp_path / "none.db")), "no archive here")
+
+
+def test_truncated_archive(archive):
+    size = os.path.getsize(archive)
+    os.truncate(archive, size // 2)
+    one_line_error(strata("datasets", "list", "--archive", archive), "truncated archive")
+    os.truncate(archive, 50)
+    one_line_error(strata("datasets", "list", "--archive", archive), "truncated archive")
+
+
+def test_corrupt_archive(archive):
+    with open(archive, "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff" * 3000)  # the schema page's b-tree, past the file header
+    one_line_error(strata("datasets", "list", "--archive", archive), "damaged archive")
+
+
+def test_corrupt_record_in_query(archive):
+    with Archive.open(archive, readonly=False) as a:
+        a.conn.execute("UPDATE records SET data = x'05ff' WHERE step = 1 AND t = ?", (T0 + 10,))
+    with Archive.open(archive) as a:
+        with pytest.raises(Exception) as e:
+            a.query("nfs.latency[client]", T0, T0 + 20)
+    assert "damaged archive" in str(e.value)
+
+
+def test_newer_format(archive):
+    with sqlite3.connect(archive) as c:
+        c.execute("PRAGMA user_version = 99")
+    one_line_error(strata("datasets", "list", "--archive", archive), "newer than this strata")
+
+
+def test_reading_needs_no_root(archive):
+    """A user who cannot write the archive's folder reads it (read-only, WAL or not)."""
+    folder = tempfile.mkdtemp(prefix="strata-ds-ro-")
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "a.db")
+        with open(archive, "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(path, 0o644)
+        p = strata("datasets", "list", "--json", "--archive", path, user=65534)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["datasets"][0]["records"]["second"] == 2000
+        with Archive.open(path, readonly=False) as w:  # a live writer: -wal and -shm exist, root-owned
+            w.set_state(None, "suspended")
+            assert os.path.exists(path + "-shm")
+            p = strata("datasets", "list", "--json", "--archive", path, user=65534)
+            assert p.returncode == 0, p.stderr
+            assert json.loads(p.stdout)["datasets"][0]["state"] == "suspended"
+        one_line_error(strata("datasets", "suspend", "--all", "--archive", path, user=65534), "")
+        assert not stat.S_IWOTH & os.stat(folder).st_mode
+    finally:
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)

@@ -1,0 +1,96 @@
+"""The record encoding (varints, sparse cells), dataset names and retention parsing."""
+import numpy as np
+import pytest
+
+from strata.datasets import codec, names, varint
+from strata.datasets.catalogue import BUILTIN, by_name
+from strata.datasets.errors import ArchiveError
+from strata.datasets.retention import Retention, format_duration, parse_duration, parse_keep
+
+STATS = by_name(BUILTIN)
+
+
+def test_varint_roundtrip_edges():
+    v = np.array([0, 1, 127, 128, 16383, 16384, 2**32, 2**63, 2**64 - 1], dtype=np.uint64)
+    enc = varint.encode(v)
+    assert len(enc) == int(varint.lengths(v).sum())
+    assert np.array_equal(varint.decode(enc), v)
+
+
+@pytest.mark.parametrize("bad", [b"\x80", b"\xff" * 11 + b"\x01", b"\xff" * 9 + b"\x02"])
+def test_varint_rejects_malformed(bad):
+    with pytest.raises(varint.CorruptStream):
+        varint.decode(bad)
+
+
+def random_cells(rng, rows, kind):
+    r, k, b, c = [], [], [], []
+    for row in range(rows):
+        for key in rng.choice(30, rng.integers(0, 6), replace=False):
+            bs = np.sort(rng.choice(1639, rng.integers(1, 12), replace=False)) if kind == "heatmap" else [0]
+            for x in bs:
+                r.append(row), k.append(key), b.append(x), c.append(int(rng.integers(1, 2**62)))
+    count = np.array(c, dtype=np.uint64)
+    return codec.combine(codec.Cells(np.array(r, np.int64), np.array(k, np.int64), np.array(b, np.int64),
+                                     count, count.astype(np.float64) * 0.5 if kind == "gauge" else
+                                     np.zeros(len(c))))
+
+
+@pytest.mark.parametrize("kind", codec.KINDS)
+def test_records_roundtrip(kind):
+    cells = random_cells(np.random.default_rng(7), 200, kind)
+    records = codec.encode(kind, cells, 202)
+    assert len(records) == 202 and records[-1] == b"\x00"  # trailing empty rows still get a record
+    back = codec.decode(kind, records)
+    for f in ("row", "key", "bucket", "count", "total"):
+        assert np.array_equal(getattr(back, f), getattr(cells, f)), f
+
+
+def test_combine_sums_exactly():
+    c = codec.Cells(np.array([0, 0, 1, 0]), np.array([1, 1, 1, 2]), np.array([5, 5, 5, 5]),
+                    np.array([2**63, 2**62, 7, 1], np.uint64), np.zeros(4))
+    out = codec.combine(c, np.zeros(4, np.int64))
+    assert out.key.tolist() == [1, 2] and out.count.tolist() == [2**63 + 2**62 + 7, 1]
+
+
+@pytest.mark.parametrize("record", [b"\x05", b"\x01\x00\x01\x00", b"\x01\x00\x01\xf0\x0d\x01",
+                                    b"\x01\x00\x01\x00\x80"])
+def test_corrupt_heatmap_records_are_refused(record):
+    with pytest.raises(codec.CorruptRecord):
+        codec.decode("heatmap", [record])
+
+
+def test_name_canonical_and_roundtrip():
+    n = names.parse("nfs.ops[op=read][client=10.0.0.3][file]", STATS)
+    assert str(n) == "nfs.ops[client=10.0.0.3][op=read][file]"
+    assert names.parse(str(n), STATS) == n
+    assert str(names.parse("arc.accesses[hit/miss]", STATS)) == "arc.accesses[hit/miss]"
+    assert names.parse("disk.latency", STATS).breakdown == ""
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("nosuch.stat[op]", "valid statistics: arc.accesses"),
+    ("nfs.ops[bogus]", "valid breakdowns: op, client, tier, file"),
+    ("nfs.ops[device=vda]", "valid filters: op, client, tier, file"),
+    ("arc.size[op]", "valid breakdowns: none"),
+    ("nfs.ops[client][op=read]", "must come last"),
+    ("nfs.ops[op=read][op=write]", "appears twice"),
+    ("nfs.ops[op][op=read]", "must come last"),
+    ("nfs.ops[op=a b]", "bad dataset name"),
+    ("NFS", "bad dataset name"),
+])
+def test_bad_names_say_what_is_valid(text, needle):
+    with pytest.raises(ArchiveError, match=None) as e:
+        names.parse(text, STATS)
+    assert needle in str(e.value)
+
+
+def test_retention_parsing_and_order():
+    assert parse_duration("7d") == 7 * 86400 and parse_duration("all") is None
+    assert format_duration(172800) == "2d" and format_duration(None) == "all"
+    r = parse_keep(["second=2d", "minute=30d"])
+    assert r == Retention(2 * 86400, 30 * 86400, None)
+    with pytest.raises(ArchiveError, match="at least as long"):
+        parse_keep(["second=all", "minute=1d"])
+    with pytest.raises(ArchiveError, match="bad duration"):
+        parse_duration("7 days")

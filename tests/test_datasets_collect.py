@@ -1,0 +1,222 @@
+"""`strata collect` with the real strata-collect daemon and real BPF on a loop device:
+dataset lifecycle, kill -9 safety, the collector lock and a full disk."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+from conftest import built
+from datasets_util import STRATA, direct_writes, loop_device, strata
+from strata.datasets.archive import Archive
+
+
+def start_collect(archive):
+    built("bin/strata-collect")
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    return subprocess.Popen([STRATA, "collect", "--archive", archive], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def daemon_pid(proc, timeout=10):
+    """The strata-collect child of a `strata collect` process."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.1)
+    raise AssertionError("strata collect did not start strata-collect")
+
+
+def bpf_links(pid):
+    """BPF links the process holds (each attached probe is one)."""
+    fds = f"/proc/{pid}/fd"
+    return sum(1 for fd in os.listdir(fds) if os.readlink(os.path.join(fds, fd)) == "anon_inode:bpf_link")
+
+
+def seconds(archive, name, since):
+    """{t: record} of a dataset's second-level records from `since` on."""
+    with Archive.open(archive) as a:
+        ds = a.dataset(name).id
+        return dict(a.conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = 1 AND t >= ?",
+                                   (ds, since)).fetchall())
+
+
+def wait_for(predicate, timeout=10, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture()
+def loop():
+    with loop_device() as dev:
+        yield dev
+
+
+def test_lifecycle_with_real_collector(tmp_path, loop):
+    archive = str(tmp_path / "a.db")
+    dev = os.path.basename(loop)
+    lat, ops = f"disk.latency[device={dev}][op]", f"disk.ops[device={dev}][op]"
+    for name in (lat, ops):
+        assert strata("datasets", "create", name, "--archive", archive).returncode == 0
+    proc = start_collect(archive)
+    try:
+        pid = daemon_pid(proc)
+        t_start = int(time.time())
+        wait_for(lambda: seconds(archive, ops, t_start), what="first records")
+        direct_writes(loop, 300)
+        time.sleep(2.5)
+        with Archive.open(archive) as a:
+            r = a.query(ops, t_start - 1, int(time.time()) + 1)
+            assert r.values[r.keys.index("write")].sum() == 300
+            h = a.query(lat, t_start - 1, int(time.time()) + 1)
+            assert h.counts[h.keys.index("write")].sum() == 300
+        links_both = bpf_links(pid)
+        assert links_both > 0
+
+        # suspend one: its records stop within 2 s; the other goes on
+        assert strata("datasets", "suspend", ops, "--archive", archive).returncode == 0
+        time.sleep(2.5)
+        cut = int(time.time())
+        time.sleep(2)
+        assert not seconds(archive, ops, cut) and seconds(archive, lat, cut)
+        # suspend both: every probe detaches
+        assert strata("datasets", "suspend", "--all", "--archive", archive).returncode == 0
+        wait_for(lambda: bpf_links(pid) == 0, what="probes to detach")
+        # resume: data again
+        assert strata("datasets", "resume", "--all", "--archive", archive).returncode == 0
+        wait_for(lambda: bpf_links(pid) == links_both, what="probes to attach again")
+        t_resume = int(time.time())
+        direct_writes(loop, 50)
+        wait_for(lambda: Archive.open(archive).query(ops, t_resume - 1, int(time.time()) + 1).values.sum() >= 50,
+                 what="data after resume")
+        listed = json.loads(strata("datasets", "list", "--json", "--archive", archive).stdout)
+        assert all(d["state"] == "active" and d["ondisk_bytes"] > 0 for d in listed["datasets"])
+    finally:
+        stop(proc)
+    assert proc.returncode == 0, proc.stderr.read()
+
+    # prune, archive, read the file elsewhere, destroy
+    p = strata("datasets", "prune", lat, "--older-than", "1h", "--archive", archive)
+    assert p.returncode == 0 and "pruned 0 records" in p.stdout
+    out = str(tmp_path / "copy" / "bug.strata")
+    os.makedirs(os.path.dirname(out))
+    assert strata("datasets", "archive", ops, lat, "-o", out, "--archive", archive).returncode == 0
+    os.unlink(archive)
+    with Archive.open(out) as a:
+        r = a.query(ops, t_start - 1, int(time.time()) + 1)
+        assert r.values[r.keys.index("write")].sum() >= 350
+    assert strata("datasets", "destroy", ops, "-y", "--archive", out).returncode == 0
+    assert [d["name"] for d in json.loads(strata("datasets", "list", "--json", "--archive", out).stdout)
+            ["datasets"]] == [lat]
+
+
+def test_kill_9_loses_nothing_written(tmp_path, loop):
+    archive = str(tmp_path / "k.db")
+    ops = f"disk.ops[device={os.path.basename(loop)}][op]"
+    assert strata("datasets", "create", ops, "--archive", archive).returncode == 0
+    proc = start_collect(archive)
+    try:
+        pid = daemon_pid(proc)
+        t_start = int(time.time())
+        def written():  # keep writing until at least three seconds are archived
+            direct_writes(loop, 40)
+            time.sleep(0.5)
+            found = seconds(archive, ops, 0)
+            return found if len(found) >= 3 else None
+        before = wait_for(written, timeout=20, what="three archived seconds")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=5)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
+                 open(f"/proc/{pid}/stat").read().split()[2] == "Z", what="strata-collect to end")
+    finally:
+        stop(proc)
+    conn = sqlite3.connect(archive)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    after = seconds(archive, ops, 0)
+    assert all(after[t] == data for t, data in before.items())
+    with Archive.open(archive) as a:
+        end = max(after) + 1
+        sec = a.query(ops, t_start - 60, end)
+        mins = a.query(ops, t_start - 60, end, resolution=60)
+        assert sec.present.sum() == len(after)
+        assert np.array_equal(sec.values.sum(axis=1), mins.values.sum(axis=1))
+        assert sec.values[sec.keys.index("write")].sum() >= 80  # the seconds before the last in flight
+    # a new collector starts on the same archive at once: the lock died with the process
+    proc = start_collect(archive)
+    try:
+        daemon_pid(proc)
+        wait_for(lambda: seconds(archive, ops, max(after) + 1), what="collection after restart")
+    finally:
+        stop(proc)
+    assert proc.returncode == 0
+
+
+def test_one_collector_per_archive(tmp_path):
+    archive = str(tmp_path / "l.db")
+    assert strata("datasets", "create", "disk.ops", "--archive", archive).returncode == 0
+    first = start_collect(archive)
+    try:
+        daemon_pid(first)
+        second = subprocess.run([STRATA, "collect", "--archive", archive], capture_output=True, text=True,
+                                timeout=30)
+        assert second.returncode == 1
+        assert f"another collector (pid {first.pid})" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        stop(first)
+
+
+def test_full_disk_stops_cleanly(loop):
+    folder = tempfile.mkdtemp(prefix="strata-ds-full-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", folder], check=True)
+    try:
+        archive = os.path.join(folder, "a.db")
+        ops = f"disk.ops[device={os.path.basename(loop)}][op]"
+        assert strata("datasets", "create", ops, "--archive", archive).returncode == 0
+        assert strata("datasets", "create", "disk.latency[op]", "--archive", archive).returncode == 0
+        proc = start_collect(archive)
+        try:
+            wait_for(lambda: seconds(archive, ops, 0), what="first records")
+            direct_writes(loop, 20)
+            time.sleep(1.5)
+            subprocess.run(["dd", "if=/dev/zero", f"of={folder}/filler", "bs=64k"], capture_output=True)
+            proc.wait(timeout=30)
+        finally:
+            stop(proc)
+        err = proc.stderr.read()
+        assert proc.returncode == 1, err
+        assert "disk is full" in err and "collection stopped" in err and "Traceback" not in err, err
+        os.unlink(f"{folder}/filler")
+        conn = sqlite3.connect(archive)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.close()
+        with Archive.open(archive) as a:
+            r = a.query(ops, int(time.time()) - 120, int(time.time()) + 1)
+            assert r.values[r.keys.index("write")].sum() == 20
+    finally:
+        subprocess.run(["umount", folder], check=False)
+        os.rmdir(folder)
