@@ -1,0 +1,105 @@
+"""`strata breakdown`: one series per client / op / tier / device / file over
+time, with a top-N table; terminal, HTML/PNG/SVG or JSON."""
+import json
+import re
+import sys
+
+import click
+
+from strata.datasets import names
+from strata.datasets.errors import ArchiveError
+from strata.heatmaps import source, termcaps
+from strata.heatmaps.breakdown import compute, to_json
+from strata.heatmaps.timebins import choose_bins
+
+BY = ("client", "op", "tier", "device", "file", "result")
+
+
+def dataset_name(text: str, by: str | None) -> str:
+    """'nfs.ops' + --by client -> 'nfs.ops[client]'; a name with its own breakdown stays."""
+    try:
+        parsed = names.parse(text)
+    except ArchiveError as e:
+        raise click.ClickException(str(e)) from None
+    if parsed.breakdown:
+        if by and by != parsed.breakdown:
+            raise click.UsageError(f"{text} is broken down by {parsed.breakdown}, not {by}")
+        return str(parsed)
+    if not by:
+        raise click.UsageError(f"say what to break {text} down by: --by {'|'.join(BY[:5])}")
+    return str(names.DatasetName(parsed.statistic, parsed.filters, by))
+
+
+@click.command("breakdown")
+@click.argument("dataset")
+@click.option("--by", type=click.Choice(BY), help="Breakdown: one series per client, op, tier, device or file.")
+@click.option("--graph", "style", type=click.Choice(("stacked", "line")),
+              help="Stacked areas (counters' default) or lines (percentiles' default).")
+@click.option("--top", type=click.IntRange(1, 50), default=8, show_default=True,
+              help="Series for the N busiest keys; the rest are summed as 'other'.")
+@click.option("--percentile", type=click.FloatRange(0, 100, min_open=True), default=99.0, show_default=True,
+              help="For latency/size datasets: the percentile plotted per key.")
+@click.option("--last", metavar="DURATION", help="Range ending now (or at --until).  [default: 10m]")
+@click.option("--since", metavar="TIME", help="Range start: -1h, 09:30, 2025-11-22T09:30, unix seconds.")
+@click.option("--until", metavar="TIME", help="Range end (default now).")
+@click.option("--format", "fmt", type=click.Choice(("term", "html", "png", "svg")), default="term", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the series and the table as JSON.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE.")
+@click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto", show_default=True)
+@click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file.")
+def breakdown(dataset, by, style, top, percentile, last, since, until, fmt, as_json, output, colour,
+              archive_path):
+    """Break DATASET down by client, op, tier, device or file.
+
+    Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
+    heat-map statistics (nfs.latency...) show a percentile per key as lines.
+    """
+    name = dataset_name(dataset, by)
+    start, end, explicit = source.time_range(last, since, until)
+    with source.open_archive(archive_path) as archive:
+        info, keys = source.resolve(archive, name)
+        style = style or ("stacked" if info.kind == "counter" else "line")
+        if style == "stacked" and info.kind != "counter":
+            raise click.UsageError(f"{info.name} gives percentiles, which do not add up: use --graph line")
+        mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
+        width, height = termcaps.size()
+        if fmt == "term" and not as_json:
+            from strata.heatmaps import term_breakdown
+            max_cols = width - term_breakdown.LEFT - 1
+        else:
+            from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
+        resolution = choose_bins(start, end, 1, max_cols).width
+        qr = source.query(archive, info, start, end, resolution)
+        if not explicit and not qr.present.any():
+            latest = source.latest_data(archive, info, end)
+            if latest is not None:
+                start, end = latest - (end - start), latest
+                qr = source.query(archive, info, start, end, resolution)
+    b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
+                by=info.breakdown)
+
+    if as_json:
+        text = json.dumps(to_json(b), indent=1)
+        if output:
+            with open(output, "w") as f:
+                f.write(text + "\n")
+        else:
+            click.echo(text)
+        return
+    if fmt == "term":
+        table = term_breakdown.table(b, mode, width)
+        nlines = max(6, min(20, height - 9 - table.count("\n") - 2))
+        text = "\n".join(term_breakdown.graph(b, mode, width, nlines, style)) + "\n\n" + table
+        if output:
+            with open(output, "w") as f:
+                f.write(text + "\n")
+        else:
+            click.echo(text, color=mode != "none")
+        return
+    from strata.heatmaps import export, plot_breakdown
+    path = output or re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"breakdown-{info.name}").strip("_") + f".{fmt}"
+    try:
+        export.write(plot_breakdown.figure(b, style), path, fmt)
+    except (export.ExportError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"wrote {path}")

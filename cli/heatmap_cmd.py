@@ -1,0 +1,125 @@
+"""`strata heatmap`: a latency (size, offset) heat map of one dataset, in the
+terminal or as HTML / PNG / SVG."""
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from strata.heatmaps import source, termcaps
+from strata.heatmaps.rebin import build_grid
+from strata.heatmaps.timebins import choose_bins
+from strata.heatmaps.units import parse_value
+
+FORMATS = ("term", "html", "png", "svg")
+
+
+def parse_percentiles(text: str) -> list:
+    """'50,99,99.9' -> [50.0, 99.0, 99.9]; each in (0, 100]."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            p = float(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r} is not a number", param_hint="--percentiles") from None
+        if not 0 < p <= 100:
+            raise click.BadParameter(f"{part} is not in (0, 100]", param_hint="--percentiles")
+        out.append(p)
+    if len(out) > 4:
+        raise click.BadParameter("at most 4 percentiles", param_hint="--percentiles")
+    return out
+
+
+def _value(text, unit, option):
+    try:
+        return parse_value(text, unit)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
+
+
+def _output_path(output, name, fmt) -> str:
+    if output:
+        return output
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"heatmap-{name}").strip("_") + f".{fmt}"
+
+
+@click.command("heatmap")
+@click.argument("dataset")
+@click.option("--last", metavar="DURATION", help="Range ending now (or at --until): 30s, 10m, 2h, 1d.  [default: 10m]")
+@click.option("--since", metavar="TIME", help="Range start: -1h, 09:30, 2025-11-22T09:30, unix seconds.")
+@click.option("--until", metavar="TIME", help="Range end (default now).")
+@click.option("--key", metavar="K", help="Only this breakdown key (client, op, device...).")
+@click.option("--ymax", default="auto", show_default=True, metavar="auto|VALUE",
+              help="Top of the y-axis: auto, or a value such as 10ms, 500us, 64KiB.")
+@click.option("--ymin", metavar="VALUE", help="Bottom of the y-axis (default 0, or the data's lowest bucket with --log).")
+@click.option("--log", "log_axis", is_flag=True, help="Logarithmic y-axis.")
+@click.option("--outliers", type=click.FloatRange(0, 100, min_open=True, max_open=True), metavar="P",
+              help="Crop the y-axis at the P-th percentile (e.g. 99.9) and report what lies above.")
+@click.option("--percentiles", default="", metavar="P,P,...", help="Overlay percentile lines, e.g. 50,99,99.9.")
+@click.option("--rows", type=click.IntRange(2, 2000), help="Number of y cells (default: fit the terminal).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="term", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (html/png/svg default: heatmap-DATASET.FMT).")
+@click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto",
+              show_default=True, help="Terminal colours; NO_COLOR and pipes mean none.")
+@click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file (default $STRATA_ARCHIVE or the standard one).")
+def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, percentiles, rows, fmt,
+            output, colour, archive_path):
+    """Heat map of DATASET: x = time, y = latency (or size, offset), colour = count.
+
+    Rows are unions of whole log-linear buckets chosen for the range shown.
+    A filter naming one key of a broken-down dataset drills down into it:
+    nfs.latency[client=10.0.0.3] reads nfs.latency[client] when only that exists.
+    """
+    marks = parse_percentiles(percentiles)
+    if ymax != "auto" and outliers is not None:
+        raise click.UsageError("give --ymax or --outliers, not both")
+    start, end, explicit = source.time_range(last, since, until)
+    with source.open_archive(archive_path) as archive:
+        info, keys = source.resolve(archive, dataset, key)
+        if info.kind != "heatmap":
+            raise click.ClickException(f"{info.name} is a {info.kind}, not a heat-map statistic; "
+                                       f"try `strata breakdown {info.name}`")
+        top = None if ymax == "auto" else _value(ymax, info.unit, "--ymax")
+        bottom = None if ymin is None else _value(ymin, info.unit, "--ymin")
+        stream = sys.stdout if output is None else None
+        mode = termcaps.colour_mode(stream, colour) if fmt == "term" else "none"
+        if fmt == "term":
+            from strata.heatmaps import term_heatmap
+            width, height = termcaps.size()
+            max_cols, ncells = term_heatmap.geometry(width, height, mode, rows)
+        else:
+            from strata.heatmaps import plot_heatmap
+            max_cols, ncells = plot_heatmap.HTML_MAX_COLS, rows or plot_heatmap.HTML_CELLS
+
+        resolution = choose_bins(start, end, 1, max_cols).width
+        qr = source.query(archive, info, start, end, resolution)
+        if not explicit and not qr.present.any():
+            latest = source.latest_data(archive, info, end)
+            if latest is not None:   # nothing lately: show the newest data instead of an empty map
+                start, end = latest - (end - start), latest
+                qr = source.query(archive, info, start, end, resolution)
+    try:
+        grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=keys,
+                          axis="log" if log_axis else "linear", ymin=bottom, ymax=top,
+                          outliers=outliers, percentiles=marks)
+    except KeyError as e:
+        seen = ", ".join(qr.keys[:10]) + (" ..." if len(qr.keys) > 10 else "") if qr.keys else "none"
+        raise click.ClickException(f"no data for {info.breakdown}={e.args[0]} in {info.name} in this range; "
+                                   f"keys with data: {seen}") from None
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+
+    if fmt == "term":
+        text = term_heatmap.render(grid, mode, width)
+        if output:
+            Path(output).write_text(text + "\n")
+        else:
+            click.echo(text, color=mode != "none")
+        return
+    from strata.heatmaps import export
+    path = _output_path(output, info.name if not keys else f"{info.name}-{keys[0]}", fmt)
+    try:
+        export.write(plot_heatmap.figure(grid), path, fmt)
+    except (export.ExportError, OSError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"wrote {path}")

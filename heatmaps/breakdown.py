@@ -1,0 +1,164 @@
+"""Breakdowns: one series per breakdown key over time, the top N keys plus "other".
+
+Counters give events per second; heat-map statistics give a chosen percentile
+per key (and their event rates for ranking); gauges give their mean. Keys are
+ranked by events over the range (gauges: by mean value); every key past the
+top N is folded into one "other" series, so 10,000 clients stay readable.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .rebin import percentile_of, select_keys
+from .timebins import TimeBins, choose_bins, sum_columns
+
+OTHER = "other"
+
+
+@dataclass
+class Row:
+    key: str
+    events: int             # events over the range (0 for gauges)
+    rate: float             # average events per second over the range (mean value for gauges)
+    share: float            # percent of all events (of the sum of means for gauges)
+    peak: float             # highest column value of the series
+    quantiles: dict = field(default_factory=dict)   # heat maps: {50: v, P: v, 100: v}
+
+
+@dataclass
+class Breakdown:
+    name: str
+    statistic: str
+    kind: str
+    unit: str               # unit of the series values: "ops/s" for rates, else the dataset unit
+    by: str
+    bins: TimeBins
+    span: tuple
+    metric: str             # "rate" | "percentile" | "mean"
+    percentile: float
+    keys: list              # series order: top keys by rank, then OTHER if any was folded
+    series: np.ndarray      # (len(keys), ncols) float64; NaN where a key has no events
+    rows: list              # Row per series key, same order
+    folded: int             # how many keys went into OTHER
+    total_keys: int
+    total_events: int
+
+    @property
+    def seconds(self) -> int:
+        return max(self.span[1] - self.span[0], 1)
+
+
+def _ranked(weights: np.ndarray, top: int) -> tuple:
+    order = np.argsort(-weights, kind="stable")
+    return order[:top], order[top:]
+
+
+def _counter(qr, bins, top, keys):
+    idx = select_keys(qr, keys)
+    values = np.asarray(qr.values, dtype=np.int64)[idx]
+    cols = sum_columns(values, qr.times, bins, axis=1).astype(np.float64)   # (K, ncols)
+    totals = cols.sum(axis=1)
+    head, tail = _ranked(totals, top)
+    names = [qr.keys[i] for i in idx[head]]
+    series = cols[head]
+    if len(tail):
+        names.append(OTHER)
+        series = np.vstack([series, cols[tail].sum(axis=0)])
+    events = series.sum(axis=1)
+    return names, series, events, len(tail), None
+
+
+def _heatmap(qr, bins, top, keys, p):
+    idx = select_keys(qr, keys)
+    counts = np.asarray(qr.counts)
+    m = len(qr.buckets)
+    if counts.size == 0 or m == 0:
+        return [], np.zeros((0, bins.ncols)), np.zeros(0), 0, []
+    per_key = counts[idx].sum(axis=(1, 2), dtype=np.uint64).astype(np.float64)
+    head, tail = _ranked(per_key, top)
+    hists = [sum_columns(counts[i], qr.times, bins, axis=0) for i in idx[head]]   # (ncols, m) each
+    names = [qr.keys[i] for i in idx[head]]
+    if len(tail):
+        rest = counts[idx[tail]].sum(axis=0, dtype=np.uint64)
+        hists.append(sum_columns(rest, qr.times, bins, axis=0))
+        names.append(OTHER)
+    buckets = np.asarray(qr.buckets, dtype=np.int64)
+    series = np.array([percentile_of(buckets, h, p) for h in hists]).reshape(len(hists), bins.ncols)
+    events = np.array([float(h.sum()) for h in hists])
+    quantiles = []
+    for h in hists:
+        whole = h.sum(axis=0)
+        quantiles.append({q: float(percentile_of(buckets, whole, q)) for q in (50.0, float(p), 100.0)})
+    return names, series, events, len(tail), quantiles
+
+
+def _gauge(qr, bins, top, keys):
+    idx = select_keys(qr, keys)
+    values = np.asarray(qr.values, dtype=np.float64)[idx]
+    have = np.isfinite(values)
+    sums = sum_columns(np.where(have, values, 0.0), qr.times, bins, axis=1)
+    samples = sum_columns(have.astype(np.int64), qr.times, bins, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cols = np.where(samples > 0, sums / np.maximum(samples, 1), np.nan)
+        means = np.where(have.any(axis=1), np.nansum(values, axis=1) / np.maximum(have.sum(axis=1), 1), 0.0)
+    head, tail = _ranked(means, top)
+    names = [qr.keys[i] for i in idx[head]]
+    series = cols[head]
+    if len(tail):
+        names.append(OTHER)
+        series = np.vstack([series, np.nansum(cols[tail], axis=0)])
+    return names, series, np.zeros(len(names)), len(tail), None
+
+
+def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile: float = 99.0,
+            keys=None, by: str = "", bins: TimeBins = None) -> Breakdown:
+    """The breakdown of a QueryResult over [start, end) in at most max_cols columns."""
+    bins = bins or choose_bins(start, end, qr.step, max_cols)
+    top = max(int(top), 1)
+    quantiles = None
+    if qr.kind == "counter":
+        names, series, events, folded, _ = _counter(qr, bins, top, keys)
+        metric, unit = "rate", "ops/s"
+        series = series / bins.width
+    elif qr.kind == "heatmap":
+        names, series, events, folded, quantiles = _heatmap(qr, bins, top, keys, percentile)
+        metric, unit = "percentile", qr.unit
+    else:
+        names, series, events, folded, _ = _gauge(qr, bins, top, keys)
+        metric, unit = "mean", qr.unit
+    seconds = max(int(end) - int(start), 1)
+    total_events = int(events.sum()) if len(events) else 0
+    rows = []
+    means = [float(np.nanmean(s)) if np.isfinite(s).any() else 0.0 for s in series]
+    for i, key in enumerate(names):
+        finite = series[i][np.isfinite(series[i])]
+        peak = float(finite.max()) if finite.size else float("nan")
+        if metric == "mean":
+            rows.append(Row(key, 0, means[i], 100.0 * means[i] / sum(means) if sum(means) else 0.0, peak))
+        else:
+            rows.append(Row(key, int(events[i]), events[i] / seconds,
+                            100.0 * events[i] / total_events if total_events else 0.0, peak,
+                            quantiles[i] if quantiles else {}))
+    return Breakdown(name=qr.name, statistic=qr.statistic, kind=qr.kind, unit=unit, by=by, bins=bins,
+                     span=(int(start), int(end)), metric=metric, percentile=float(percentile), keys=names,
+                     series=series.reshape(len(names), bins.ncols), rows=rows, folded=folded,
+                     total_keys=len(qr.keys) if keys is None else len(keys), total_events=total_events)
+
+
+def to_json(b: Breakdown) -> dict:
+    """Plain data for --json: times, one series per key, the table."""
+    def num(x):
+        return None if x is None or not np.isfinite(x) else (int(x) if float(x).is_integer() else float(x))
+    return {
+        "dataset": b.name, "by": b.by, "kind": b.kind, "metric": b.metric,
+        "percentile": b.percentile if b.metric == "percentile" else None, "unit": b.unit,
+        "start": b.span[0], "end": b.span[1], "step": b.bins.width,
+        "times": [int(t) for t in b.bins.starts()],
+        "series": [{"key": k, "values": [num(v) for v in b.series[i]]} for i, k in enumerate(b.keys)],
+        "table": [{"key": r.key, "events": r.events, "rate": num(r.rate), "share": num(r.share),
+                   "peak": num(r.peak), **({"p50": num(r.quantiles.get(50.0)),
+                                            f"p{b.percentile:g}": num(r.quantiles.get(b.percentile)),
+                                            "max": num(r.quantiles.get(100.0))} if r.quantiles else {})}
+                  for r in b.rows],
+        "keys": b.total_keys, "folded_into_other": b.folded, "events": b.total_events,
+    }

@@ -1,0 +1,58 @@
+"""The words around a heat map: title, time range, totals, crop note (all renderers)."""
+import time
+
+from .units import event_noun, format_count, format_duration, format_value, quantity_name
+
+
+def selection(name: str, keys: list) -> str:
+    """'nfs.latency[client=10.0.0.3]' for one key of nfs.latency[client]; the name otherwise."""
+    if len(keys) != 1 or not name.endswith("]"):
+        return name if not keys else f"{name} ({len(keys)} keys)"
+    head, _, dim = name[:-1].rpartition("[")
+    return f"{head}[{dim}={keys[0]}]" if "=" not in dim else name
+
+
+def time_range(start: int, end: int) -> str:
+    """'2025-11-22 09:00:00 → 09:10:00 (10m)' in local time."""
+    a, b = time.localtime(start), time.localtime(end)
+    right = "%H:%M:%S" if (a.tm_year, a.tm_yday) == (b.tm_year, b.tm_yday) else "%Y-%m-%d %H:%M:%S"
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S', a)} → {time.strftime(right, b)} ({format_duration(end - start)})"
+
+
+def totals(grid) -> str:
+    """'1.23M ops · 2.05k ops/s average'."""
+    noun = event_noun(grid.statistic)
+    if grid.total == 0:
+        return f"no {noun} in this range"
+    return f"{format_count(grid.total)} {noun} · {format_count(grid.total / grid.seconds)} {noun}/s average"
+
+
+def y_range(grid) -> str:
+    """'linear 0–12ms (auto)' / 'log 1µs–10ms (set)'."""
+    lo, hi = format_value(grid.edges[0], grid.unit), format_value(grid.edges[-1], grid.unit)
+    how = {"auto": "auto", "set": "set", "outliers": f"outliers cut at p{grid.crop.get('percentile', 0):g}"}
+    return f"{grid.axis} {quantity_name(grid.statistic, grid.unit)} {lo}–{hi} ({how[grid.crop['mode']]})"
+
+
+def cropped(grid) -> str:
+    """What lies outside the y-range: '1,020 ops (0.08%) above 12ms; p99.9 = 10.4ms', or ''."""
+    noun = event_noun(grid.statistic)
+    parts = []
+    if grid.above:
+        share = 100.0 * grid.above / max(grid.total, 1)
+        parts.append(f"{grid.above:,} {noun} ({share:.2g}%) above {format_value(grid.edges[-1], grid.unit)}")
+    if grid.below:
+        share = 100.0 * grid.below / max(grid.total, 1)
+        parts.append(f"{grid.below:,} {noun} ({share:.2g}%) below {format_value(grid.edges[0], grid.unit)}")
+    if grid.crop["mode"] == "outliers":
+        parts.append(f"p{grid.crop['percentile']:g} = {format_value(grid.crop['value'], grid.unit)}")
+    return "; ".join(parts)
+
+
+def percentile_label(p: float) -> str:
+    return f"p{p:g}"
+
+
+def quantity_of(b) -> str:
+    """'latency' / 'size' for a breakdown or grid."""
+    return quantity_name(b.statistic, b.unit)

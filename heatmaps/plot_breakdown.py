@@ -1,0 +1,74 @@
+"""Plotly breakdown: stacked areas or lines per key over time, and the top-N table."""
+import datetime as dt
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import describe
+from .breakdown import OTHER
+from .plot_heatmap import display_scale
+from .term_breakdown import key_colour
+from .units import event_noun, format_count, format_value
+
+BREAKDOWN_MAX_COLS = 600
+
+
+def figure(b, style: str) -> go.Figure:
+    noun = event_noun(b.statistic)
+    if b.metric == "rate":
+        scale, unit_label, y_title = 1.0, f"{noun}/s", f"{noun}/s"
+    else:
+        finite = b.series[np.isfinite(b.series)]
+        scale, unit_label = display_scale(float(finite.max()) if finite.size else 1.0, b.unit)
+        y_title = (f"p{b.percentile:g} {describe.quantity_of(b)} ({unit_label})" if b.metric == "percentile"
+                   else f"mean ({unit_label})")
+    x = [dt.datetime.fromtimestamp(int(t) + b.bins.width / 2) for t in b.bins.starts()]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.64, 0.36], vertical_spacing=0.1,
+                        specs=[[{"type": "xy"}], [{"type": "table"}]])
+    for i, key in enumerate(b.keys):
+        name = key + (f" ({b.folded:,} keys)" if key == OTHER else "")
+        fig.add_trace(go.Scatter(
+            x=x, y=b.series[i] / scale, name=name, mode="lines",
+            line=dict(color=key_colour(b, i), width=1.2 if style == "stacked" else 1.8, shape="hv"),
+            stackgroup="one" if style == "stacked" else None, connectgaps=False,
+            hovertemplate=f"{name}<br>%{{x|%H:%M:%S}}<br>%{{y:,.4~g}} {unit_label}<extra></extra>"),
+            row=1, col=1)
+    header, columns = _table(b, noun)
+    fig.add_trace(go.Table(
+        header=dict(values=header, fill_color="#f0f0f0", align="left", font=dict(size=12)),
+        cells=dict(values=columns, align="left", font=dict(size=12),
+                   fill_color=[[key_colour(b, i) for i in range(len(b.keys))]] + [["white"] * len(b.keys)] * (len(header) - 1)),
+        columnwidth=[0.3] + [1] * (len(header) - 1)), row=2, col=1)
+    fig.update_layout(
+        template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
+        title=dict(text=(f"<b>{b.name}</b> by {b.by or 'key'}   {describe.time_range(*b.span)}"
+                         f"<br><span style='font-size:12px;color:#555'>{b.total_keys:,} keys · "
+                         f"{b.bins.width}s per column · {style}</span>"), x=0.01, xanchor="left"),
+        margin=dict(l=70, r=30, t=90, b=30), hovermode="x unified" if style == "stacked" else "closest",
+        legend=dict(title=b.by or "key"))
+    fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title_text="time (local)", row=1, col=1)
+    return fig
+
+
+def _table(b, noun: str) -> tuple:
+    header = ["", b.by or "key"]
+    if b.metric == "mean":
+        header += ["mean", "peak"]
+    else:
+        header += [noun, f"{noun}/s", "share"]
+    if b.metric == "percentile":
+        header += ["p50", f"p{b.percentile:g}", "max"]
+    rows = []
+    for r in b.rows:
+        key = r.key + (f" ({b.folded:,} keys)" if r.key == OTHER else "")
+        if b.metric == "mean":
+            row = ["", key, format_value(r.rate, b.unit), format_value(r.peak, b.unit)]
+        else:
+            row = ["", key, f"{r.events:,}", format_count(r.rate), f"{r.share:.1f}%"]
+        if b.metric == "percentile":
+            row += [format_value(r.quantiles.get(q, float("nan")), b.unit) for q in (50.0, b.percentile, 100.0)]
+        rows.append(row)
+    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in header]
+    return header, columns

@@ -1,0 +1,127 @@
+"""Plotly heat map: rows drawn at their true bucket edges, colour = log count per
+cell height, hover with time, bucket range and count; a left panel with the
+rate per row over the range (the appliance's left panel) and percentile lines.
+"""
+import datetime as dt
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import describe, palette
+from .ticks import log_ticks
+from .units import event_noun, family, format_count, format_value, quantity_name
+
+HTML_MAX_COLS = 400
+HTML_CELLS = 120
+
+
+def display_scale(top: float, unit: str) -> tuple:
+    """(divisor, unit label) so that values up to `top` read naturally: ms, µs, KiB, GiB..."""
+    fam = family(unit)
+    if fam == "time":
+        for scale, name in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+            if top >= 2 * scale:
+                return scale, name
+        return 1.0, "ns"
+    if fam == "bytes":
+        for scale, name in ((1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB")):
+            if top >= 2 * scale:
+                return scale, name
+        return 1.0, "bytes"
+    return 1.0, unit
+
+
+def _local(t) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(t))
+
+
+def _colour_scale():
+    stops = palette.HTML_STOPS
+    return [[i / (len(stops) - 1), c] for i, c in enumerate(stops)]
+
+
+def _colour_bar(lo: float, hi: float, noun: str) -> dict:
+    """Colour bar ticks at 1-2-5 counts on the log colour axis."""
+    ticks = [m * 10.0 ** e for e in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if lo <= np.log10(t) <= hi] or [10 ** lo]
+    return dict(title=dict(text=f"{noun} per cell<br>(log scale)", side="right"),
+                tickvals=[float(np.log10(t)) for t in ticks], ticktext=[format_count(t) for t in ticks],
+                thickness=14, len=0.9)
+
+
+def figure(grid) -> go.Figure:
+    """The heat map of `grid` as a plotly figure."""
+    scale, unit_label = display_scale(float(grid.edges[-1]), grid.unit)
+    noun = event_noun(grid.statistic)
+    quantity = quantity_name(grid.statistic, grid.unit)
+    y_edges = grid.edges / scale
+    x_edges = [_local(t) for t in np.append(grid.bins.starts(), grid.bins.end)]
+    x_mid = [_local(t + grid.bins.width / 2) for t in grid.bins.starts()]
+
+    with np.errstate(divide="ignore"):
+        z = np.where(grid.density > 0, np.log10(np.where(grid.density > 0, grid.density, 1)), np.nan)
+    live = z[np.isfinite(z)]
+    zmin, zmax = (float(live.min()), float(max(live.max(), live.min() + 1e-9))) if live.size else (0.0, 1.0)
+    nrows, ncols = grid.counts.shape
+    exact32 = grid.counts.size == 0 or int(grid.counts.max()) < 1 << 24
+    custom = np.empty((nrows, ncols, 3), dtype=np.float32 if exact32 else np.float64)
+    custom[:, :, 0] = y_edges[:-1, None]
+    custom[:, :, 1] = y_edges[1:, None]
+    custom[:, :, 2] = grid.counts
+
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.12, 0.88],
+                        horizontal_spacing=0.008)
+    rates = grid.row_counts / grid.seconds
+    fig.add_trace(go.Scatter(
+        x=np.repeat(rates, 2), y=np.column_stack([y_edges[:-1], y_edges[1:]]).ravel(),
+        mode="lines", line=dict(color="#8c2981", width=1), fill="tozerox",
+        fillcolor="rgba(140,41,129,0.25)", name=f"{noun}/s (range average)",
+        hovertemplate=f"%{{x:,.4~g}} {noun}/s<extra>range average</extra>", showlegend=False),
+        row=1, col=1)
+    fig.add_trace(go.Heatmap(
+        x=x_edges, y=y_edges, z=z.astype(np.float32), customdata=custom, zmin=zmin, zmax=zmax,
+        colorscale=_colour_scale(), colorbar=_colour_bar(zmin, zmax, noun), hoverongaps=False,
+        hovertemplate=("%{x|%Y-%m-%d %H:%M:%S}<br>" + quantity + " %{customdata[0]:,.4~g}–"
+                       "%{customdata[1]:,.4~g} " + unit_label + "<br>%{customdata[2]:,} " + noun
+                       + "<extra></extra>"),
+        name="count"), row=1, col=2)
+    for j, (p, values) in enumerate(grid.percentiles.items()):
+        fig.add_trace(go.Scatter(
+            x=x_mid, y=values / scale, mode="lines", connectgaps=False,
+            line=dict(color=palette.HTML_LINE_COLOURS[j % 4], width=1.6, shape="hvh"),
+            name=describe.percentile_label(p),
+            hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"),
+            row=1, col=2)
+
+    note = describe.cropped(grid)
+    subtitle = f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}"
+    fig.update_layout(
+        template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
+        title=dict(text=(f"<b>{describe.selection(grid.name, grid.keys)}</b>   {describe.time_range(*grid.span)}"
+                         f"<br><span style='font-size:12px;color:#555'>{subtitle}"
+                         + (f"<br>{note}" if note else "") + "</span>"), x=0.01, xanchor="left"),
+        margin=dict(l=70, r=30, t=110 if note else 95, b=60), plot_bgcolor="white",
+        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"),
+        hovermode="closest")
+    ytype = "log" if grid.axis == "log" else "linear"
+    fig.update_yaxes(type=ytype, range=_y_range(y_edges, ytype), showgrid=True, gridcolor="#eee",
+                     ticks="outside", zeroline=False)
+    if ytype == "log":   # 1-2-5 ticks labelled with their own units: 10µs, 200µs, 5ms
+        values = log_ticks(float(grid.edges[0]), float(grid.edges[-1]), 12, family(grid.unit) == "bytes")
+        fig.update_yaxes(tickvals=[v / scale for v in values],
+                         ticktext=[format_value(v, grid.unit) for v in values])
+    y_title = f"{quantity} (log scale)" if ytype == "log" else f"{quantity} ({unit_label})"
+    fig.update_yaxes(title_text=y_title, row=1, col=1)
+    fig.update_xaxes(title_text=f"{noun}/s", autorange="reversed", showgrid=False, rangemode="tozero",
+                     row=1, col=1)
+    fig.update_xaxes(title_text="time (local)", range=[x_edges[0], x_edges[-1]], showgrid=False,
+                     ticks="outside", row=1, col=2)
+    return fig
+
+
+def _y_range(y_edges: np.ndarray, ytype: str) -> list:
+    lo, hi = float(y_edges[0]), float(y_edges[-1])
+    if ytype == "log":
+        return [float(np.log10(max(lo, 1e-12))), float(np.log10(hi))]
+    return [lo, hi]

@@ -1,0 +1,63 @@
+"""`strata top` in tmux: it draws, refreshes every second, and q or Ctrl-C give
+the shell back with the terminal restored (typed text echoes again)."""
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from heatmaps_util import REPO, build_archive, histogram, seed_latencies
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    now = int(time.time())
+    clients = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    return build_archive(tmp_path_factory.mktemp("top") / "a.db", {
+        "nfs.latency[client]": lambda t: {c: histogram(seed_latencies(rng, 20 * (i + 1))) for i, c in enumerate(clients)},
+        "nfs.ops[client]": lambda t: {c: 20 * (i + 1) for i, c in enumerate(clients)},
+    }, start=now - 150, seconds=150)
+
+
+def tmux(*args):
+    return subprocess.run(["tmux"] + list(args), capture_output=True, text=True, check=True).stdout
+
+
+def wait_for(session, text, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        screen = tmux("capture-pane", "-p", "-t", session)
+        if text in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{text!r} never appeared:\n{screen}")
+
+
+@pytest.mark.parametrize("quit_key", ["q", "C-c"])
+def test_top_refreshes_and_quits_cleanly(archive, quit_key):
+    session = f"top-{uuid.uuid4().hex[:8]}"
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "bash --norc --noprofile")
+    try:
+        tmux("send-keys", "-t", session, "PS1='READY$ '; clear", "Enter")
+        wait_for(session, "READY$")
+        command = (f"cd {REPO} && {shlex.quote(sys.executable)} -c 'from strata.cli.main import main; main()' "
+                   f"top --archive {archive}; echo EXIT=$?")
+        tmux("send-keys", "-t", session, command, "Enter")
+        first = wait_for(session, "refreshed")
+        assert "nfs.latency[client]" in first and "10.0.0.3" in first and "┤" in first
+        stamp = [line for line in first.splitlines() if "refreshed" in line][0]
+        time.sleep(2.2)
+        second = tmux("capture-pane", "-p", "-t", session)
+        assert stamp not in second and "refreshed" in second          # it refreshed
+        tmux("send-keys", "-t", session, quit_key)
+        screen = wait_for(session, "EXIT=0")
+        assert "refreshed" not in screen                              # alternate screen left
+        tmux("send-keys", "-t", session, "echo typed-$((40+2))", "Enter")
+        screen = wait_for(session, "typed-42")
+        assert "echo typed-$((40+2))" in screen                       # echo is back on
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
