@@ -30,6 +30,7 @@ $(BIN) $(BPFOUT) $(OBJ):
 
 include bpf/bpf.mk
 -include engine/engine.mk
+-include engine/tiers.mk
 -include collectors/collectors.mk
 include collectors/features.mk
 -include workloads/workloads.mk
