@@ -1,0 +1,117 @@
+"""The demo's pictures, drawn from its archive with the heatmaps renderers: NFS and
+disk latency heat maps (same y-range, so the DRAM band shows on one and not
+the other), linear and log, NFS ops/s by client, and the cache sizes over
+time. HTML and PNG files, plus the two heat maps in the terminal.
+"""
+import datetime as dt
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from strata.datasets.archive import Archive
+from strata.heatmaps import export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps
+from strata.heatmaps.breakdown import compute
+from strata.heatmaps.rebin import build_grid
+from strata.heatmaps.timebins import choose_bins
+
+CROP = 99.5          # outliers above this percentile are cut off the linear maps' y-range
+GAUGES = ("arc.size", "l2arc.size")
+
+
+def _query(archive, name, start, end, max_cols):
+    return archive.query(name, start, end, choose_bins(start, end, 1, max_cols).width)
+
+
+def _grids(archive, start, end, facts, max_cols, ncells, axis):
+    """(NFS grid, disk grid of the engine's devices on the same y-range)."""
+    nfs_q = _query(archive, "nfs.latency[tier]", start, end, max_cols)
+    nfs = build_grid(nfs_q, start, end, max_cols=max_cols, ncells=ncells, axis=axis,
+                     outliers=CROP if axis == "linear" else None)
+    disk_q = _query(archive, "disk.latency[device]", start, end, max_cols)
+    devices = [d for d in facts.pool_devices + [facts.cache_device] if d in disk_q.keys]
+    disk = build_grid(disk_q, start, end, max_cols=max_cols, ncells=ncells, keys=devices or None, axis=axis,
+                      ymin=float(nfs.edges[0]) if axis == "log" else None, ymax=float(nfs.edges[-1]))
+    return nfs, disk
+
+
+def _clients(archive, start, end, max_cols):
+    qr = _query(archive, "nfs.ops[client]", start, end, max_cols)
+    return compute(qr, start, end, max_cols=max_cols, top=12, by="client")
+
+
+def _cache_figure(archive, start, end) -> go.Figure:
+    fig = go.Figure()
+    for name, colour in zip(GAUGES, ("#4e79a7", "#e15759")):
+        qr = archive.query(name, start, end)
+        values = qr.values[0] if qr.values.size else np.full(len(qr.times), np.nan)
+        label = name if np.isfinite(values).any() else f"{name} (no data: no L2ARC)"
+        fig.add_trace(go.Scatter(x=[dt.datetime.fromtimestamp(int(t)) for t in qr.times], y=values / 2**20,
+                                 name=label, mode="lines", line=dict(color=colour, width=2, shape="hv"),
+                                 connectgaps=False))
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
+                      title=dict(text="<b>cache sizes</b>: ARC (DRAM) and L2ARC (flash) over time", x=0.01),
+                      yaxis_title="MiB", xaxis_title="time (local)", legend=dict(orientation="h", y=1.02, x=1,
+                                                                                  xanchor="right", yanchor="bottom"))
+    return fig
+
+
+def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) -> list:
+    """Writes NAME.html and NAME.png for each picture; returns the paths written."""
+    with Archive.open(archive_path) as archive:
+        size = (plot_heatmap.HTML_MAX_COLS, plot_heatmap.HTML_CELLS)
+        nfs, disk = _grids(archive, start, end, facts, *size, "linear")
+        nfs_log, disk_log = _grids(archive, start, end, facts, *size, "log")
+        figures = {
+            "nfs-latency": plot_heatmap.figure(nfs),
+            "disk-latency": plot_heatmap.figure(disk),
+            "nfs-latency-log": plot_heatmap.figure(nfs_log),
+            "disk-latency-log": plot_heatmap.figure(disk_log),
+            "nfs-ops-by-client": plot_breakdown.figure(
+                _clients(archive, start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
+            "cache-sizes": _cache_figure(archive, start, end),
+        }
+    written = []
+    for stem, fig in figures.items():
+        path = outdir / f"{stem}.html"
+        export.write_html(fig, str(path))
+        written.append(path)
+    pngs = [outdir / f"{stem}.png" for stem in figures]
+    _write_pngs(list(figures.values()), pngs)
+    return written + pngs
+
+
+def _write_pngs(figs, paths):
+    """All PNGs through one kaleido/Chromium session (much faster than one each), at the
+    size and scale `strata heatmap --format png` uses."""
+    import os
+
+    import plotly.io as pio
+    if "BROWSER_PATH" not in os.environ and Path(export.CHROMIUM).exists():
+        os.environ["BROWSER_PATH"] = export.CHROMIUM
+    width, height = export.IMAGE_SIZE
+    try:
+        pio.write_images(figs, [str(p) for p in paths], format="png", width=width, height=height, scale=2)
+    except Exception as e:   # kaleido raises assorted errors when Chromium cannot start
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise export.ExportError(f"cannot export PNG (kaleido/Chromium): {first}") from None
+
+
+def terminal(archive_path: str, facts, start: int, end: int, colour: str = "auto") -> str:
+    """The NFS and disk heat maps (log axis: a terminal has few rows) and the by-client
+    table, as terminal text."""
+    mode = termcaps.colour_mode(sys.stdout, colour)
+    width, height = termcaps.size()
+    per_line = 1 if mode == "none" else 2
+    max_cols, _ = term_heatmap.geometry(width, height, mode)
+    ncells = max(min((height - 12) // 2, 16), 6) * per_line
+    with Archive.open(archive_path) as archive:
+        nfs, disk = _grids(archive, start, end, facts, max_cols, ncells, "log")
+        clients = _clients(archive, start, end, width - term_breakdown.LEFT - 1)
+    parts = [term_heatmap.render(nfs, mode, width), "", term_heatmap.render(disk, mode, width), "",
+             term_breakdown.table(clients, mode, width)]
+    return "\n".join(parts)

@@ -1,0 +1,203 @@
+"""The demo's run: a pool on loop devices, a private engine, `strata collect` into
+DIR/archive.db, a random-read working set larger than the ARC read by 10
+clients, and (when the engine has one) the L2ARC switched on halfway, as in
+the L2ARC warm-up screenshots of seed 000.
+
+Everything it starts is undone by the Teardown, in reverse order: load,
+collector, engine, loop devices, temporary files.
+"""
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from strata.cli.lab import engine as lab_engine
+from strata.cli.lab import loopdev
+from strata.cli.lab.collect import Collection, create_datasets
+from strata.cli.lab.load import Load, LoadError, arguments
+from strata.datasets import catalogue
+from strata.heatmaps.units import parse_value
+
+EXPORT = "/demo"
+CLIENT_NET = "10.213.0.0/16"   # strata-load --netns client addresses
+DATASETS = ["nfs.latency[tier]", "nfs.ops[client]", "nfs.ops[op]", "disk.latency[device]", "arc.size", "l2arc.size"]
+MiB = 1 << 20
+
+
+@dataclass
+class Settings:
+    outdir: Path
+    duration: int = 90
+    clients: int = 10
+    threads: int = 2
+    rate: int = 3000      # RPCs/s cap over all clients (0: none), so 2 cores keep the DRAM band sharp
+    arc_max: str = "64M"
+    working_set: str = "256M"
+    files: int = 32
+    vdevs: int = 1
+    l2arc_size: str = "512M"
+    netns: bool = True
+
+
+@dataclass
+class Facts:
+    """What the run had and did; written to DIR/summary.json for tests and readers."""
+    archive: str
+    pool_devices: list
+    cache_device: str | None
+    vdev_model: str | None
+    l2arc: bool
+    l2arc_on_at: int | None = None       # unix second the L2ARC was switched on
+    netns: bool = True
+    engine_pid: int = 0
+    load_start: int = 0                  # unix seconds: strata-load started / ended
+    load_end: int = 0
+    run_start: int | None = None         # first second with READs (after setup)
+    notes: list = field(default_factory=list)
+
+
+def hit_miss_dataset() -> str | None:
+    """arc.accesses broken down into hits and misses, under the catalogue's name for that breakdown."""
+    stat = catalogue.by_name().get("arc.accesses")
+    names = [b for b in (stat.breakdowns if stat else []) if b in ("hit/miss", "result")]
+    return f"arc.accesses[{names[0]}]" if names else None
+
+
+def say(echo, text: str):
+    echo(f"strata demo: {text}")
+
+
+def run(settings: Settings, undo, echo) -> Facts:
+    """Runs the scenario; every resource goes on `undo` (a Teardown) as it is made."""
+    out = Path(settings.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="strata-demo-"))
+    undo.callback(shutil.rmtree, work, True)
+    say(echo, f"scratch files in {work}")
+    feats = lab_engine.features()
+
+    ws = parse_value(settings.working_set, "bytes")
+    pool_size = max(64 * MiB, int(ws * 2 / settings.vdevs))
+    pool = []
+    backing = {}
+    for i in range(settings.vdevs):
+        dev = loopdev.attach(str(work / f"vdev{i}.img"), pool_size)
+        backing[dev] = str(work / f"vdev{i}.img")
+        undo.callback(loopdev.detach, dev, backing[dev])
+        pool.append(dev)
+    lab_engine.mkpool(pool, pool_size, "8k")
+    extra, cache, model = [], None, None
+    if feats.vdev_model:
+        model = "hdd"
+        extra += ["--vdev-model", model]
+    if feats.cache:
+        cache = loopdev.attach(str(work / "l2arc.img"), parse_value(settings.l2arc_size, "bytes"))
+        backing[cache] = str(work / "l2arc.img")
+        undo.callback(loopdev.detach, cache, backing[cache])
+        extra += ["--cache", cache]
+    facts = Facts(archive=str(out / "archive.db"), pool_devices=[loopdev.name(d) for d in pool],
+                  cache_device=loopdev.name(cache) if cache else None, vdev_model=model,
+                  l2arc=bool(cache and feats.ctl), netns=settings.netns)
+    say(echo, f"pool of {settings.vdevs} vdev(s) on {', '.join(pool)} ({pool_size // MiB} MiB each, 8 KiB records)")
+    if not model:
+        facts.notes.append("this engine has no device latency models yet: the pool is a plain file on a loop "
+                           "device, so its band sits where this machine's storage puts it, not at HDD speeds")
+    if not facts.l2arc:
+        facts.notes.append("this engine has no L2ARC yet: the run shows DRAM and pool only, nothing is "
+                           "switched on halfway")
+    for note in facts.notes:
+        say(echo, note)
+
+    eng = lab_engine.Engine(work)
+    extra += ["--workers", str(max(8, settings.clients * settings.threads + 4))]   # no hit waits behind a miss
+    eng.start(pool, f"{EXPORT}:allow=127.0.0.0/8,allow={CLIENT_NET},no_root_squash", settings.arc_max, extra)
+    undo.callback(eng.stop)
+    for dev, path in backing.items():
+        loopdev.detach(dev, path)   # the engine holds them: freed when it exits, even if we are killed
+    facts.engine_pid = eng.pid
+    say(echo, f"engine pid {eng.pid} on 127.0.0.1:{eng.nfsport} (mount {eng.mountport}), ARC {settings.arc_max}")
+
+    archive = Path(facts.archive)
+    for stale in (archive, Path(f"{archive}-wal"), Path(f"{archive}-shm")):
+        stale.unlink(missing_ok=True)
+    datasets = DATASETS + [d for d in [hit_miss_dataset()] if d]
+    create_datasets(facts.archive, datasets)
+    coll = Collection(work, facts.archive, eng.pid).start()
+    undo.callback(coll.stop)
+    coll.wait_for_data("arc.size")
+    say(echo, f"collecting {', '.join(datasets)} into {facts.archive}")
+
+    _run_load(settings, facts, eng, coll, work, out, undo, echo)
+    time.sleep(1.5)   # the collector writes the last second of load, then stops
+    coll.stop()
+    eng.stop()
+    (out / "summary.json").write_text(json.dumps(asdict(facts), indent=1) + "\n")
+    return facts
+
+
+def _load_options(settings: Settings, netns: bool) -> dict:
+    return {"profile": "randread", "io_size": "8k", "files": settings.files, "working_set": settings.working_set,
+            "clients": settings.clients, "threads": settings.threads, "duration": settings.duration,
+            "rate": settings.rate or None, "netns": netns, "setup": True}
+
+
+def _run_load(settings, facts, eng, coll, work, out, undo, echo):
+    """Setup + randread in one strata-load run (so setup and run share client addresses);
+    the L2ARC goes on halfway through the reads."""
+    say(echo, f"{settings.clients} clients x {settings.threads} streams: writing a {settings.working_set} working "
+              f"set ({settings.files} files), then random 8 KiB reads for {settings.duration}s")
+    args = arguments("127.0.0.1", eng.nfsport, eng.mountport, EXPORT, _load_options(settings, settings.netns))
+    load = Load(work, "run").start(args)
+    undo.callback(load.stop)
+    facts.load_start = int(time.time())
+    try:
+        _watch(load, facts, eng, coll, settings, echo)
+        report = load.wait(timeout=settings.duration + 300)
+    except LoadError as e:
+        if not settings.netns or "namespace" not in str(e).lower() and "netns" not in str(e).lower():
+            raise
+        facts.netns = False
+        facts.notes.append("network namespaces are unavailable: clients are told apart by AUTH_SYS "
+                           "machine name only, and all come from 127.0.0.1")
+        say(echo, facts.notes[-1])
+        args = arguments("127.0.0.1", eng.nfsport, eng.mountport, EXPORT, _load_options(settings, False))
+        load = Load(work, "run-nonetns").start(args)
+        undo.callback(load.stop)
+        _watch(load, facts, eng, coll, settings, echo)
+        report = load.wait(timeout=settings.duration + 300)
+    facts.load_end = int(time.time())
+    (out / "load.json").write_text(json.dumps(report, indent=1) + "\n")
+    rate = report.get("ops_per_sec", {}).get("total", 0)
+    say(echo, f"load done: {report.get('ops_total', 0):,} ops, {rate:,.0f} ops/s, {report.get('errors', 0)} errors")
+
+
+def _watch(load, facts, eng, coll, settings, echo):
+    """Progress every 10 s; switches the L2ARC on at half the read phase."""
+    last, last_t, next_report = None, time.monotonic(), time.monotonic()
+    while load.running():
+        time.sleep(1)
+        coll.check()
+        if not eng.alive():
+            raise lab_engine.EngineError(f"the engine died: {eng.log_tail()}")
+        stats = eng.stats()
+        reads = stats.get("nfs", {}).get("read", 0)
+        if facts.run_start is None and reads > 0:
+            facts.run_start = int(time.time())
+            say(echo, "working set written; random reads started")
+        if (facts.l2arc and facts.l2arc_on_at is None and facts.run_start is not None
+                and time.time() >= facts.run_start + settings.duration / 2):
+            eng.ctl("l2arc", "on")
+            facts.l2arc_on_at = int(time.time())
+            say(echo, "L2ARC switched on (halfway)")
+        now = time.monotonic()
+        if now >= next_report:
+            arc = stats.get("arc", {})
+            ops = sum(stats.get("nfs", {}).values())
+            if last is not None:
+                hits, misses = arc.get("hits", 0) - last[1], arc.get("misses", 0) - last[2]
+                ratio = 100.0 * hits / max(hits + misses, 1)
+                say(echo, f"  {(ops - last[0]) / (now - last_t):8,.0f} NFS ops/s   ARC hits {ratio:4.1f}%   "
+                          f"ARC {arc.get('size', 0) / MiB:.0f} MiB")
+            last, last_t, next_report = (ops, arc.get("hits", 0), arc.get("misses", 0)), now, now + 10

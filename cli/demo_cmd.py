@@ -1,0 +1,100 @@
+"""`strata demo`: the L2ARC warm-up screenshots of seed 000 on this machine: a
+pool on loop devices, the engine, 10 clients reading a working set larger than
+the ARC, collection into DIR/archive.db, and the heat maps it gives."""
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from strata.cli.binaries import MissingBinary
+from strata.cli.lab.collect import CollectError
+from strata.cli.lab.engine import EngineError
+from strata.cli.lab.load import LoadError
+from strata.cli.lab.loopdev import LoopError
+from strata.cli.lab.teardown import Teardown
+from strata.datasets.errors import ArchiveError
+from strata.heatmaps.export import ExportError
+
+def _size(ctx, param, value):
+    from strata.heatmaps.units import parse_value
+    try:
+        if parse_value(value, "bytes") < 16 << 20:
+            raise ValueError(f"{value} is below 16M")
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
+FAILURES = (MissingBinary, EngineError, LoadError, CollectError, LoopError, ArchiveError, ExportError, OSError)
+
+
+@click.command("demo")
+@click.option("-o", "--output", "outdir", default="demo", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for the archive, the pictures and the load report.")
+@click.option("--duration", default=90, show_default=True, type=click.IntRange(10, 3600),
+              help="Seconds of random reads (after the working set is written).")
+@click.option("--clients", default=10, show_default=True, type=click.IntRange(1, 200))
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64), help="Streams per client.")
+@click.option("--rate", default=3000, show_default=True, type=click.IntRange(0, 10_000_000),
+              help="RPCs/s over all clients (0: as fast as they go); a cap keeps 2 cores from smearing the bands.")
+@click.option("--arc-max", default="64M", show_default=True, callback=_size, help="ARC size.")
+@click.option("--working-set", default="256M", show_default=True, callback=_size,
+              help="Bytes the clients read (> ARC).")
+@click.option("--no-netns", is_flag=True, help="All clients from 127.0.0.1 (told apart by AUTH_SYS name only).")
+@click.option("--color", "colour", type=click.Choice(("auto", "truecolor", "256", "none")), default="auto",
+              show_default=True, help="Terminal colours for the heat maps printed at the end.")
+def demo(outdir, duration, clients, threads, rate, arc_max, working_set, no_netns, colour):
+    """Run the cache demo and draw its heat maps (needs root).
+
+    A temporary pool on a loop device, the strata engine with a small ARC,
+    `strata collect` recording NFS latency by tier, NFS ops by client, disk
+    latency by device, ARC hits/misses and the cache sizes, then random 8 KiB
+    reads by 10 clients from a working set 4x the ARC. When the engine has an
+    L2ARC it is switched on halfway. Writes DIR/archive.db, HTML and PNG
+    pictures and the load report, and prints the heat maps. Everything it
+    started is removed on exit or Ctrl-C.
+    """
+    if os.geteuid() != 0:
+        click.echo("strata demo: needs root (loop devices, network namespaces and BPF probes); "
+                   "run it with sudo", err=True)
+        sys.exit(1)
+    from strata.cli.demo import pictures, scenario
+
+    settings = scenario.Settings(outdir=Path(outdir), duration=duration, clients=clients, threads=threads, rate=rate,
+                                 arc_max=arc_max, working_set=working_set, netns=not no_netns)
+    began = time.monotonic()
+    try:
+        with Teardown() as undo:
+            facts = scenario.run(settings, undo, click.echo)
+        start, end = (facts.run_start or facts.load_start), facts.load_end + 1   # the reads, not the setup
+        click.echo(pictures.terminal(facts.archive, facts, start, end, colour), color=colour != "none")
+        written = pictures.write_files(facts.archive, facts, start, end, Path(outdir))
+    except KeyboardInterrupt:
+        click.echo("strata demo: interrupted; everything it started has been stopped and removed", err=True)
+        sys.exit(130)
+    except FAILURES as e:
+        click.echo(f"strata demo: {e}", err=True)
+        sys.exit(1)
+    _epilogue(facts, written, time.monotonic() - began)
+
+
+def _epilogue(facts, written, seconds):
+    """What was written, what was missing, and how to explore the archive."""
+    folder = written[0].parent if written else "."
+    stems = ", ".join(sorted({p.stem for p in written}))
+    click.echo("")
+    click.echo(f"strata demo: done in {seconds:.0f}s; wrote {stems} (HTML and PNG) in {folder}/")
+    for note in facts.notes:
+        click.echo(f"  note: {note}")
+    since, until = (time.strftime("%H:%M:%S", time.localtime(t))
+                    for t in ((facts.run_start or facts.load_start), facts.load_end + 1))
+    rng = f"--since {since} --until {until} --archive {facts.archive}"
+    click.echo("Explore the archive it left (the random reads; widen --since to see the setup writes):")
+    for cmd in (f"strata heatmap 'nfs.latency[tier]' --log {rng}",
+                f"strata heatmap 'nfs.latency[tier=arc]' {rng}",
+                f"strata heatmap 'disk.latency[device={facts.pool_devices[0]}]' {rng}",
+                f"strata breakdown 'nfs.ops[client]' --top 10 {rng}",
+                f"strata breakdown 'nfs.ops[op]' {rng}"):
+        click.echo(f"  {cmd}")

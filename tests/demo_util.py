@@ -1,0 +1,60 @@
+"""Helpers for the demo and check-run tests: band shares from an archive, PNG
+sizes, and leftovers of an interrupted run."""
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from strata.datasets import llhist
+
+
+def histogram(archive, name: str, start: int, end: int, keys=None) -> tuple:
+    """(buckets, counts) of a heat-map dataset over [start, end), summed over `keys` (all if None)."""
+    qr = archive.query(name, start, end)
+    rows = [i for i, k in enumerate(qr.keys) if keys is None or k in keys]
+    counts = qr.counts[rows].sum(axis=(0, 1)) if rows else np.zeros(len(qr.buckets), np.uint64)
+    return qr.buckets, counts.astype(np.float64)
+
+
+def share_below(buckets, counts, ns: int) -> float:
+    """Fraction of events in buckets wholly below ns."""
+    total = counts.sum()
+    upper = np.array([llhist.upper(int(b)) for b in buckets])
+    return float(counts[upper <= ns].sum() / total) if total else 0.0
+
+
+def share_between(buckets, counts, lo_ns: int, hi_ns: int) -> float:
+    total = counts.sum()
+    lower = np.array([llhist.lower(int(b)) for b in buckets])
+    return float(counts[(lower >= lo_ns) & (lower < hi_ns)].sum() / total) if total else 0.0
+
+
+def median(buckets, counts) -> float:
+    cum = np.cumsum(counts)
+    return float(llhist.lower(int(buckets[np.searchsorted(cum, cum[-1] / 2)])))
+
+
+def png_size(path: Path) -> tuple:
+    """(width, height) from a PNG's IHDR chunk."""
+    head = Path(path).read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path} is not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def leftovers(scratch: str) -> list:
+    """Processes, loop devices and files that still mention the scratch directory."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if scratch in cmdline:
+                found.append(f"process {proc.name}: {cmdline[:120]}")
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    found += [f"loop device {line}" for line in loops.splitlines() if scratch in line]
+    if Path(scratch).exists():
+        found.append(f"directory {scratch}")
+    return found

@@ -1,0 +1,138 @@
+"""`strata demo` end to end: a short real run (engine on a loop device, strata-load
+with network namespaces, `strata collect`, the renderers), checked from the
+archive it leaves: the DRAM band at the NFS layer only, the disk band on the
+pool's loop device, one nfs.ops key per client, exact op counts against
+strata-load's own report, the pictures; and Ctrl-C leaves nothing behind."""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from demo_util import histogram, leftovers, median, png_size, share_below
+from strata.cli.lab import engine as lab_engine
+from strata.datasets.archive import Archive
+
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+DURATION = 30
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "out"
+    proc = subprocess.run([*STRATA, "demo", "--duration", str(DURATION), "-o", str(out), "--color", "none"],
+                          capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    load = json.loads((out / "load.json").read_text())
+    archive = Archive.open(summary["archive"])
+    yield out, proc.stdout, summary, load, archive
+    archive.close()
+
+
+def reads_window(summary):
+    """The random-read phase, whole seconds only (setup excluded)."""
+    return summary["run_start"] + 1, summary["load_end"] - 1
+
+
+def test_pictures_written(demo):
+    out, stdout, *_ = demo
+    for stem in ("nfs-latency", "disk-latency", "nfs-ops-by-client", "cache-sizes"):
+        html = (out / f"{stem}.html").read_text()
+        assert "plotly" in html and len(html) > 100_000, stem
+        width, height = png_size(out / f"{stem}.png")
+        assert 1000 <= width <= 4000 and 600 <= height <= 3000, (stem, width, height)
+        assert (out / f"{stem}.png").stat().st_size > 20_000, stem
+    assert "nfs.latency[tier]" in stdout and "disk.latency[device=" in stdout    # terminal heat maps
+    assert f"--archive {out / 'archive.db'}" in stdout                           # how to explore
+
+
+def test_dram_band_at_nfs_layer_only(demo):
+    _, _, summary, _, archive = demo
+    start, end = reads_window(summary)
+    nb, nc = histogram(archive, "nfs.latency[tier]", start, end)
+    db, dc = histogram(archive, "disk.latency[device]", start, end, summary["pool_devices"])
+    nfs_fast, disk_fast = share_below(nb, nc, 50_000), share_below(db, dc, 50_000)
+    # ~1/4 of reads hit the 64 MiB ARC over a 256 MiB working set; most hits take < 50 us
+    assert nfs_fast >= 0.05, f"no DRAM band: {nfs_fast:.1%} of NFS reads under 50 us"
+    assert disk_fast <= nfs_fast / 5, f"disk layer has a fast band too: {disk_fast:.1%} vs NFS {nfs_fast:.1%}"
+    ab, ac = histogram(archive, "nfs.latency[tier]", start, end, ["arc"])
+    assert median(ab, ac) < 100_000, "ARC hits are not a band at the bottom of the NFS map"
+
+
+def test_disk_band_is_the_pool_device(demo):
+    _, _, summary, _, archive = demo
+    start, end = reads_window(summary)
+    pb, pc = histogram(archive, "nfs.latency[tier]", start, end, ["pool"])
+    db, dc = histogram(archive, "disk.latency[device]", start, end, summary["pool_devices"])
+    # one 8 KiB record read per ARC miss: the loop device sees the pool-tier NFS reads
+    assert abs(dc.sum() - pc.sum()) <= 0.03 * pc.sum() + 50, (dc.sum(), pc.sum())
+    # the NFS read of a miss contains the device read: the disk band sits at or below it
+    assert 10_000 <= median(db, dc) <= median(pb, pc), (median(db, dc), median(pb, pc))
+    if summary["vdev_model"] == "hdd":
+        assert 1_000_000 <= median(pb, pc) <= 20_000_000, "HDD model: pool reads not in the 2-10 ms band"
+
+
+def test_one_ops_key_per_client(demo):
+    _, _, summary, load, archive = demo
+    qr = archive.query("nfs.ops[client]", summary["load_start"] - 5, summary["load_end"] + 5)
+    if summary["netns"]:
+        assert sorted(qr.keys) == sorted(c["addr"] for c in load["clients"])
+        assert len(qr.keys) == 10
+    else:
+        assert qr.keys == ["127.0.0.1"]
+
+
+def test_op_counts_match_strata_load_exactly(demo):
+    """Setup and run share one strata-load process, and collection covers both, so the
+    archive's per-op totals are the report's run ops + setup ops + MOUNT ops."""
+    _, _, summary, load, archive = demo
+    qr = archive.query("nfs.ops[op]", summary["load_start"] - 30, summary["load_end"] + 30)
+    engine = dict(zip(qr.keys, (int(v) for v in qr.values.sum(axis=1))))
+    client = {}
+    for part in (load["ops"], load["setup"]["ops"], load["setup"]["mount_ops"]):
+        for op, n in part.items():
+            client[op] = client.get(op, 0) + n
+    assert engine == {op: n for op, n in client.items() if n}
+    assert load["errors"] == 0
+
+
+def test_l2arc_claim_matches_the_engine(demo):
+    _, _, summary, _, archive = demo
+    feats = lab_engine.features()
+    assert summary["l2arc"] == (feats.cache and feats.ctl)
+    if not summary["l2arc"]:
+        assert summary["l2arc_on_at"] is None
+        return
+    on = summary["l2arc_on_at"]
+    start, end = reads_window(summary)
+    before = histogram(archive, "nfs.latency[tier]", start, on)
+    after = histogram(archive, "nfs.latency[tier]", on + (end - on) // 2, end)
+    slow_before, slow_after = 1 - share_below(*before, 1_000_000), 1 - share_below(*after, 1_000_000)
+    assert slow_after < slow_before, ("disk band did not fade", slow_before, slow_after)
+    l2 = histogram(archive, "nfs.latency[tier]", on + (end - on) // 2, end, ["l2arc"])
+    assert l2[1].sum() > 0, "no reads served by the L2ARC after it was switched on"
+
+
+def test_ctrl_c_cleans_up(tmp_path):
+    proc = subprocess.Popen([*STRATA, "demo", "--duration", "60", "-o", str(tmp_path / "out"), "--color", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    scratch, deadline = None, time.monotonic() + 60
+    try:
+        for line in proc.stdout:
+            if "scratch files in" in line:
+                scratch = line.split("scratch files in", 1)[1].strip()
+            if "random reads started" in line or time.monotonic() > deadline:
+                break
+        assert scratch, "the demo did not say where its scratch files are"
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 130, proc.stderr.read()
+    assert leftovers(scratch) == []
