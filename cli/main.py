@@ -11,6 +11,14 @@ import click
 
 COMMANDS = {
     "doctor": ("strata.cli.doctor:doctor", "Check what this kernel and machine offer for collection."),
+    "datasets": ("strata.cli.datasets_cmd:datasets", "List, create, suspend, resume, destroy, prune, archive and import datasets."),
+    "collect": ("strata.cli.collect_cmd:collect", "Collect the active datasets every second into the archive (root)."),
+    "statistics": ("strata.cli.statistics_cmd:statistics", "List the statistics this host can collect, with units and breakdowns."),
+    "demo": ("strata.cli.demo_cmd:demo", "Cache demo: engine, 10 clients, heat maps at the NFS and disk layers (root)."),
+    "heatmap": ("strata.cli.heatmap_cmd:heatmap", "Latency (size, offset) heat map of a dataset: terminal, HTML, PNG, SVG."),
+    "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series over time, with a top-N table."),
+    "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),
+    "top": ("strata.cli.top_cmd:top", "Live view: scrolling latency heat map and the busiest clients (q quits)."),
 }
 
 

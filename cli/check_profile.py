@@ -1,0 +1,140 @@
+"""Profiles for `strata check run`: one TOML file says what to start, what load to
+run, what to measure and how to judge it.
+
+    description = "randread from the ARC"          # optional, shown in reports
+    baseline = "../../tests/baselines/x.archive"   # default --baseline, relative to this file
+
+    [engine]              # a private strata-engine on a temporary pool (the default)
+    arc_max = "256M"      # --arc-max
+    pool_size = "256M"    # per vdev file
+    vdevs = 1
+    recordsize = "8k"
+    args = []             # more `strata-engine serve` options, e.g. ["--workers", "16"]
+
+    [server]              # or: an engine that is already running (then no [engine])
+    host = "127.0.0.1"
+    nfsport = 2049        # optional with mountport: else the portmapper
+    mountport = 20048
+    export = "/data"
+    engine_pid = 1234     # which engine process the collector probes (default: the newest)
+
+    [load]                # strata-load options (workloads/PROFILES.md); '_' or '-' alike
+    profile = "randread"  # required
+    io_size = "8k"
+    files = 4
+    file_size = "4m"      # or working_set
+    clients = 2
+    threads = 2
+    rate = 2000           # RPCs/s cap: steadier than a closed loop on a busy machine
+    setup = true          # write the working set first (not measured)
+
+    [measure]
+    warmup = 10           # seconds of load before measuring
+    duration = 15         # seconds measured
+    datasets = ["nfs.latency[op]", "nfs.ops[op]"]
+
+    [check]               # defaults are `strata check`'s
+    threshold = "5%"
+    confidence = 0.99
+    metrics = ["p50", "p99", "p99.9", "mean"]
+
+Every key is checked; a wrong one is named in one line.
+"""
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata.datasets.compare import METRICS
+
+LOAD_KEYS = {"profile", "io_size", "files", "file_size", "working_set", "clients", "threads", "rate", "stable",
+             "step_interval", "read_pct", "netns", "seed", "setup"}
+ENGINE_KEYS = {"arc_max", "pool_size", "vdevs", "recordsize", "args"}
+SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
+MEASURE_KEYS = {"warmup", "duration", "datasets"}
+CHECK_KEYS = {"threshold", "confidence", "metrics"}
+TOP_KEYS = {"description", "baseline", "engine", "server", "load", "measure", "check"}
+
+
+class ProfileError(ValueError):
+    """The profile is unreadable or wrong; the message is one line."""
+
+
+@dataclass
+class Profile:
+    path: Path
+    description: str = ""
+    baseline: Path | None = None
+    engine: dict = field(default_factory=dict)
+    server: dict | None = None
+    load: dict = field(default_factory=dict)
+    warmup: int = 10
+    duration: int = 15
+    datasets: list = field(default_factory=list)
+    threshold: str = "5%"
+    confidence: float = 0.99
+    metrics: list = field(default_factory=lambda: list(METRICS))
+
+
+def _table(data: dict, name: str, allowed: set) -> dict:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ProfileError(f"[{name}] must be a table")
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise ProfileError(f"[{name}] has no key {unknown[0]!r}; keys: {', '.join(sorted(allowed))}")
+    return dict(value)
+
+
+def _int(section: dict, key: str, where: str, default: int, low: int, high: int) -> int:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProfileError(f"{where}.{key} must be a whole number from {low} to {high}, not {value!r}")
+    return value
+
+
+def load(path: str) -> Profile:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise ProfileError(f"cannot read {path}: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ProfileError(f"{path} is not valid TOML: {e}") from None
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise ProfileError(f"{path}: unknown key {unknown[0]!r}; keys: {', '.join(sorted(TOP_KEYS))}")
+    prof = Profile(path=p, description=str(data.get("description", "")))
+    if "baseline" in data:
+        prof.baseline = (p.parent / str(data["baseline"])).resolve()
+    if isinstance(data.get("load"), dict):
+        data["load"] = {k.replace("-", "_"): v for k, v in data["load"].items()}
+    loadopts = _table(data, "load", LOAD_KEYS)
+    if "profile" not in loadopts:
+        raise ProfileError(f"{path}: [load] needs profile = \"randread\" (or another strata-load profile)")
+    prof.load = loadopts
+    prof.engine = _table(data, "engine", ENGINE_KEYS)
+    if not isinstance(prof.engine.get("args", []), list):
+        raise ProfileError("engine.args must be a list of strings")
+    if "server" in data:
+        if "engine" in data:
+            raise ProfileError(f"{path}: give [engine] (start one) or [server] (use one), not both")
+        prof.server = _table(data, "server", SERVER_KEYS)
+        for key in ("host", "export"):
+            if not isinstance(prof.server.get(key), str):
+                raise ProfileError(f"server.{key} is required (a string)")
+    measure = _table(data, "measure", MEASURE_KEYS)
+    prof.warmup = _int(measure, "warmup", "measure", 10, 0, 3600)
+    prof.duration = _int(measure, "duration", "measure", 15, 3, 86400)
+    prof.datasets = measure.get("datasets", ["nfs.latency[op]", "nfs.ops[op]"])
+    if not isinstance(prof.datasets, list) or not prof.datasets or not all(isinstance(d, str) for d in prof.datasets):
+        raise ProfileError("measure.datasets must be a non-empty list of dataset names")
+    check = _table(data, "check", CHECK_KEYS)
+    prof.threshold = str(check.get("threshold", prof.threshold))
+    confidence = check.get("confidence", prof.confidence)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence <= 0.9999:
+        raise ProfileError(f"check.confidence must be between 0.5 and 0.9999, not {confidence!r}")
+    prof.confidence = float(confidence)
+    prof.metrics = check.get("metrics", prof.metrics)
+    if not isinstance(prof.metrics, list) or not prof.metrics or any(m not in METRICS for m in prof.metrics):
+        raise ProfileError(f"check.metrics must be a list drawn from {', '.join(METRICS)}")
+    return prof

@@ -1,0 +1,77 @@
+"""`strata check` outputs for people and CI systems: a table, JSON, JUnit XML and a
+Markdown step summary. Each takes the list of (dataset, KeyVerdict) pairs."""
+import json
+from dataclasses import asdict
+from xml.etree import ElementTree as ET
+
+SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error"}
+
+
+def as_json(results, baseline: str, candidate: str) -> str:
+    return json.dumps({
+        "baseline": baseline, "candidate": candidate,
+        "verdict": overall(results),
+        "results": [{"dataset": d, **asdict(v)} for d, v in results],
+    }, indent=2, default=float)
+
+
+def overall(results) -> str:
+    verdicts = {v.verdict for _, v in results}
+    for worst in ("error", "worse", "better"):
+        if worst in verdicts:
+            return worst
+    return "same"
+
+
+def print_table(results, console) -> None:
+    from rich.table import Table
+
+    table = Table(title="strata check", title_justify="left")
+    for col in ("dataset", "key", "verdict", "intervals", "evidence"):
+        table.add_column(col, overflow="fold")
+    colour = {"worse": "red", "better": "green", "same": "dim", "error": "yellow"}
+    for dataset, v in results:
+        table.add_row(dataset, v.key or "(all)", f"[{colour[v.verdict]}]{v.verdict}[/]",
+                      f"{v.intervals[0]} / {v.intervals[1]}", v.reason)
+    console.print(table)
+
+
+def write_junit(results, path: str) -> None:
+    suite = ET.Element("testsuite", name="strata check", tests=str(len(results)),
+                       failures=str(sum(v.verdict == "worse" for _, v in results)),
+                       errors=str(sum(v.verdict == "error" for _, v in results)))
+    for dataset, v in results:
+        case = ET.SubElement(suite, "testcase", classname=dataset, name=v.key or "(all)")
+        if v.verdict == "worse":
+            ET.SubElement(case, "failure", message=v.reason).text = v.reason
+        elif v.verdict == "error":
+            ET.SubElement(case, "error", message=v.reason).text = v.reason
+        else:
+            ET.SubElement(case, "system-out").text = f"{v.verdict}: {v.reason}"
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def sparkline(values) -> str:
+    """A one-line picture of a series: ▁▂▃▄▅▆▇█, blank where there is no data."""
+    bars = "▁▂▃▄▅▆▇█"
+    finite = [x for x in values if x == x]
+    if not finite:
+        return ""
+    lo, hi = min(finite), max(finite)
+    span = (hi - lo) or 1.0
+    return "".join(" " if x != x else bars[min(7, int((x - lo) / span * 7.999))] for x in values)
+
+
+def write_markdown(results, path: str, series=None) -> None:
+    """A CI step summary; `series` maps (dataset, key) to (baseline p99s, candidate p99s)."""
+    lines = [f"## strata check: {SYMBOL[overall(results)]}", "",
+             "| dataset | key | verdict | evidence | p99 baseline → candidate |",
+             "|---|---|---|---|---|"]
+    for dataset, v in results:
+        spark = ""
+        if series and (dataset, v.key) in series:
+            a, b = series[(dataset, v.key)]
+            spark = f"`{sparkline(a)}` → `{sparkline(b)}`"
+        lines.append(f"| `{dataset}` | {v.key or '(all)'} | {SYMBOL[v.verdict]} | {v.reason} | {spark} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")

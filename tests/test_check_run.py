@@ -1,0 +1,41 @@
+"""`strata check run` with the shipped smoke profile against the committed baseline:
+a real engine, strata-load and `strata collect`, judged by the check statistics.
+The verdict itself depends on the machine's load, so the test asserts a
+verdict was reached (exit 0 or 1, never 2) and that the JSON says what was
+compared; bad profiles give one line and exit 2."""
+import json
+import subprocess
+import sys
+
+from strata.datasets.archive import Archive
+
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+
+
+def test_smoke_profile_against_committed_baseline(repo, tmp_path):
+    kept = tmp_path / "candidate.archive"
+    proc = subprocess.run([*STRATA, "check", "run", "--profile", str(repo / "bench/profiles/smoke.toml"),
+                           "--json", "-o", str(kept), "--junit", str(tmp_path / "junit.xml")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"] in ("same", "better", "worse")
+    assert report["baseline"] == str(repo / "tests/baselines/smoke.archive")
+    compared = {(r["dataset"], r["key"]) for r in report["results"]}
+    assert compared == {("nfs.latency[op]", "read"), ("nfs.ops[op]", "read")}
+    assert all(r["intervals"] == [15, 15] for r in report["results"])
+    assert (tmp_path / "junit.xml").read_text().startswith("<?xml")
+    with Archive.open(kept) as archive:     # the measured window: 15 whole seconds, reads only
+        start = archive.dataset("nfs.ops[op]").created
+        qr = archive.query("nfs.ops[op]", start - 60, start + 60)
+        assert qr.keys == ["read"] and int(qr.present.sum()) == 15
+        assert 15 * 2000 * 0.9 <= int(qr.values.sum()) <= 15 * 2000 * 1.02
+
+
+def test_bad_profile_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[load]\nprofile = "randread"\nbogus = 1\n')
+    proc = subprocess.run([*STRATA, "check", "run", "--profile", str(bad), "--baseline", str(bad)],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "bogus" in proc.stderr
