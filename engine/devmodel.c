@@ -324,3 +324,9 @@ void devmodel_get_stats(struct devmodel *m, struct devmodel_stats *out)
 	out->dm_slept_ns = __atomic_load_n(&m->st.dm_slept_ns, __ATOMIC_RELAXED);
 	out->dm_queue_ns = __atomic_load_n(&m->st.dm_queue_ns, __ATOMIC_RELAXED);
 }
+
+void devmodel_delay(uint64_t ns)
+{
+	if (ns)
+		sleep_until(mono_ns() + ns);
+}

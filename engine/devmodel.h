@@ -58,4 +58,8 @@ uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offs
 
 void devmodel_get_stats(struct devmodel *m, struct devmodel_stats *out);
 
+/* Sleeps ns nanoseconds (0: returns at once): the fault-injection delay
+ * `strata-engine ctl inject-delay` adds to one tier's I/O. */
+void devmodel_delay(uint64_t ns);
+
 #endif

@@ -4,7 +4,8 @@
 
 ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c export.c rpcbind.c pool.c cksum.c \
-	objset.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c
+	objset.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
+	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
 ENGINE_OBJ := $(OBJ)/engine
 ENGINE_OBJS := $(addprefix $(ENGINE_OBJ)/,$(ENGINE_SRCS:.c=.o))
 ENGINE_SAN_OBJS := $(addprefix $(BUILD)/san/engine/,$(ENGINE_SRCS:.c=.o))
@@ -17,7 +18,7 @@ $(ENGINE_OBJ)/%.o: engine/%.c $(ENGINE_HDRS) | $(OBJ)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BIN)/strata-engine: $(ENGINE_OBJS) | $(BIN)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) -lzstd -lm
+	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) -lzstd -llz4 -lm
 
 # Sanitizer build (ASan + UBSan) and the engine tests run against it.
 $(BUILD)/san/engine/%.o: engine/%.c $(ENGINE_HDRS)
@@ -25,9 +26,10 @@ $(BUILD)/san/engine/%.o: engine/%.c $(ENGINE_HDRS)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
 $(BUILD)/san/strata-engine: $(ENGINE_SAN_OBJS)
-	$(CC) $(CFLAGS) $(SAN_FLAGS) $^ -o $@ $(LDFLAGS) -lzstd -lm
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $^ -o $@ $(LDFLAGS) -lzstd -llz4 -lm
 
-ENGINE_SAN_TESTS := tests/test_engine_copy.py tests/test_engine_robust.py tests/test_engine_protocol.py
+ENGINE_SAN_TESTS := tests/test_engine_copy.py tests/test_engine_robust.py tests/test_engine_protocol.py \
+	tests/test_engine_tiers.py
 .PHONY: test-san
 test-san: $(BUILD)/san/strata-engine
 	# The server keeps its state until exit by design: leak checking is off.
@@ -38,11 +40,12 @@ test-san: $(BUILD)/san/strata-engine
 FUZZ_SECONDS ?= 600
 FUZZ_CC ?= clang
 ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
-	fh.c export.c objset.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c)
+	fh.c export.c objset.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
+	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c)
 $(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine -fsanitize=fuzzer,address,undefined \
-		$(ENGINE_FUZZ_SRCS) -o $@ -lm
+		$(ENGINE_FUZZ_SRCS) -o $@ -llz4 -lm
 
 fuzz: $(BUILD)/fuzz/fuzz_rpc
 	@mkdir -p $(BUILD)/fuzz/corpus

@@ -25,7 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	close(fd);
 	unlink(path);
 	char *paths[1] = { path };
-	if (pool_create(paths, 1, 64ull << 20, 16384, err, sizeof(err)))
+	if (pool_create(paths, 1, 64ull << 20, 16384, 0, err, sizeof(err)))
 		abort();
 	struct engine *e = &g_engine;
 	e->pool = pool_open(paths, 1, err, sizeof(err));

@@ -359,6 +359,7 @@ int l2arc_read(struct l2arc *l2, struct arc_key key, void *buf, uint32_t bufsize
 	uint64_t t0 = mono_ns();
 	int ret = tierdev_pread(&d->io, bounce, span, aoff);
 	devmodel_service(l2->model, DEVMODEL_READ, aoff, (uint32_t)span, mono_ns() - t0);
+	devmodel_delay(__atomic_load_n(&l2->read_delay_ns, __ATOMIC_RELAXED));
 	int bad = 0;
 	if (!ret) {
 		const uint8_t *p = (const uint8_t *)bounce + (off - aoff);
@@ -774,6 +775,11 @@ void l2arc_set_compress(struct l2arc *l2, bool on)
 void l2arc_set_model(struct l2arc *l2, struct devmodel *m)
 {
 	l2->model = m;
+}
+
+void l2arc_set_read_delay(struct l2arc *l2, uint64_t ns)
+{
+	__atomic_store_n(&l2->read_delay_ns, ns, __ATOMIC_RELAXED);
 }
 
 static int can_feed(struct l2arc *l2)

@@ -99,6 +99,8 @@ void l2arc_set_compress(struct l2arc *l2, bool on);
  * NULL: none).  Set before use; the caller keeps it alive until destroy. */
 struct devmodel;
 void l2arc_set_model(struct l2arc *l2, struct devmodel *m);
+/* Fault injection: ns added to every cache-device read (0: none). */
+void l2arc_set_read_delay(struct l2arc *l2, uint64_t ns);
 
 /* Stages a copy of an evicted clean record; false if refused (disabled,
  * already cached or staged, too big, staging full). */

@@ -109,6 +109,7 @@ struct l2arc {
 	int enabled, compress, stop, kick;
 	int feeding;                /* a feed holds a batch taken from staging */
 	struct devmodel *model;
+	uint64_t read_delay_ns;     /* fault injection: added to every device read */
 	uint64_t feed_cycles;
 	pthread_t feed_thread;
 

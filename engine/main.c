@@ -1,4 +1,4 @@
-/* main.c — strata-engine: subcommand dispatch (serve, mkpool, stats, arcsim). */
+/* main.c — strata-engine: subcommand dispatch (serve, mkpool, stats, ctl, arcsim). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +10,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: strata-engine serve --pool PATH[,PATH...] --export NAME[:OPTIONS] [options]\n"
 		   "       strata-engine mkpool PATH[,PATH...] [--size SIZE] [--recordsize SIZE] [--force]\n"
 		   "       strata-engine stats [--socket PATH | --pid PID]\n"
+		   "       strata-engine ctl [--socket PATH | --pid PID] REQUEST... (l2arc on|off, inject-delay ...)\n"
 		   "       strata-engine arcsim ... (trace-driven ARC simulator; see arcsim --help)\n"
 		   "Run `strata-engine COMMAND --help` for a command's options.\n");
 }
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
 		return cmd_mkpool(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stats"))
 		return cmd_stats(argc - 1, argv + 1);
+	if (!strcmp(cmd, "ctl"))
+		return cmd_ctl(argc - 1, argv + 1);
 	if (!strcmp(cmd, "arcsim"))
 		return arcsim_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

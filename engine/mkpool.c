@@ -1,4 +1,5 @@
-/* mkpool.c — `strata-engine mkpool PATH[,PATH...] [--size SIZE] [--recordsize SIZE] [--force]`. */
+/* mkpool.c — `strata-engine mkpool PATH[,PATH...] [--size SIZE] [--recordsize SIZE]
+ * [--log-size SIZE] [--force]`. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +26,16 @@ int cmd_mkpool(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "size", required_argument, 0, 's' },
 		{ "recordsize", required_argument, 0, 'r' },
+		{ "log-size", required_argument, 0, 'l' },
 		{ "force", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
-	uint64_t size = 1ull << 30, rs = 128 * 1024;
+	uint64_t size = 1ull << 30, rs = 128 * 1024, log_size = POOL_LOG_DEFAULT;
 	int force = 0, c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:r:fh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:r:l:fh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_size(optarg, &size) || size < (16ull << 20)) {
@@ -47,11 +49,20 @@ int cmd_mkpool(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'l':
+			if (parse_size(optarg, &log_size) || (log_size && log_size < (1u << 20))) {
+				fprintf(stderr, "strata-engine mkpool: bad --log-size '%s' (0 or at least 1M)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'f':
 			force = 1;
 			break;
 		case 'h':
-			printf("usage: strata-engine mkpool PATH[,PATH...] [--size SIZE] [--recordsize SIZE] [--force]\n");
+			printf("usage: strata-engine mkpool PATH[,PATH...] [--size SIZE] [--recordsize SIZE]\n"
+			       "                            [--log-size SIZE] [--force]\n"
+			       "  --log-size  intent-log region kept at the end of the first vdev, used when\n"
+			       "              serve has no --log device (default: its size / 16, 4M..64M; 0: none)\n");
 			return 0;
 		default:
 			fprintf(stderr, "strata-engine mkpool: unknown or incomplete option '%s'\n", argv[optind - 1]);
@@ -82,7 +93,7 @@ int cmd_mkpool(int argc, char **argv)
 			}
 		}
 	}
-	if (pool_create(paths, (uint32_t)n, size, (uint32_t)rs, err, sizeof(err))) {
+	if (pool_create(paths, (uint32_t)n, size, (uint32_t)rs, log_size, err, sizeof(err))) {
 		fprintf(stderr, "strata-engine mkpool: %s\n", err);
 		rc = 1;
 		goto out;

@@ -138,6 +138,7 @@ static void fire_probe(const struct rpc_req *r)
 		.tiers = r->acct.tiers,
 		.arc_hits = r->acct.arc_hits > 0xffff ? 0xffff : (uint16_t)r->acct.arc_hits,
 		.arc_misses = r->acct.arc_misses > 0xffff ? 0xffff : (uint16_t)r->acct.arc_misses,
+		.l2arc_hits = r->acct.l2arc_hits > 0xffff ? 0xffff : (uint16_t)r->acct.l2arc_hits,
 	};
 	if (r->client->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)r->client;

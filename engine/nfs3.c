@@ -1,8 +1,9 @@
 /* nfs3.c — the 22 NFSv3 procedures (RFC 1813 section 3.3).  Each decodes its
  * arguments with the bounds-checked decoder, resolves file handles to held
  * objects, runs under the object-store locks (objset.h) and encodes the
- * result.  Metadata changes and FILE_SYNC/DATA_SYNC writes return only once
- * their txg is on disk; UNSTABLE writes wait for COMMIT or the periodic sync. */
+ * result.  Metadata changes return only once their txg is on disk;
+ * FILE_SYNC/DATA_SYNC writes and COMMIT once the intent log holds them
+ * (tiers.h); UNSTABLE writes wait for COMMIT or the periodic sync. */
 #include "nfs3.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include "fh.h"
 #include "nfs3_attr.h"
 #include "strata_probes.h"
+#include "tiers.h"
 #include "util.h"
 
 #define GARBAGE (-1)
@@ -365,10 +367,8 @@ static int proc_write(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	txg = t.obj->dirty_txg;
 	pthread_rwlock_unlock(&t.obj->lock);
 	pthread_rwlock_unlock(&os->txg_lock);
-	if (!st && stable != UNSTABLE) {
-		st = make_stable(txg);
-		r->acct.tiers |= STRATA_TIER_POOL;
-	}
+	if (!st && stable != UNSTABLE && count)
+		st = tiers_stable_write(t.obj->id, off, count, data, txg, &r->acct);
 	struct attrs a;
 	attrs_snap_locked(t.obj, &a);
 	put_status(r, o, st);
@@ -1075,9 +1075,9 @@ static int proc_commit(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	struct wcc_pre pre;
 	pthread_rwlock_rdlock(&t.obj->lock);
 	wcc_pre_snap(t.obj, &pre);
-	uint64_t txg = t.obj->dirty_txg;
 	pthread_rwlock_unlock(&t.obj->lock);
-	st = t.obj->type == OBJ_REG ? make_stable(txg) : t.obj->type == OBJ_DIR ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+	st = t.obj->type == OBJ_REG ? tiers_commit(t.obj, &r->acct)
+		: t.obj->type == OBJ_DIR ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
 	struct attrs a;
 	attrs_snap_locked(t.obj, &a);
 	put_status(r, o, st);

@@ -1,11 +1,15 @@
 /* objset.c — object table, datasets, and the record read/write paths
- * (dirty records first, then the ARC, then the pool with checksum check). */
+ * (dirty records first, then the ARC, then the L2ARC, then the pool; data
+ * from the L2ARC and the pool is checked against the block pointer). */
 #include "objset.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "l2arc.h"
+#include "strata_probes.h"
 #include "util.h"
 
 #define MAX_FILE_SIZE (1ull << 44)
@@ -17,6 +21,14 @@ static uint8_t *scratch_buf(void)
 	if (!scratch)
 		scratch = xaligned(POOL_MAX_RECORD);
 	return scratch;
+}
+
+/* A record changed or went away: drop its cached copies (ARC and L2ARC). */
+static void cache_invalidate(struct objset *os, struct arc_key key)
+{
+	arc_invalidate(os->arc, key);
+	if (os->l2arc)
+		l2arc_invalidate(os->l2arc, key);
 }
 
 struct objset *objset_create(struct pool *pool, arc_t *arc)
@@ -186,7 +198,7 @@ static void drop_record(struct objset *os, struct object *o, uint64_t blkid)
 	if (bp->psize) {
 		pool_free_deferred(os->pool, bp->vdev, bp->offset, bp->psize);
 		o->used -= bp->psize;
-		arc_invalidate(os->arc, (struct arc_key){ o->id, blkid });
+		cache_invalidate(os, (struct arc_key){ o->id, blkid });
 	}
 	memset(bp, 0, sizeof(*bp));
 }
@@ -265,6 +277,28 @@ static void ensure_cap(struct object *o, uint64_t nrec)
 	o->nrec_cap = cap;
 }
 
+/* An ARC miss tries the L2ARC: true with the record in buf (zero-padded to
+ * psize) when the copy there matches the block pointer's checksum.  A copy
+ * that does not (rebuilt after a restart but older than the pool's record)
+ * is dropped; the caller reads the pool. */
+static bool l2arc_fetch(struct objset *os, struct arc_key key, const struct blkptr *bp, uint8_t *buf)
+{
+	if (!os->l2arc)
+		return false;
+	int n = l2arc_read(os->l2arc, key, buf, POOL_MAX_RECORD);
+	if (n <= 0)
+		return false;
+	if ((uint32_t)n == bp->lsize) {
+		struct cksum ck;
+		memset(buf + n, 0, bp->psize - (uint32_t)n);
+		fletcher4(buf, bp->psize, &ck);
+		if (cksum_equal(&ck, &bp->ck))
+			return true;
+	}
+	l2arc_invalidate(os->l2arc, key);
+	return false;
+}
+
 /* Finds record contents: *data (NULL = hole, all zeros) valid for *len bytes,
  * zeros beyond.  *held is an ARC buffer to release after use. */
 static int rec_fetch(struct objset *os, struct object *o, uint64_t blkid, const uint8_t **data,
@@ -278,7 +312,7 @@ static int rec_fetch(struct objset *os, struct object *o, uint64_t blkid, const 
 	if (o->dirty[blkid]) {
 		*data = o->dirty[blkid];
 		*len = o->recordsize;
-		acct->tiers |= 0x10; /* STRATA_TIER_DIRTY */
+		acct->tiers |= STRATA_TIER_DIRTY;
 		return 0;
 	}
 	const struct blkptr *bp = &o->bps[blkid];
@@ -288,18 +322,23 @@ static int rec_fetch(struct objset *os, struct object *o, uint64_t blkid, const 
 	arc_buf_t *b = arc_lookup(os->arc, key);
 	if (b) {
 		acct->arc_hits++;
-		acct->tiers |= 0x01; /* STRATA_TIER_ARC */
+		acct->tiers |= STRATA_TIER_ARC;
 	} else {
 		acct->arc_misses++;
-		acct->tiers |= 0x04; /* STRATA_TIER_POOL */
 		uint8_t *buf = scratch_buf();
-		int err = pool_read(os->pool, bp->vdev, bp->offset, buf, bp->psize);
-		if (err)
-			return err;
-		struct cksum ck;
-		fletcher4(buf, bp->psize, &ck);
-		if (!cksum_equal(&ck, &bp->ck))
-			return -EIO;
+		if (l2arc_fetch(os, key, bp, buf)) {
+			acct->l2arc_hits++;
+			acct->tiers |= STRATA_TIER_L2ARC;
+		} else {
+			acct->tiers |= STRATA_TIER_POOL;
+			int err = pool_read(os->pool, bp->vdev, bp->offset, buf, bp->psize);
+			if (err)
+				return err;
+			struct cksum ck;
+			fletcher4(buf, bp->psize, &ck);
+			if (!cksum_equal(&ck, &bp->ck))
+				return -EIO;
+		}
 		b = arc_insert(os->arc, key, buf, bp->lsize);
 		if (!b) {
 			*data = buf;
@@ -377,7 +416,7 @@ static int make_dirty(struct objset *os, struct object *o, uint64_t blkid, int w
 		if (held)
 			arc_release(held);
 	}
-	arc_invalidate(os->arc, (struct arc_key){ o->id, blkid });
+	cache_invalidate(os, (struct arc_key){ o->id, blkid });
 	o->dirty[blkid] = buf;
 	o->ndirty++;
 	__atomic_add_fetch(&os->dirty_bytes, rs, __ATOMIC_RELAXED);
@@ -404,7 +443,7 @@ int obj_write(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 		memcpy(o->dirty[blkid] + inrec, src + (pos - off), n);
 		pos += n;
 	}
-	acct->tiers |= 0x10; /* STRATA_TIER_DIRTY */
+	acct->tiers |= STRATA_TIER_DIRTY;
 	if (end > o->size)
 		o->size = end;
 	obj_touch(o, 1, 1);

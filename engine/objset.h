@@ -17,6 +17,8 @@
 #include "arc.h"
 #include "pool.h"
 
+struct l2arc;
+
 enum obj_type { OBJ_REG = 1, OBJ_DIR = 2, OBJ_LNK = 5 };
 
 #define DATASET_NAME_MAX 64
@@ -70,12 +72,13 @@ struct dataset {
 /* Accounting of one operation for the nfs_op probe. */
 struct io_acct {
 	uint8_t tiers;
-	uint32_t arc_hits, arc_misses;
+	uint32_t arc_hits, arc_misses, l2arc_hits;
 };
 
 struct objset {
 	struct pool *pool;
 	arc_t *arc;
+	struct l2arc *l2arc;      /* second-level cache on ARC misses (NULL: none) */
 	pthread_rwlock_t table_lock;
 	struct object **table;
 	uint64_t table_size, nobjects;

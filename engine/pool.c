@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devmodel.h"
 #include "strata_probes.h"
 #include "util.h"
 
@@ -28,6 +29,11 @@ struct label {
 	uint64_t guid;
 	uint64_t size;
 	struct cksum ck; /* fletcher4 of the fields above */
+	/* Extension (zeros in labels written before it existed): vdev 0 keeps
+	 * an embedded intent-log region of log_size bytes at its end, outside
+	 * the allocator, for the ZIL when no separate log device is given. */
+	uint64_t log_size;
+	struct cksum log_ck; /* fletcher4 of log_size */
 };
 
 static void fail(char *err, size_t errsz, const char *fmt, ...)
@@ -68,7 +74,23 @@ static int open_vdev(const char *path, int flags, int *direct)
 	return open(path, flags | O_CLOEXEC, 0644);
 }
 
-int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, char *err, size_t errsz)
+/* The embedded log of a vdev-0 label: 0 when absent or not intact. */
+static uint64_t label_log_size(const struct label *l)
+{
+	struct cksum ck;
+	fletcher4(&l->log_size, sizeof(l->log_size), &ck);
+	return l->index == 0 && l->log_size && cksum_equal(&ck, &l->log_ck) ? l->log_size : 0;
+}
+
+uint64_t pool_default_log_size(uint64_t vdev_size)
+{
+	uint64_t s = vdev_size / 16;
+	s = s < (4ull << 20) ? 4ull << 20 : s > (64ull << 20) ? 64ull << 20 : s;
+	return s & ~(uint64_t)(POOL_BLOCK - 1);
+}
+
+int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, uint64_t log_size,
+		char *err, size_t errsz)
 {
 	uint64_t guid;
 	int ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -109,6 +131,17 @@ int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, ch
 		l->guid = guid;
 		l->size = sz & ~(uint64_t)(POOL_BLOCK - 1);
 		label_sum(l);
+		if (i == 0 && log_size) {
+			l->log_size = log_size == POOL_LOG_DEFAULT ? pool_default_log_size(l->size)
+								   : log_size & ~(uint64_t)(POOL_BLOCK - 1);
+			if (l->log_size + (8ull << 20) > l->size) {
+				fail(err, errsz, "the log region (%llu bytes) leaves no room on %s",
+				     (unsigned long long)l->log_size, paths[i]);
+				close(fd);
+				goto out;
+			}
+			fletcher4(&l->log_size, sizeof(l->log_size), &l->log_ck);
+		}
 		ssize_t w = pwrite(fd, blk, POOL_DATA_START, 0);
 		if (w != (ssize_t)POOL_DATA_START || fsync(fd)) {
 			fail(err, errsz, "cannot write label on %s: %s", paths[i], strerror(errno));
@@ -167,7 +200,12 @@ struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz)
 		v->fd = fd;
 		v->path = xstrdup(paths[i]);
 		v->size = lab->size;
-		v->nblocks = lab->size / POOL_BLOCK;
+		uint64_t log = label_log_size(lab);
+		if (log) {
+			p->log_offset = lab->size - log;
+			p->log_size = log;
+		}
+		v->nblocks = (lab->size - log) / POOL_BLOCK;
 		v->bitmap = xcalloc((v->nblocks + 7) / 8, 1);
 		v->rotor = POOL_DATA_START / POOL_BLOCK;
 		for (uint64_t b = 0; b < v->rotor; b++)
@@ -213,6 +251,7 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 	}
 	int fd = p->vdevs[vdev].fd, err = 0;
 	size_t done = 0;
+	uint64_t t0 = traced ? io.start_ns : p->model ? now_mono_ns() : 0;
 	while (done < len) {
 		ssize_t r = op == STRATA_VDEV_READ
 			? pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done))
@@ -232,6 +271,11 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 		__atomic_add_fetch(&p->writes, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&p->bytes_written, done, __ATOMIC_RELAXED);
 	}
+	if (p->model && !err)
+		devmodel_service(p->model, op == STRATA_VDEV_READ ? DEVMODEL_READ : DEVMODEL_WRITE,
+				 off, len, now_mono_ns() - t0);
+	if (op == STRATA_VDEV_READ)
+		devmodel_delay(__atomic_load_n(&p->read_delay_ns, __ATOMIC_RELAXED));
 	if (traced) {
 		io.latency_ns = now_mono_ns() - io.start_ns;
 		io.error = err;

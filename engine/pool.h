@@ -13,6 +13,8 @@
 #include "cksum.h"
 #include "xdr.h"
 
+struct devmodel;
+
 #define POOL_BLOCK       4096u
 #define POOL_DATA_START  (64u * 1024u)
 #define POOL_UB_OFFSET(slot) (8192u + (slot) * 4096u)
@@ -54,10 +56,19 @@ struct pool {
 	struct pool_extent *committing; /* freed by the txg being synced */
 	size_t ncommitting, capcommitting;
 	uint64_t bytes_read, bytes_written, reads, writes; /* atomics */
+	uint64_t log_offset, log_size; /* embedded ZIL region on vdev 0 (log_size 0: none) */
+	struct devmodel *model;        /* latency model for every vdev I/O (NULL: none) */
+	uint64_t read_delay_ns;        /* fault injection: added to every vdev read */
 };
 
-/* mkpool: create (sparse files of `size` when missing) and label the vdevs. */
-int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, char *err, size_t errsz);
+/* mkpool: create (sparse files of `size` when missing) and label the vdevs;
+ * vdev 0 reserves log_size bytes at its end for the embedded ZIL (0: none,
+ * POOL_LOG_DEFAULT: pool_default_log_size). */
+#define POOL_LOG_DEFAULT UINT64_MAX
+int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, uint64_t log_size,
+		char *err, size_t errsz);
+/* vdev size / 16, within 4 MiB..64 MiB. */
+uint64_t pool_default_log_size(uint64_t vdev_size);
 /* Open and verify the labels; vdevs may be given in any order. */
 struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz);
 void pool_close(struct pool *p);

@@ -15,6 +15,7 @@
 #include "net.h"
 #include "rpcbind.h"
 #include "stats.h"
+#include "tiers.h"
 #include "util.h"
 
 struct engine g_engine;
@@ -28,6 +29,7 @@ struct serve_opts {
 	uint64_t arc_max, dirty_max, sync_ms;
 	int workers, rpcbind;
 	enum arc_policy policy;
+	struct tier_opts tiers;
 };
 
 static void usage(FILE *f)
@@ -45,6 +47,15 @@ static void usage(FILE *f)
 		"  --port-file FILE        write 'listening nfs=ADDR:PORT mount=ADDR:PORT' there\n"
 		"  --no-rpcbind            do not register with rpcbind\n"
 		"  --config FILE           read 'option value' lines (command-line options win)\n"
+		"tiers:\n"
+		"  --cache PATH[:SIZE]     L2ARC cache device (repeatable; a missing file is created, 1G default)\n"
+		"  --l2arc on|off          start with the L2ARC serving and feeding (default on)\n"
+		"  --l2arc-compress on|off LZ4 for L2ARC buffers (default on)\n"
+		"  --l2arc-write-max SIZE  bytes fed per feed interval (default 8M)\n"
+		"  --log PATH[:SIZE]       separate intent-log device (SLOG); default: the pool's log region\n"
+		"  --no-zil                stable writes and COMMIT wait for a txg sync instead of the log\n"
+		"  --vdev-model SPEC       latency model of the pool's vdevs: none, hdd[:...], ssd[:...]\n"
+		"  --cache-model SPEC      of the cache devices;  --log-model SPEC  of the SLOG\n"
 		"export OPTIONS (comma separated): allow=CIDR (repeatable, default 127.0.0.0/8 and ::1),\n"
 		"  root_squash (default) | no_root_squash, anonuid=N, anongid=N, recordsize=SIZE, ro | rw\n");
 }
@@ -124,6 +135,15 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
 		{ "port-file", required_argument, 0, 'f' },
 		{ "no-rpcbind", no_argument, 0, 'R' },
 		{ "config", required_argument, 0, 'c' },
+		{ "cache", required_argument, 0, 'C' },
+		{ "l2arc", required_argument, 0, 'L' },
+		{ "l2arc-compress", required_argument, 0, 'Z' },
+		{ "l2arc-write-max", required_argument, 0, 'W' },
+		{ "log", required_argument, 0, 'g' },
+		{ "no-zil", no_argument, 0, 'N' },
+		{ "vdev-model", required_argument, 0, 'V' },
+		{ "cache-model", required_argument, 0, 'M' },
+		{ "log-model", required_argument, 0, 'G' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -179,6 +199,26 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
 		case 'f': o->port_file = optarg; break;
 		case 'R': o->rpcbind = 0; break;
 		case 'c': break; /* expanded before parsing */
+		case 'C':
+			if (o->tiers.ncache == TIERS_MAX_CACHE)
+				return bad("at most %s --cache devices", "8");
+			o->tiers.cache[o->tiers.ncache++] = optarg;
+			break;
+		case 'L':
+		case 'Z':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return bad("want on or off, not '%s'", optarg);
+			*(c == 'L' ? &o->tiers.l2arc_off : &o->tiers.l2arc_nocompress) = !strcmp(optarg, "off");
+			break;
+		case 'W':
+			if (parse_size(optarg, &o->tiers.l2arc_write_max) || o->tiers.l2arc_write_max < (64u << 10))
+				return bad("bad --l2arc-write-max '%s' (at least 64K)", optarg);
+			break;
+		case 'g': o->tiers.log = optarg; break;
+		case 'N': o->tiers.no_zil = true; break;
+		case 'V': o->tiers.vdev_model = optarg; break;
+		case 'M': o->tiers.cache_model = optarg; break;
+		case 'G': o->tiers.log_model = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		case ':':
 		default:
@@ -285,7 +325,7 @@ int cmd_serve(int argc, char **argv)
 	e->arc_max = o.arc_max;
 	e->arc = arc_create(o.arc_max, o.policy);
 	e->os = objset_create(e->pool, e->arc);
-	if (txg_import(&e->txg, e->os, err, sizeof(err))) {
+	if (txg_import(&e->txg, e->os, err, sizeof(err)) || tiers_setup(&o.tiers, err, sizeof(err))) {
 		fprintf(stderr, "strata-engine serve: %s\n", err);
 		return 1;
 	}
@@ -349,6 +389,7 @@ int cmd_serve(int argc, char **argv)
 	net_stop();
 	int serr = txg_stop(&e->txg);
 	stats_stop();
+	tiers_shutdown();
 	if (serr) {
 		fprintf(stderr, "strata-engine serve: final sync failed; the pool holds the last synced txg\n");
 		return 1;

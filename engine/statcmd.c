@@ -1,5 +1,6 @@
-/* statcmd.c — `strata-engine stats [--socket PATH | --pid PID]`: prints the
- * JSON a running engine serves on its stats socket. */
+/* statcmd.c — the commands that talk to a running engine over its stats
+ * socket: `strata-engine stats` prints the JSON it serves, `strata-engine ctl`
+ * changes it at run time (L2ARC on/off, LZ4, fault-injection delays, ARC size). */
 #include <getopt.h>
 #include <glob.h>
 #include <stdio.h>
@@ -13,7 +14,17 @@
 
 #define STATS_DIR "/run/strata"
 
-int cmd_stats(int argc, char **argv)
+static const char CTL_HELP[] =
+	"usage: strata-engine ctl [--socket PATH | --pid PID] REQUEST...\n"
+	"requests:\n"
+	"  l2arc on|off                 serve ARC misses from the cache devices, feed them (or not)\n"
+	"  l2arc compress on|off        LZ4 for buffers fed from now on\n"
+	"  inject-delay TIER DURATION   add DURATION (e.g. 50us; 0 clears) to every I/O of TIER:\n"
+	"                               l2arc (cache reads), zil (log writes), pool (vdev reads)\n"
+	"  arc-max SIZE                 change the ARC's size (evicts down to it)\n";
+
+/* --socket/--pid into path; returns the index of the first operand or -1 (rc set). */
+static int parse_target(const char *cmd, int argc, char **argv, char *path, size_t psz, int *rc)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, 's' },
@@ -21,75 +32,139 @@ int cmd_stats(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
-	char path[108] = "";
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (strlen(optarg) >= sizeof(path)) {
-				fprintf(stderr, "strata-engine stats: socket path too long\n");
-				return 2;
+			if (strlen(optarg) >= psz) {
+				fprintf(stderr, "strata-engine %s: socket path too long\n", cmd);
+				return *rc = 2, -1;
 			}
-			strcpy(path, optarg);
+			snprintf(path, psz, "%s", optarg);
 			break;
 		case 'p': {
 			char *end;
 			long pid = strtol(optarg, &end, 10);
 			if (*end || pid <= 0) {
-				fprintf(stderr, "strata-engine stats: bad --pid '%s'\n", optarg);
-				return 2;
+				fprintf(stderr, "strata-engine %s: bad --pid '%s'\n", cmd, optarg);
+				return *rc = 2, -1;
 			}
-			snprintf(path, sizeof(path), STATS_DIR "/engine-%ld.sock", pid);
+			snprintf(path, psz, STATS_DIR "/engine-%ld.sock", pid);
 			break;
 		}
 		case 'h':
-			printf("usage: strata-engine stats [--socket PATH | --pid PID]\n");
-			return 0;
+			if (!strcmp(cmd, "ctl"))
+				fputs(CTL_HELP, stdout);
+			else
+				printf("usage: strata-engine stats [--socket PATH | --pid PID]\n");
+			return *rc = 0, -1;
 		default:
-			fprintf(stderr, "strata-engine stats: unknown or incomplete option '%s'\n", argv[optind - 1]);
-			return 2;
+			fprintf(stderr, "strata-engine %s: unknown or incomplete option '%s'\n", cmd, argv[optind - 1]);
+			return *rc = 2, -1;
 		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "strata-engine stats: unexpected argument '%s'\n", argv[optind]);
-		return 2;
 	}
 	if (!path[0]) {
 		glob_t g;
 		if (glob(STATS_DIR "/engine-*.sock", 0, NULL, &g) || g.gl_pathc != 1) {
-			fprintf(stderr, "strata-engine stats: %s running engine found in " STATS_DIR
-				" (use --socket or --pid)\n", g.gl_pathc > 1 ? "more than one" : "no");
+			fprintf(stderr, "strata-engine %s: %s running engine found in " STATS_DIR
+				" (use --socket or --pid)\n", cmd, g.gl_pathc > 1 ? "more than one" : "no");
 			globfree(&g);
-			return 1;
+			return *rc = 1, -1;
 		}
-		snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
+		snprintf(path, psz, "%s", g.gl_pathv[0]);
 		globfree(&g);
 	}
+	return optind;
+}
+
+/* Sends one line, returns the whole answer (malloc'd) or NULL after a message. */
+static char *request(const char *cmd, const char *path, const char *line)
+{
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	strcpy(sa.sun_path, path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr, "strata-engine stats: cannot connect to %s: %m\n", path);
-		return 1;
+		fprintf(stderr, "strata-engine %s: cannot connect to %s: %m\n", cmd, path);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
 	}
-	if (write(fd, "stats\n", 6) != 6) {
-		fprintf(stderr, "strata-engine stats: cannot send the request to %s\n", path);
+	size_t n = strlen(line);
+	if (write(fd, line, n) != (ssize_t)n || write(fd, "\n", 1) != 1) {
+		fprintf(stderr, "strata-engine %s: cannot send the request to %s\n", cmd, path);
 		close(fd);
-		return 1;
+		return NULL;
 	}
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len);
 	char buf[8192];
-	ssize_t n;
-	size_t total = 0;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		fwrite(buf, 1, (size_t)n, stdout);
-		total += (size_t)n;
-	}
+	ssize_t got;
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)got, m);
+	fclose(m);
 	close(fd);
-	if (!total) {
-		fprintf(stderr, "strata-engine stats: empty answer from %s\n", path);
-		return 1;
+	if (!len) {
+		fprintf(stderr, "strata-engine %s: empty answer from %s\n", cmd, path);
+		free(out);
+		return NULL;
 	}
+	return out;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	char path[108] = "";
+	int rc = 0, first = parse_target("stats", argc, argv, path, sizeof(path), &rc);
+	if (first < 0)
+		return rc;
+	if (first != argc) {
+		fprintf(stderr, "strata-engine stats: unexpected argument '%s'\n", argv[first]);
+		return 2;
+	}
+	char *out = request("stats", path, "stats");
+	if (!out)
+		return 1;
+	fputs(out, stdout);
+	free(out);
 	return 0;
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	char path[108] = "", line[512] = "ctl";
+	int rc = 0, first = parse_target("ctl", argc, argv, path, sizeof(path), &rc);
+	if (first < 0)
+		return rc;
+	if (first == argc) {
+		fputs(CTL_HELP, stderr);
+		return 2;
+	}
+	for (int i = first; i < argc; i++) {
+		if (strlen(line) + strlen(argv[i]) + 2 > sizeof(line) || strpbrk(argv[i], "\r\n")) {
+			fprintf(stderr, "strata-engine ctl: request too long or not one line\n");
+			return 2;
+		}
+		strcat(line, " ");
+		strcat(line, argv[i]);
+	}
+	char *out = request("ctl", path, line);
+	if (!out)
+		return 1;
+	/* {"ok":"..."} or {"error":"..."}: print the message alone */
+	char *msg = strchr(out, ':');
+	int ok = !strncmp(out, "{\"ok\"", 5);
+	if (msg && msg[1] == '"') {
+		msg += 2;
+		char *end = strrchr(msg, '"');
+		if (end)
+			*end = 0;
+	} else {
+		msg = out;
+	}
+	fprintf(ok ? stdout : stderr, ok ? "%s\n" : "strata-engine ctl: %s\n", msg);
+	free(out);
+	return ok ? 0 : 1;
 }

@@ -1,5 +1,6 @@
-/* stats.c — arcstats-like counters, NFS/MOUNT per-procedure counters and
- * pool figures as JSON over a UNIX socket (see stats.h). */
+/* stats.c — arcstats-like counters, NFS/MOUNT per-procedure counters, pool
+ * and tier figures as JSON over a UNIX socket (see stats.h), and the `ctl`
+ * requests of `strata-engine ctl` on the same socket. */
 #include "stats.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "tiers.h"
 #include "util.h"
 
 static const char *const nfs_names[NFS3_NPROCS] = {
@@ -48,6 +50,20 @@ static void jprintf(struct jbuf *j, const char *fmt, ...)
 		j->cap = j->cap * 2 + (size_t)(n > 0 ? n : 0);
 		j->s = xrealloc(j->s, j->cap);
 	}
+}
+
+/* msg as the inside of a JSON string (quotes, backslashes, controls dropped). */
+static void json_escape(const char *msg, char *out, size_t n)
+{
+	size_t k = 0;
+	for (; *msg && k + 2 < n; msg++) {
+		if ((unsigned char)*msg < 0x20)
+			continue;
+		if (*msg == '"' || *msg == '\\')
+			out[k++] = '\\';
+		out[k++] = *msg;
+	}
+	out[k] = 0;
 }
 
 static uint64_t ld(const uint64_t *p)
@@ -96,6 +112,10 @@ char *stats_json(void)
 		(unsigned long long)ld(&e->txg.syncs), (unsigned long long)ld(&e->txg.failures),
 		(unsigned long long)ld(&p->reads), (unsigned long long)ld(&p->writes),
 		(unsigned long long)ld(&p->bytes_read), (unsigned long long)ld(&p->bytes_written), p->direct);
+	char *tiers = tiers_stats_json();
+	j.len -= 2; /* reopen the object: drop "}\n" */
+	jprintf(&j, ",%s}\n", tiers);
+	free(tiers);
 	return j.s;
 }
 
@@ -119,6 +139,12 @@ static void serve_client(int fd)
 	char *out;
 	if (!strcmp(line, "stats")) {
 		out = stats_json();
+	} else if (!strncmp(line, "ctl ", 4)) {
+		char msg[256], esc[300];
+		int rc = tiers_ctl(line + 4, msg, sizeof(msg));
+		json_escape(msg, esc, sizeof(esc));
+		out = xmalloc(400);
+		snprintf(out, 400, rc ? "{\"error\":\"%s\"}\n" : "{\"ok\":\"%s\"}\n", esc);
 	} else {
 		out = xmalloc(64 + strlen(line));
 		snprintf(out, 64 + strlen(line), "{\"error\":\"unknown command\"}\n");

@@ -1,5 +1,6 @@
 /* stats.h — the stats UNIX socket: a client writes one command line
- * ("stats\n") and reads one JSON object until EOF. */
+ * ("stats\n", or "ctl REQUEST\n" for tiers_ctl) and reads one JSON object
+ * until EOF. */
 #ifndef ENGINE_STATS_H
 #define ENGINE_STATS_H
 

@@ -1,19 +1,12 @@
-# engine/tiers.mk — issue 7's building blocks: L2ARC (l2arc*.c), ZIL/SLOG
-# (zil.c), device latency models (devmodel.c) and their shared device access
-# (tierdev.c).  Objects for linking into strata-engine: $(TIERS_OBJS) with
-# $(TIERS_LIBS) (they also need engine/cksum.c, already in the engine).
-# C unit tests (ASan+UBSan, built from the sources) join TEST_BINS.
+# engine/tiers.mk — unit tests of the engine's tiers: L2ARC (l2arc*.c),
+# ZIL/SLOG (zil.c), device latency models (devmodel.c) and their shared
+# device access (tierdev.c), built from the sources under ASan+UBSan; they
+# join TEST_BINS.  (strata-engine links the same sources: engine.mk.)
 
-TIERS_SRCS := engine/tierdev.c engine/l2arc.c engine/l2arc_log.c engine/zil.c engine/devmodel.c
-TIERS_OBJS := $(patsubst engine/%.c,$(OBJ)/tiers/%.o,$(TIERS_SRCS))
 TIERS_HDRS := engine/tierdev.h engine/tierstats.h engine/l2arc.h engine/l2arc_impl.h engine/zil.h \
 	engine/devmodel.h engine/strata_probes.h engine/cksum.h engine/arc.h
 TIERS_LIBS := $(shell pkg-config --libs liblz4) -lm
 TIERS_TESTOUT := $(BUILD)/tests
-
-$(OBJ)/tiers/%.o: engine/%.c $(TIERS_HDRS) | $(OBJ)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
 
 L2ARC_TEST_SRCS := engine/l2arc_test.c engine/l2arc.c engine/l2arc_log.c engine/tierdev.c engine/cksum.c \
 	engine/devmodel.c
@@ -31,10 +24,8 @@ $(TIERS_TESTOUT)/devmodel_test: $(DEVMODEL_TEST_SRCS) $(TIERS_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(DEVMODEL_TEST_SRCS) -o $@ $(LDFLAGS) -lm
 
-.PHONY: tiers test-tiers
-tiers: $(TIERS_OBJS)
+.PHONY: test-tiers
 test-tiers: $(TIERS_TESTOUT)/l2arc_test $(TIERS_TESTOUT)/zil_test $(TIERS_TESTOUT)/devmodel_test
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
 
-ALL_TARGETS += $(TIERS_OBJS)
 TEST_BINS   += $(TIERS_TESTOUT)/l2arc_test $(TIERS_TESTOUT)/zil_test $(TIERS_TESTOUT)/devmodel_test

@@ -248,6 +248,8 @@ static void run_sync(struct txg *t)
 	}
 	pthread_cond_broadcast(&t->done_cv);
 	pthread_mutex_unlock(&t->lock);
+	if (!err && t->synced_fn)
+		t->synced_fn(t->synced_ctx, target);
 }
 
 static void *sync_thread(void *arg)

@@ -22,6 +22,10 @@ struct txg {
 	uint64_t attempts, failures; /* sync attempts and failed ones */
 	struct pool_extent meta;     /* the current metadata block */
 	uint64_t syncs, sync_ns, synced_bytes;
+	/* Called from the syncing thread after each txg is on disk (the ZIL
+	 * reclaims its log blocks there).  NULL: none. */
+	void (*synced_fn)(void *ctx, uint64_t txg);
+	void *synced_ctx;
 };
 
 /* Loads the newest valid txg into os (an empty pool loads nothing). */

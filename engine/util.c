@@ -78,6 +78,25 @@ int parse_duration_ms(const char *s, uint64_t *out)
 	return 0;
 }
 
+int parse_duration_ns(const char *s, uint64_t *out)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 }, { "", 1000000000 },
+	};
+	uint64_t v;
+	const char *r;
+	if (parse_number(s, &v, &r))
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(r, units[i].unit)) {
+			if (v > UINT64_MAX / units[i].ns)
+				return -1;
+			*out = v * units[i].ns;
+			return 0;
+		}
+	return -1;
+}
+
 static void oom(void)
 {
 	fputs("strata-engine: out of memory\n", stderr);

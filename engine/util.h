@@ -12,6 +12,8 @@ void now_real(uint32_t *sec, uint32_t *nsec);
 int parse_size(const char *s, uint64_t *out);
 /* "5s", "500ms", "2" (seconds) -> milliseconds; -1 on bad input. */
 int parse_duration_ms(const char *s, uint64_t *out);
+/* "50us", "2ms", "1s", "100ns" (a bare number is seconds). */
+int parse_duration_ns(const char *s, uint64_t *out);
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);

@@ -82,6 +82,7 @@ struct zil {
 	size_t nblks, first, capblks;
 	int replayed;                  /* zil_replay done: its blocks may go */
 	struct devmodel *model;
+	uint64_t write_delay_ns;    /* fault injection: added to every log write */
 	struct zil_stats st;
 };
 
@@ -390,6 +391,7 @@ static void write_pending(struct zil *z)
 	if (!err)
 		err = tierdev_sync(&z->io);
 	devmodel_service(z->model, DEVMODEL_WRITE, phys(z, L), len, mono_ns() - t0);
+	devmodel_delay(__atomic_load_n(&z->write_delay_ns, __ATOMIC_RELAXED));
 	free(buf);
 
 	pthread_mutex_lock(&z->lock);
@@ -550,6 +552,11 @@ int zil_checkpoint(struct zil *z, uint64_t synced_txg)
 void zil_set_model(struct zil *z, struct devmodel *m)
 {
 	z->model = m;
+}
+
+void zil_set_write_delay(struct zil *z, uint64_t ns)
+{
+	__atomic_store_n(&z->write_delay_ns, ns, __ATOMIC_RELAXED);
 }
 
 void zil_get_stats(struct zil *z, struct zil_stats *out)

@@ -75,5 +75,7 @@ void zil_get_stats(struct zil *z, struct zil_stats *out);
  * before use; the caller keeps it alive until zil_close. */
 struct devmodel;
 void zil_set_model(struct zil *z, struct devmodel *m);
+/* Fault injection: ns added to every log write (0: none). */
+void zil_set_write_delay(struct zil *z, uint64_t ns);
 
 #endif

@@ -221,3 +221,51 @@ class RpcClient:
         r = self.call(MOUNT_PROG, 1, xdr_opaque(path.encode()))
         assert r.u32() == 0
         return r.opaque()
+
+
+# --- NFSv3 calls on an RpcClient ---------------------------------------------------
+
+NO_SATTR = struct.pack(">IIIIII", 0, 0, 0, 0, 0, 0)
+
+
+def diropargs(fh, name):
+    return xdr_opaque(fh) + xdr_opaque(name.encode())
+
+
+def create(c, dirfh, name, how=1):
+    r = c.call(NFS_PROG, 8, diropargs(dirfh, name) + struct.pack(">I", how) + NO_SATTR)
+    st = r.u32()
+    if st:
+        return st, None
+    assert r.u32() == 1
+    return 0, r.opaque()
+
+
+def lookup(c, dirfh, name):
+    r = c.call(NFS_PROG, 3, diropargs(dirfh, name))
+    st = r.u32()
+    return (st, r.opaque()) if st == 0 else (st, None)
+
+
+def write(c, fh, off, data, stable):
+    r = c.call(NFS_PROG, 7, xdr_opaque(fh) + struct.pack(">QII", off, len(data), stable) + xdr_opaque(data))
+    assert r.u32() == 0
+    r.wcc()
+    count, committed = r.u32(), r.u32()
+    return count, committed, r.d[r.p:r.p + 8]
+
+
+def commit(c, fh):
+    """COMMIT of the whole file: (status, write verifier)."""
+    r = c.call(NFS_PROG, 21, xdr_opaque(fh) + struct.pack(">QI", 0, 0))
+    st = r.u32()
+    r.wcc()
+    return st, r.d[r.p:r.p + 8]
+
+
+def read(c, fh, off, count):
+    r = c.call(NFS_PROG, 6, xdr_opaque(fh) + struct.pack(">QI", off, count))
+    assert r.u32() == 0
+    r.post_op_attr()
+    n, eof = r.u32(), r.u32()
+    return r.opaque(), eof

@@ -3,45 +3,8 @@ unstable writes with COMMIT verifiers across a restart, stale handles, MKNOD's
 honest NOTSUPP and the export boundary."""
 import struct
 
-from engine_util import NFS_PROG, MOUNT_PROG, RpcClient, engine, xdr_opaque  # noqa: F401
-
-NO_SATTR = struct.pack(">IIIIII", 0, 0, 0, 0, 0, 0)
-
-
-def diropargs(fh, name):
-    return xdr_opaque(fh) + xdr_opaque(name.encode())
-
-
-def create(c, dirfh, name, how=1):
-    r = c.call(NFS_PROG, 8, diropargs(dirfh, name) + struct.pack(">I", how) + NO_SATTR)
-    st = r.u32()
-    if st:
-        return st, None
-    assert r.u32() == 1
-    return 0, r.opaque()
-
-
-def lookup(c, dirfh, name):
-    r = c.call(NFS_PROG, 3, diropargs(dirfh, name))
-    st = r.u32()
-    return (st, r.opaque()) if st == 0 else (st, None)
-
-
-def write(c, fh, off, data, stable):
-    r = c.call(NFS_PROG, 7, xdr_opaque(fh) + struct.pack(">QII", off, len(data), stable) + xdr_opaque(data))
-    assert r.u32() == 0
-    r.wcc()
-    count, committed = r.u32(), r.u32()
-    return count, committed, r.d[r.p:r.p + 8]
-
-
-def read(c, fh, off, count):
-    r = c.call(NFS_PROG, 6, xdr_opaque(fh) + struct.pack(">QI", off, count))
-    assert r.u32() == 0
-    r.post_op_attr()
-    n, eof = r.u32(), r.u32()
-    return r.opaque(), eof
-
+from engine_util import (NFS_PROG, MOUNT_PROG, NO_SATTR, RpcClient, create, diropargs, engine,  # noqa: F401
+                         lookup, read, write, xdr_opaque)
 
 def test_namespace_operations(engine):
     c = RpcClient(engine.port)

@@ -1,0 +1,53 @@
+/* tiers.h — the engine's optional tiers, wired into the serving path: cache
+ * devices (L2ARC, fed from the ARC's eviction hook), the intent log (a
+ * separate log device, or the region mkpool keeps at the end of the first
+ * vdev), device latency models for vdevs, cache and log devices, and the
+ * fault-injection delays that `strata-engine ctl inject-delay` sets.
+ *
+ * Stable writes: WRITE with DATA_SYNC/FILE_SYNC logs the bytes written;
+ * COMMIT logs the file's dirty records, then waits for a txg sync already in
+ * flight (records it has taken off the dirty list are durable only once it
+ * ends).  Both fall back to a txg sync when there is no log or it is full.
+ * At start the log is replayed into the open txg before anything is served. */
+#ifndef ENGINE_TIERS_H
+#define ENGINE_TIERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objset.h"
+
+#define TIERS_MAX_CACHE 8
+
+struct tier_opts {
+	const char *cache[TIERS_MAX_CACHE]; /* PATH[:SIZE] cache devices */
+	int ncache;
+	const char *log;                    /* PATH[:SIZE] separate log device (SLOG) */
+	const char *vdev_model, *cache_model, *log_model; /* devmodel specs */
+	bool l2arc_off;                     /* start with the L2ARC disabled */
+	bool l2arc_nocompress;              /* no LZ4 for new L2ARC buffers */
+	bool no_zil;                        /* stable writes wait for a txg sync */
+	uint64_t l2arc_write_max;           /* 0: the default */
+};
+
+/* After txg_import, before the first sync: opens the devices and models,
+ * replays the log into the open txg.  0, or -1 with a one-line err. */
+int tiers_setup(const struct tier_opts *o, char *err, size_t errsz);
+/* After the final txg sync: stops the feed, closes devices. */
+void tiers_shutdown(void);
+
+/* NFS stable writes; both return an nfsstat3 and add the tiers used to acct. */
+uint32_t tiers_stable_write(uint64_t objid, uint64_t off, uint32_t len, const void *data,
+			    uint64_t txg, struct io_acct *acct);
+uint32_t tiers_commit(struct object *o, struct io_acct *acct);
+
+/* One `ctl` request ("l2arc on", "inject-delay l2arc 50us", ...): 0 with a
+ * reply, or -1 with a one-line error, in out. */
+int tiers_ctl(const char *request, char *out, size_t outsz);
+
+/* JSON members ("\"l2arc\":{...},\"zil\":{...},..."), without braces
+ * around them; malloc'd. */
+char *tiers_stats_json(void);
+
+#endif
