@@ -7,6 +7,7 @@ verdict per key. Exit codes: 0 same or better, 1 regression, 2 error.
 import sys
 
 import click
+import numpy as np
 
 from strata.cli import check_report
 from strata.datasets.archive import Archive
@@ -27,14 +28,43 @@ def _whole(archive: Archive, name: str):
     return archive.query(name, first, last + 1)
 
 
+NEW_KEY_SHARE = 0.01   # a key only one run has is a change when it holds this share of its events
+
+
+def _per_interval(qr, i) -> np.ndarray:
+    """Events of key i in each interval."""
+    if qr.kind == "heatmap":
+        return qr.counts[i].sum(axis=1)
+    return np.nan_to_num(qr.values[i]) if qr.kind == "counter" else np.zeros(len(qr.times))
+
+
+def _events(qr, i) -> int:
+    return int(_per_interval(qr, i).sum())
+
+
+def one_sided(key: str, base, cand, threshold) -> KeyVerdict:
+    """A key that only one run has: a new key carrying a real share of the candidate's
+    events (a new tier, client or op) is worse; one that went away is judged by its
+    share too, as better; a handful of stray events is the same."""
+    side, qr = ("candidate", cand) if key in cand.keys else ("baseline", base)
+    i = qr.keys.index(key)
+    n, intervals = _events(qr, i), int((_per_interval(qr, i) > 0).sum())
+    total = sum(_events(qr, i) for i in range(len(qr.keys))) or 1
+    share = n / total
+    changed = share >= max(NEW_KEY_SHARE, threshold / 10)
+    verdict = ("worse" if side == "candidate" else "better") if changed else "same"
+    where = "new in the candidate" if side == "candidate" else "gone from the candidate"
+    return KeyVerdict(key, verdict, (0, intervals) if side == "candidate" else (intervals, 0),
+                      reason=f"key {where}: {n:,} events, {share:.1%} of the {side}'s")
+
+
 def compare_dataset(name: str, base, cand, metrics, threshold, confidence):
     """(dataset, KeyVerdict) for every key of one dataset, and p99 series for pictures."""
     out, series = [], {}
     keys = sorted(set(base.keys) | set(cand.keys))
     for key in keys:
         if key not in base.keys or key not in cand.keys:
-            side = "baseline" if key not in base.keys else "candidate"
-            out.append((name, KeyVerdict(key, "error", (0, 0), reason=f"key missing from the {side}")))
+            out.append((name, one_sided(key, base, cand, threshold)))
             continue
         i, j = base.keys.index(key), cand.keys.index(key)
         if base.kind == "heatmap":

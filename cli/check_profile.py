@@ -9,6 +9,9 @@ run, what to measure and how to judge it.
     pool_size = "256M"    # per vdev file
     vdevs = 1
     recordsize = "8k"
+    cache_size = "128M"   # an L2ARC cache device of that size (a scratch file); default none
+    inject_delay = { l2arc = "50us" }   # `strata-engine ctl inject-delay` once started:
+                          # a regression on purpose (tiers l2arc, zil, pool)
     args = []             # more `strata-engine serve` options, e.g. ["--workers", "16"]
 
     [server]              # or: an engine that is already running (then no [engine])
@@ -48,7 +51,8 @@ from strata.datasets.compare import METRICS
 
 LOAD_KEYS = {"profile", "io_size", "files", "file_size", "working_set", "clients", "threads", "rate", "stable",
              "step_interval", "read_pct", "netns", "seed", "setup"}
-ENGINE_KEYS = {"arc_max", "pool_size", "vdevs", "recordsize", "args"}
+ENGINE_KEYS = {"arc_max", "pool_size", "vdevs", "recordsize", "args", "cache_size", "inject_delay"}
+DELAY_TIERS = {"l2arc", "zil", "pool"}
 SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
 MEASURE_KEYS = {"warmup", "duration", "datasets"}
 CHECK_KEYS = {"threshold", "confidence", "metrics"}
@@ -115,6 +119,10 @@ def load(path: str) -> Profile:
     prof.engine = _table(data, "engine", ENGINE_KEYS)
     if not isinstance(prof.engine.get("args", []), list):
         raise ProfileError("engine.args must be a list of strings")
+    delays = prof.engine.get("inject_delay", {})
+    if not isinstance(delays, dict) or any(t not in DELAY_TIERS or not isinstance(d, str) for t, d in delays.items()):
+        raise ProfileError(f"engine.inject_delay must map tiers ({', '.join(sorted(DELAY_TIERS))}) "
+                           "to durations such as \"50us\"")
     if "server" in data:
         if "engine" in data:
             raise ProfileError(f"{path}: give [engine] (start one) or [server] (use one), not both")

@@ -135,8 +135,14 @@ def _private_engine(prof, work: Path, undo):
     e = prof.engine
     vdevs = [str(work / f"vdev{i}") for i in range(int(e.get("vdevs", 1)))]
     lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")))
+    extra = [str(a) for a in e.get("args", [])]
+    if "cache_size" in e:
+        extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
     eng = lab_engine.Engine(work)
     eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash",
-              str(e.get("arc_max", "256M")), [str(a) for a in e.get("args", [])])
+              str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
+    for tier, delay in e.get("inject_delay", {}).items():
+        _say(f"injecting {delay} into every {tier} I/O")
+        eng.ctl("inject-delay", tier, delay)
     return "127.0.0.1", eng.nfsport, eng.mountport, EXPORT, eng.pid

@@ -37,8 +37,9 @@ FAILURES = (MissingBinary, EngineError, LoadError, CollectError, LoopError, Arch
               help="Seconds of random reads (after the working set is written).")
 @click.option("--clients", default=10, show_default=True, type=click.IntRange(1, 200))
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64), help="Streams per client.")
-@click.option("--rate", default=3000, show_default=True, type=click.IntRange(0, 10_000_000),
-              help="RPCs/s over all clients (0: as fast as they go); a cap keeps 2 cores from smearing the bands.")
+@click.option("--rate", default=400, show_default=True, type=click.IntRange(0, 10_000_000),
+              help="RPCs/s over all clients (0: as fast as they go); the cap keeps the four modelled "
+                   "disks below saturation, so their band is service time, not queueing.")
 @click.option("--arc-max", default="64M", show_default=True, callback=_size, help="ARC size.")
 @click.option("--working-set", default="256M", show_default=True, callback=_size,
               help="Bytes the clients read (> ARC).")

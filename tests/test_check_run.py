@@ -39,3 +39,24 @@ def test_bad_profile_is_one_line_and_exit_2(tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "bogus" in proc.stderr
+
+
+def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
+    """The same L2ARC profile twice, the second with 50 us added to every cache-device
+    read (`strata-engine ctl inject-delay`): worse on l2arc.latency and on NFS reads the
+    L2ARC served, not on those the ARC served."""
+    base = tmp_path / "base.archive"
+    proc = subprocess.run([*STRATA, "check", "run", "--profile", str(repo / "bench/profiles/l2arc.toml"),
+                           "--baseline", str(base), "--update-baseline"],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    slow = tmp_path / "slow.toml"
+    slow.write_text((repo / "bench/profiles/l2arc.toml").read_text()
+                    .replace("[engine]\n", '[engine]\ninject_delay = { l2arc = "50us" }\n'))
+    proc = subprocess.run([*STRATA, "check", "run", "--profile", str(slow), "--baseline", str(base), "--json"],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    verdicts = {(r["dataset"], r["key"]): r["verdict"] for r in json.loads(proc.stdout)["results"]}
+    assert verdicts[("l2arc.latency", "")] == "worse"
+    assert verdicts[("nfs.latency[tier]", "l2arc")] == "worse"
+    assert verdicts[("nfs.latency[tier]", "arc")] in ("same", "better")

@@ -57,3 +57,20 @@ def test_counters_fewer_ops_is_worse():
     assert compare_counts("k", base, rng.poisson(10_000, 60)).verdict == "same"
     assert compare_counts("k", base, rng.poisson(8_000, 60)).verdict == "worse"
     assert compare_counts("k", base, rng.poisson(12_000, 60)).verdict == "better"
+
+
+def test_a_key_only_one_run_has_is_judged_by_its_share():
+    from strata.cli.check_cmd import one_sided
+    from strata.datasets.query import QueryResult
+
+    def counter(keys, totals):
+        return QueryResult(name="nfs.ops[op]", statistic="nfs.ops", kind="counter", unit="ops", step=1,
+                           times=np.arange(10), keys=keys,
+                           values=np.array([[t // 10] * 10 for t in totals], dtype=np.int64))
+    base = counter(["read"], [10_000])
+    stray = counter(["read", "write"], [10_000, 20])        # 0.2 %: noise
+    real = counter(["read", "write"], [10_000, 3_000])      # a new op with 23 % of the events
+    assert one_sided("write", base, stray, 0.1).verdict == "same"
+    new = one_sided("write", base, real, 0.1)
+    assert new.verdict == "worse" and new.intervals == (0, 10) and "new in the candidate" in new.reason
+    assert one_sided("write", real, base, 0.1).verdict == "better"

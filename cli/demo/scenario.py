@@ -32,11 +32,11 @@ class Settings:
     duration: int = 90
     clients: int = 10
     threads: int = 2
-    rate: int = 3000      # RPCs/s cap over all clients (0: none), so 2 cores keep the DRAM band sharp
+    rate: int = 400       # RPCs/s over all clients (0: none): the modelled disks stay below saturation
     arc_max: str = "64M"
     working_set: str = "256M"
     files: int = 32
-    vdevs: int = 1
+    vdevs: int = 4        # with the HDD model, one spindle each
     l2arc_size: str = "512M"
     netns: bool = True
 
@@ -96,7 +96,9 @@ def run(settings: Settings, undo, echo) -> Facts:
         cache = loopdev.attach(str(work / "l2arc.img"), parse_value(settings.l2arc_size, "bytes"))
         backing[cache] = str(work / "l2arc.img")
         undo.callback(loopdev.detach, cache, backing[cache])
-        extra += ["--cache", cache]
+        extra += ["--cache", cache, "--l2arc", "off"]     # switched on halfway
+        if model:
+            extra += ["--cache-model", "ssd"]
     facts = Facts(archive=str(out / "archive.db"), pool_devices=[loopdev.name(d) for d in pool],
                   cache_device=loopdev.name(cache) if cache else None, vdev_model=model,
                   l2arc=bool(cache and feats.ctl), netns=settings.netns)
