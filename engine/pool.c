@@ -251,7 +251,8 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 	}
 	int fd = p->vdevs[vdev].fd, err = 0;
 	size_t done = 0;
-	uint64_t t0 = traced ? io.start_ns : p->model ? now_mono_ns() : 0;
+	struct devmodel *model = p->vdevs[vdev].model;
+	uint64_t t0 = traced ? io.start_ns : model ? now_mono_ns() : 0;
 	while (done < len) {
 		ssize_t r = op == STRATA_VDEV_READ
 			? pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done))
@@ -271,8 +272,8 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 		__atomic_add_fetch(&p->writes, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&p->bytes_written, done, __ATOMIC_RELAXED);
 	}
-	if (p->model && !err)
-		devmodel_service(p->model, op == STRATA_VDEV_READ ? DEVMODEL_READ : DEVMODEL_WRITE,
+	if (model && !err)
+		devmodel_service(model, op == STRATA_VDEV_READ ? DEVMODEL_READ : DEVMODEL_WRITE,
 				 off, len, now_mono_ns() - t0);
 	if (op == STRATA_VDEV_READ)
 		devmodel_delay(__atomic_load_n(&p->read_delay_ns, __ATOMIC_RELAXED));

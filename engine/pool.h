@@ -39,6 +39,7 @@ struct vdev {
 	uint8_t *bitmap; /* 1 = allocated, one bit per 4 KiB block */
 	uint64_t rotor;
 	uint64_t free_blocks;
+	struct devmodel *model; /* latency model of this device, e.g. its own spindle (NULL: none) */
 };
 
 struct pool_extent { uint32_t vdev; uint64_t offset, size; };
@@ -57,7 +58,6 @@ struct pool {
 	size_t ncommitting, capcommitting;
 	uint64_t bytes_read, bytes_written, reads, writes; /* atomics */
 	uint64_t log_offset, log_size; /* embedded ZIL region on vdev 0 (log_size 0: none) */
-	struct devmodel *model;        /* latency model for every vdev I/O (NULL: none) */
 	uint64_t read_delay_ns;        /* fault injection: added to every vdev read */
 };
 

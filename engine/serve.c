@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		"  --l2arc-write-max SIZE  bytes fed per feed interval (default 8M)\n"
 		"  --log PATH[:SIZE]       separate intent-log device (SLOG); default: the pool's log region\n"
 		"  --no-zil                stable writes and COMMIT wait for a txg sync instead of the log\n"
-		"  --vdev-model SPEC       latency model of the pool's vdevs: none, hdd[:...], ssd[:...]\n"
+		"  --vdev-model SPEC       latency model of each of the pool's vdevs: none, hdd[:...], ssd[:...]\n"
 		"  --cache-model SPEC      of the cache devices;  --log-model SPEC  of the SLOG\n"
 		"export OPTIONS (comma separated): allow=CIDR (repeatable, default 127.0.0.0/8 and ::1),\n"
 		"  root_squash (default) | no_root_squash, anonuid=N, anongid=N, recordsize=SIZE, ro | rw\n");

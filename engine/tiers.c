@@ -114,10 +114,10 @@ static int setup_log(const struct tier_opts *o, char *err, size_t errsz)
 		snprintf(err, errsz, "intent log: %s", why);
 		return -1;
 	}
-	if (model(o->log ? o->log_model : o->vdev_model, size ? size : 1ull << 30, &tg.log_model,
-		  "log", err, errsz))
+	/* a SLOG has a model of its own; the pool's log region shares vdev 0's (its spindle) */
+	if (o->log && model(o->log_model, 1ull << 30, &tg.log_model, "log", err, errsz))
 		return -1;
-	zil_set_model(tg.zil, tg.log_model);
+	zil_set_model(tg.zil, o->log ? tg.log_model : e->pool->vdevs[0].model);
 	uint64_t synced = e->txg.synced_txg;
 	int n = zil_replay(tg.zil, synced, replay_write, e->os);
 	if (n < 0) {
@@ -168,8 +168,9 @@ static int setup_cache(const struct tier_opts *o, char *err, size_t errsz)
 int tiers_setup(const struct tier_opts *o, char *err, size_t errsz)
 {
 	struct pool *p = g_engine.pool;
-	if (model(o->vdev_model, p->vdevs[0].size, &p->model, "vdev", err, errsz))
-		return -1;
+	for (uint32_t i = 0; i < p->nvdevs; i++) /* one model each: every disk its own spindle */
+		if (model(o->vdev_model, p->vdevs[i].size, &p->vdevs[i].model, "vdev", err, errsz))
+			return -1;
 	return setup_cache(o, err, errsz) || setup_log(o, err, errsz) ? -1 : 0;
 }
 
@@ -349,11 +350,21 @@ char *tiers_stats_json(void)
 		zil_get_stats(tg.zil, &st);
 		put_fields(&parts[np++], &len, "zil", "", &st, zil_stat_fields, zil_stat_nfields);
 	}
+	struct pool *p = g_engine.pool;
+	struct devmodel_stats vd = { 0 };
+	for (uint32_t i = 0; i < p->nvdevs && p->vdevs[i].model; i++) { /* the pool's vdevs, summed */
+		struct devmodel_stats st;
+		devmodel_get_stats(p->vdevs[i].model, &st);
+		for (size_t f = 0; f < devmodel_stat_nfields; f++)
+			*(uint64_t *)((char *)&vd + devmodel_stat_fields[f].off) +=
+				tier_stat_value(&st, &devmodel_stat_fields[f]);
+	}
+	if (p->vdevs[0].model)
+		put_fields(&parts[np++], &len, "vdev_model", "", &vd, devmodel_stat_fields, devmodel_stat_nfields);
 	struct { const char *name; struct devmodel *m; } models[] = {
-		{ "vdev_model", g_engine.pool->model }, { "cache_model", tg.cache_model },
-		{ "log_model", tg.log_model },
+		{ "cache_model", tg.cache_model }, { "log_model", tg.log_model },
 	};
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 2; i++) {
 		if (!models[i].m)
 			continue;
 		struct devmodel_stats st;
