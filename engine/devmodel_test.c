@@ -9,17 +9,8 @@
 #include <time.h>
 
 #include "devmodel.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
 
 static uint64_t now_ns(void)
 {

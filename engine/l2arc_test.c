@@ -17,17 +17,8 @@
 
 #include "devmodel.h"
 #include "l2arc.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
 
 #define BUFSZ 8192u
 static char dir[] = "/tmp/l2arc_test.XXXXXX";

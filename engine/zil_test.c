@@ -19,17 +19,8 @@
 #include <unistd.h>
 
 #include "zil.h"
+#include "unit_check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
 
 static char dir[] = "/tmp/zil_test.XXXXXX";
 static char path[160];

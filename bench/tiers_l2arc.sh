@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/tiers_l2arc.sh — seed 001's table at one-machine scale: aggregate read
+# throughput of the seed's reader (strata-load seed-l2arc: 50 streams, random
+# file, eight 128 KiB reads from a random aligned offset) for working sets of
+# 0.5x to 3x the L2ARC, with no L2ARC, an L2ARC, and an L2ARC with LZ4.  The
+# pool is four HDD-model vdevs, the cache device an SSD model; the data is
+# text-like (LZ4 about 2:1).  Each point warms the caches, then measures.
+# Usage: bench/tiers_l2arc.sh [MEASURE_S] [WARM_S]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MEASURE=${1:-10}
+WARM=${2:-25}
+L2=${L2_SIZE:-128}          # MiB
+ARC=${ARC_SIZE:-32}         # MiB
+FILES=16
+source bench/tierlib.sh
+
+# text-like files named as strata-load names its working set
+make_files() { # TOTAL_MIB
+	.venv/bin/python - "$WORK/data" "$1" "$FILES" <<'PY'
+import os, random, sys
+out, total, files = sys.argv[1], int(sys.argv[2]) << 20, int(sys.argv[3])
+os.makedirs(out, exist_ok=True)
+rng = random.Random(1)
+words = [bytes(rng.choice(b"etaoinshrdlucmfwypvbgkqjxz0123456789") for _ in range(rng.randint(2, 10)))
+         for _ in range(5000)]
+for i in range(files):
+    buf = bytearray()
+    while len(buf) < total // files:
+        buf += b" ".join(rng.choice(words) for _ in range(16)) + b"\n"
+    open(f"{out}/load-{i:07d}", "wb").write(buf[:total // files])
+PY
+}
+
+printf "%-8s %-10s %12s %12s %10s %10s\n" "ws/L2" "config" "MiB/s" "ops/s" "l2_hits%" "asize/size"
+for factor in 0.5 1 1.5 2 3; do
+	ws=$(.venv/bin/python -c "print(int($factor * $L2))")
+	rm -rf "$WORK/data"
+	make_files "$ws"
+	for config in none l2arc lz4; do
+		opts=(--arc-max "${ARC}M" --vdev-model hdd --workers 64)
+		case $config in
+			l2arc) opts+=(--cache "$WORK/run/cache:${L2}M" --cache-model ssd --l2arc-compress off) ;;
+			lz4) opts+=(--cache "$WORK/run/cache:${L2}M" --cache-model ssd --l2arc-compress on) ;;
+		esac
+		engine_start 4 "$((ws / 2 + 64))M" "${opts[@]}"
+		for f in "$WORK"/data/*; do
+			nfs-cp "$f" "nfs://127.0.0.1/bench/$(basename "$f")?nfsport=$NFSPORT&mountport=$MOUNTPORT&version=3" >/dev/null
+		done
+		args=(--profile seed-l2arc --io-size 128k --files "$FILES" --file-size "$((ws / FILES))m" --clients 5)
+		load "${args[@]}" --duration "$WARM" >/dev/null
+		before=$(stats)
+		report=$(load "${args[@]}" --duration "$MEASURE")
+		after=$(stats)
+		.venv/bin/python - "$factor" "$config" "$report" "$before" "$after" <<'PY'
+import json, sys
+factor, config, r, b, a = sys.argv[1], sys.argv[2], *(json.loads(x) for x in sys.argv[3:])
+mib = r["bytes_per_sec"]["read"] / (1 << 20) if "read" in r["bytes_per_sec"] else r["bytes_per_sec"]["total"] / (1 << 20)
+misses = a["arc"]["misses"] - b["arc"]["misses"]
+l2 = a.get("l2arc", {})
+hits = l2.get("l2_hits", 0) - b.get("l2arc", {}).get("l2_hits", 0)
+ratio = f"{l2['l2_asize'] / l2['l2_size']:.2f}" if l2.get("l2_size") else "-"
+print(f"{factor + 'x':<8} {config:<10} {mib:12.1f} {r['ops_per_sec']['total']:12.0f} "
+      f"{100 * hits / max(misses, 1):9.1f}% {ratio:>10}")
+PY
+		engine_stop
+	done
+done
