@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MEASURE=${1:-10}
-WARM=${2:-25}
+WARM=${2:-20}
 L2=${L2_SIZE:-128}          # MiB
 ARC=${ARC_SIZE:-32}         # MiB
 FILES=16
@@ -33,7 +33,7 @@ PY
 }
 
 printf "%-8s %-10s %12s %12s %10s %10s\n" "ws/L2" "config" "MiB/s" "ops/s" "l2_hits%" "asize/size"
-for factor in 0.5 1 1.5 2 3; do
+for factor in 0.5 1 2 3; do
 	ws=$(.venv/bin/python -c "print(int($factor * $L2))")
 	rm -rf "$WORK/data"
 	make_files "$ws"

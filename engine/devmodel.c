@@ -26,6 +26,7 @@ struct devmodel {
 	double rpm, seek_ns, settle_ns, span;
 	pthread_mutex_t spindle;
 	uint64_t head;          /* end of the previous I/O (under spindle) */
+	uint64_t idle_at;       /* when the previous I/O ended (under spindle) */
 	/* ssd */
 	double read_ns, write_ns, jitter;
 	unsigned channels;
@@ -255,12 +256,18 @@ void devmodel_describe(const struct devmodel *m, char *buf, size_t len)
 
 /* ---- service ---- */
 
-static double hdd_time(struct devmodel *m, uint64_t offset, uint32_t size)
+/* A sequential write that does not follow the previous I/O at once (a sync
+ * write to a log: write, flush, wait for the next) finds its sector gone by. */
+#define HDD_STREAM_GAP_NS 50000
+
+static double hdd_time(struct devmodel *m, enum devmodel_op op, uint64_t offset, uint32_t size, uint64_t now)
 {
 	uint64_t d = offset > m->head ? offset - m->head : m->head - offset;
 	m->head = offset + size;
 	double t = (double)size * 1e9 / m->rate;
-	if (d) {
+	if (!d && op == DEVMODEL_WRITE && now > m->idle_at + HDD_STREAM_GAP_NS) {
+		t += uniform(m) * 60e9 / m->rpm;
+	} else if (d) {
 		double full = m->settle_ns + (m->seek_ns - m->settle_ns) * 15.0 / 8.0;
 		double frac = (double)d >= m->span ? 1.0 : sqrt((double)d / m->span);
 		t += m->settle_ns + (full - m->settle_ns) * frac;
@@ -280,7 +287,7 @@ uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offs
 	if (m->kind == HDD) {
 		pthread_mutex_lock(&m->spindle);
 		got = mono_ns();
-		model = hdd_time(m, offset, size);
+		model = hdd_time(m, op, offset, size, got);
 	} else {
 		while (sem_wait(&m->chan) && errno == EINTR)
 			;
@@ -302,8 +309,10 @@ uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offs
 		int64_t late = (int64_t)(done - aim);
 		__atomic_store_n(&m->oversleep_ns, late < ov ? late : ov + (late - ov) / 16, __ATOMIC_RELAXED);
 	}
-	if (m->kind == HDD)
+	if (m->kind == HDD) {
+		m->idle_at = done;
 		pthread_mutex_unlock(&m->spindle);
+	}
 	else
 		sem_post(&m->chan);
 	__atomic_add_fetch(&m->st.dm_ios, 1, __ATOMIC_RELAXED);

@@ -12,8 +12,10 @@
  *       non-sequential I/O costs settle + k*sqrt(distance from the previous
  *       I/O's end) — k set so that the average over random I/O on `span`
  *       bytes is `seek`, full stroke = settle + (seek - settle) * 15/8 —
- *       plus a rotational delay uniform over one revolution; every I/O adds
- *       size / rate.  span defaults to the device size given by the caller.
+ *       plus a rotational delay uniform over one revolution; so does a
+ *       sequential write that does not follow the previous I/O within 50 us
+ *       (a sync-write log: its sector has gone by; sequential reads stream
+ *       from the drive's track buffer); every I/O adds size / rate.  span defaults to the device size given by the caller.
  *       Defaults put random 8 KiB reads mostly in 2-10 ms (seed 003).
  *   ssd[:read=120us,write=140us,jitter=10%,rate=1000m,channels=8]
  *       service time read/write +- jitter (uniform) + size / rate, at most

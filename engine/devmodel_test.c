@@ -91,6 +91,32 @@ static void test_hdd(void)
 	devmodel_free(m);
 }
 
+/* Sequential 4K writes: streamed when back to back; a log's write after a
+ * pause (the flush, the next commit) waits for the platter, ~4 ms at 7200 rpm. */
+static void test_hdd_log_writes(void)
+{
+	struct devmodel *m = parse_ok("hdd", 100ull << 30);
+	enum { N = 40 };
+	uint64_t paused = 0, streamed = 0, off = 1ull << 30;
+	devmodel_service(m, DEVMODEL_WRITE, off, 4096, 0); /* seek there first */
+	for (int i = 0; i < N; i++) {
+		struct timespec gap = { 0, 300000 };
+		nanosleep(&gap, NULL);
+		off += 4096;
+		paused += devmodel_service(m, DEVMODEL_WRITE, off, 4096, 0);
+	}
+	for (int i = 0; i < N; i++) {
+		off += 4096;
+		streamed += devmodel_service(m, DEVMODEL_WRITE, off, 4096, 0);
+	}
+	printf("devmodel hdd sequential 4K writes: after a pause %.2f ms, back to back %.3f ms\n",
+	       paused / N / 1e6, streamed / N / 1e6);
+	CHECK(paused / N >= 2000000 && paused / N <= 6500000, "paused write mean %llu ns",
+	      (unsigned long long)(paused / N));
+	CHECK(streamed / N < 500000, "streamed write mean %llu ns", (unsigned long long)(streamed / N));
+	devmodel_free(m);
+}
+
 struct worker { struct devmodel *m; int n; uint64_t seed; uint64_t max_lat; };
 
 static void *worker_main(void *p)
@@ -180,6 +206,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
 	test_hdd();
+	test_hdd_log_writes();
 	test_spindle();
 	test_ssd();
 	if (failures) {
