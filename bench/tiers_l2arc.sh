@@ -44,10 +44,11 @@ for factor in 0.5 1 2 3; do
 			lz4) opts+=(--cache "$WORK/run/cache:${L2}M" --cache-model ssd --l2arc-compress on) ;;
 		esac
 		engine_start 4 "$((ws / 2 + 64))M" "${opts[@]}"
-		for f in "$WORK"/data/*; do
+		args=(--profile seed-l2arc --io-size 128k --files "$FILES" --file-size "$((ws / FILES))m" --clients 5)
+		load "${args[@]}" --setup-only >/dev/null     # the files, open to every client's uid
+		for f in "$WORK"/data/*; do                   # then their text-like contents
 			nfs-cp "$f" "nfs://127.0.0.1/bench/$(basename "$f")?nfsport=$NFSPORT&mountport=$MOUNTPORT&version=3" >/dev/null
 		done
-		args=(--profile seed-l2arc --io-size 128k --files "$FILES" --file-size "$((ws / FILES))m" --clients 5)
 		load "${args[@]}" --duration "$WARM" >/dev/null
 		before=$(stats)
 		report=$(load "${args[@]}" --duration "$MEASURE")

@@ -365,10 +365,14 @@ static int proc_write(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	else if (count)
 		st = errno_to_nfs(obj_write(os, t.obj, off, count, data, &r->acct));
 	txg = t.obj->dirty_txg;
+	bool logged = !st && stable != UNSTABLE && count &&
+		      tiers_log_write(t.obj->id, off, count, data, txg, &r->acct);
 	pthread_rwlock_unlock(&t.obj->lock);
 	pthread_rwlock_unlock(&os->txg_lock);
-	if (!st && stable != UNSTABLE && count)
-		st = tiers_stable_write(t.obj->id, off, count, data, txg, &r->acct);
+	if (!st && stable != UNSTABLE && count && !logged) {
+		st = make_stable(txg);
+		r->acct.tiers |= STRATA_TIER_POOL;
+	}
 	struct attrs a;
 	attrs_snap_locked(t.obj, &a);
 	put_status(r, o, st);

@@ -19,6 +19,7 @@
 
 #define LABEL_MAGIC 0x5354524154414c31ull /* "STRATAL1" */
 #define LABEL_VERSION 1
+#define POOL_LOG_ROOM (8ull << 20) /* allocatable space an embedded log must leave */
 
 struct label {
 	uint64_t magic;
@@ -79,7 +80,10 @@ static uint64_t label_log_size(const struct label *l)
 {
 	struct cksum ck;
 	fletcher4(&l->log_size, sizeof(l->log_size), &ck);
-	return l->index == 0 && l->log_size && cksum_equal(&ck, &l->log_ck) ? l->log_size : 0;
+	if (l->index != 0 || !l->log_size || !cksum_equal(&ck, &l->log_ck) || l->log_size % POOL_BLOCK ||
+	    l->size < POOL_DATA_START + POOL_LOG_ROOM || l->log_size > l->size - POOL_DATA_START - POOL_LOG_ROOM)
+		return 0;
+	return l->log_size;
 }
 
 uint64_t pool_default_log_size(uint64_t vdev_size)
@@ -134,13 +138,21 @@ int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, ui
 		if (i == 0 && log_size) {
 			l->log_size = log_size == POOL_LOG_DEFAULT ? pool_default_log_size(l->size)
 								   : log_size & ~(uint64_t)(POOL_BLOCK - 1);
-			if (l->log_size + (8ull << 20) > l->size) {
+			if (l->size < POOL_DATA_START + POOL_LOG_ROOM ||
+			    l->log_size > l->size - POOL_DATA_START - POOL_LOG_ROOM) {
 				fail(err, errsz, "the log region (%llu bytes) leaves no room on %s",
 				     (unsigned long long)l->log_size, paths[i]);
 				close(fd);
 				goto out;
 			}
 			fletcher4(&l->log_size, sizeof(l->log_size), &l->log_ck);
+			/* a fresh log: no earlier pool's records may be replayed into this one */
+			memset(blk + POOL_BLOCK, 0, POOL_BLOCK);
+			if (pwrite(fd, blk + POOL_BLOCK, POOL_BLOCK, (off_t)(l->size - l->log_size)) != POOL_BLOCK) {
+				fail(err, errsz, "cannot clear the log region of %s: %s", paths[i], strerror(errno));
+				close(fd);
+				goto out;
+			}
 		}
 		ssize_t w = pwrite(fd, blk, POOL_DATA_START, 0);
 		if (w != (ssize_t)POOL_DATA_START || fsync(fd)) {

@@ -124,7 +124,7 @@ static void serve_client(int fd)
 	struct timeval tv = { 2, 0 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	char line[256];
+	char line[512];
 	size_t n = 0;
 	while (n < sizeof(line) - 1) {
 		ssize_t r = recv(fd, line + n, sizeof(line) - 1 - n, 0);

@@ -101,11 +101,13 @@ static int setup_log(const struct tier_opts *o, char *err, size_t errsz)
 			fclose(f);
 		}
 		snprintf(tg.log_where, sizeof(tg.log_where), "slog %s", path);
+		tg.log_where[strcspn(tg.log_where, "\"\\")] = 0; /* shown inside a JSON string */
 	} else if (e->pool->log_size) {
 		snprintf(path, sizeof(path), "%s", e->pool->vdevs[0].path);
 		off = e->pool->log_offset;
 		size = e->pool->log_size;
 		snprintf(tg.log_where, sizeof(tg.log_where), "pool %s", path);
+		tg.log_where[strcspn(tg.log_where, "\"\\")] = 0;
 	} else {
 		return 0; /* a pool made without a log region: stable writes sync the txg */
 	}
@@ -176,30 +178,20 @@ int tiers_setup(const struct tier_opts *o, char *err, size_t errsz)
 
 void tiers_shutdown(void)
 {
-	struct engine *e = &g_engine;
-	if (tg.l2) {
-		arc_set_evict_hook(e->arc, NULL, NULL);
-		e->os->l2arc = NULL;
-		l2arc_destroy(tg.l2);
-		tg.l2 = NULL;
-	}
-	if (tg.zil) {
-		e->txg.synced_fn = NULL;
-		zil_close(tg.zil);
-		tg.zil = NULL;
-	}
+	/* Stops feeding (nothing half-written at exit); the devices stay open for
+	 * a stats request still in flight and close with the process. */
+	if (tg.l2)
+		l2arc_set_enabled(tg.l2, false);
 }
 
-uint32_t tiers_stable_write(uint64_t objid, uint64_t off, uint32_t len, const void *data,
-			    uint64_t txg, struct io_acct *acct)
+bool tiers_log_write(uint64_t objid, uint64_t off, uint32_t len, const void *data, uint64_t txg,
+		     struct io_acct *acct)
 {
 	struct zil_record rec = { .objid = objid, .offset = off, .txg = txg, .length = len, .data = data };
-	if (tg.zil && !zil_commit(tg.zil, &rec, 1)) {
-		acct->tiers |= STRATA_TIER_ZIL;
-		return NFS3_OK;
-	}
-	acct->tiers |= STRATA_TIER_POOL;
-	return txg_wait_synced(&g_engine.txg, txg) ? NFS3ERR_IO : NFS3_OK;
+	if (!tg.zil || zil_commit(tg.zil, &rec, 1))
+		return false;
+	acct->tiers |= STRATA_TIER_ZIL;
+	return true;
 }
 
 /* Logs o's dirty records (caller holds o->lock shared); 0 or -errno. */
@@ -228,11 +220,15 @@ static int log_dirty(struct objset *os, struct object *o, uint64_t txg)
 uint32_t tiers_commit(struct object *o, struct io_acct *acct)
 {
 	struct objset *os = g_engine.os;
+	/* txg_lock shared: no sync is in its pass over the objects, so every record
+	 * of o is either still dirty (logged here) or in a txg <= open - 1 */
+	pthread_rwlock_rdlock(&os->txg_lock);
 	pthread_rwlock_rdlock(&o->lock);
 	uint64_t open = __atomic_load_n(&os->open_txg, __ATOMIC_ACQUIRE);
 	uint64_t dirty_txg = o->dirty_txg;
 	int err = tg.zil ? log_dirty(os, o, open) : -ENODEV;
 	pthread_rwlock_unlock(&o->lock);
+	pthread_rwlock_unlock(&os->txg_lock);
 	if (err) {
 		acct->tiers |= STRATA_TIER_POOL;
 		return txg_wait_synced(&g_engine.txg, dirty_txg) ? NFS3ERR_IO : NFS3_OK;

@@ -4,10 +4,12 @@
  * vdev), device latency models for vdevs, cache and log devices, and the
  * fault-injection delays that `strata-engine ctl inject-delay` sets.
  *
- * Stable writes: WRITE with DATA_SYNC/FILE_SYNC logs the bytes written;
- * COMMIT logs the file's dirty records, then waits for a txg sync already in
- * flight (records it has taken off the dirty list are durable only once it
- * ends).  Both fall back to a txg sync when there is no log or it is full.
+ * Stable writes: WRITE with DATA_SYNC/FILE_SYNC logs the bytes written, under
+ * the object's lock (log order = apply order); COMMIT logs the file's dirty
+ * records under txg_lock shared, then waits for a txg sync already past its
+ * pass over the objects (records it took off the dirty list are durable only
+ * once it ends).  Both fall back to a txg sync when there is no log or it is
+ * full, and COMMIT when the file has more than 2 MiB dirty.
  * At start the log is replayed into the open txg before anything is served. */
 #ifndef ENGINE_TIERS_H
 #define ENGINE_TIERS_H
@@ -34,12 +36,16 @@ struct tier_opts {
 /* After txg_import, before the first sync: opens the devices and models,
  * replays the log into the open txg.  0, or -1 with a one-line err. */
 int tiers_setup(const struct tier_opts *o, char *err, size_t errsz);
-/* After the final txg sync: stops the feed, closes devices. */
+/* After the final txg sync: stops the feed. */
 void tiers_shutdown(void);
 
-/* NFS stable writes; both return an nfsstat3 and add the tiers used to acct. */
-uint32_t tiers_stable_write(uint64_t objid, uint64_t off, uint32_t len, const void *data,
-			    uint64_t txg, struct io_acct *acct);
+/* A stable WRITE's bytes into the log; the caller holds txg_lock shared and
+ * the object's lock, so the log's order is the order writes were applied.
+ * false: not logged (no log, or full) — the caller waits for a txg sync
+ * after dropping its locks. */
+bool tiers_log_write(uint64_t objid, uint64_t off, uint32_t len, const void *data, uint64_t txg,
+		     struct io_acct *acct);
+/* COMMIT of o (no locks held): an nfsstat3; adds the tiers used to acct. */
 uint32_t tiers_commit(struct object *o, struct io_acct *acct);
 
 /* One `ctl` request ("l2arc on", "inject-delay l2arc 50us", ...): 0 with a
