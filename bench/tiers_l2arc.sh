@@ -15,28 +15,37 @@ ARC=${ARC_SIZE:-32}         # MiB
 FILES=16
 source bench/tierlib.sh
 
-# text-like files named as strata-load names its working set
-make_files() { # TOTAL_MIB
-	.venv/bin/python - "$WORK/data" "$1" "$FILES" <<'PY'
-import os, random, sys
-out, total, files = sys.argv[1], int(sys.argv[2]) << 20, int(sys.argv[3])
-os.makedirs(out, exist_ok=True)
+# text-like files (LZ4 about 2:1) written through NFS under the names strata-load
+# gives its working set, mode 0666 so every client's uid may read them
+put_files() { # TOTAL_MIB
+	.venv/bin/python - "$NFSPORT" "$1" "$FILES" <<'PY'
+import random, struct, sys
+sys.path.insert(0, "tests")
+from engine_util import NFS_PROG, RpcClient, commit, diropargs, write
+port, total, files = int(sys.argv[1]), int(sys.argv[2]) << 20, int(sys.argv[3])
 rng = random.Random(1)
-words = [bytes(rng.choice(b"etaoinshrdlucmfwypvbgkqjxz0123456789") for _ in range(rng.randint(2, 10)))
-         for _ in range(5000)]
+words = [bytes(rng.choice(b"etaoinshrdlucmfwypvbgkqjxz") for _ in range(rng.randint(2, 9)))
+         for _ in range(400)]
+c = RpcClient(port, timeout=60)
+root = c.mount("/bench")
+mode_0666 = struct.pack(">IIIIIII", 1, 0o666, 0, 0, 0, 0, 0)
 for i in range(files):
+    r = c.call(NFS_PROG, 8, diropargs(root, f"load-{i:07d}") + struct.pack(">I", 0) + mode_0666)
+    assert r.u32() == 0 and r.u32() == 1
+    fh = r.opaque()
     buf = bytearray()
     while len(buf) < total // files:
         buf += b" ".join(rng.choice(words) for _ in range(16)) + b"\n"
-    open(f"{out}/load-{i:07d}", "wb").write(buf[:total // files])
+    for off in range(0, total // files, 65536):
+        write(c, fh, off, bytes(buf[off:off + 65536]), 0)
+    assert commit(c, fh)[0] == 0
+c.close()
 PY
 }
 
 printf "%-8s %-10s %12s %12s %10s %10s\n" "ws/L2" "config" "MiB/s" "ops/s" "l2_hits%" "asize/size"
 for factor in 0.5 1 2 3; do
 	ws=$(.venv/bin/python -c "print(int($factor * $L2))")
-	rm -rf "$WORK/data"
-	make_files "$ws"
 	for config in none l2arc lz4; do
 		opts=(--arc-max "${ARC}M" --vdev-model hdd --workers 64)
 		case $config in
@@ -44,11 +53,8 @@ for factor in 0.5 1 2 3; do
 			lz4) opts+=(--cache "$WORK/run/cache:${L2}M" --cache-model ssd --l2arc-compress on) ;;
 		esac
 		engine_start 4 "$((ws / 2 + 64))M" "${opts[@]}"
+		put_files "$ws"
 		args=(--profile seed-l2arc --io-size 128k --files "$FILES" --file-size "$((ws / FILES))m" --clients 5)
-		load "${args[@]}" --setup-only >/dev/null     # the files, open to every client's uid
-		for f in "$WORK"/data/*; do                   # then their text-like contents
-			nfs-cp "$f" "nfs://127.0.0.1/bench/$(basename "$f")?nfsport=$NFSPORT&mountport=$MOUNTPORT&version=3" >/dev/null
-		done
 		load "${args[@]}" --duration "$WARM" >/dev/null
 		before=$(stats)
 		report=$(load "${args[@]}" --duration "$MEASURE")

@@ -111,7 +111,7 @@ static int setup_log(const struct tier_opts *o, char *err, size_t errsz)
 	} else {
 		return 0; /* a pool made without a log region: stable writes sync the txg */
 	}
-	tg.zil = zil_open(path, off, size, why, sizeof(why));
+	tg.zil = zil_open(path, off, size, e->pool->guid, why, sizeof(why));
 	if (!tg.zil) {
 		snprintf(err, errsz, "intent log: %s", why);
 		return -1;

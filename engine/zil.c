@@ -18,7 +18,7 @@
 
 #define ZIL_SB_MAGIC  0x3142534c495a5453ull /* "STZILSB1" */
 #define ZIL_BLK_MAGIC 0x4b4c424c495a5453ull /* "STZILBLK" */
-#define ZIL_VERSION   1
+#define ZIL_VERSION   2 /* 2: the owner (pool guid) in the superblock */
 #define ZIL_BATCH_MAX (1u << 20)            /* carry more committers up to this */
 #define ZIL_MIN_RING  (64u << 10)
 
@@ -33,6 +33,7 @@ const size_t zil_stat_nfields = sizeof(zil_stat_fields) / sizeof(zil_stat_fields
 
 struct zil_sb {
 	uint64_t magic, version, guid, region_size;
+	uint64_t owner;                           /* the pool this log belongs to */
 	uint64_t tail_lpos, tail_seq, tail_nonce; /* the checkpoint */
 	struct cksum ck;
 };
@@ -68,7 +69,7 @@ struct zil_waiter {
 struct zil {
 	struct tierdev io;
 	uint64_t base, ring_start, ring_end, ring_len; /* device offsets */
-	uint64_t guid;
+	uint64_t guid, owner;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	pthread_mutex_t ckpt_lock;     /* one checkpoint at a time */
@@ -132,7 +133,7 @@ static uint64_t next_random(struct zil *z)
 
 static int sb_write(struct zil *z, uint64_t tail_lpos, uint64_t tail_seq, uint64_t tail_nonce)
 {
-	struct zil_sb sb = { .magic = ZIL_SB_MAGIC, .version = ZIL_VERSION, .guid = z->guid,
+	struct zil_sb sb = { .magic = ZIL_SB_MAGIC, .version = ZIL_VERSION, .guid = z->guid, .owner = z->owner,
 			     .region_size = z->ring_end - z->base, .tail_lpos = tail_lpos,
 			     .tail_seq = tail_seq, .tail_nonce = tail_nonce };
 	fletcher4(&sb, offsetof(struct zil_sb, ck), &sb.ck);
@@ -153,7 +154,7 @@ static int sb_load(struct zil *z)
 	struct cksum ck;
 	fletcher4(&sb, offsetof(struct zil_sb, ck), &ck);
 	if (!ok || sb.magic != ZIL_SB_MAGIC || sb.version != ZIL_VERSION || !cksum_equal(&ck, &sb.ck) ||
-	    sb.region_size != z->ring_end - z->base)
+	    sb.region_size != z->ring_end - z->base || sb.owner != z->owner)
 		return 0;
 	z->guid = sb.guid;
 	z->tail_lpos = sb.tail_lpos;
@@ -262,7 +263,8 @@ static void scan(struct zil *z)
 	z->next_nonce = nonce;
 }
 
-struct zil *zil_open(const char *path, uint64_t offset, uint64_t size, char *err, size_t errsz)
+struct zil *zil_open(const char *path, uint64_t offset, uint64_t size, uint64_t owner, char *err,
+		     size_t errsz)
 {
 	if (offset % TIERDEV_ALIGN || size % TIERDEV_ALIGN) {
 		snprintf(err, errsz, "%s: log offset and size must be multiples of 4 KiB", path);
@@ -286,6 +288,7 @@ struct zil *zil_open(const char *path, uint64_t offset, uint64_t size, char *err
 		free(z);
 		return NULL;
 	}
+	z->owner = owner;
 	z->base = offset;
 	z->ring_start = offset + TIERDEV_ALIGN;
 	z->ring_end = end;

@@ -52,8 +52,11 @@ struct zil;
 
 /* Opens the log in [offset, offset + size) of path (size 0: to its end); a
  * missing file is created with offset + size bytes.  offset/size: 4 KiB
- * multiples.  An unformatted region is formatted.  NULL with err set. */
-struct zil *zil_open(const char *path, uint64_t offset, uint64_t size, char *err, size_t errsz);
+ * multiples.  owner: the pool's guid; a region that is unformatted or holds
+ * another owner's log is formatted (a log never replays into another pool).
+ * NULL with err set. */
+struct zil *zil_open(const char *path, uint64_t offset, uint64_t size, uint64_t owner, char *err,
+		     size_t errsz);
 void zil_close(struct zil *z);
 
 /* Durable on return 0.  -ENOSPC (log full) or -EIO: the records are not

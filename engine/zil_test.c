@@ -39,7 +39,7 @@ static void fill(uint64_t objid, uint64_t off, uint8_t *buf, uint32_t len)
 static struct zil *open_log(uint64_t off, uint64_t size)
 {
 	char err[256];
-	struct zil *z = zil_open(path, off, size, err, sizeof(err));
+	struct zil *z = zil_open(path, off, size, 42, err, sizeof(err));
 	if (!z) {
 		fprintf(stderr, "FAIL: zil_open: %s\n", err);
 		exit(1);
@@ -258,7 +258,7 @@ static void *child_loop(void *p)
 static void child_main(int fd)
 {
 	char err[256];
-	struct zil *z = zil_open(path, 0, 4u << 20, err, sizeof(err));
+	struct zil *z = zil_open(path, 0, 4u << 20, 42, err, sizeof(err));
 	if (!z)
 		_exit(2);
 	zil_replay(z, 0, check_rec, NULL); /* the previous trial's records */
@@ -271,6 +271,32 @@ static void child_main(int fd)
 	for (int t = 0; t < 4; t++)
 		pthread_join(th[t], NULL);
 	_exit(0);
+}
+
+static int count_rec(void *ctx, const struct zil_record *r)
+{
+	(void)r;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* A log never replays into another pool: another owner finds it formatted. */
+static void test_owner(void)
+{
+	snprintf(path, sizeof(path), "%s/owned", dir);
+	struct zil *z = open_log(0, 1u << 20);
+	uint8_t data[512] = { 1 };
+	struct zil_record rec = { .objid = 1, .offset = 0, .txg = 5, .length = sizeof(data), .data = data };
+	CHECK(zil_commit(z, &rec, 1) == 0, "commit");
+	zil_close(z);
+	char err[256];
+	int mine = 0, theirs = 0;
+	z = zil_open(path, 0, 1u << 20, 43, err, sizeof(err));
+	CHECK(z && zil_replay(z, 0, count_rec, &theirs) == 0 && theirs == 0, "another owner replayed %d", theirs);
+	zil_close(z);
+	z = open_log(0, 1u << 20);
+	CHECK(zil_replay(z, 0, count_rec, &mine) == 0 && mine == 0, "the reformatted log replayed %d", mine);
+	zil_close(z);
 }
 
 static void test_crash(void)
@@ -360,11 +386,12 @@ int main(void)
 	test_batching();
 	test_checkpoint_wrap();
 	test_bad_tail();
+	test_owner();
 	test_crash();
 	char err[256];
 	snprintf(path, sizeof(path), "%s/small", dir);
-	CHECK(!zil_open(path, 0, 8192, err, sizeof(err)) && strstr(err, "does not fit"), "tiny log: %s", err);
-	CHECK(!zil_open(path, 100, 1u << 20, err, sizeof(err)), "unaligned offset accepted");
+	CHECK(!zil_open(path, 0, 8192, 42, err, sizeof(err)) && strstr(err, "does not fit"), "tiny log: %s", err);
+	CHECK(!zil_open(path, 100, 1u << 20, 42, err, sizeof(err)), "unaligned offset accepted");
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
