@@ -35,14 +35,18 @@ struct request___old { struct gendisk *rq_disk; } __attribute__((preserve_access
 struct request_queue___new { struct gendisk *disk; } __attribute__((preserve_access_index));
 struct request___new { struct request_queue___new *q; } __attribute__((preserve_access_index));
 
-static __always_inline struct gendisk *request_disk(void *rq)
+/* READ(direct, p, field): a plain load where the verifier knows p's BTF type (tp_btf:
+ * several times cheaper than a helper call), bpf_probe_read_kernel otherwise (raw_tp). */
+#define READ(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
+
+static __always_inline struct gendisk *request_disk(void *rq, int direct)
 {
 	struct request___old *o = rq;
 	struct request___new *n = rq;
 
 	if (bpf_core_field_exists(o->rq_disk))
-		return BPF_CORE_READ(o, rq_disk);
-	return BPF_CORE_READ(n, q, disk);
+		return READ(direct, o, rq_disk);
+	return direct ? n->q->disk : BPF_CORE_READ(n, q, disk);
 }
 
 static __always_inline __u32 disk_op(__u32 flags)
@@ -76,7 +80,7 @@ static __always_inline int on_issue(struct request *rq)
 
 /* Counts a request once, at the first completion after its issue was seen: a request
  * finishing a flush sequence, or completing in parts, passes block_rq_complete again. */
-static __always_inline int on_complete(struct request *rq)
+static __always_inline int on_complete(struct request *rq, int direct)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start, issued;
 	struct gendisk *disk;
@@ -90,16 +94,16 @@ static __always_inline int on_complete(struct request *rq)
 	ev = agg_event_get();
 	if (!ev)
 		return 0;
-	disk = request_disk(rq);
+	disk = request_disk(rq, direct);
 	if (disk) {
-		__u32 major = BPF_CORE_READ(disk, major), minor = BPF_CORE_READ(disk, first_minor);
+		__u32 major = READ(direct, disk, major), minor = READ(direct, disk, first_minor);
 
 		*(__u32 *)ev->dims[AGG_DIM_DEVICE] = major << 20 | minor;
 	}
-	*(__u32 *)ev->dims[AGG_DIM_OP] = disk_op(BPF_CORE_READ(rq, cmd_flags));
+	*(__u32 *)ev->dims[AGG_DIM_OP] = disk_op(READ(direct, rq, cmd_flags));
 	ev->latency_ns = now > issued ? now - issued : 0;
-	ev->bytes = BPF_CORE_READ(rq, __data_len);
-	ev->offset = BPF_CORE_READ(rq, __sector) * 512;
+	ev->bytes = READ(direct, rq, __data_len);
+	ev->offset = READ(direct, rq, __sector) * 512;
 	ev->stats_mask = 1u << AGG_STAT_DISK_OPS | 1u << AGG_STAT_DISK_LATENCY | 1u << AGG_STAT_DISK_SIZE |
 			 1u << AGG_STAT_DISK_OFFSET;
 	agg_event_apply(ev);
@@ -115,7 +119,7 @@ int disk_issue_btf(__u64 *ctx)
 SEC("tp_btf/block_rq_complete")
 int disk_complete_btf(__u64 *ctx)
 {
-	return on_complete((struct request *)(complete_rq_arg == 1 ? ctx[1] : ctx[0]));
+	return on_complete((struct request *)(complete_rq_arg == 1 ? ctx[1] : ctx[0]), 1);
 }
 
 SEC("raw_tp/block_rq_issue")
@@ -127,5 +131,5 @@ int disk_issue_raw(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/block_rq_complete")
 int disk_complete_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_complete((struct request *)(complete_rq_arg == 1 ? ctx->args[1] : ctx->args[0]));
+	return on_complete((struct request *)(complete_rq_arg == 1 ? ctx->args[1] : ctx->args[0]), 0);
 }

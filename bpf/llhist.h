@@ -22,16 +22,18 @@
 #define LLHIST_NBUCKETS 1639
 #define LLHIST_MAX_SCALE_DIGITS 18 /* 10^18 is the largest scale a u64 needs */
 
-/* Bucket index of v. Bounded loop: at most 18 divisions. */
+/* Bucket index of v: two divisions, whatever its size (this runs on every
+ * probe hit).  scale grows while 100 * scale <= v, i.e. scale <= v / 100,
+ * which cannot overflow; the loop is bounded for the BPF verifier. */
 static __always_inline __u32 llhist_bucket(__u64 v)
 {
-	__u64 scale = 1; /* 10^(d-1) */
+	__u64 scale = 1, q = v / 100; /* scale = 10^(d-1) */
 	__u32 d = 1;
 
 	if (v < 10)
 		return (__u32)v;
 	for (int i = 0; i < LLHIST_MAX_SCALE_DIGITS; i++) {
-		if (v / scale < 100)
+		if (scale > q)
 			break;
 		scale *= 10;
 		d++;
