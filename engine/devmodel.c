@@ -26,7 +26,7 @@ struct devmodel {
 	double rpm, seek_ns, settle_ns, span;
 	pthread_mutex_t spindle;
 	uint64_t head;          /* end of the previous I/O (under spindle) */
-	uint64_t idle_at;       /* when the previous I/O ended (under spindle) */
+	int flushed;            /* a cache flush since the previous I/O (under spindle) */
 	/* ssd */
 	double read_ns, write_ns, jitter;
 	unsigned channels;
@@ -256,16 +256,16 @@ void devmodel_describe(const struct devmodel *m, char *buf, size_t len)
 
 /* ---- service ---- */
 
-/* A sequential write that does not follow the previous I/O at once (a sync
- * write to a log: write, flush, wait for the next) finds its sector gone by. */
-#define HDD_STREAM_GAP_NS 50000
-
-static double hdd_time(struct devmodel *m, enum devmodel_op op, uint64_t offset, uint32_t size, uint64_t now)
+/* A sequential write after a cache flush (a sync-write log: write, flush,
+ * next write) cannot stream: its sector has gone by. */
+static double hdd_time(struct devmodel *m, enum devmodel_op op, uint64_t offset, uint32_t size)
 {
 	uint64_t d = offset > m->head ? offset - m->head : m->head - offset;
+	int flushed = m->flushed;
 	m->head = offset + size;
+	m->flushed = 0;
 	double t = (double)size * 1e9 / m->rate;
-	if (!d && op == DEVMODEL_WRITE && now > m->idle_at + HDD_STREAM_GAP_NS) {
+	if (!d && op == DEVMODEL_WRITE && flushed) {
 		t += uniform(m) * 60e9 / m->rpm;
 	} else if (d) {
 		double full = m->settle_ns + (m->seek_ns - m->settle_ns) * 15.0 / 8.0;
@@ -280,14 +280,22 @@ static double hdd_time(struct devmodel *m, enum devmodel_op op, uint64_t offset,
 uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offset, uint32_t size,
 			  uint64_t real_elapsed_ns)
 {
-	if (!m || op == DEVMODEL_FLUSH)
+	if (!m)
 		return real_elapsed_ns;
+	if (op == DEVMODEL_FLUSH) { /* its real cost only; an HDD's next write cannot stream */
+		if (m->kind == HDD) {
+			pthread_mutex_lock(&m->spindle);
+			m->flushed = 1;
+			pthread_mutex_unlock(&m->spindle);
+		}
+		return real_elapsed_ns;
+	}
 	uint64_t entry = mono_ns(), got;
 	double model;
 	if (m->kind == HDD) {
 		pthread_mutex_lock(&m->spindle);
 		got = mono_ns();
-		model = hdd_time(m, op, offset, size, got);
+		model = hdd_time(m, op, offset, size);
 	} else {
 		while (sem_wait(&m->chan) && errno == EINTR)
 			;
@@ -309,10 +317,8 @@ uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offs
 		int64_t late = (int64_t)(done - aim);
 		__atomic_store_n(&m->oversleep_ns, late < ov ? late : ov + (late - ov) / 16, __ATOMIC_RELAXED);
 	}
-	if (m->kind == HDD) {
-		m->idle_at = done;
+	if (m->kind == HDD)
 		pthread_mutex_unlock(&m->spindle);
-	}
 	else
 		sem_post(&m->chan);
 	__atomic_add_fetch(&m->st.dm_ios, 1, __ATOMIC_RELAXED);

@@ -13,9 +13,8 @@
  *       I/O's end) — k set so that the average over random I/O on `span`
  *       bytes is `seek`, full stroke = settle + (seek - settle) * 15/8 —
  *       plus a rotational delay uniform over one revolution; so does a
- *       sequential write that does not follow the previous I/O within 50 us
- *       (a sync-write log: its sector has gone by; sequential reads stream
- *       from the drive's track buffer); every I/O adds size / rate.  span defaults to the device size given by the caller.
+ *       sequential write after a FLUSH (a sync-write log: write, flush, next
+ *       write; its sector has gone by); every I/O adds size / rate.  span defaults to the device size given by the caller.
  *       Defaults put random 8 KiB reads mostly in 2-10 ms (seed 003).
  *   ssd[:read=120us,write=140us,jitter=10%,rate=1000m,channels=8]
  *       service time read/write +- jitter (uniform) + size / rate, at most
@@ -54,7 +53,8 @@ void devmodel_describe(const struct devmodel *m, char *buf, size_t len);
 
 /* Call after the real I/O; m == NULL returns real_elapsed_ns at once.
  * Returns the total latency in ns (real + queueing + modelled remainder).
- * FLUSH is not modelled (real cost only). */
+ * FLUSH costs its real time only (an HDD's next sequential write pays a
+ * rotation). */
 uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offset, uint32_t size,
 			  uint64_t real_elapsed_ns);
 

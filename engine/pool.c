@@ -319,6 +319,7 @@ int pool_flush(struct pool *p)
 			STRATA_PROBE(vdev_io_start, &io);
 		}
 		int e = fdatasync(p->vdevs[i].fd) ? -errno : 0;
+		devmodel_service(p->vdevs[i].model, DEVMODEL_FLUSH, 0, 0, 0);
 		if (traced) {
 			io.latency_ns = now_mono_ns() - io.start_ns;
 			io.error = e;

@@ -394,6 +394,7 @@ static void write_pending(struct zil *z)
 	if (!err)
 		err = tierdev_sync(&z->io);
 	devmodel_service(z->model, DEVMODEL_WRITE, phys(z, L), len, mono_ns() - t0);
+	devmodel_service(z->model, DEVMODEL_FLUSH, 0, 0, 0);
 	devmodel_delay(__atomic_load_n(&z->write_delay_ns, __ATOMIC_RELAXED));
 	free(buf);
 
