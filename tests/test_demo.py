@@ -22,13 +22,19 @@ DURATION = 30
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "out"
-    proc = subprocess.run([*STRATA, "demo", "--duration", str(DURATION), "-o", str(out), "--color", "none"],
-                          capture_output=True, text=True, timeout=150)
-    assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
+    proc = subprocess.Popen([*STRATA, "demo", "--duration", str(DURATION), "-o", str(out), "--color", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=150)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)          # the demo's own teardown: engine, collector, loop devices
+        stdout, stderr = proc.communicate(timeout=60)
+        pytest.fail(f"strata demo took over 150 s: {stderr[-2000:]}")
+    assert proc.returncode == 0, stderr + stdout[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     load = json.loads((out / "load.json").read_text())
     archive = Archive.open(summary["archive"])
-    yield out, proc.stdout, summary, load, archive
+    yield out, stdout, summary, load, archive
     archive.close()
 
 
