@@ -85,11 +85,14 @@ void tierdev_close(struct tierdev *d)
 	d->fd = -1;
 }
 
-int tierdev_pread(struct tierdev *d, void *buf, size_t len, uint64_t off)
+/* Whole transfer, retried after EINTR and short counts. */
+static int xfer(struct tierdev *d, void *buf, size_t len, uint64_t off, int write)
 {
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
+		char *p = (char *)buf + done;
+		ssize_t n = write ? pwrite(d->fd, p, len - done, (off_t)(off + done))
+				  : pread(d->fd, p, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -101,20 +104,14 @@ int tierdev_pread(struct tierdev *d, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+int tierdev_pread(struct tierdev *d, void *buf, size_t len, uint64_t off)
+{
+	return xfer(d, buf, len, off, 0);
+}
+
 int tierdev_pwrite(struct tierdev *d, const void *buf, size_t len, uint64_t off)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pwrite(d->fd, (const char *)buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
+	return xfer(d, (void *)buf, len, off, 1);
 }
 
 int tierdev_sync(struct tierdev *d)
