@@ -195,7 +195,7 @@ bool tiers_log_write(uint64_t objid, uint64_t off, uint32_t len, const void *dat
 }
 
 /* Logs o's dirty records (caller holds o->lock shared); 0 or -errno. */
-static int log_dirty(struct objset *os, struct object *o, uint64_t txg)
+static int log_dirty(struct object *o, uint64_t txg)
 {
 	if (!o->ndirty)
 		return 0;
@@ -213,7 +213,6 @@ static int log_dirty(struct objset *os, struct object *o, uint64_t txg)
 	}
 	int err = zil_commit(tg.zil, recs, n);
 	free(recs);
-	(void)os;
 	return err;
 }
 
@@ -226,7 +225,7 @@ uint32_t tiers_commit(struct object *o, struct io_acct *acct)
 	pthread_rwlock_rdlock(&o->lock);
 	uint64_t open = __atomic_load_n(&os->open_txg, __ATOMIC_ACQUIRE);
 	uint64_t dirty_txg = o->dirty_txg;
-	int err = tg.zil ? log_dirty(os, o, open) : -ENODEV;
+	int err = tg.zil ? log_dirty(o, open) : -ENODEV;
 	pthread_rwlock_unlock(&o->lock);
 	pthread_rwlock_unlock(&os->txg_lock);
 	if (err) {

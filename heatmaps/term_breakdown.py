@@ -2,7 +2,6 @@
 cells, one colour per key), a legend, and the top-N table (rich)."""
 import io
 import math
-import time
 
 import numpy as np
 from rich import box
@@ -11,7 +10,7 @@ from rich.table import Table
 
 from . import describe, halfblock, palette
 from .breakdown import OTHER
-from .ticks import linear_ticks, time_ticks
+from .ticks import linear_ticks, time_axis
 from .units import event_noun, format_count, format_value
 
 KEY_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -84,20 +83,6 @@ def _y_labels(top: float, nlines: int, per_line: int, ncells: int, fmt) -> dict:
     return labels
 
 
-def _time_axis(b) -> list:
-    ncols = b.bins.ncols
-    ticks, fmt = time_ticks(b.bins.start, b.bins.end, ncols, 11)
-    axis, labels = ["─"] * ncols, [" "] * (ncols + 10)
-    for t in ticks:
-        col = (t - b.bins.start) // b.bins.width
-        if 0 <= col < ncols:
-            axis[col] = "┬"
-            text = time.strftime(fmt, time.localtime(t))
-            if (col + len(text) <= ncols + 1 or ncols < 20) and all(c == " " for c in labels[max(col - 1, 0):col + len(text) + 1]):
-                labels[col:col + len(text)] = list(text)
-    return [" " * (LEFT - 1) + "└" + "".join(axis), " " * LEFT + "".join(labels).rstrip()]
-
-
 def _legend(b, mode: str, width: int) -> list:
     items = []
     for i, key in enumerate(b.keys):
@@ -141,7 +126,7 @@ def graph(b, mode: str, width: int, nlines: int, style: str) -> list:
     out = head
     for line, text in enumerate(body):
         out.append(f"{labels.get(line, '').rjust(LABEL)} {'┤' if line in labels else '│'}{text}")
-    out += _time_axis(b)
+    out += time_axis(b.bins, LEFT)
     out += _legend(b, mode, width)
     return out
 

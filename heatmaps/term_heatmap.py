@@ -6,12 +6,11 @@ lower cell as background; with no colour (NO_COLOR, pipes) one cell per line is
 drawn from the density ramp " .:-=+*#%@" and percentile lines are digits.
 """
 import math
-import time
 
 import numpy as np
 
 from . import describe, halfblock, palette
-from .ticks import linear_ticks, log_ticks, time_ticks
+from .ticks import linear_ticks, log_ticks, time_axis
 from .units import event_noun, family, format_count, format_value, quantity_name
 
 PANEL = 7           # rate column width
@@ -119,21 +118,6 @@ def _draw_plain(cells: np.ndarray, nlevels: int) -> list:
     return out
 
 
-def _time_axis(grid) -> tuple:
-    ncols = grid.bins.ncols
-    ticks, fmt = time_ticks(grid.bins.start, grid.bins.end, ncols, 11)
-    axis = ["─"] * ncols
-    labels = [" "] * (ncols + 10)
-    for t in ticks:
-        col = (t - grid.bins.start) // grid.bins.width
-        if 0 <= col < ncols:
-            axis[col] = "┬"
-            text = time.strftime(fmt, time.localtime(t))
-            if (col + len(text) <= ncols + 1 or ncols < 20) and all(c == " " for c in labels[max(col - 1, 0):col + len(text) + 1]):
-                labels[col:col + len(text)] = list(text)
-    return " " * (LEFT - 1) + "└" + "".join(axis), " " * LEFT + "".join(labels).rstrip()
-
-
 def _legend(grid, mode: str, nlevels: int, top: float, width: int) -> str:
     """Colour scale (and percentile keys), shortened to fit `width` columns."""
     noun = event_noun(grid.statistic)
@@ -198,6 +182,6 @@ def render(grid, mode: str, width: int = 200) -> str:
     for line in range(nlines):
         tick = "┤" if line in labels else "│"
         out.append(f"{panel[line].rjust(PANEL)} {labels.get(line, '').rjust(LABEL)} {tick}{body[line]}")
-    out.extend(_time_axis(grid))
+    out.extend(time_axis(grid.bins, LEFT))
     out.append(_legend(grid, mode, nlevels, top, width))
     return "\n".join(out)

@@ -37,6 +37,22 @@ def log_ticks(lo: float, hi: float, count: int, binary: bool = False) -> list:
     return out or [lo]
 
 
+def time_axis(bins, left: int) -> tuple:
+    """The two text rows under a terminal plot whose columns are `bins`: a rule with a
+    tick per label, and clock labels that never overlap; `left` columns of margin."""
+    ncols = bins.ncols
+    ticks, fmt = time_ticks(bins.start, bins.end, ncols, 11)
+    axis, labels = ["─"] * ncols, [" "] * (ncols + 10)
+    for t in ticks:
+        col = (t - bins.start) // bins.width
+        if 0 <= col < ncols:
+            axis[col] = "┬"
+            text = time.strftime(fmt, time.localtime(t))
+            if (col + len(text) <= ncols + 1 or ncols < 20) and all(c == " " for c in labels[max(col - 1, 0):col + len(text) + 1]):
+                labels[col:col + len(text)] = list(text)
+    return " " * (left - 1) + "└" + "".join(axis), " " * left + "".join(labels).rstrip()
+
+
 def time_ticks(start: int, end: int, width_cols: int, min_gap_cols: int):
     """(tick times, strftime format) with at least min_gap_cols columns between ticks."""
     span = max(end - start, 1)

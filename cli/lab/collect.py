@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from strata.datasets.archive import Archive
+from strata.cli.lab.logs import last_line
 
 STOP_TIMEOUT = 20
 STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]   # this Python's `strata`
@@ -66,11 +67,7 @@ class Collection:
         raise CollectError(f"strata collect wrote no {dataset} within {timeout:.0f}s: {self.log_tail()}")
 
     def log_tail(self) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "no output"
-        return lines[-1] if lines else "no output"
+        return last_line(self.log_path)
 
     def stop(self):
         """SIGINT: the collector writes the second in flight and exits."""

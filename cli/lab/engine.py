@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strata.cli.binaries import find_binary
+from strata.cli.lab.logs import last_line
 
 START_TIMEOUT = 30
 
@@ -91,11 +92,7 @@ class Engine:
         return line
 
     def log_tail(self) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "no log"
-        return lines[-1] if lines else "no message"
+        return last_line(self.log_path, "no log")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from strata.cli.binaries import find_binary
+from strata.cli.lab.logs import last_line
 
 
 class LoadError(RuntimeError):
@@ -61,11 +62,7 @@ class Load:
         return report
 
     def _log_tail(self) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "no output"
-        return lines[-1] if lines else "no output"
+        return last_line(self.log_path)
 
     def stop(self):
         """Ends a run early (SIGINT, then SIGKILL); its namespaces go with it."""
