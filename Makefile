@@ -34,6 +34,7 @@ include bpf/bpf.mk
 -include collectors/collectors.mk
 include collectors/features.mk
 -include workloads/workloads.mk
+include bench/bench.mk
 include tests/tests.mk
 
 .PHONY: all deps venv test test-c test-py demo bench clean fuzz

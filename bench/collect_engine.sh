@@ -1,31 +1,72 @@
 #!/usr/bin/env bash
 # collect_engine.sh — the engine serving 8 KiB random reads from the ARC at full speed to
-# 4 strata-load clients: ops/s with no datasets, with nfs.ops[op] alone (the cost of the
-# probe hit itself), and with nfs.ops[op], nfs.latency[client], nfs.latency[tier] and
-# disk.latency[device] enabled, in alternating rounds.
+# 4 strata-load clients (8 threads each), with no datasets, with nfs.ops[op] alone, and
+# with nfs.ops[op], nfs.latency[client], nfs.latency[tier] and disk.latency[device].
+# One collector runs throughout; the datasets are switched with add/remove between short
+# loads, in an order rotated each round, and each configuration is compared with the
+# no-dataset load of its own round (this VM's speed drifts by tens of percent over a
+# minute). Reported per configuration: the median throughput ratio, the engine's CPU time
+# per op, and from the kernel's BPF statistics the BPF run time per op and the operations
+# per probe hit (the engine batches them, engine/strata_probes.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS=${SECS:-10}
-ROUNDS=${ROUNDS:-2}
+SECS=${SECS:-4}
+ROUNDS=${ROUNDS:-6}
 source bench/collectlib.sh
+was=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+trap 'sysctl -qw kernel.bpf_stats_enabled="$was"; collect_cleanup' EXIT
 engine_start
 load 3 --setup > /dev/null # files written, ARC warm
-declare -a base one four
+collect_start ''
+
+declare -A want=(
+	[none]=''
+	[one]='add a nfs.ops op\n'
+	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
+)
+# bpf_runs: "RUN_COUNT RUN_TIME_NS" of the nfs_ops program (0 0 when none is loaded)
+bpf_runs() {
+	bpftool prog show -j | python3 -c '
+import json, sys
+ps = [p for p in json.load(sys.stdin) if p.get("name") == "nfs_ops"]
+print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))'
+}
+configs=(none one four)
+: > "$work/results"
 for ((r = 0; r < ROUNDS; r++)); do
-	base+=("$(load "$SECS")")
-	collect_start 'add a nfs.ops op\n'
-	one+=("$(load "$SECS")")
-	collect_stop
-	collect_start 'add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
-	four+=("$(load "$SECS")")
-	collect_stop
+	for ((i = 0; i < 3; i++)); do
+		cfg=${configs[(i + r) % 3]}
+		printf 'remove a\nremove b\nremove c\nremove d\n' >&3
+		printf "${want[$cfg]}" >&3
+		sleep 0.5
+		read -r n0 t0 < <(bpf_runs)
+		read -r ops nsop < <(load_cost "$SECS")
+		read -r n1 t1 < <(bpf_runs)
+		echo "$r $cfg $ops $nsop $((n1 - n0)) $((t1 - t0))" >> "$work/results"
+	done
 done
-python3 - "${base[*]}" "${one[*]}" "${four[*]}" <<'PY'
+collect_stop
+python3 - "$(nproc)" "$SECS" "$work/results" <<'PY'
 import statistics, sys
-b, o, f = ([int(x) for x in a.split()] for a in sys.argv[1:4])
-mb, mo, mf = statistics.median(b), statistics.median(o), statistics.median(f)
-print(f"engine randread 8k, 4 clients x 8 threads, median of {len(b)} rounds (ops/s): no datasets {mb:.0f}  "
-      f"nfs.ops[op] alone {mo:.0f} (loss {100 * (1 - mo / mb):.1f} %)  "
-      f"4 datasets {mf:.0f} (loss {100 * (1 - mf / mb):.1f} %)")
-print("rounds:", {"none": b, "one": o, "four": f})
+cores, secs = int(sys.argv[1]), int(sys.argv[2])
+rows = [l.split() for l in open(sys.argv[3])]
+by = {}
+for r, cfg, ops, nsop, runs, run_ns in rows:
+    by.setdefault(int(r), {})[cfg] = (int(ops), int(nsop), int(runs), int(run_ns))
+rounds = sorted(by)
+base = statistics.median(by[r]["none"][0] for r in rounds)
+print(f"engine randread 8k, 4 clients x 8 threads, {len(rounds)} rounds of {secs} s; no datasets: "
+      f"median {base:.0f} ops/s, engine CPU {statistics.median(by[r]['none'][1] for r in rounds):.0f} ns/op")
+for cfg, label in (("one", "nfs.ops[op]"), ("four", "4 datasets")):
+    loss = statistics.median(100 * (1 - by[r][cfg][0] / by[r]["none"][0]) for r in rounds)
+    cpu = statistics.median(by[r][cfg][1] - by[r]["none"][1] for r in rounds)
+    total = sum(by[r][cfg][0] * secs for r in rounds)
+    runs = sum(by[r][cfg][2] for r in rounds)
+    bpf = sum(by[r][cfg][3] for r in rounds) / total
+    machine = cores * 1e9 / base
+    print(f"  {label:12s} throughput loss {loss:+5.1f} % (median of paired rounds); engine CPU {cpu:+5.0f} ns/op; "
+          f"BPF {bpf:4.0f} ns/op = {100 * bpf / machine:.2f} % of the machine's {machine:.0f} ns/op; "
+          f"{total / max(runs, 1):.1f} ops per probe hit")
+print("rounds (ops/s):", {r: {c: v[0] for c, v in by[r].items()} for r in rounds})
 PY

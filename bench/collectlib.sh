@@ -11,7 +11,7 @@ collect_cleanup() {
 trap collect_cleanup EXIT
 
 engine_start() {
-	cp build/bin/strata-engine "$work/" # private inode: nobody else's probes land in ours
+	cp "${ENGINE:-build/bin/strata-engine}" "$work/strata-engine" # private inode: nobody else's probes land in ours
 	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
 	"$work/strata-engine" serve --pool "$work/pool" --export /export --listen 127.0.0.1:0 \
 		--port-file "$work/ports" > "$work/engine.log" 2>&1 &
@@ -26,6 +26,20 @@ load() {
 	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export /export \
 		--profile randread --io-size 8k --clients 4 --threads 8 --duration "$1" ${2:-} --json - |
 		python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ops_per_sec"]["total"]))'
+}
+
+# engine_cpu_ns: CPU time of all the engine's threads so far (schedstat, ns), probes included
+engine_cpu_ns() {
+	cat /proc/"$engine_pid"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+
+# load_cost SECONDS: prints "OPS_PER_SEC ENGINE_NS_PER_OP" for one load run
+load_cost() {
+	local c0 c1 ops
+	c0=$(engine_cpu_ns)
+	ops=$(load "$1")
+	c1=$(engine_cpu_ns)
+	echo "$ops $(( (c1 - c0) / (ops * $1) ))"
 }
 
 # collect_start COMMANDS: strata-collect attached to the engine, COMMANDS written to its stdin

@@ -19,7 +19,7 @@ static __always_inline int tier_io(void *arg, __u32 op, __u32 stat)
 	__u64 now = bpf_ktime_get_ns();
 
 	if (bpf_probe_read_user(&io, sizeof(io), arg)) {
-		agg_stat_inc(AGG_STATS_DROPS);
+		agg_stat_add(AGG_STATS_DROPS, 1);
 		return 0;
 	}
 	ev = agg_event_get();

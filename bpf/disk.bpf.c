@@ -74,7 +74,7 @@ static __always_inline int on_issue(struct request *rq)
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 
 	if (bpf_map_update_elem(&starts, &key, &now, BPF_ANY))
-		agg_stat_inc(AGG_STATS_DROPS);
+		agg_stat_add(AGG_STATS_DROPS, 1);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
-/* nfs.bpf.c — the NFS layer and the ARC outcome: the engine's strata:nfs_op USDT probe
- * (one hit per NFS/MOUNT operation) feeds nfs.ops, nfs.latency, nfs.size and
- * arc.accesses, broken down by op, client, tier or file (bpf/aggregate.h). */
+/* nfs.bpf.c — the NFS layer and the ARC outcome: the engine's strata:nfs_ops USDT probe
+ * (one hit per batch of completed NFS/MOUNT operations, engine/strata_probes.h) feeds
+ * nfs.ops, nfs.latency, nfs.size and arc.accesses, broken down by op, client, tier or
+ * file (bpf/aggregate.h). Each operation carries its own start and end time. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -25,36 +26,69 @@ static __always_inline __u32 deepest_tier(__u8 tiers)
 	return AGG_TIER_NONE;
 }
 
-SEC("usdt")
-int BPF_USDT(nfs_op, void *arg)
-{
-	struct strata_nfs_op op;
-	struct agg_event *ev;
-	__u64 now = bpf_ktime_get_ns();
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct strata_nfs_batch);
+} nfs_batch SEC(".maps");
 
-	if (bpf_probe_read_user(&op, sizeof(op), arg)) {
-		agg_stat_inc(AGG_STATS_DROPS);
-		return 0;
-	}
+struct nfs_loop_ctx {
+	struct strata_nfs_batch *b;
+};
+
+/* Describes operation i of the batch once and applies it to every slot. */
+static long nfs_op_apply(__u32 i, void *ctx)
+{
+	struct strata_nfs_batch *b = ((struct nfs_loop_ctx *)ctx)->b;
+	struct strata_nfs_op *op;
+	struct agg_event *ev;
+
+	if (i >= STRATA_NFS_BATCH)
+		return 1;
+	op = &b->ops[i];
 	ev = agg_event_get();
 	if (!ev)
-		return 0;
-	*(__u32 *)ev->dims[AGG_DIM_OP] = (op.prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op.proc;
-	if (op.family == 2) { /* AF_INET: ::ffff:a.b.c.d */
+		return 1;
+	*(__u32 *)ev->dims[AGG_DIM_OP] = (op->prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op->proc;
+	if (op->family == 2) { /* AF_INET: ::ffff:a.b.c.d */
 		ev->dims[AGG_DIM_CLIENT][10] = 0xff;
 		ev->dims[AGG_DIM_CLIENT][11] = 0xff;
-		__builtin_memcpy(&ev->dims[AGG_DIM_CLIENT][12], op.client, 4);
+		__builtin_memcpy(&ev->dims[AGG_DIM_CLIENT][12], op->client, 4);
 	} else {
-		__builtin_memcpy(ev->dims[AGG_DIM_CLIENT], op.client, 16);
+		__builtin_memcpy(ev->dims[AGG_DIM_CLIENT], op->client, 16);
 	}
-	*(__u32 *)ev->dims[AGG_DIM_TIER] = deepest_tier(op.tiers);
-	*(__u64 *)ev->dims[AGG_DIM_FILE] = op.file_id;
-	ev->latency_ns = now > op.start_ns ? now - op.start_ns : 0;
-	ev->bytes = op.bytes;
-	ev->hits = op.arc_hits;
-	ev->misses = op.arc_misses;
+	*(__u32 *)ev->dims[AGG_DIM_TIER] = deepest_tier(op->tiers);
+	*(__u64 *)ev->dims[AGG_DIM_FILE] = op->file_id;
+	ev->latency_ns = op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;
+	ev->bytes = op->bytes;
+	ev->hits = op->arc_hits;
+	ev->misses = op->arc_misses;
 	ev->stats_mask = 1u << AGG_STAT_NFS_OPS | 1u << AGG_STAT_NFS_LATENCY |
 			 1u << AGG_STAT_NFS_SIZE | 1u << AGG_STAT_ARC_ACCESSES;
 	agg_event_apply(ev);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
+{
+	__u32 zero = 0, n;
+	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_loop_ctx lctx = { .b = b };
+
+	if (!b)
+		return 0;
+	if (bpf_probe_read_user(&b->count, sizeof(b->count), &arg->count)) {
+		agg_stat_add(AGG_STATS_DROPS, 1);
+		return 0;
+	}
+	n = b->count;
+	if (n == 0 || n > STRATA_NFS_BATCH ||
+	    bpf_probe_read_user(b->ops, n * sizeof(b->ops[0]), arg->ops)) {
+		agg_stat_add(AGG_STATS_DROPS, n && n <= STRATA_NFS_BATCH ? n : 1);
+		return 0;
+	}
+	bpf_loop(n, nfs_op_apply, &lctx, 0);
 	return 0;
 }

@@ -15,13 +15,13 @@
 
 const struct statistic statistics[] = {
 	{ "nfs.ops", "operations", KIND_COUNTER, LAYER_NFS, AGG_STAT_NFS_OPS, OPS_NFS, NFS_DIMS, NFS_DIMS,
-	  { "nfs_op", NULL }, "NFSv3 and MOUNT operations completed by the engine" },
+	  { "nfs_ops", NULL }, "NFSv3 and MOUNT operations completed by the engine" },
 	{ "nfs.latency", "ns", KIND_HEATMAP, LAYER_NFS, AGG_STAT_NFS_LATENCY, OPS_NFS, NFS_DIMS, NFS_DIMS,
-	  { "nfs_op", NULL }, "time from request decoded to reply, per operation" },
+	  { "nfs_ops", NULL }, "time from request decoded to reply, per operation" },
 	{ "nfs.size", "bytes", KIND_HEATMAP, LAYER_NFS, AGG_STAT_NFS_SIZE, OPS_NFS, NFS_DIMS, NFS_DIMS,
-	  { "nfs_op", NULL }, "payload bytes read or written per operation (0 for metadata)" },
+	  { "nfs_ops", NULL }, "payload bytes read or written per operation (0 for metadata)" },
 	{ "arc.accesses", "records", KIND_COUNTER, LAYER_NFS, AGG_STAT_ARC_ACCESSES, OPS_NFS,
-	  D(AGG_DIM_HITMISS) | NFS_DIMS, NFS_DIMS, { "nfs_op", NULL },
+	  D(AGG_DIM_HITMISS) | NFS_DIMS, NFS_DIMS, { "nfs_ops", NULL },
 	  "records looked up in the ARC by NFS operations (hit/miss from the op probe)" },
 	{ "l2arc.latency", "ns", KIND_HEATMAP, LAYER_CACHE, AGG_STAT_L2ARC_LATENCY, OPS_TIER, L2_DIMS, L2_DIMS,
 	  { "l2arc_read", "l2arc_write" }, "L2ARC device reads and feed writes" },

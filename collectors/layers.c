@@ -46,7 +46,7 @@ static int load_nfs(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))nfs_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "nfs_op", s->progs.nfs_op, true);
+	add_probe(L, "nfs_ops", s->progs.nfs_ops, true);
 	return 0;
 }
 
@@ -382,12 +382,13 @@ static bool live(const struct layer *L, const struct agg_key *k)
 	return k->slot < AGG_MAX_SLOTS && L->slots[k->slot].stat && L->slots[k->slot].gen == k->gen;
 }
 
-/* Snapshot of the counts map into L->cur (per-CPU values summed); stale entries deleted. */
+/* Snapshot of the counts map into L->cur, one entry per non-zero bucket (each chunk
+ * expanded, per-CPU values summed); stale entries deleted. */
 static int snapshot(struct layer *L, char *err, size_t n)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	struct agg_key *keys = malloc(READ_CHUNK * sizeof(*keys));
-	__u64 *vals = malloc((size_t)READ_CHUNK * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(*vals));
+	struct agg_chunk *vals = malloc((size_t)READ_CHUNK * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(*vals));
 	struct agg_key stale[64];
 	size_t nstale = 0;
 	__u64 batch = 0;
@@ -408,21 +409,27 @@ static int snapshot(struct layer *L, char *err, size_t n)
 			snprintf(err, n, "reading the %s counts: %s", layer_name(L->id), strerror(-r));
 			goto out;
 		}
-		if (reserve(L, L->ncur + count) < 0) {
-			snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
-			goto out;
-		}
 		for (__u32 i = 0; i < count; i++) {
-			uint64_t sum = 0;
-
 			if (!live(L, &keys[i])) {
 				if (nstale < sizeof(stale) / sizeof(stale[0]))
 					stale[nstale++] = keys[i];
 				continue;
 			}
-			for (int c = 0; c < ncpu; c++)
-				sum += vals[(size_t)i * (size_t)ncpu + (size_t)c];
-			L->cur[L->ncur++] = (struct count_entry){ keys[i], sum };
+			if (reserve(L, L->ncur + AGG_CHUNK) < 0) {
+				snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+				goto out;
+			}
+			for (__u32 b = 0; b < AGG_CHUNK; b++) {
+				struct agg_key k = keys[i];
+				uint64_t sum = 0;
+
+				for (int c = 0; c < ncpu; c++)
+					sum += vals[(size_t)i * (size_t)ncpu + (size_t)c].counts[b];
+				if (!sum)
+					continue;
+				k.bucket += b;
+				L->cur[L->ncur++] = (struct count_entry){ k, sum };
+			}
 		}
 		if (r == -ENOENT)
 			break;

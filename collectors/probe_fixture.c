@@ -6,7 +6,7 @@
  *   tier l2arc_read|l2arc_write|zil_commit COUNT LATENCY_US
  *   spin OPS_PER_SECOND        (background nfs getattr ops from 127.0.0.1; 0 stops)
  *   sem PROBE                  (prints the probe's semaphore)
- * Each reply is one line: "fired N" (probes actually fired: semaphore set),
+ * Each reply is one line: "fired N" (operations or tier events reported: semaphore set),
  * "sem N" or "error ...". Prints "ready PID" first. */
 #define STRATA_PROBES_DEFINE_SEMAPHORES
 #include <arpa/inet.h>
@@ -33,15 +33,28 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
-static int fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns)
+/* Fires COUNT copies of tmpl, LATENCY_NS old, as full strata:nfs_ops batches and a
+ * last partial one (as a busy engine worker would); returns the operations fired. */
+static unsigned fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns, unsigned count)
 {
-	struct strata_nfs_op op = *tmpl;
+	struct strata_nfs_batch batch;
+	unsigned fired = 0;
 
-	if (!STRATA_PROBE_ENABLED(nfs_op))
-		return 0;
-	op.start_ns = mono_ns() - latency_ns;
-	STRATA_PROBE(nfs_op, &op);
-	return 1;
+	while (fired < count && STRATA_PROBE_ENABLED(nfs_ops)) {
+		__u64 now = mono_ns();
+
+		batch.count = 0;
+		while (batch.count < STRATA_NFS_BATCH && fired + batch.count < count) {
+			struct strata_nfs_op *op = &batch.ops[batch.count++];
+
+			*op = *tmpl;
+			op->end_ns = now;
+			op->start_ns = now - latency_ns;
+		}
+		STRATA_PROBE(nfs_ops, &batch);
+		fired += batch.count;
+	}
+	return fired;
 }
 
 static void *spinner(void *arg)
@@ -57,7 +70,7 @@ static void *spinner(void *arg)
 			usleep(10000);
 			continue;
 		}
-		spin_fired += (unsigned long)fire_nfs(&op, 1000);
+		spin_fired += fire_nfs(&op, 1000, 1);
 		usleep((useconds_t)(1000000 / rate));
 	}
 	return NULL;
@@ -119,8 +132,8 @@ static int start_stats_socket(void)
 
 static unsigned short semaphore(const char *name)
 {
-	if (!strcmp(name, "nfs_op"))
-		return strata_nfs_op_semaphore;
+	if (!strcmp(name, "nfs_ops"))
+		return strata_nfs_ops_semaphore;
 	if (!strcmp(name, "l2arc_read"))
 		return strata_l2arc_read_semaphore;
 	if (!strcmp(name, "l2arc_write"))
@@ -136,7 +149,6 @@ static void cmd_nfs(char *args)
 	unsigned count, proc, tiers, hits, misses, bytes;
 	unsigned long long lat_us, file;
 	char client[64], mount[16] = "";
-	int fired = 0;
 
 	if (sscanf(args, "%u %u %63s %llu %u %u %u %u %llu %15s", &count, &proc, client, &lat_us, &tiers, &hits,
 		   &misses, &bytes, &file, mount) < 9) {
@@ -158,9 +170,7 @@ static void cmd_nfs(char *args)
 	op.bytes = bytes;
 	op.file_id = file;
 	op.client_port = 700;
-	for (unsigned i = 0; i < count; i++)
-		fired += fire_nfs(&op, lat_us * 1000);
-	printf("fired %d\n", fired);
+	printf("fired %u\n", fire_nfs(&op, lat_us * 1000, count));
 }
 
 static void cmd_tier(char *args)

@@ -36,7 +36,7 @@ def _builtin(name, unit, kind, breakdowns, layer, probe, filters=None):
                      layer, probe, None, "strata-collect is not built: support unknown")
 
 
-NFS_OP = "usdt strata:nfs_op"
+NFS_OP = "usdt strata:nfs_ops"
 BLOCK = "tracepoints block:block_rq_issue, block:block_rq_complete"
 BUILTIN = [
     _builtin("nfs.ops", "operations", "counter", NFS, "nfs", NFS_OP),

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -130,28 +131,41 @@ static void conn_send(struct conn *c, const uint8_t *buf, size_t len)
 	pthread_mutex_unlock(&c->wlock);
 }
 
-static void fire_probe(const struct rpc_req *r)
+/* Fires the worker's pending strata:nfs_ops batch, if a tracer still listens. */
+static void probe_flush(struct strata_nfs_batch *b)
 {
-	struct strata_nfs_op op = {
-		.start_ns = r->start_ns, .file_id = r->file_id, .bytes = r->bytes,
-		.status = r->status, .prog = r->call.prog, .proc = (uint16_t)r->call.proc,
-		.tiers = r->acct.tiers,
+	if (b->count && STRATA_PROBE_ENABLED(nfs_ops))
+		STRATA_PROBE(nfs_ops, b);
+	b->count = 0;
+}
+
+/* Adds a completed operation to the worker's batch; fires it when full or when its
+ * oldest operation is STRATA_NFS_BATCH_NS old (strata_probes.h). */
+static void probe_add(struct strata_nfs_batch *b, const struct rpc_req *r)
+{
+	struct strata_nfs_op *op = &b->ops[b->count++];
+
+	*op = (struct strata_nfs_op){
+		.start_ns = r->start_ns, .end_ns = now_mono_ns(), .file_id = r->file_id,
+		.bytes = r->bytes, .status = r->status, .prog = r->call.prog,
+		.proc = (uint16_t)r->call.proc, .tiers = r->acct.tiers,
 		.arc_hits = r->acct.arc_hits > 0xffff ? 0xffff : (uint16_t)r->acct.arc_hits,
 		.arc_misses = r->acct.arc_misses > 0xffff ? 0xffff : (uint16_t)r->acct.arc_misses,
 		.l2arc_hits = r->acct.l2arc_hits > 0xffff ? 0xffff : (uint16_t)r->acct.l2arc_hits,
 	};
 	if (r->client->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)r->client;
-		op.family = AF_INET;
-		memcpy(op.client, &a->sin_addr, 4);
-		op.client_port = ntohs(a->sin_port);
+		op->family = AF_INET;
+		memcpy(op->client, &a->sin_addr, 4);
+		op->client_port = ntohs(a->sin_port);
 	} else if (r->client->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)r->client;
-		op.family = AF_INET6;
-		memcpy(op.client, &a->sin6_addr, 16);
-		op.client_port = ntohs(a->sin6_port);
+		op->family = AF_INET6;
+		memcpy(op->client, &a->sin6_addr, 16);
+		op->client_port = ntohs(a->sin6_port);
 	}
-	STRATA_PROBE(nfs_op, &op);
+	if (b->count == STRATA_NFS_BATCH || op->end_ns - b->ops[0].end_ns >= STRATA_NFS_BATCH_NS)
+		probe_flush(b);
 }
 
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
@@ -178,7 +192,7 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 	case RPC_DECODE_OK: {
 		uint32_t prog = r->call.prog;
 		int known = prog == STRATA_PROG_NFS || prog == STRATA_PROG_MOUNT;
-		traced = known && STRATA_PROBE_ENABLED(nfs_op);
+		traced = known && STRATA_PROBE_ENABLED(nfs_ops);
 		if (!known) {
 			rpc_put_accepted(&o, r->call.xid, RPC_PROG_UNAVAIL, 0, 0);
 			CTR_INC(rpc_rejects);
@@ -219,7 +233,7 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 }
 
 /* Runs one request and sends its reply; -1 when the connection must close. */
-static int serve(struct rpc_req *r, uint8_t *reply)
+static int serve(struct rpc_req *r, uint8_t *reply, struct strata_nfs_batch *batch)
 {
 	size_t len;
 	int traced;
@@ -227,17 +241,42 @@ static int serve(struct rpc_req *r, uint8_t *reply)
 		return -1;
 	conn_send(r->conn, reply, len);
 	if (traced)
-		fire_probe(r);
+		probe_add(batch, r);
 	return 0;
+}
+
+/* Waits for work with net.lock held. A pending probe batch is fired when it comes due
+ * (STRATA_NFS_BATCH_NS after its first operation) unless work arrives first, so a
+ * busy engine fills its batches and an idle one reports within that bound. */
+static void wait_for_work(struct strata_nfs_batch *b)
+{
+	if (!b->count) {
+		pthread_cond_wait(&net.cv, &net.lock);
+		return;
+	}
+	uint64_t now = now_mono_ns(), due = b->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+	if (now < due) {
+		struct timespec ts; /* the condition variable waits on CLOCK_REALTIME */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (due - now);
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		if (pthread_cond_timedwait(&net.cv, &net.lock, &ts) != ETIMEDOUT)
+			return;
+	}
+	pthread_mutex_unlock(&net.lock);
+	probe_flush(b);
+	pthread_mutex_lock(&net.lock);
 }
 
 static void *worker(void *arg)
 {
 	uint8_t *reply = xmalloc(NET_REPLY_CAP);
+	struct strata_nfs_batch *batch = xcalloc(1, sizeof(*batch));
 	for (;;) {
 		pthread_mutex_lock(&net.lock);
 		while (!net.head)
-			pthread_cond_wait(&net.cv, &net.lock);
+			wait_for_work(batch);
 		struct rpc_req *r = net.head;
 		net.head = r->next;
 		if (!net.head)
@@ -246,7 +285,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&net.lock);
 
 		struct conn *c = r->conn;
-		if (serve(r, reply))
+		if (serve(r, reply, batch))
 			conn_kill(c);
 		free(r->rec);
 		free(r);

@@ -26,7 +26,7 @@ struct rpc_req {
 	uint8_t *rec;
 	uint32_t reclen;
 	uint64_t start_ns;
-	/* filled by the procedure for the nfs_op probe and the counters */
+	/* filled by the procedure for the nfs_ops probe and the counters */
 	uint32_t status, bytes;
 	uint64_t file_id;
 	struct io_acct acct;
@@ -38,7 +38,7 @@ struct rpc_req {
 int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, char *err, size_t errsz);
 /* Decodes r->rec, runs the procedure and encodes the reply (with its record
  * mark) into reply[NET_REPLY_CAP]; -1 when the record is not an RPC call and
- * the connection should be closed.  *traced: fire the nfs_op probe. */
+ * the connection should be closed.  *traced: report it to the nfs_ops probe. */
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced);
 int net_start(const int *listen_fds, int nfds, int workers);
 /* Stops accepting, closes connections, waits for in-flight requests. */

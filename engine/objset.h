@@ -69,7 +69,7 @@ struct dataset {
 	uint32_t recordsize;
 };
 
-/* Accounting of one operation for the nfs_op probe. */
+/* Accounting of one operation for the nfs_ops probe. */
 struct io_acct {
 	uint8_t tiers;
 	uint32_t arc_hits, arc_misses, l2arc_hits;

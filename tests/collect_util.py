@@ -129,7 +129,7 @@ class Fixture:
         return self.ask(f"nfs {count} {proc} {client} {latency_us} {tiers} {hits} {misses} {size} {file}"
                         + (" mount" if mount else ""))
 
-    def semaphore(self, probe="nfs_op"):
+    def semaphore(self, probe="nfs_ops"):
         return self.ask(f"sem {probe}")
 
     def stop(self):

@@ -120,18 +120,18 @@ def test_gauges_from_the_engine_stats_socket(fixture):
 def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
     c = Collector("--engine-pid", fixture.pid)
     try:
-        assert fixture.semaphore("nfs_op") == 0
+        assert fixture.semaphore("nfs_ops") == 0
         c.add("a", "nfs.ops", "op")
         c.add("b", "nfs.latency", "client")
         c.add("z", "zil.latency")
-        assert fixture.semaphore("nfs_op") == 1 and fixture.semaphore("zil_commit") == 1
+        assert fixture.semaphore("nfs_ops") == 1 and fixture.semaphore("zil_commit") == 1
         assert fixture.semaphore("l2arc_read") == 0  # nobody asked for it: not attached
         assert fixture.nfs(10, NFS_READ) == 10
         c.remove("a")
-        assert fixture.semaphore("nfs_op") == 1  # b still needs it
+        assert fixture.semaphore("nfs_ops") == 1  # b still needs it
         assert fixture.nfs(5, NFS_READ) == 5
         c.remove("b")
-        assert fixture.semaphore("nfs_op") == 0
+        assert fixture.semaphore("nfs_ops") == 0
         assert fixture.semaphore("zil_commit") == 1
         assert fixture.nfs(7, NFS_READ) == 0  # the engine's probe now costs one branch
         c.add("a", "nfs.ops", "op")  # re-enabled: counts from zero, only new ops

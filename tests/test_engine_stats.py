@@ -49,7 +49,7 @@ def test_rereading_a_cached_working_set_hits_the_arc(engine, tmp_path):
 
 def test_binary_declares_usdt_probes():
     notes = subprocess.run(["readelf", "-n", engine_binary()], capture_output=True, text=True, check=True).stdout
-    for probe in ("nfs_op", "vdev_io_start", "vdev_io_done"):
+    for probe in ("nfs_ops", "vdev_io_start", "vdev_io_done"):
         assert f"Name: {probe}" in notes, probe
     assert "Provider: strata" in notes
-    assert "Semaphore: 0x0000000000000000" not in notes.split("Name: nfs_op")[1].split("Name:")[0]
+    assert "Semaphore: 0x0000000000000000" not in notes.split("Name: nfs_ops")[1].split("Name:")[0]
