@@ -2,9 +2,9 @@
 # collect_bpfcost.sh — the BPF programs' own run time per probe hit, from the kernel's
 # BPF statistics (kernel.bpf_stats_enabled): far steadier than throughput on a shared
 # VM. Disk layer: strata's disk datasets vs libbpf-tools' biolatency -D on the same
-# fio random reads (ns per I/O, issue + completion). NFS layer: the engine's nfs_op
-# program with one dataset and with four. The uprobe/tracepoint entry itself is not in
-# these figures (it is the same for every program on the hook).
+# fio random reads (ns per I/O, issue + completion). The tracepoint entry itself is not
+# in these figures (it is the same for every program on the hook). The NFS layer's BPF
+# time per operation is in bench/collect_engine.sh, its whole cost in collect_probe.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-5}
@@ -33,7 +33,7 @@ with_collector() {
 	local cmds=$1 pattern=$2
 	shift 2
 	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	"$COLLECT" ${COLLECT_ARGS:-} < "$work/ctl" > /dev/null &
+	"$COLLECT" < "$work/ctl" > /dev/null &
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$cmds" >&3
@@ -55,9 +55,3 @@ fio_run
 echo "  biolatency -D (peer):                $(per_hit '^block_rq_')"
 kill -INT "$bio"; wait "$bio" || true
 
-engine_start
-load 2 --setup > /dev/null
-COLLECT_ARGS="--engine-pid $engine_pid"
-echo "NFS layer, engine randread 8k from the ARC, BPF ns per NFS op:"
-echo "  nfs.ops[op]:                          $(with_collector 'add a nfs.ops op\n' '^nfs_op' load "$SECS")"
-echo "  + nfs.latency[client], [tier], disk:  $(with_collector 'add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n' '^nfs_op' load "$SECS")"
