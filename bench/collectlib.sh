@@ -11,7 +11,7 @@ collect_cleanup() {
 trap collect_cleanup EXIT
 
 engine_start() {
-	cp "${ENGINE:-build/bin/strata-engine}" "$work/strata-engine" # private inode: nobody else's probes land in ours
+	cp build/bin/strata-engine "$work/" # private inode: nobody else's probes land in ours
 	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
 	"$work/strata-engine" serve --pool "$work/pool" --export /export --listen 127.0.0.1:0 \
 		--port-file "$work/ports" > "$work/engine.log" 2>&1 &
