@@ -33,11 +33,12 @@ ps = [p for p in json.load(sys.stdin) if p.get("name") == "nfs_ops"]
 print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))'
 }
 configs=(none one four)
+cfg=none
 : > "$work/results"
 for ((r = 0; r < ROUNDS; r++)); do
 	for ((i = 0; i < 3; i++)); do
+		printf "${want[$cfg]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&3 # the previous set off
 		cfg=${configs[(i + r) % 3]}
-		printf 'remove a\nremove b\nremove c\nremove d\n' >&3
 		printf "${want[$cfg]}" >&3
 		sleep 0.5
 		read -r n0 t0 < <(bpf_runs)

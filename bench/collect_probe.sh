@@ -9,13 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-4}
 ROUNDS=${ROUNDS:-2}
-work=$(mktemp -d)
-prober=""
-collect_pid=""
-trap '[ -n "$collect_pid" ] && kill "$collect_pid" 2>/dev/null; [ -n "$prober" ] && kill "$prober" 2>/dev/null; rm -rf "$work"' EXIT
-
+source bench/collectlib.sh
 build/bench/strata-probe-cost > "$work/lines" &
-prober=$!
+engine_pid=$! # the collector attaches to the prober as to an engine
 
 # phase NAME: SECS per-second lines (the first one after a change is dropped)
 phase() {
@@ -26,19 +22,9 @@ phase() {
 	tail -n +"$((from + 1))" "$work/lines" | head -n "$SECS" | sed "s/^/$1 /" >> "$work/phases"
 }
 with_collector() {
-	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	build/bin/strata-collect --engine-pid "$prober" < "$work/ctl" > "$work/collect.out" &
-	collect_pid=$!
-	exec 3> "$work/ctl"
-	printf "$2" >&3
+	collect_start "$2"
 	phase "$1"
-	exec 3>&-
-	wait "$collect_pid" || true
-	if grep -q '"type":"error"' "$work/collect.out"; then
-		echo "strata-collect failed: $(grep -m1 '"type":"error"' "$work/collect.out")" >&2
-		exit 1
-	fi
-	collect_pid=""
+	collect_stop
 }
 for ((r = 0; r < ROUNDS; r++)); do
 	phase bare

@@ -56,4 +56,8 @@ collect_stop() {
 	exec 3>&-
 	wait "$collect_pid"
 	collect_pid=""
+	if grep -q '"type":"error"' "$work/collect.out"; then
+		echo "strata-collect failed: $(grep -m1 '"type":"error"' "$work/collect.out")" >&2
+		exit 1
+	fi
 }

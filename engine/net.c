@@ -254,13 +254,9 @@ static void wait_for_work(struct strata_nfs_batch *b)
 		pthread_cond_wait(&net.cv, &net.lock);
 		return;
 	}
-	uint64_t now = now_mono_ns(), due = b->ops[0].end_ns + STRATA_NFS_BATCH_NS;
-	if (now < due) {
-		struct timespec ts; /* the condition variable waits on CLOCK_REALTIME */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + (due - now);
-		ts.tv_sec += (time_t)(ns / 1000000000u);
-		ts.tv_nsec = (long)(ns % 1000000000u);
+	uint64_t due = b->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+	if (now_mono_ns() < due) {
+		struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u) };
 		if (pthread_cond_timedwait(&net.cv, &net.lock, &ts) != ETIMEDOUT)
 			return;
 	}
@@ -444,6 +440,11 @@ int net_start(const int *listen_fds, int nfds, int workers)
 	net.listen_fds = xcalloc((size_t)nfds, sizeof(int));
 	memcpy(net.listen_fds, listen_fds, (size_t)nfds * sizeof(int));
 	net.nlisten = nfds;
+	pthread_condattr_t ca; /* work waits are timed on the probes' clock (wait_for_work) */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&net.cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
