@@ -41,6 +41,7 @@ static struct {
 	pthread_cond_t cv, idle_cv;
 	struct rpc_req *head, *tail;
 	int busy, stopping;
+	int workers, exited, quit; /* quit: workers flush their probe batch and exit */
 	struct conn *conns;
 	int *listen_fds, nlisten;
 } net = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
@@ -271,8 +272,10 @@ static void *worker(void *arg)
 	struct strata_nfs_batch *batch = xcalloc(1, sizeof(*batch));
 	for (;;) {
 		pthread_mutex_lock(&net.lock);
-		while (!net.head)
+		while (!net.head && !net.quit)
 			wait_for_work(batch);
+		if (!net.head)
+			break;
 		struct rpc_req *r = net.head;
 		net.head = r->next;
 		if (!net.head)
@@ -298,6 +301,15 @@ static void *worker(void *arg)
 			pthread_cond_broadcast(&net.idle_cv);
 		pthread_mutex_unlock(&net.lock);
 	}
+	/* net_stop: the queue is drained; report what this worker still holds. */
+	pthread_mutex_unlock(&net.lock);
+	probe_flush(batch);
+	free(batch);
+	free(reply);
+	pthread_mutex_lock(&net.lock);
+	net.exited++;
+	pthread_cond_broadcast(&net.idle_cv);
+	pthread_mutex_unlock(&net.lock);
 	return arg;
 }
 
@@ -452,6 +464,7 @@ int net_start(const int *listen_fds, int nfds, int workers)
 		pthread_t t;
 		if (pthread_create(&t, &attr, worker, NULL))
 			return -1;
+		net.workers++;
 	}
 	for (int i = 0; i < nfds; i++) {
 		pthread_t t;
@@ -471,6 +484,10 @@ void net_stop(void)
 	for (struct conn *c = net.conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
 	while (net.busy || net.head)
+		pthread_cond_wait(&net.idle_cv, &net.lock);
+	net.quit = 1;
+	pthread_cond_broadcast(&net.cv);
+	while (net.exited < net.workers)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	pthread_mutex_unlock(&net.lock);
 }

@@ -41,7 +41,8 @@ int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, cha
  * the connection should be closed.  *traced: report it to the nfs_ops probe. */
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced);
 int net_start(const int *listen_fds, int nfds, int workers);
-/* Stops accepting, closes connections, waits for in-flight requests. */
+/* Stops accepting, closes connections, waits for in-flight requests, then ends the
+ * workers, each firing its pending strata:nfs_ops batch. */
 void net_stop(void);
 
 #endif

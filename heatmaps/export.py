@@ -1,9 +1,17 @@
-"""Writing plotly figures: self-contained HTML, or PNG/SVG through kaleido and Chromium."""
+"""Writing plotly figures: self-contained HTML, or PNG/SVG through kaleido and Chromium.
+
+An image export runs in a forked child in its own session, so a Chromium that hangs
+(it does, rarely, on a loaded host) is killed with its whole process group at a
+deadline and the export is tried once more, instead of blocking the command."""
+import multiprocessing
 import os
+import signal
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
 IMAGE_SIZE = (1400, 800)
+EXPORT_DEADLINE_S = 60   # a render takes ~3 s here
+EXPORT_ATTEMPTS = 2
 
 
 class ExportError(RuntimeError):
@@ -16,15 +24,86 @@ def write_html(fig, path: str):
                    config={"displaylogo": False, "responsive": True, "scrollZoom": False})
 
 
-def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE):
-    """PNG or SVG via kaleido 1.x, driving Debian's Chromium unless BROWSER_PATH says otherwise."""
-    if "BROWSER_PATH" not in os.environ and Path(CHROMIUM).exists():
-        os.environ["BROWSER_PATH"] = CHROMIUM
+def _render(fig, path, fmt, size, errors):
+    """Child: renders into path, or sends the first line of kaleido's error."""
+    os.setsid()
     try:
         fig.write_image(path, format=fmt, width=size[0], height=size[1], scale=1 if fmt == "svg" else 2)
     except Exception as e:   # kaleido raises assorted errors when Chromium cannot start
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ExportError(f"cannot export {fmt.upper()} (kaleido/Chromium): {first}") from None
+        errors.send(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+        os._exit(1)
+    os._exit(0)
+
+
+def _attempt(fig, path, fmt, size, deadline):
+    """One export in a child into a temporary file beside path, renamed over path only
+    when complete (a failed export leaves an existing file untouched); returns None on
+    success, else why it failed."""
+    target = Path(path)
+    partial = target.with_name(f".{target.stem}.{os.getpid()}.partial.{fmt}")
+    try:
+        why = _run_child(fig, str(partial), fmt, size, deadline)
+        if why is None:
+            os.replace(partial, target)
+        return why
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _descendants(pid):
+    """pid's children, grandchildren, ... from /proc (empty once they are gone)."""
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def _kill_tree(pid):
+    """Kills the renderer and every process group under it: choreographer starts
+    Chromium through a wrapper in a session of its own, out of reach of the child's."""
+    own = os.getpgid(0)
+    for p in [pid] + _descendants(pid):
+        try:
+            group = os.getpgid(p)
+            if group != own:
+                os.killpg(group, signal.SIGKILL)
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _run_child(fig, path, fmt, size, deadline):
+    """Forks the renderer and waits for it up to the deadline; returns None or why not."""
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_render, args=(fig, path, fmt, size, send))
+    child.start()
+    send.close()
+    child.join(deadline)
+    if child.exitcode is None:
+        _kill_tree(child.pid)
+        child.join()
+        return f"no result within {deadline} s"
+    if child.exitcode == 0:
+        return None
+    return receive.recv() if receive.poll() else f"exit status {child.exitcode}"
+
+
+def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE, deadline=EXPORT_DEADLINE_S):
+    """PNG or SVG via kaleido 1.x, driving Debian's Chromium unless BROWSER_PATH says otherwise."""
+    if "BROWSER_PATH" not in os.environ and Path(CHROMIUM).exists():
+        os.environ["BROWSER_PATH"] = CHROMIUM
+    for _ in range(EXPORT_ATTEMPTS):
+        why = _attempt(fig, path, fmt, size, deadline)
+        if why is None:
+            return
+    raise ExportError(f"cannot export {fmt.upper()} (kaleido/Chromium): {why}")
 
 
 def write(fig, path: str, fmt: str):

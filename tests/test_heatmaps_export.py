@@ -1,0 +1,50 @@
+"""Image export survives a Chromium that hangs: the render is killed with its process
+group at the deadline, retried, then reported in one line, and the file already at the
+output path is left as it was. The hanging browser is a shell script standing in for
+Chromium: a real Chromium cannot be made to hang on demand."""
+import os
+import time
+
+import plotly.graph_objects as go
+import pytest
+
+from strata.heatmaps import export
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_hung_browser_is_killed_and_reported(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    browser = tmp_path / "hanging-browser"
+    browser.write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 600 &\necho $! >> {pids}\nwait\n")
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER_PATH", str(browser))
+    out = tmp_path / "map.png"
+    out.write_bytes(b"earlier export")
+    fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]))
+    started = time.monotonic()
+    with pytest.raises(export.ExportError, match=r"^cannot export PNG \(kaleido/Chromium\): no result within 3 s$"):
+        export.write_image(fig, str(out), "png", deadline=3)
+    assert time.monotonic() - started < 30
+    started_pids = [int(p) for p in pids.read_text().split()]
+    assert len(started_pids) == 2 * export.EXPORT_ATTEMPTS, "each attempt starts the browser once"
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in started_pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in started_pids), "a hung browser or its child outlived the export"
+    assert out.read_bytes() == b"earlier export"
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_export_replaces_the_file_whole(tmp_path):
+    out = tmp_path / "map.svg"
+    out.write_text("earlier export")
+    export.write_image(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), str(out), "svg")
+    assert out.read_text().lstrip().startswith("<svg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["map.svg"]
