@@ -8,6 +8,7 @@ from strata.cli.binaries import MissingBinary, find_binary
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.lock import CollectorLock
+from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
 from strata.datasets.paths import default_archive
 
 
@@ -20,7 +21,10 @@ from strata.datasets.paths import default_archive
               help="The one strata-engine process to probe (default: the newest one running).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
-def collect(archive_path, engine, engine_pid, collector_bin):
+@click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT",
+              help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
+                   "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")
+def collect(archive_path, engine, engine_pid, collector_bin, metrics_address):
     """Collect the archive's active datasets every second until stopped.
 
     Runs strata-collect (which loads and attaches only the probes the active
@@ -30,6 +34,11 @@ def collect(archive_path, engine, engine_pid, collector_bin):
     enforced every minute. One collector per archive (lock: ARCHIVE.lock).
     SIGTERM or Ctrl-C stops it cleanly; a full disk stops it with a message
     and an intact archive. Needs root (BPF).
+
+    With --metrics, every archived second is also served as OpenMetrics for
+    Prometheus to scrape: heat maps as histograms (llhist bucket bounds as
+    `le`), counters and gauges as themselves, counted since the collector
+    started.
     """
     path = archive_path or default_archive(for_reading=False)
     with archive_errors():
@@ -41,10 +50,29 @@ def collect(archive_path, engine, engine_pid, collector_bin):
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + (["--engine", engine] if engine else []) \
             + (["--engine-pid", str(engine_pid)] if engine_pid else [])
+        try:
+            listen = parse_address(metrics_address) if metrics_address else None
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--metrics") from None
         with CollectorLock(path), Archive.open(path, readonly=False) as archive:
-            collector = Collector(archive, command)
+            exposition = Exposition() if listen else None
+            server = _serve(exposition, *listen) if listen else None
+            collector = Collector(archive, command, exposition=exposition)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
             click.echo(f"strata collect: archiving to {path}", err=True)
-            status = collector.run()
+            if server:
+                click.echo(f"strata collect: serving OpenMetrics at {server.url}", err=True)
+            try:
+                status = collector.run()
+            finally:
+                if server:
+                    server.close()
     raise SystemExit(status)
+
+
+def _serve(exposition, host, port):
+    try:
+        return MetricsServer(exposition, host, port)
+    except OSError as e:
+        raise click.ClickException(f"cannot serve metrics on {host}:{port}: {e.strerror}") from None

@@ -7,6 +7,7 @@ second, status). Every batch of lines read is one archive transaction, so a
 kill -9 loses at most the second in flight. Dataset changes made by other
 commands are seen through the archive's change counter, polled every second;
 retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly.
+Given an openmetrics.Exposition, every committed second is added to it as well.
 """
 import ctypes
 import json
@@ -36,13 +37,14 @@ def control_line(info) -> str:
 
 
 class Collector:
-    def __init__(self, archive: Archive, command: list, log=None, poll: float = 1.0, prune_every: float = 60):
-        self.archive, self.command = archive, command
+    def __init__(self, archive: Archive, command: list, log=None, poll: float = 1.0, prune_every: float = 60,
+                 exposition=None):
+        self.archive, self.command, self.exposition = archive, command, exposition
         self.log = log or (lambda msg: print(f"strata collect: {msg}", file=sys.stderr, flush=True))
         self.poll, self.prune_every = poll, prune_every
         self.ingest = archive.ingestor()
         self.kinds = {}          # dataset id -> kind, for datasets added to the daemon
-        self.names = {}          # dataset id -> name
+        self.infos = {}          # dataset id -> DatasetInfo
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
         self.warned = set()
         self.stopping = False
@@ -69,9 +71,11 @@ class Collector:
             del self.kinds[ds]
         for ds, info in want.items():
             if ds not in self.kinds and ds not in self.failed:
-                self.kinds[ds], self.names[ds] = info.kind, info.name
+                self.kinds[ds], self.infos[ds] = info.kind, info
                 self._send(control_line(info))
         self.failed &= set(want)
+        if self.exposition:
+            self.exposition.keep(self.kinds)
 
     def _warn_once(self, key, msg):
         if key not in self.warned:
@@ -80,6 +84,7 @@ class Collector:
 
     def handle(self, lines: list):
         """Archive one batch of daemon output lines (one transaction)."""
+        committed = []
         with self.archive.guard(), self.ingest.transaction():
             for raw in lines:
                 try:
@@ -96,9 +101,11 @@ class Collector:
                             raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
                         self.ingest.add(ds, msg.get("t"), self.kinds[ds], msg.get("data"))
                         self.records += 1
+                        committed.append((self.infos[ds], msg["data"]))
                     elif kind == "error":
                         ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
-                        self.log(f"{self.names.get(ds, msg.get('id'))}: {msg.get('message', 'refused')}")
+                        name = self.infos[ds].name if ds in self.infos else msg.get("id")
+                        self.log(f"{name}: {msg.get('message', 'refused')}")
                         if ds in self.kinds:
                             del self.kinds[ds]
                             self.failed.add(ds)
@@ -108,6 +115,9 @@ class Collector:
                 except (ValueError, KeyError, TypeError) as e:
                     self._warn_once(("bad", type(e).__name__, str(e)[:80]),
                                     f"ignoring a malformed collector line ({e}): {raw[:120]!r}")
+        if self.exposition:
+            for info, data in committed:
+                self.exposition.add(info, data)
 
     # -- main loop ---------------------------------------------------------------------------
 

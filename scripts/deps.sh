@@ -17,6 +17,7 @@ PACKAGES=(
   fio util-linux iproute2 tmux procps                   # workloads, loop devices, netns, terminal tests
   nfs-ganesha nfs-ganesha-vfs rpcbind                   # a real NFS server to compare with
   chromium                                              # headless browser tests, plotly static export
+  prometheus                                            # a real scraper of strata collect --metrics
   python3-venv
 )
 missing=()

@@ -56,7 +56,11 @@ def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
     proc = subprocess.run([*STRATA, "check", "run", "--profile", str(slow), "--baseline", str(base), "--json"],
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    verdicts = {(r["dataset"], r["key"]): r["verdict"] for r in json.loads(proc.stdout)["results"]}
-    assert verdicts[("l2arc.latency", "")] == "worse"
-    assert verdicts[("nfs.latency[tier]", "l2arc")] == "worse"
-    assert verdicts[("nfs.latency[tier]", "arc")] in ("same", "better")
+    results = {(r["dataset"], r["key"]): r for r in json.loads(proc.stdout)["results"]}
+    assert results[("l2arc.latency", "")]["verdict"] == "worse"
+    l2arc, arc = results[("nfs.latency[tier]", "l2arc")], results[("nfs.latency[tier]", "arc")]
+    assert l2arc["verdict"] == "worse"
+    # ARC hits share the workers and CPUs with the slowed reads, so their tail may move
+    # with the host's noise; their median must not.
+    median = {r["key"]: next(m for m in r["metrics"] if m["metric"] == "p50") for r in (l2arc, arc)}
+    assert median["l2arc"]["verdict"] == "worse" and median["arc"]["verdict"] != "worse", median

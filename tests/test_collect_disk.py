@@ -1,6 +1,7 @@
 """Disk layer, real BPF on real block tracepoints: disk.ops against the kernel's own
 /sys/block stats, disk.latency against Debian's libbpf-tools biolatency, and datasets
 coming and going without disturbing the others."""
+import json
 import re
 import signal
 import subprocess
@@ -23,6 +24,13 @@ def dd(dev, direction, count, bs="4k", flags=""):
     io = ["if=/dev/zero", f"of=/dev/{dev}", "oflag=direct" + flags] if direction == "write" else \
         [f"if=/dev/{dev}", "of=/dev/null", "iflag=direct"]
     subprocess.run(["dd", *io, f"bs={bs}", f"count={count}", "status=none"], check=True)
+
+
+def recursion_misses(prefix):
+    """Runs of the loaded BPF programs named prefix* the kernel skipped as recursive."""
+    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True,
+                                      text=True, check=True).stdout)
+    return sum(p.get("recursion_misses", 0) for p in progs if p.get("name", "").startswith(prefix))
 
 
 def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path):
@@ -53,7 +61,9 @@ def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path
         fixture.stop()
     expected = {k: after[k] - before[k] for k in before}
     assert expected == {"read": 700, "write": 450, "discard": 0, "flush": 0}
-    assert counter_totals(c.data("byop")) == {"read": 700, "write": 450}
+    last = c.statuses()[-1]
+    assert counter_totals(c.data("byop")) == {"read": 700, "write": 450}, \
+        f"drops {last['drops']}, runs the kernel skipped (recursion) {misses}, records {c.data('byop')}"
     assert counter_totals(c.data("bydev")) == {loopdev: 1150}
     assert sum(heatmap_totals(c.data("lat"))[""].values()) == 1150
     assert all(s["drops"] == 0 for s in c.statuses())

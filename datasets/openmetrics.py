@@ -1,0 +1,203 @@
+"""The collector's datasets as OpenMetrics, for Prometheus to scrape (DESIGN.md, "Beyond one machine").
+
+`strata collect --metrics ADDRESS:PORT` serves GET /metrics. Every second the
+collector archives is also added here, after the archive accepted it, so a scrape
+shows the archive's counts since the collector started:
+
+  heat map  -> histogram  strata_<statistic>_<unit>{dataset, filters, breakdown, le}
+  counter   -> counter    strata_<statistic>_total{dataset, filters, breakdown}
+  gauge     -> gauge      strata_<statistic>_<unit>{dataset, filters}  (last second's value)
+
+Names: `nfs.latency` becomes `strata_nfs_latency_seconds`; nanoseconds are shown in
+seconds, other units as they are. Every series carries `dataset` (its strata name,
+so two breakdowns of one statistic never add up twice), one label per filter and
+one for the breakdown field ("hit/miss" becomes hit_miss).
+
+Buckets are llhist's (DESIGN.md, bucket maths): bucket b holds the integers
+[lower(b), upper(b)), so its `le` is upper(b) - 1 in the statistic's unit, exact
+under Prometheus' "less than or equal". A dataset lists the union of the buckets any
+of its keys has used, for every key, so `sum by (le)` over keys stays cumulative,
+and a bucket once listed stays listed. Histograms carry no _sum (llhist keeps no
+exact sum, and OpenMetrics allows _count only beside _sum): the event count is the
+`le="+Inf"` bucket. A suspended or destroyed dataset's series
+disappear with it; resumed, it counts from zero under a new `_created` time.
+"""
+import http.server
+import math
+import re
+import socket
+import threading
+import time
+
+import numpy as np
+
+from . import llhist
+
+CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+UNITS = {"ns": ("seconds", 1e-9), "bytes": ("bytes", 1)}   # strata unit -> (OpenMetrics unit, scale)
+
+
+def family_name(statistic: str, unit: str) -> str:
+    """`nfs.latency`, "ns" -> strata_nfs_latency_seconds."""
+    name = "strata_" + re.sub(r"[^a-zA-Z0-9_]", "_", statistic)
+    om_unit = UNITS.get(unit, (None, 1))[0]
+    return f"{name}_{om_unit}" if om_unit else name
+
+
+def label_name(field: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_]", "_", field)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def _labels(pairs) -> str:
+    return ",".join(f'{k}="{_escape(str(v))}"' for k, v in pairs)
+
+
+def _number(v: float) -> str:
+    return repr(float(v)) if not math.isinf(v) else "+Inf"
+
+
+class _Dataset:
+    """Counts of one dataset since the collector started (or it was resumed)."""
+
+    def __init__(self, info, created: float):
+        self.info, self.created = info, created
+        self.family = family_name(info.statistic, info.unit)
+        self.scale = UNITS.get(info.unit, (None, 1))[1]
+        self.key_label = label_name(info.breakdown) if info.breakdown else None
+        self.fixed = [("dataset", info.name)] + [(label_name(f), v) for f, v in sorted(info.filters.items())
+                                                  if label_name(f) != self.key_label]
+        self.keys = {}                                 # key -> counts (ndarray, int or float)
+        self.used = np.zeros(llhist.NBUCKETS, bool)    # heat map buckets any key has used
+
+    def add(self, data: dict):
+        kind = self.info.kind
+        for key, value in data.items():
+            if kind == "heatmap":
+                counts = self.keys.setdefault(key, np.zeros(llhist.NBUCKETS, np.uint64))
+                for b, c in value.items():
+                    counts[int(b)] += np.uint64(c)
+                    self.used[int(b)] = True
+            elif kind == "counter":
+                self.keys[key] = self.keys.get(key, 0) + value
+            else:
+                self.keys[key] = float(value)
+
+    def labels(self, key: str, *extra) -> str:
+        pairs = self.fixed + ([(self.key_label, key)] if self.key_label else []) + list(extra)
+        return "{" + _labels(pairs) + "}"
+
+    def lines(self, uppers: np.ndarray) -> list:
+        """This dataset's samples (the family's TYPE, UNIT and HELP are written by the caller)."""
+        out, kind, f = [], self.info.kind, self.family
+        if kind == "heatmap":
+            used = np.flatnonzero(self.used)
+            les = [_number((uppers[b] - 1) * self.scale) for b in used]
+            for key, counts in sorted(self.keys.items()):
+                cum = np.cumsum(counts[used]) if len(used) else np.zeros(0, np.uint64)
+                total = int(counts.sum())
+                for le, c in zip(les, cum):
+                    out.append(f"{f}_bucket{self.labels(key, ('le', le))} {int(c)}")
+                out.append(f"{f}_bucket{self.labels(key, ('le', '+Inf'))} {total}")
+                out.append(f"{f}_created{self.labels(key)} {self.created:.3f}")
+        elif kind == "counter":
+            for key, n in sorted(self.keys.items()):
+                out.append(f"{f}_total{self.labels(key)} {n}")
+                out.append(f"{f}_created{self.labels(key)} {self.created:.3f}")
+        else:
+            for key, v in sorted(self.keys.items()):
+                out.append(f"{f}{self.labels(key)} {_number(v * self.scale)}")
+        return out
+
+
+class Exposition:
+    """What GET /metrics returns; fed by the collector, read by the HTTP server's threads."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.datasets = {}            # dataset id -> _Dataset
+        self.uppers = llhist.upper_bounds()
+
+    def add(self, info, data: dict):
+        """One archived second of dataset `info` (its record's "data" object, already validated)."""
+        with self.lock:
+            ds = self.datasets.get(info.id)
+            if ds is None:
+                ds = self.datasets[info.id] = _Dataset(info, time.time())
+            ds.add(data)
+
+    def keep(self, ids):
+        """Forgets the datasets no longer collected."""
+        with self.lock:
+            for gone in set(self.datasets) - set(ids):
+                del self.datasets[gone]
+
+    def text(self) -> str:
+        with self.lock:
+            families = {}
+            for ds in sorted(self.datasets.values(), key=lambda d: d.info.name):
+                families.setdefault((ds.family, ds.info.kind), []).append(ds)
+            out = []
+            for (family, kind), members in sorted(families.items()):
+                info = members[0].info
+                om_kind = {"heatmap": "histogram"}.get(kind, kind)
+                out.append(f"# TYPE {family} {om_kind}")
+                if info.unit in UNITS:
+                    out.append(f"# UNIT {family} {UNITS[info.unit][0]}")
+                out.append(f"# HELP {family} strata statistic {info.statistic} ({info.unit}, {kind})")
+                for ds in members:
+                    out += ds.lines(self.uppers)
+            out.append("# EOF")
+            return "\n".join(out) + "\n"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    exposition: Exposition = None
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        if self.path.split("?")[0] != "/metrics":
+            self.send_error(404, "strata serves /metrics only")
+            return
+        body = self.exposition.text().encode()
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass   # a scrape a second would flood the collector's log
+
+
+def parse_address(text: str):
+    """`HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces) -> (host, port); ValueError if not."""
+    m = re.fullmatch(r"(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]]*)):(\d{1,5})", text)
+    if not m or int(m.group(3)) > 65535:
+        raise ValueError(f"bad metrics address {text!r}: expected HOST:PORT, [IPV6]:PORT or :PORT")
+    return (m.group(1) or m.group(2) or "0.0.0.0"), int(m.group(3))
+
+
+class MetricsServer:
+    """Serves an Exposition over HTTP from a background thread; close() stops it."""
+
+    def __init__(self, exposition: Exposition, host: str, port: int):
+        handler = type("Handler", (_Handler,), {"exposition": exposition})
+        server_class = http.server.ThreadingHTTPServer
+        if ":" in host:
+            server_class = type("V6Server", (server_class,), {"address_family": socket.AF_INET6})
+        self.server = server_class((host, port), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}/metrics"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,210 @@
+"""`strata collect --metrics`: the datasets served as OpenMetrics.
+
+The real collector with real BPF on a loop device is scraped over HTTP and the
+exposition is parsed with prometheus_client's strict OpenMetrics parser; its
+counts must equal the archive's. A real Prometheus (Debian's) scrapes it too and
+answers PromQL from it. The exposition's edge cases (bucket alignment across keys,
+escaping, datasets that go away) are fed records directly."""
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import numpy as np
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from conftest import built
+from datasets_util import STRATA, direct_writes, loop_device, strata
+from strata.datasets import llhist
+from strata.datasets.archive import Archive, DatasetInfo
+from strata.datasets.openmetrics import Exposition, family_name, parse_address
+from test_datasets_collect import seconds, stop, wait_for
+
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def scrape(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        return r.read().decode()
+
+
+def samples(text):
+    """{(sample name, frozenset(labels)): value} via the strict OpenMetrics parser."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def start_collect(archive, address="127.0.0.1:0"):
+    """`strata collect --metrics`; returns (process, metrics URL)."""
+    built("bin/strata-collect")
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    proc = subprocess.Popen([STRATA, "collect", "--archive", archive, "--metrics", address],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for line in proc.stderr:
+        if "serving OpenMetrics at " in line:
+            return proc, line.split(" at ", 1)[1].strip()
+    proc.wait()
+    raise AssertionError(f"strata collect --metrics did not start (status {proc.returncode})")
+
+
+@pytest.fixture()
+def collecting(tmp_path):
+    """A collector on a loop device with latency and ops datasets, after 300 direct writes."""
+    with loop_device() as dev:
+        archive = str(tmp_path / "a.db")
+        name = os.path.basename(dev)
+        lat, ops = f"disk.latency[device={name}][op]", f"disk.ops[device={name}][op]"
+        for ds in (lat, ops):
+            assert strata("datasets", "create", ds, "--archive", archive).returncode == 0
+        proc, url = start_collect(archive)
+        try:
+            started = int(time.time())
+            wait_for(lambda: seconds(archive, ops, started), what="the first archived second")
+            direct_writes(dev, 300)
+            wait_for(lambda: samples(scrape(url)).get(("strata_disk_ops_total", frozenset(
+                {"dataset": ops, "device": name, "op": "write"}.items()))) == 300, what="300 writes")
+            yield archive, url, name, lat, ops
+        finally:
+            stop(proc)
+
+
+def test_scrape_matches_the_archive(collecting):
+    archive, url, dev, lat, ops = collecting
+    time.sleep(1.5)   # nothing more happens on the device: archive and exposition settle
+    text = scrape(url)
+    got = samples(text)
+    with Archive.open(archive) as a:
+        now = int(time.time())
+        q = a.query(lat, now - 60, now + 2)
+    write = q.counts[q.keys.index("write")].sum(axis=0)          # per present bucket
+    labels = {"dataset": lat, "device": dev, "op": "write"}
+    assert got[("strata_disk_latency_seconds_bucket", frozenset({**labels, "le": "+Inf"}.items()))] \
+        == write.sum() == 300
+    buckets = {float(dict(k)["le"]): v for (n, k), v in got.items()
+               if n == "strata_disk_latency_seconds_bucket" and dict(k)["op"] == "write"}
+    assert buckets[float("inf")] == 300
+    for b, cumulative in zip(q.buckets, np.cumsum(write)):       # exact: le = upper(b) - 1 ns
+        le = (llhist.upper(int(b)) - 1) * 1e-9
+        assert buckets[le] == cumulative, (b, le)
+    assert ("strata_disk_latency_seconds_created", frozenset(labels.items())) in got
+    assert "# UNIT strata_disk_latency_seconds seconds" in text
+
+
+def test_other_paths_are_not_found(collecting):
+    url = collecting[1]
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url.replace("/metrics", "/"), timeout=10)
+    assert e.value.code == 404
+
+
+@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="Debian's prometheus is not installed (make deps)")
+def test_real_prometheus_scrapes_and_answers(collecting, tmp_path):
+    archive, url, dev, lat, ops = collecting
+    target = urllib.parse.urlsplit(url).netloc
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
+                      "scrape_configs:\n  - job_name: strata\n"
+                      f"    static_configs: [{{targets: ['{target}']}}]\n")
+    web = "127.0.0.1:" + str(_free_port())
+    prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                             f"--web.listen-address={web}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        def ask(promql):
+            q = urllib.parse.urlencode({"query": promql})
+            try:
+                with urllib.request.urlopen(f"http://{web}/api/v1/query?{q}", timeout=5) as r:
+                    result = json.load(r)["data"]["result"]
+            except (urllib.error.URLError, ConnectionError):
+                return None
+            return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in result}
+
+        writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
+        got = wait_for(lambda: ask(writes), timeout=30, what="prometheus to scrape strata")
+        assert list(got.values()) == [300.0]
+        count = ask(f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})')
+        assert list(count.values()) == [300.0]
+        # PromQL's 100th percentile is the le of the first bucket holding all 300 writes
+        top = ask(f'histogram_quantile(1, sum by (le) (strata_disk_latency_seconds_bucket{{op="write"}}))')
+        buckets = ask(f'strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write"}}')
+        full = min(float(dict(k)["le"]) for k, v in buckets.items() if v == 300)
+        assert list(top.values()) == [pytest.approx(full)]
+        up = ask('up{job="strata"}')
+        assert list(up.values()) == [1.0]
+    finally:
+        prom.terminate()
+        prom.wait(timeout=10)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def info(ds_id, name, statistic, kind, unit, breakdown="", filters=None):
+    return DatasetInfo(ds_id, name, statistic, breakdown, filters or {}, kind, unit, "", "active",
+                       0, 0, None, {})
+
+
+def test_buckets_align_across_keys_and_labels_are_escaped():
+    e = Exposition()
+    lat = info(1, "nfs.latency[op=read][client]", "nfs.latency", "heatmap", "ns", "client", {"op": "read"})
+    e.add(lat, {"10.0.0.1": {"5": 2, "200": 1}})
+    e.add(lat, {'we"ird\\key\n': {"300": 4}})
+    e.add(lat, {"10.0.0.1": {"300": 1}})
+    got = samples(e.text())
+    les = {b: float(repr((llhist.upper(b) - 1) * 1e-9)) for b in (5, 200, 300)}
+
+    def bucket(client, le):
+        return got[("strata_nfs_latency_seconds_bucket", frozenset(
+            {"dataset": lat.name, "op": "read", "client": client, "le": str(le)}.items()))]
+    # every key lists every bucket any key used, cumulatively
+    assert [bucket("10.0.0.1", les[b]) for b in (5, 200, 300)] == [2, 3, 4]
+    assert [bucket('we"ird\\key\n', les[b]) for b in (5, 200, 300)] == [0, 0, 4]
+    assert bucket("10.0.0.1", "+Inf") == 4
+
+
+def test_counters_gauges_and_datasets_that_go_away():
+    e = Exposition()
+    ops = info(1, "nfs.ops[op]", "nfs.ops", "counter", "operations", "op")
+    size = info(2, "arc.size", "arc.size", "gauge", "bytes")
+    hits = info(3, "arc.accesses[hit/miss]", "arc.accesses", "counter", "records", "hit/miss")
+    e.add(ops, {"read": 3, "write": 1})
+    e.add(ops, {"read": 4})
+    e.add(size, {"": 1048576})
+    e.add(size, {"": 2097152})
+    e.add(hits, {"hit": 9})
+    got = samples(e.text())
+    assert got[("strata_nfs_ops_total", frozenset({"dataset": "nfs.ops[op]", "op": "read"}.items()))] == 7
+    assert got[("strata_arc_size_bytes", frozenset({"dataset": "arc.size"}.items()))] == 2097152
+    assert got[("strata_arc_accesses_total", frozenset({"dataset": hits.name, "hit_miss": "hit"}.items()))] == 9
+    e.keep([2])
+    text = e.text()
+    assert "nfs_ops" not in text and "strata_arc_size_bytes" in text and text.endswith("# EOF\n")
+
+
+def test_names_and_addresses():
+    assert family_name("nfs.latency", "ns") == "strata_nfs_latency_seconds"
+    assert family_name("disk.offset", "bytes") == "strata_disk_offset_bytes"
+    assert family_name("nfs.ops", "operations") == "strata_nfs_ops"
+    assert parse_address(":9464") == ("0.0.0.0", 9464)
+    assert parse_address("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_address("[::1]:9464") == ("::1", 9464)
+    for bad in ("9464", "host:99999", "[::1]", "a:b"):
+        with pytest.raises(ValueError):
+            parse_address(bad)
+
+
+def test_bad_address_is_one_line(tmp_path):
+    r = strata("collect", "--archive", str(tmp_path / "a.db"), "--metrics", "nowhere")
+    assert r.returncode == 2 and "bad metrics address 'nowhere'" in r.stderr and "Traceback" not in r.stderr
