@@ -47,8 +47,9 @@ def dataset_name(text: str, by: str | None) -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE.")
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto", show_default=True)
 @click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file.")
+@source.prometheus_option
 def breakdown(dataset, by, style, top, percentile, last, since, until, fmt, as_json, output, colour,
-              archive_path):
+              archive_path, prometheus_url):
     """Break DATASET down by client, op, tier, device or file.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
@@ -56,7 +57,7 @@ def breakdown(dataset, by, style, top, percentile, last, since, until, fmt, as_j
     """
     name = dataset_name(dataset, by)
     start, end, explicit = source.time_range(last, since, until)
-    with source.open_archive(archive_path) as archive:
+    with source.open_archive(archive_path, prometheus_url) as archive:
         info, keys = source.resolve(archive, name)
         style = style or ("stacked" if info.kind == "counter" else "line")
         if style == "stacked" and info.kind != "counter":

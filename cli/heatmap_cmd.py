@@ -62,19 +62,22 @@ def _output_path(output, name, fmt) -> str:
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto",
               show_default=True, help="Terminal colours; NO_COLOR and pipes mean none.")
 @click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file (default $STRATA_ARCHIVE or the standard one).")
+@source.prometheus_option
 def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, percentiles, rows, fmt,
-            output, colour, archive_path):
+            output, colour, archive_path, prometheus_url):
     """Heat map of DATASET: x = time, y = latency (or size, offset), colour = count.
 
     Rows are unions of whole log-linear buckets chosen for the range shown.
     A filter naming one key of a broken-down dataset drills down into it:
     nfs.latency[client=10.0.0.3] reads nfs.latency[client] when only that exists.
+    With --prometheus, the data comes from a Prometheus server that scrapes
+    `strata collect --metrics`, at the resolution of its scrapes.
     """
     marks = parse_percentiles(percentiles)
     if ymax != "auto" and outliers is not None:
         raise click.UsageError("give --ymax or --outliers, not both")
     start, end, explicit = source.time_range(last, since, until)
-    with source.open_archive(archive_path) as archive:
+    with source.open_archive(archive_path, prometheus_url) as archive:
         info, keys = source.resolve(archive, dataset, key)
         if info.kind != "heatmap":
             raise click.ClickException(f"{info.name} is a {info.kind}, not a heat-map statistic; "

@@ -101,7 +101,7 @@ class Collector:
                             raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
                         self.ingest.add(ds, msg.get("t"), self.kinds[ds], msg.get("data"))
                         self.records += 1
-                        committed.append((self.infos[ds], msg["data"]))
+                        committed.append((ds, msg["data"]))
                     elif kind == "error":
                         ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
                         name = self.infos[ds].name if ds in self.infos else msg.get("id")
@@ -116,8 +116,8 @@ class Collector:
                     self._warn_once(("bad", type(e).__name__, str(e)[:80]),
                                     f"ignoring a malformed collector line ({e}): {raw[:120]!r}")
         if self.exposition:
-            for info, data in committed:
-                self.exposition.add(info, data)
+            for ds, data in committed:
+                self.exposition.add(self.infos[ds], data)
 
     # -- main loop ---------------------------------------------------------------------------
 

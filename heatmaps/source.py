@@ -1,5 +1,5 @@
-"""Where the heat-map commands get their data: which archive, which dataset
-(with drill-down to one breakdown key), which time range.
+"""Where the heat-map commands get their data: which archive (or Prometheus server),
+which dataset (with drill-down to one breakdown key), which time range.
 
 Every failure here is a ClickException carrying one line for the user.
 """
@@ -13,14 +13,28 @@ from strata.datasets import names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
+from strata.datasets.prometheus import PrometheusReader
 
 from .units import parse_duration
 
 DEFAULT_LAST = 600
 
 
-def open_archive(path: str | None) -> Archive:
-    """The archive at `path` (default: $STRATA_ARCHIVE or the per-user/system one), read-only."""
+prometheus_option = click.option(
+    "--prometheus", "prometheus_url", metavar="URL",
+    help="Read from the Prometheus server at URL (e.g. http://prom:9090) that scrapes "
+         "`strata collect --metrics`, instead of an archive.")
+
+
+def open_archive(path: str | None, prometheus_url: str | None = None):
+    """The archive at `path` (default: $STRATA_ARCHIVE or the per-user/system one), read-only;
+    or, given prometheus_url, a reader of that Prometheus server."""
+    if prometheus_url:
+        if path:
+            raise click.UsageError("give --archive or --prometheus, not both")
+        if not re.match(r"https?://[^/\s]+", prometheus_url):
+            raise click.BadParameter(f"{prometheus_url!r} is not an http(s):// URL", param_hint="--prometheus")
+        return PrometheusReader(prometheus_url)
     path = path or default_archive(for_reading=True)
     try:
         return Archive.open(path, readonly=True)
@@ -41,6 +55,9 @@ def resolve(archive: Archive, text: str, key: str | None = None) -> tuple:
     except ArchiveError as e:
         raise click.ClickException(str(e)) from None
     if not infos:
+        if isinstance(archive, PrometheusReader):
+            raise click.ClickException(f"Prometheus at {archive.path} holds no strata series "
+                                       "(does it scrape `strata collect --metrics`?)")
         raise click.ClickException(f"the archive {archive.path} holds no datasets "
                                    "(create one with `strata dataset create`)")
     by_name = {i.name: i for i in infos}
@@ -113,7 +130,10 @@ def query(archive: Archive, info, start: int, end: int, resolution: int | None):
 
 
 def latest_data(archive: Archive, info, now: int) -> int | None:
-    """End (exclusive) of the newest data: found in the hour rollups, then refined in that hour."""
+    """End (exclusive) of the newest data: found in the hour rollups, then refined in that hour.
+    None for a Prometheus server, whose range the user chooses."""
+    if not isinstance(archive, Archive):
+        return None
     hours = query(archive, info, min(info.created, now) - 3600, now + 1, 3600)
     if not (hours.present.size and hours.present.any()):
         return None

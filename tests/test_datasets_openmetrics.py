@@ -2,8 +2,9 @@
 
 The real collector with real BPF on a loop device is scraped over HTTP and the
 exposition is parsed with prometheus_client's strict OpenMetrics parser; its
-counts must equal the archive's. A real Prometheus (Debian's) scrapes it too and
-answers PromQL from it. The exposition's edge cases (bucket alignment across keys,
+counts must equal the archive's. A real Prometheus (Debian's) scrapes it too,
+answers PromQL from it, and `strata heatmap/breakdown --prometheus` read back
+from it what the archive holds. The exposition's edge cases (bucket alignment across keys,
 escaping, datasets that go away) are fed records directly."""
 import json
 import os
@@ -23,6 +24,7 @@ from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
 from strata.datasets.openmetrics import Exposition, family_name, parse_address
+from strata.datasets.prometheus import PrometheusReader
 from test_datasets_collect import seconds, stop, wait_for
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -57,8 +59,9 @@ def start_collect(archive, address="127.0.0.1:0"):
 
 
 @pytest.fixture()
-def collecting(tmp_path):
-    """A collector on a loop device with latency and ops datasets, after 300 direct writes."""
+def collector(tmp_path):
+    """A collector serving metrics, with latency and ops datasets on an idle loop device;
+    yields (archive, metrics URL, device name, latency dataset, ops dataset, write(n))."""
     with loop_device() as dev:
         archive = str(tmp_path / "a.db")
         name = os.path.basename(dev)
@@ -66,15 +69,25 @@ def collecting(tmp_path):
         for ds in (lat, ops):
             assert strata("datasets", "create", ds, "--archive", archive).returncode == 0
         proc, url = start_collect(archive)
+        writes = ("strata_disk_ops_total", frozenset({"dataset": ops, "device": name, "op": "write"}.items()))
+
+        def write(n):
+            """n direct writes, returned once the exposition counts them."""
+            direct_writes(dev, n)
+            wait_for(lambda: samples(scrape(url)).get(writes) == n, what=f"{n} writes in the exposition")
         try:
             started = int(time.time())
             wait_for(lambda: seconds(archive, ops, started), what="the first archived second")
-            direct_writes(dev, 300)
-            wait_for(lambda: samples(scrape(url)).get(("strata_disk_ops_total", frozenset(
-                {"dataset": ops, "device": name, "op": "write"}.items()))) == 300, what="300 writes")
-            yield archive, url, name, lat, ops
+            yield archive, url, name, lat, ops, write
         finally:
             stop(proc)
+
+
+@pytest.fixture()
+def collecting(collector):
+    """The collector after 300 direct writes."""
+    collector[-1](300)
+    return collector[:-1]
 
 
 def test_scrape_matches_the_archive(collecting):
@@ -106,9 +119,15 @@ def test_other_paths_are_not_found(collecting):
     assert e.value.code == 404
 
 
-@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="Debian's prometheus is not installed (make deps)")
-def test_real_prometheus_scrapes_and_answers(collecting, tmp_path):
-    archive, url, dev, lat, ops = collecting
+needs_prometheus = pytest.mark.skipif(not os.path.exists(PROMETHEUS),
+                                      reason="Debian's prometheus is not installed (make deps)")
+
+
+@pytest.fixture()
+def prometheus(collector, tmp_path):
+    """A real Prometheus scraping the collector every second from before 300 writes until
+    after them; yields (its URL, ask(promql) -> {labels: value})."""
+    archive, url, dev, lat, ops, write = collector
     target = urllib.parse.urlsplit(url).netloc
     config = tmp_path / "prometheus.yml"
     config.write_text("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
@@ -117,32 +136,76 @@ def test_real_prometheus_scrapes_and_answers(collecting, tmp_path):
     web = "127.0.0.1:" + str(_free_port())
     prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                              f"--web.listen-address={web}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        def ask(promql):
-            q = urllib.parse.urlencode({"query": promql})
-            try:
-                with urllib.request.urlopen(f"http://{web}/api/v1/query?{q}", timeout=5) as r:
-                    result = json.load(r)["data"]["result"]
-            except (urllib.error.URLError, ConnectionError):
-                return None
-            return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in result}
+                            stderr=subprocess.DEVNULL)
 
+    def ask(promql):
+        q = urllib.parse.urlencode({"query": promql})
+        try:
+            with urllib.request.urlopen(f"http://{web}/api/v1/query?{q}", timeout=5) as r:
+                result = json.load(r)["data"]["result"]
+        except (urllib.error.URLError, ConnectionError):
+            return None
+        return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in result}
+
+    try:
+        wait_for(lambda: list((ask('up{job="strata"}') or {}).values()) == [1.0], timeout=30,
+                 what="prometheus to scrape strata")
+        write(300)
         writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
-        got = wait_for(lambda: ask(writes), timeout=30, what="prometheus to scrape strata")
-        assert list(got.values()) == [300.0]
-        count = ask(f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})')
-        assert list(count.values()) == [300.0]
-        # PromQL's 100th percentile is the le of the first bucket holding all 300 writes
-        top = ask(f'histogram_quantile(1, sum by (le) (strata_disk_latency_seconds_bucket{{op="write"}}))')
-        buckets = ask(f'strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write"}}')
-        full = min(float(dict(k)["le"]) for k, v in buckets.items() if v == 300)
-        assert list(top.values()) == [pytest.approx(full)]
-        up = ask('up{job="strata"}')
-        assert list(up.values()) == [1.0]
+        wait_for(lambda: list((ask(writes) or {}).values()) == [300.0], timeout=30,
+                 what="prometheus to scrape the 300 writes")
+        time.sleep(1.5)   # a scrape of the settled values lies before the tests' int(now)
+        yield f"http://{web}", ask
     finally:
         prom.terminate()
         prom.wait(timeout=10)
+
+
+@needs_prometheus
+def test_real_prometheus_scrapes_and_answers(collector, prometheus):
+    archive, url, dev, lat, ops, _ = collector
+    web, ask = prometheus
+    count = ask(f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})')
+    assert list(count.values()) == [300.0]
+    # PromQL's 100th percentile is the le of the first bucket holding all 300 writes
+    top = ask(f'histogram_quantile(1, sum by (le) (strata_disk_latency_seconds_bucket{{op="write"}}))')
+    buckets = ask(f'strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write"}}')
+    full = min(float(dict(k)["le"]) for k, v in buckets.items() if v == 300)
+    assert list(top.values()) == [pytest.approx(full)]
+    assert list(ask('up{job="strata"}').values()) == [1.0]
+
+
+@needs_prometheus
+def test_heatmap_and_breakdown_read_prometheus_like_the_archive(collector, prometheus):
+    archive, url, dev, lat, ops, _ = collector
+    web, ask = prometheus
+    end = int(time.time())
+    start = end - 60
+    with Archive.open(archive) as a, PrometheusReader(web) as p:
+        assert {d.name for d in p.datasets()} == {lat, ops}
+        mine, theirs = a.query(lat, start, end, 10), p.query(lat, start, end, 10)
+        assert theirs.keys == mine.keys == ["write"] and list(theirs.buckets) == list(mine.buckets)
+        assert (theirs.counts.sum(axis=1) == mine.counts.sum(axis=1)).all()   # every bucket, exactly
+        assert theirs.counts.sum() == 300
+    window = ["--since", str(start), "--until", str(end)]
+    from_archive = strata("breakdown", ops, "--json", *window, "--archive", archive)
+    from_prometheus = strata("breakdown", ops, "--json", *window, "--prometheus", web)
+    assert from_prometheus.returncode == 0, from_prometheus.stderr
+    tables = [json.loads(r.stdout)["table"] for r in (from_archive, from_prometheus)]
+    assert tables[0] == tables[1] and tables[1][0]["key"] == "write" and tables[1][0]["events"] == 300
+    shown = strata("heatmap", lat, *window, "--prometheus", web, "--color", "none", env={"COLUMNS": "100"})
+    assert shown.returncode == 0 and "300" in shown.stdout, shown.stderr
+
+
+def test_prometheus_errors_are_one_line(tmp_path):
+    closed = f"http://127.0.0.1:{_free_port()}"
+    r = strata("heatmap", "disk.latency[device]", "--prometheus", closed)
+    assert r.returncode == 1 and r.stderr.startswith("strata: cannot reach Prometheus at") \
+        and r.stderr.count("\n") == 1, r.stderr
+    r = strata("heatmap", "disk.latency[device]", "--prometheus", "prom:9090")
+    assert r.returncode == 2 and "is not an http(s):// URL" in r.stderr
+    r = strata("heatmap", "disk.latency[device]", "--prometheus", closed, "--archive", str(tmp_path / "a.db"))
+    assert r.returncode == 2 and "not both" in r.stderr
 
 
 def _free_port():

@@ -1,0 +1,189 @@
+"""Reading datasets back from a Prometheus server that scraped `strata collect --metrics`.
+
+The reader answers the two questions the heat-map commands ask of an archive,
+datasets() and query(name, start, end, resolution), from Prometheus' HTTP API, so
+`strata heatmap --prometheus URL` draws a fleet's data with the same code
+(DESIGN.md, "Beyond one machine"). The exposition is datasets/openmetrics.py.
+
+A column [t, t + step) holds what the collector counted between the samples
+Prometheus had at t and at t + step: the cumulative series are read at the column
+edges (query_range, instant values) and differenced, so counts are exact up to
+the scrape times, with none of rate()'s extrapolation. A drop in a cumulative
+value is a collector restart: the column then counts from zero. A series' first
+sample counts in full in its column: a key's series is born at its first event,
+so that sample holds only what came after the previous scrape (were Prometheus
+started long after the collector, that column would hold everything before). Histogram `le`
+bounds are llhist's (upper(b) - 1 in the statistic's unit), mapped back to buckets
+exactly; a series whose bounds are not llhist's is refused.
+"""
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import numpy as np
+
+from . import catalogue, llhist, names
+from .archive import DatasetInfo
+from .errors import ArchiveError
+from .openmetrics import UNITS, family_name, label_name
+from .query import QueryResult
+
+MAX_POINTS = 11_000      # Prometheus refuses a query_range of more points per series
+TIMEOUT_S = 30
+
+
+class PrometheusReader:
+    """Datasets that a Prometheus server at `url` holds, read through its HTTP API."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+        self.path = self.url          # what messages call the source
+        self.statistics = {s.statistic: s for s in catalogue.BUILTIN}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def _get(self, endpoint: str, params: dict):
+        url = f"{self.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params, doseq=True)}"
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT_S) as r:
+                body = json.load(r)
+        except urllib.error.HTTPError as e:
+            try:
+                body = json.load(e)
+            except ValueError:
+                raise ArchiveError(f"Prometheus at {self.url}: HTTP {e.code}") from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise ArchiveError(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        except ValueError:
+            raise ArchiveError(f"{self.url} did not answer as a Prometheus API") from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            error = body.get("error", "unexpected answer") if isinstance(body, dict) else "unexpected answer"
+            raise ArchiveError(f"Prometheus at {self.url}: {error}")
+        return body.get("data")
+
+    def datasets(self) -> list:
+        """A DatasetInfo for every strata dataset name the server has series of."""
+        found = self._get("label/dataset/values", {"match[]": '{__name__=~"strata_.+"}'}) or []
+        out = []
+        for i, name in enumerate(sorted(found)):
+            try:
+                parsed = names.parse(name, self.statistics)
+            except ArchiveError:
+                continue    # not a strata dataset name: another exporter's label
+            stat = self.statistics[parsed.statistic]
+            out.append(DatasetInfo(i + 1, str(parsed), parsed.statistic, parsed.breakdown,
+                                   dict(parsed.filters), stat.kind, stat.unit, stat.probe, "active",
+                                   0, 0, None, {}))
+        return out
+
+    def dataset(self, name: str) -> DatasetInfo:
+        for info in self.datasets():
+            if info.name == name:
+                return info
+        raise ArchiveError(f"no dataset {name} in Prometheus at {self.url}")
+
+    def _edges(self, selector: str, start: int, step: int, n: int) -> list:
+        """[(labels, values at start + i * step for i in 0..n, NaN where absent)]."""
+        if n + 1 > MAX_POINTS:
+            raise ArchiveError(f"query too large for Prometheus ({n} columns): use a coarser resolution")
+        data = self._get("query_range", {"query": selector, "start": start, "end": start + n * step,
+                                         "step": step})
+        out = []
+        for series in data.get("result", []):
+            values = np.full(n + 1, np.nan)
+            for t, v in series.get("values", []):
+                i = int(round((float(t) - start) / step))
+                if 0 <= i <= n:
+                    values[i] = float(v)
+            out.append((series.get("metric", {}), values))
+        return out
+
+    def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
+        info = self.dataset(name)
+        step = max(1, int(resolution or 1))
+        start -= start % step
+        n = max(1, -(-(end - start) // step))
+        family = family_name(info.statistic, info.unit)
+        selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
+        series = self._edges(f'{selector}{{dataset="{_quote(info.name)}"}}', start, step, n)
+        key_label = label_name(info.breakdown) if info.breakdown else None
+        scale = UNITS.get(info.unit, (None, 1))[1]
+        result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
+                             step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
+                             level="prometheus")
+        keys = sorted({s[0].get(key_label, "") if key_label else "" for s in series})
+        result.keys = keys or ([""] if not info.breakdown else [])
+        index = {k: i for i, k in enumerate(result.keys)}
+        present = np.zeros(n, bool)
+        if info.kind == "gauge":
+            result.values = np.full((len(result.keys), n), np.nan)
+            for labels, v in series:
+                row = result.values[index[labels.get(key_label, "") if key_label else ""]]
+                row[:] = v[1:] / scale
+                present |= ~np.isnan(v[1:])
+        elif info.kind == "counter":
+            result.values = np.zeros((len(result.keys), n), np.int64)
+            for labels, v in series:
+                counts, seen = _columns(v)
+                result.values[index[labels.get(key_label, "") if key_label else ""]] += counts
+                present |= seen
+        else:
+            per_key = {}
+            for labels, v in series:
+                le = labels.get("le")
+                if le is None or le == "+Inf":
+                    continue
+                b = _bucket_of(le, scale, info.name)
+                per_key.setdefault(labels.get(key_label, "") if key_label else "", []).append((b, v))
+            buckets = sorted({b for items in per_key.values() for b, _ in items})
+            result.buckets = np.array(buckets, dtype=np.int64)
+            pos = {b: j for j, b in enumerate(buckets)}
+            result.counts = np.zeros((len(result.keys), n, len(buckets)), np.uint64)
+            for key, items in per_key.items():
+                items.sort(key=lambda item: item[0])
+                below = np.zeros(n + 1)
+                for b, v in items:            # cumulative over le -> each bucket's own count
+                    own = np.where(np.isnan(v), np.nan, v - below)
+                    below = np.where(np.isnan(v), below, v)
+                    counts, seen = _columns(own)
+                    result.counts[index[key], :, pos[b]] = counts
+                    present |= seen
+        result.present = present
+        return result
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\"", "\\\"")
+
+
+def _bucket_of(le: str, scale: float, name: str) -> int:
+    """The llhist bucket whose `le` (upper bound - 1, scaled) this is; ArchiveError if none."""
+    try:
+        top = int(round(float(le) / scale))
+    except ValueError:
+        raise ArchiveError(f"{name}: bucket bound le={le!r} is not a number") from None
+    if top < 0 or top >= llhist.U64_MAX:
+        raise ArchiveError(f"{name}: bucket bound le={le} is outside llhist's range")
+    b = llhist.bucket(top)
+    if llhist.upper(b) - 1 != top:
+        raise ArchiveError(f"{name}: le={le} is not an llhist bucket bound (was it exported by strata?)")
+    return b
+
+
+def _columns(edges: np.ndarray):
+    """Per-column increases of a cumulative series read at the column edges, and which
+    columns had samples at both edges. A decrease is a restart: the column counts from 0."""
+    a, b = edges[:-1], edges[1:]
+    seen = ~np.isnan(a) & ~np.isnan(b)
+    started = np.isnan(a) & ~np.isnan(b)       # the series begins inside this column
+    inc = np.zeros(len(a))
+    inc[seen] = np.where(b[seen] >= a[seen], b[seen] - a[seen], b[seen])
+    inc[started] = b[started]
+    return np.rint(inc).astype(np.int64).clip(min=0), seen | started
+
