@@ -86,9 +86,9 @@ class _Dataset:
             else:
                 self.keys[key] = float(value)
 
-    def labels(self, key: str, *extra) -> str:
-        pairs = self.fixed + ([(self.key_label, key)] if self.key_label else []) + list(extra)
-        return "{" + _labels(pairs) + "}"
+    def labels(self, key: str) -> str:
+        """The label pairs of key's series, without braces (a histogram adds le)."""
+        return _labels(self.fixed + ([(self.key_label, key)] if self.key_label else []))
 
     def lines(self, uppers: np.ndarray) -> list:
         """This dataset's samples (the family's TYPE, UNIT and HELP are written by the caller)."""
@@ -97,19 +97,20 @@ class _Dataset:
             used = np.flatnonzero(self.used)
             les = [_number((uppers[b] - 1) * self.scale) for b in used]
             for key, counts in sorted(self.keys.items()):
-                cum = np.cumsum(counts[used]) if len(used) else np.zeros(0, np.uint64)
-                total = int(counts.sum())
-                for le, c in zip(les, cum):
-                    out.append(f"{f}_bucket{self.labels(key, ('le', le))} {int(c)}")
-                out.append(f"{f}_bucket{self.labels(key, ('le', '+Inf'))} {total}")
-                out.append(f"{f}_created{self.labels(key)} {self.created:.3f}")
+                labels = self.labels(key)
+                cum = np.cumsum(counts[used]).tolist() if len(used) else []
+                head = f'{f}_bucket{{{labels},le="'
+                out += [f'{head}{le}"}} {c}' for le, c in zip(les, cum)]
+                out.append(f'{head}+Inf"}} {int(counts.sum())}')
+                out.append(f"{f}_created{{{labels}}} {self.created:.3f}")
         elif kind == "counter":
             for key, n in sorted(self.keys.items()):
-                out.append(f"{f}_total{self.labels(key)} {n}")
-                out.append(f"{f}_created{self.labels(key)} {self.created:.3f}")
+                labels = self.labels(key)
+                out.append(f"{f}_total{{{labels}}} {n}")
+                out.append(f"{f}_created{{{labels}}} {self.created:.3f}")
         else:
             for key, v in sorted(self.keys.items()):
-                out.append(f"{f}{self.labels(key)} {_number(v * self.scale)}")
+                out.append(f"{f}{{{self.labels(key)}}} {_number(v * self.scale)}")
         return out
 
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Benchmark: what `strata collect --metrics` adds to the collector's Python side.
+
+Twenty datasets (ten heat maps and ten counters, 50 keys each, the seed's three
+latency bands) are fed second by second, as the collector does, to the OpenMetrics
+exposition, which is also scraped once a second (Prometheus at its finest). The peer,
+measured in the same run on the same records, is what the collector does anyway:
+archiving them (one SQLite transaction per second, with minute and hour rollups).
+Usage: .venv/bin/python bench/collect_metrics.py   (SECONDS_SIMULATED=60 by default)
+"""
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from heatmaps_util import T0, histogram, seed_latencies     # noqa: E402
+from strata.datasets import catalogue                        # noqa: E402
+from strata.datasets.archive import Archive                  # noqa: E402
+from strata.datasets.openmetrics import Exposition           # noqa: E402
+
+SECONDS = int(os.environ.get("SECONDS_SIMULATED", "60"))
+KEYS = [f"10.0.0.{i}" for i in range(50)]
+HEATMAPS = [f"nfs.latency[op=p{i}][client]" for i in range(10)]
+COUNTERS = [f"nfs.ops[op=p{i}][client]" for i in range(10)]
+
+
+def records(rng):
+    """32 distinct seconds of data per dataset kind, reused round-robin."""
+    heat = [{k: {str(b): c for b, c in histogram(seed_latencies(rng, 40)).items()} for k in KEYS}
+            for _ in range(32)]
+    count = [{k: int(rng.integers(1, 500)) for k in KEYS} for _ in range(32)]
+    return heat, count
+
+
+def main():
+    catalogue._cache["value"] = (list(catalogue.BUILTIN), "built-in list")
+    heat, count = records(np.random.default_rng(1))
+    with tempfile.TemporaryDirectory(prefix="strata-bench-metrics-") as d:
+        with Archive.open(str(Path(d) / "a.db"), readonly=False) as archive:
+            infos = [archive.create(n, now=T0) for n in HEATMAPS + COUNTERS]
+            ingest, exposition = archive.ingestor(), Exposition()
+            spent = {"archive": 0.0, "exposition": 0.0, "scrape": 0.0}
+            size = 0
+            for s in range(SECONDS):
+                batch = [(i, heat[(s + j) % 32] if i.kind == "heatmap" else count[(s + j) % 32])
+                         for j, i in enumerate(infos)]
+                t = time.perf_counter()
+                with archive.guard(), ingest.transaction():
+                    for info, data in batch:
+                        ingest.add(info.id, T0 + s, info.kind, data)
+                spent["archive"] += time.perf_counter() - t
+                t = time.perf_counter()
+                for info, data in batch:
+                    exposition.add(info, data)
+                spent["exposition"] += time.perf_counter() - t
+                t = time.perf_counter()
+                text = exposition.text()
+                spent["scrape"] += time.perf_counter() - t
+                size = len(text)
+    per_s = {k: 1000 * v / SECONDS for k, v in spent.items()}
+    series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    print(f"{len(infos)} datasets x {len(KEYS)} keys, {SECONDS} s: per second, archive {per_s['archive']:.1f} ms "
+          f"(peer), exposition {per_s['exposition']:.1f} ms, one scrape {per_s['scrape']:.1f} ms "
+          f"({size / 1024:.0f} KiB, {series} samples)")
+    print(f"metrics cost / archive cost: add {per_s['exposition'] / per_s['archive']:.2f}x, "
+          f"add + a scrape a second {(per_s['exposition'] + per_s['scrape']) / per_s['archive']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
