@@ -191,8 +191,11 @@ def test_heatmap_and_breakdown_read_prometheus_like_the_archive(collector, prome
     from_archive = strata("breakdown", ops, "--json", *window, "--archive", archive)
     from_prometheus = strata("breakdown", ops, "--json", *window, "--prometheus", web)
     assert from_prometheus.returncode == 0, from_prometheus.stderr
-    tables = [json.loads(r.stdout)["table"] for r in (from_archive, from_prometheus)]
-    assert tables[0] == tables[1] and tables[1][0]["key"] == "write" and tables[1][0]["events"] == 300
+    # per-key events over the range agree; per-column peaks may not (scrapes and the archive's
+    # seconds need not split a burst at the same instant)
+    tables = [[(r["key"], r["events"], r["rate"], r["share"]) for r in json.loads(out.stdout)["table"]]
+              for out in (from_archive, from_prometheus)]
+    assert tables[0] == tables[1] == [("write", 300, 5, 100)]
     shown = strata("heatmap", lat, *window, "--prometheus", web, "--color", "none", env={"COLUMNS": "100"})
     assert shown.returncode == 0 and "300" in shown.stdout, shown.stderr
 
