@@ -21,6 +21,7 @@ import numpy as np
 from . import llhist, varint
 
 KINDS = ("heatmap", "counter", "gauge")
+MAX_KEY_INDEX = 2**31 - 1   # interned breakdown keys are numbered from 0 per dataset
 
 
 class CorruptRecord(ValueError):
@@ -121,13 +122,13 @@ def decode(kind: str, records: list) -> Cells:
         return Cells.empty()
     raw = np.frombuffer(b"".join(records), dtype=np.uint8)
     try:
-        ints = varint.decode(raw)
+        ints, ends = varint.decode_with_ends(raw)
     except varint.CorruptStream as e:
         raise CorruptRecord(str(e)) from None
     sizes = np.fromiter((len(r) for r in records), dtype=np.int64, count=len(records))
     if np.any(sizes == 0) or np.any(raw[np.cumsum(sizes) - 1] >= 0x80):
         raise CorruptRecord("record ends inside a number")
-    off = varint.terminators_before(raw, np.concatenate(([0], np.cumsum(sizes))))
+    off = varint.numbers_before(ends, np.concatenate(([0], np.cumsum(sizes))))
     start, avail = off[:-1], np.diff(off)
     nk = ints[start].astype(np.int64) if len(ints) else np.zeros(len(records), np.int64)
     per_key = {"heatmap": 2, "counter": 2, "gauge": 3}[kind]
@@ -136,7 +137,10 @@ def decode(kind: str, records: list) -> Cells:
     g_row = np.repeat(np.arange(len(records)), nk)
     j = np.arange(len(g_row)) - _excl_cumsum(nk)[g_row]
     gbase = start[g_row] + 1 + j
-    g_key = ints[gbase].astype(np.int64)
+    g_key = ints[gbase]
+    if np.any(g_key > MAX_KEY_INDEX):
+        raise CorruptRecord("breakdown key index out of range")
+    g_key = g_key.astype(np.int64)
     if kind == "heatmap":
         nb = ints[gbase + nk[g_row]]
         if np.any(nb > llhist.NBUCKETS):
@@ -145,23 +149,26 @@ def decode(kind: str, records: list) -> Cells:
         tot = np.bincount(g_row, weights=nb, minlength=len(records)).astype(np.int64)
         if np.any(1 + 2 * nk + 2 * tot != avail):
             raise CorruptRecord("record length does not match its bucket counts")
-        c_grp = np.repeat(np.arange(len(g_row)), nb)
-        c_row = g_row[c_grp]
-        i = np.arange(len(c_grp)) - _excl_cumsum(tot)[c_row]
-        cbase = start[c_row] + 1 + 2 * nk[c_row] + i
-        delta = ints[cbase]
+        # record r's bucket deltas are the tot[r] numbers from start[r] + 1 + 2 nk[r] on,
+        # its counts the tot[r] after them: one arange plus a per-record offset finds both
+        ncells = int(tot.sum())
+        shift = np.repeat(start + 1 + 2 * nk - _excl_cumsum(tot), tot)
+        cbase = np.arange(ncells, dtype=np.int64)
+        cbase += shift
+        delta = ints[cbase].astype(np.int64)
         if np.any(delta >= llhist.NBUCKETS):
             raise CorruptRecord("bucket out of range")
-        cs = np.cumsum(delta.astype(np.int64))
+        cs = np.cumsum(delta)
         gfirst = _excl_cumsum(nb)
         base = np.zeros(len(g_row), dtype=np.int64)
         has = nb > 0
-        base[has] = cs[gfirst[has]] - delta[gfirst[has]].astype(np.int64)
-        bucket = cs - np.repeat(base, nb)
-        if np.any(bucket >= llhist.NBUCKETS):
+        base[has] = cs[gfirst[has]] - delta[gfirst[has]]
+        cs -= np.repeat(base, nb)
+        if np.any(cs >= llhist.NBUCKETS):
             raise CorruptRecord("bucket out of range")
-        return Cells(c_row, g_key[c_grp], bucket, ints[cbase + tot[c_row]],
-                     np.zeros(len(c_row), np.float64))
+        cbase += np.repeat(tot, tot)
+        return Cells(np.repeat(np.arange(len(records)), tot), np.repeat(g_key, nb), cs, ints[cbase],
+                     np.zeros(ncells, np.float64))
     if np.any(1 + per_key * nk != avail):
         raise CorruptRecord("record length does not match its key count")
     zeros = np.zeros(len(g_row), dtype=np.int64)

@@ -41,28 +41,37 @@ def encode(values: np.ndarray) -> bytes:
 
 def decode(data) -> np.ndarray:
     """The uint64 values of a varint stream (bytes, or a uint8 array)."""
+    return decode_with_ends(data)[0]
+
+
+def decode_with_ends(data) -> tuple:
+    """(values, ends): the uint64 values of a varint stream and the byte index where each
+    ends. Most numbers in an archive record are one byte, so the pass over every number
+    takes its last byte (the whole value when alone); only numbers with continuation
+    bytes, found from those bytes, are assembled byte by byte."""
     b = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data
     if b.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    last = b < 0x80
-    if not last[-1]:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    if b[-1] >= 0x80:
         raise CorruptStream("varint stream ends inside a number")
-    ends = np.flatnonzero(last)
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
-    widths = ends - starts + 1
-    if widths.max() > MAX_BYTES or np.any((widths == MAX_BYTES) & (b[ends] > 1)):
-        raise CorruptStream("varint wider than 64 bits")
-    low = (b & 0x7F).astype(np.uint64)
-    values = low[starts]
-    for k in range(1, int(widths.max())):  # most numbers are one byte: later passes touch few
-        wide = np.flatnonzero(widths > k)
-        values[wide] |= low[starts[wide] + k] << np.uint64(7 * k)
-    return values
+    ends = np.flatnonzero(b < 0x80)
+    values = b[ends].astype(np.uint64)
+    continued = np.flatnonzero(b >= 0x80)
+    if continued.size:
+        wide = np.unique(np.searchsorted(ends, continued))       # numbers with continuation bytes
+        starts = np.where(wide > 0, ends[wide - 1] + 1, 0)
+        widths = ends[wide] - starts + 1
+        if widths.max() > MAX_BYTES or np.any((widths == MAX_BYTES) & (b[ends[wide]] > 1)):
+            raise CorruptStream("varint wider than 64 bits")
+        v = np.zeros(len(wide), dtype=np.uint64)
+        for k in range(int(widths.max())):
+            has = widths > k
+            v[has] |= (b[starts[has] + k] & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * k)
+        values[wide] = v
+    return values, ends
 
 
-def terminators_before(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """For byte offsets into a stream, how many whole numbers lie before each."""
-    done = np.concatenate(([0], np.cumsum(data < 0x80)))
-    return done[offsets]
+def numbers_before(ends: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """For byte offsets into a stream (ends from decode_with_ends), how many whole numbers
+    lie before each."""
+    return np.searchsorted(ends, offsets, side="left")
