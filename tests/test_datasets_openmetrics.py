@@ -6,6 +6,7 @@ counts must equal the archive's. A real Prometheus (Debian's) scrapes it too,
 answers PromQL from it, and `strata heatmap/breakdown --prometheus` read back
 from it what the archive holds. The exposition's edge cases (bucket alignment across keys,
 escaping, datasets that go away) are fed records directly."""
+import gzip
 import json
 import os
 import socket
@@ -110,6 +111,15 @@ def test_scrape_matches_the_archive(collecting):
         assert buckets[le] == cumulative, (b, le)
     assert ("strata_disk_latency_seconds_created", frozenset(labels.items())) in got
     assert "# UNIT strata_disk_latency_seconds seconds" in text
+
+
+def test_gzip_when_asked(collecting):
+    url = collecting[1]
+    plain = scrape(url)
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        assert r.headers["Content-Encoding"] == "gzip"
+        assert gzip.decompress(r.read()).decode() == plain
 
 
 def test_other_paths_are_not_found(collecting):
