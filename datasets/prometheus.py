@@ -5,6 +5,9 @@ datasets() and query(name, start, end, resolution), from Prometheus' HTTP API, s
 `strata heatmap --prometheus URL` draws a fleet's data with the same code
 (DESIGN.md, "Beyond one machine"). The exposition is datasets/openmetrics.py.
 
+Series of one key from several collectors (Prometheus' `instance` label) add up, so
+a dataset that every server of a fleet collects is drawn fleet-wide.
+
 A column [t, t + step) holds what the collector counted between the samples
 Prometheus had at t and at t + step: the cumulative series are read at the column
 edges (query_range, instant values) and differenced, so counts are exact up to
@@ -125,8 +128,9 @@ class PrometheusReader:
             result.values = np.full((len(result.keys), n), np.nan)
             for labels, v in series:
                 row = result.values[index[labels.get(key_label, "") if key_label else ""]]
-                row[:] = v[1:] / scale
-                present |= ~np.isnan(v[1:])
+                value = v[1:] / scale
+                row[:] = np.where(np.isnan(row), value, np.where(np.isnan(value), row, row + value))
+                present |= ~np.isnan(value)
         elif info.kind == "counter":
             result.values = np.zeros((len(result.keys), n), np.int64)
             for labels, v in series:
@@ -134,25 +138,27 @@ class PrometheusReader:
                 result.values[index[labels.get(key_label, "") if key_label else ""]] += counts
                 present |= seen
         else:
-            per_key = {}
+            histograms = {}               # one per series but for le: per collector and key
             for labels, v in series:
                 le = labels.get("le")
                 if le is None or le == "+Inf":
                     continue
                 b = _bucket_of(le, scale, info.name)
-                per_key.setdefault(labels.get(key_label, "") if key_label else "", []).append((b, v))
-            buckets = sorted({b for items in per_key.values() for b, _ in items})
+                histogram = tuple(sorted((k, x) for k, x in labels.items() if k != "le"))
+                histograms.setdefault(histogram, []).append((b, v))
+            buckets = sorted({b for items in histograms.values() for b, _ in items})
             result.buckets = np.array(buckets, dtype=np.int64)
             pos = {b: j for j, b in enumerate(buckets)}
             result.counts = np.zeros((len(result.keys), n, len(buckets)), np.uint64)
-            for key, items in per_key.items():
+            for histogram, items in histograms.items():
+                row = index[dict(histogram).get(key_label, "") if key_label else ""]
                 items.sort(key=lambda item: item[0])
                 below = np.zeros(n + 1)
                 for b, v in items:            # cumulative over le -> each bucket's own count
                     own = np.where(np.isnan(v), np.nan, v - below)
                     below = np.where(np.isnan(v), below, v)
                     counts, seen = _columns(own)
-                    result.counts[index[key], :, pos[b]] = counts
+                    result.counts[row, :, pos[b]] += counts.astype(np.uint64)
                     present |= seen
         result.present = present
         return result

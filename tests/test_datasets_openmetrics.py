@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -133,16 +134,15 @@ needs_prometheus = pytest.mark.skipif(not os.path.exists(PROMETHEUS),
                                       reason="Debian's prometheus is not installed (make deps)")
 
 
-@pytest.fixture()
-def prometheus(collector, tmp_path):
-    """A real Prometheus scraping the collector every second from before 300 writes until
-    after them; yields (its URL, ask(promql) -> {labels: value})."""
-    archive, url, dev, lat, ops, write = collector
-    target = urllib.parse.urlsplit(url).netloc
+@contextmanager
+def running_prometheus(targets, tmp_path):
+    """A real Prometheus scraping the metrics URLs every second; yields (its URL, ask), where
+    ask(promql) -> {labels: value} (None until it answers)."""
     config = tmp_path / "prometheus.yml"
+    listed = ", ".join(f"'{urllib.parse.urlsplit(u).netloc}'" for u in targets)
     config.write_text("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
                       "scrape_configs:\n  - job_name: strata\n"
-                      f"    static_configs: [{{targets: ['{target}']}}]\n")
+                      f"    static_configs: [{{targets: [{listed}]}}]\n")
     web = "127.0.0.1:" + str(_free_port())
     prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                              f"--web.listen-address={web}"], stdout=subprocess.DEVNULL,
@@ -158,17 +158,26 @@ def prometheus(collector, tmp_path):
         return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in result}
 
     try:
-        wait_for(lambda: list((ask('up{job="strata"}') or {}).values()) == [1.0], timeout=30,
+        wait_for(lambda: list((ask('up{job="strata"}') or {}).values()) == [1.0] * len(targets), timeout=30,
                  what="prometheus to scrape strata")
+        yield f"http://{web}", ask
+    finally:
+        prom.terminate()
+        prom.wait(timeout=10)
+
+
+@pytest.fixture()
+def prometheus(collector, tmp_path):
+    """A real Prometheus scraping the collector every second from before 300 writes until
+    after them; yields (its URL, ask)."""
+    archive, url, dev, lat, ops, write = collector
+    with running_prometheus([url], tmp_path) as (web, ask):
         write(300)
         writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
         wait_for(lambda: list((ask(writes) or {}).values()) == [300.0], timeout=30,
                  what="prometheus to scrape the 300 writes")
         time.sleep(1.5)   # a scrape of the settled values lies before the tests' int(now)
-        yield f"http://{web}", ask
-    finally:
-        prom.terminate()
-        prom.wait(timeout=10)
+        yield web, ask
 
 
 @needs_prometheus
@@ -208,6 +217,43 @@ def test_heatmap_and_breakdown_read_prometheus_like_the_archive(collector, prome
     assert tables[0] == tables[1] == [("write", 300, 5, 100)]
     shown = strata("heatmap", lat, *window, "--prometheus", web, "--color", "none", env={"COLUMNS": "100"})
     assert shown.returncode == 0 and "300" in shown.stdout, shown.stderr
+
+
+@needs_prometheus
+def test_two_collectors_add_up(tmp_path):
+    """Two collectors (two archives, as on two servers) on one device, one Prometheus: the
+    reader adds their series into one fleet-wide heat map."""
+    with loop_device() as dev:
+        name = os.path.basename(dev)
+        lat = f"disk.latency[device={name}][op]"
+        archives, procs = [str(tmp_path / "a.db"), str(tmp_path / "b.db")], []
+        try:
+            for a in archives:
+                assert strata("datasets", "create", lat, "--archive", a).returncode == 0
+                procs.append(start_collect(a))
+            started = int(time.time())
+            for a in archives:
+                wait_for(lambda: seconds(a, lat, started), what="the first archived seconds")
+            with running_prometheus([url for _, url in procs], tmp_path) as (web, ask):
+                direct_writes(dev, 200)
+                total = f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})'
+                wait_for(lambda: list((ask(total) or {}).values()) == [400.0], timeout=30,
+                         what="prometheus to scrape both collectors' 200 writes")
+                time.sleep(1.5)
+                end = int(time.time())
+                expected = {}                 # bucket -> writes, both archives together
+                for path in archives:         # (each collector times the writes itself)
+                    with Archive.open(path) as a:
+                        q = a.query(lat, end - 60, end, 10)
+                    for b, c in zip(q.buckets, q.counts[0].sum(axis=0)):
+                        expected[int(b)] = expected.get(int(b), 0) + int(c)
+                with PrometheusReader(web) as p:
+                    fleet = p.query(lat, end - 60, end, 10)
+                assert fleet.keys == ["write"] and sum(expected.values()) == 400
+                assert dict(zip(fleet.buckets.tolist(), fleet.counts[0].sum(axis=0).tolist())) == expected
+        finally:
+            for proc, _ in procs:
+                stop(proc)
 
 
 def test_prometheus_errors_are_one_line(tmp_path):
