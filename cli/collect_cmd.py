@@ -24,7 +24,10 @@ from strata.datasets.paths import default_archive
 @click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT",
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")
-def collect(archive_path, engine, engine_pid, collector_bin, metrics_address):
+@click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
+              help="Significant digits of the exported histogram bounds: llhist's own 2 "
+                   "(90 a decade), or 1 (9 a decade, a tenth of the series).")
+def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, metrics_digits):
     """Collect the archive's active datasets every second until stopped.
 
     Runs strata-collect (which loads and attaches only the probes the active
@@ -55,7 +58,7 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address):
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--metrics") from None
         with CollectorLock(path), Archive.open(path, readonly=False) as archive:
-            exposition = Exposition() if listen else None
+            exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
             collector = Collector(archive, command, exposition=exposition)
             signal.signal(signal.SIGTERM, collector.stop)

@@ -15,7 +15,9 @@ one for the breakdown field ("hit/miss" becomes hit_miss).
 
 Buckets are llhist's (DESIGN.md, bucket maths): bucket b holds the integers
 [lower(b), upper(b)), so its `le` is upper(b) - 1 in the statistic's unit, exact
-under Prometheus' "less than or equal". A dataset lists the union of the buckets any
+under Prometheus' "less than or equal". With --metrics-digits 1 only the bounds with
+one significant digit are exported (1, 2, ... 9 x 10^k: 9 a decade instead of 90),
+a tenth of the series for large fleets; they are llhist bounds still. A dataset lists the union of the buckets any
 of its keys has used, for every key, so `sum by (le)` over keys stays cumulative,
 and a bucket once listed stays listed. Histograms carry no _sum (llhist keeps no
 exact sum, and OpenMetrics allows _count only beside _sum): the event count is the
@@ -61,11 +63,24 @@ def _number(v: float) -> str:
     return repr(float(v)) if not math.isinf(v) else "+Inf"
 
 
+def exported_buckets(digits: int) -> np.ndarray:
+    """For each llhist bucket, the bucket whose bound is exported as its `le`: itself with
+    llhist's two significant digits; with one, the last bucket of its leading digit
+    (10-19 -> 19, 20-29 -> 29, ...; 9 bounds a decade instead of 90)."""
+    b = np.arange(llhist.NBUCKETS)
+    if digits == 2:
+        return b
+    if digits != 1:
+        raise ValueError(f"bucket bounds have 1 or 2 significant digits, not {digits}")
+    d, m = np.divmod(b - 10, 90)
+    return np.where(b < 10, b, np.minimum(10 + 90 * d + m // 10 * 10 + 9, llhist.NBUCKETS - 1))
+
+
 class _Dataset:
     """Counts of one dataset since the collector started (or it was resumed)."""
 
-    def __init__(self, info, created: float):
-        self.info, self.created = info, created
+    def __init__(self, info, created: float, exported: np.ndarray):
+        self.info, self.created, self.exported = info, created, exported
         self.family = family_name(info.statistic, info.unit)
         self.scale = UNITS.get(info.unit, (None, 1))[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
@@ -81,7 +96,7 @@ class _Dataset:
                 counts = self.keys.setdefault(key, np.zeros(llhist.NBUCKETS, np.uint64))
                 for b, c in value.items():
                     counts[int(b)] += np.uint64(c)
-                    self.used[int(b)] = True
+                    self.used[self.exported[int(b)]] = True
             elif kind == "counter":
                 self.keys[key] = self.keys.get(key, 0) + value
             else:
@@ -99,7 +114,7 @@ class _Dataset:
             les = [_number((uppers[b] - 1) * self.scale) for b in used]
             for key, counts in sorted(self.keys.items()):
                 labels = self.labels(key)
-                cum = np.cumsum(counts[used]).tolist() if len(used) else []
+                cum = np.cumsum(counts)[used].tolist()
                 head = f'{f}_bucket{{{labels},le="'
                 out += [f'{head}{le}"}} {c}' for le, c in zip(les, cum)]
                 out.append(f'{head}+Inf"}} {int(counts.sum())}')
@@ -118,17 +133,18 @@ class _Dataset:
 class Exposition:
     """What GET /metrics returns; fed by the collector, read by the HTTP server's threads."""
 
-    def __init__(self):
+    def __init__(self, digits: int = 2):
         self.lock = threading.Lock()
         self.datasets = {}            # dataset id -> _Dataset
         self.uppers = llhist.upper_bounds()
+        self.exported = exported_buckets(digits)
 
     def add(self, info, data: dict):
         """One archived second of dataset `info` (its record's "data" object, already validated)."""
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
-                ds = self.datasets[info.id] = _Dataset(info, time.time())
+                ds = self.datasets[info.id] = _Dataset(info, time.time(), self.exported)
             ds.add(data)
 
     def keep(self, ids):

@@ -26,7 +26,7 @@ from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
 from strata.datasets.openmetrics import Exposition, family_name, parse_address
-from strata.datasets.prometheus import PrometheusReader
+from strata.datasets.prometheus import PrometheusReader, _bucket_of
 from test_datasets_collect import seconds, stop, wait_for
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -296,6 +296,23 @@ def test_buckets_align_across_keys_and_labels_are_escaped():
     assert bucket("10.0.0.1", "+Inf") == 4
 
 
+def test_one_digit_bounds_are_a_tenth_and_still_llhist():
+    fine, coarse = Exposition(2), Exposition(1)
+    lat = info(1, "nfs.latency[client]", "nfs.latency", "heatmap", "ns", "client")
+    data = {"c": {str(llhist.bucket(v)): 1 for v in range(1000, 100000, 100)}}   # 1 us .. 100 us
+    for e in (fine, coarse):
+        e.add(lat, data)
+    got = [{float(dict(k)["le"]): v for (n, k), v in samples(e.text()).items() if n.endswith("_bucket")}
+           for e in (fine, coarse)]
+    assert len(got[0]) == 181 and len(got[1]) == 19             # 90 vs 9 bounds a decade, and +Inf
+    assert sorted(got[1])[:3] == [pytest.approx(1.999e-6), pytest.approx(2.999e-6), pytest.approx(3.999e-6)]
+    for le, cumulative in got[1].items():                          # the same cumulative counts
+        assert got[0][le] == cumulative
+    for le in got[1]:                                              # bounds the reader accepts
+        if le != float("inf"):
+            _bucket_of(repr(le), 1e-9, lat.name)
+
+
 def test_counters_gauges_and_datasets_that_go_away():
     e = Exposition()
     ops = info(1, "nfs.ops[op]", "nfs.ops", "counter", "operations", "op")
@@ -330,3 +347,11 @@ def test_names_and_addresses():
 def test_bad_address_is_one_line(tmp_path):
     r = strata("collect", "--archive", str(tmp_path / "a.db"), "--metrics", "nowhere")
     assert r.returncode == 2 and "bad metrics address 'nowhere'" in r.stderr and "Traceback" not in r.stderr
+    built("bin/strata-collect")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = strata("collect", "--archive", str(tmp_path / "a.db"), "--metrics", f"127.0.0.1:{port}")
+    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == \
+        f"strata: cannot serve metrics on 127.0.0.1:{port}: Address already in use", r.stderr
