@@ -37,7 +37,9 @@ import numpy as np
 from . import llhist
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-UNITS = {"ns": ("seconds", 1e-9), "bytes": ("bytes", 1)}   # strata unit -> (OpenMetrics unit, scale)
+# strata unit -> (OpenMetrics unit, units per OpenMetrics unit). Values are divided, not
+# multiplied by 1e-9: a correctly rounded quotient prints as 1.999e-06, not 1.9990000000000003e-06.
+UNITS = {"ns": ("seconds", 1e9), "bytes": ("bytes", 1)}
 
 
 def family_name(statistic: str, unit: str) -> str:
@@ -82,7 +84,7 @@ class _Dataset:
     def __init__(self, info, created: float, exported: np.ndarray):
         self.info, self.created, self.exported = info, created, exported
         self.family = family_name(info.statistic, info.unit)
-        self.scale = UNITS.get(info.unit, (None, 1))[1]
+        self.per = UNITS.get(info.unit, (None, 1))[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
         self.fixed = [("dataset", info.name)] + [(label_name(f), v) for f, v in sorted(info.filters.items())
                                                   if label_name(f) != self.key_label]
@@ -111,7 +113,7 @@ class _Dataset:
         out, kind, f = [], self.info.kind, self.family
         if kind == "heatmap":
             used = np.flatnonzero(self.used)
-            les = [_number((uppers[b] - 1) * self.scale) for b in used]
+            les = [_number((uppers[b] - 1) / self.per) for b in used]
             for key, counts in sorted(self.keys.items()):
                 labels = self.labels(key)
                 cum = np.cumsum(counts)[used].tolist()
@@ -126,7 +128,7 @@ class _Dataset:
                 out.append(f"{f}_created{{{labels}}} {self.created:.3f}")
         else:
             for key, v in sorted(self.keys.items()):
-                out.append(f"{f}{{{self.labels(key)}}} {_number(v * self.scale)}")
+                out.append(f"{f}{{{self.labels(key)}}} {_number(v / self.per)}")
         return out
 
 

@@ -116,7 +116,7 @@ class PrometheusReader:
         selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
         series = self._edges(f'{selector}{{dataset="{_quote(info.name)}"}}', start, step, n)
         key_label = label_name(info.breakdown) if info.breakdown else None
-        scale = UNITS.get(info.unit, (None, 1))[1]
+        per = UNITS.get(info.unit, (None, 1))[1]
         result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
                              step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
                              level="prometheus")
@@ -128,7 +128,7 @@ class PrometheusReader:
             result.values = np.full((len(result.keys), n), np.nan)
             for labels, v in series:
                 row = result.values[index[labels.get(key_label, "") if key_label else ""]]
-                value = v[1:] / scale
+                value = v[1:] * per
                 row[:] = np.where(np.isnan(row), value, np.where(np.isnan(value), row, row + value))
                 present |= ~np.isnan(value)
         elif info.kind == "counter":
@@ -143,7 +143,7 @@ class PrometheusReader:
                 le = labels.get("le")
                 if le is None or le == "+Inf":
                     continue
-                b = _bucket_of(le, scale, info.name)
+                b = _bucket_of(le, per, info.name)
                 histogram = tuple(sorted((k, x) for k, x in labels.items() if k != "le"))
                 histograms.setdefault(histogram, []).append((b, v))
             buckets = sorted({b for items in histograms.values() for b, _ in items})
@@ -168,10 +168,11 @@ def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\"", "\\\"")
 
 
-def _bucket_of(le: str, scale: float, name: str) -> int:
-    """The llhist bucket whose `le` (upper bound - 1, scaled) this is; ArchiveError if none."""
+def _bucket_of(le: str, per: float, name: str) -> int:
+    """The llhist bucket whose `le` (upper bound - 1, in units of `per` strata units) this
+    is; ArchiveError if none."""
     try:
-        top = int(round(float(le) / scale))
+        top = int(round(float(le) * per))
     except ValueError:
         raise ArchiveError(f"{name}: bucket bound le={le!r} is not a number") from None
     if top < 0 or top >= llhist.U64_MAX:
