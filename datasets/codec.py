@@ -130,9 +130,12 @@ def decode(kind: str, records: list) -> Cells:
         raise CorruptRecord("record ends inside a number")
     off = varint.numbers_before(ends, np.concatenate(([0], np.cumsum(sizes))))
     start, avail = off[:-1], np.diff(off)
-    nk = ints[start].astype(np.int64) if len(ints) else np.zeros(len(records), np.int64)
+    raw_nk = ints[start] if len(ints) else np.zeros(len(records), np.uint64)
     per_key = {"heatmap": 2, "counter": 2, "gauge": 3}[kind]
-    if np.any((nk < 0) | (1 + per_key * nk > avail)):
+    if np.any(raw_nk > (avail // per_key).astype(np.uint64)):   # before any arithmetic can wrap
+        raise CorruptRecord("record shorter than its key count")
+    nk = raw_nk.astype(np.int64)
+    if np.any(1 + per_key * nk > avail):
         raise CorruptRecord("record shorter than its key count")
     g_row = np.repeat(np.arange(len(records)), nk)
     j = np.arange(len(g_row)) - _excl_cumsum(nk)[g_row]
@@ -155,9 +158,10 @@ def decode(kind: str, records: list) -> Cells:
         shift = np.repeat(start + 1 + 2 * nk - _excl_cumsum(tot), tot)
         cbase = np.arange(ncells, dtype=np.int64)
         cbase += shift
-        delta = ints[cbase].astype(np.int64)
-        if np.any(delta >= llhist.NBUCKETS):
+        delta = ints[cbase]
+        if np.any(delta >= llhist.NBUCKETS):    # checked unsigned: a huge delta must not wrap
             raise CorruptRecord("bucket out of range")
+        delta = delta.astype(np.int64)
         cs = np.cumsum(delta)
         gfirst = _excl_cumsum(nb)
         base = np.zeros(len(g_row), dtype=np.int64)

@@ -79,10 +79,19 @@ def test_combine_sums_exactly():
 
 @pytest.mark.parametrize("record", [b"\x05", b"\x01\x00\x01\x00", b"\x01\x00\x01\xf0\x0d\x01",
                                     b"\x01\x00\x01\x00\x80",
-                                    b"\x01" + b"\xff" * 9 + b"\x01" + b"\x01\x00\x01"])  # key index 2**64-1
+                                    b"\x01" + b"\xff" * 9 + b"\x01" + b"\x01\x00\x01",  # key index 2**64-1
+                                    varint.encode(np.array([1, 0, 2, 5, 2**64 - 3, 7, 8], np.uint64)),
+                                    varint.encode(np.array([1, 0, 1, 2**64 - 1, 9], np.uint64)),
+                                    varint.encode(np.array([2**62, 0], np.uint64))])
 def test_corrupt_heatmap_records_are_refused(record):
     with pytest.raises(codec.CorruptRecord):
         codec.decode("heatmap", [record])
+
+
+@pytest.mark.parametrize("kind", ["counter", "gauge"])
+def test_a_huge_key_count_is_refused(kind):
+    with pytest.raises(codec.CorruptRecord):
+        codec.decode(kind, [varint.encode(np.array([2**62, 0], np.uint64))])
 
 
 def test_name_canonical_and_roundtrip():
@@ -134,8 +143,11 @@ def test_mangled_records_decode_or_are_refused(kind):
         rec = bytearray(batch[i])
         for _ in range(int(rng.integers(1, 4))):
             pos = int(rng.integers(0, len(rec) + 1))
-            what = rng.integers(0, 3)
-            if what == 0 and rec:
+            what = rng.integers(0, 4)
+            if what == 3:             # a whole number, often far out of range
+                big = int(rng.integers(0, 2**63)) << int(rng.integers(0, 2))
+                rec[pos:pos] = varint.encode(np.array([big >> int(rng.integers(0, 63))], np.uint64))
+            elif what == 0 and rec:
                 rec[min(pos, len(rec) - 1)] ^= 1 << int(rng.integers(0, 8))
             elif what == 1 and rec:
                 del rec[min(pos, len(rec) - 1)]
