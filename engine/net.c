@@ -382,6 +382,16 @@ static void *reader(void *arg)
 		c->inflight++;
 		pthread_mutex_unlock(&c->lock);
 		pthread_mutex_lock(&net.lock);
+		if (net.stopping) { /* net_stop began: the workers may be gone; this one is not served */
+			pthread_mutex_unlock(&net.lock);
+			pthread_mutex_lock(&c->lock);
+			c->refs--; /* never the last: this reader holds its own */
+			c->inflight--;
+			pthread_mutex_unlock(&c->lock);
+			free(rec);
+			free(r);
+			break;
+		}
 		if (net.tail)
 			net.tail->next = r;
 		else
