@@ -3,6 +3,7 @@
 An image export runs in a forked child in its own session, so a Chromium that hangs
 (it does, rarely, on a loaded host) is killed with its whole process group at a
 deadline and the export is tried once more, instead of blocking the command."""
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -12,6 +13,7 @@ CHROMIUM = "/usr/bin/chromium"
 IMAGE_SIZE = (1400, 800)
 EXPORT_DEADLINE_S = 60   # a render takes ~3 s here
 EXPORT_ATTEMPTS = 2
+_PR_SET_PDEATHSIG = 1
 
 
 class ExportError(RuntimeError):
@@ -25,7 +27,9 @@ def write_html(fig, path: str):
 
 
 def _render(fig, path, fmt, size, errors):
-    """Child: renders into path, or sends the first line of kaleido's error."""
+    """Child: renders into path, or sends the first line of kaleido's error. It dies with
+    the command (PR_SET_PDEATHSIG), even from outside its own session."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.setsid()
     try:
         fig.write_image(path, format=fmt, width=size[0], height=size[1], scale=1 if fmt == "svg" else 2)
@@ -85,14 +89,22 @@ def _run_child(fig, path, fmt, size, deadline):
     child = ctx.Process(target=_render, args=(fig, path, fmt, size, send))
     child.start()
     send.close()
-    child.join(deadline)
+    try:
+        child.join(deadline)
+    except BaseException:            # Ctrl-C, SIGTERM: take the renderer and Chromium along
+        _kill_tree(child.pid)
+        child.join()
+        raise
     if child.exitcode is None:
         _kill_tree(child.pid)
         child.join()
         return f"no result within {deadline} s"
     if child.exitcode == 0:
-        return None
-    return receive.recv() if receive.poll() else f"exit status {child.exitcode}"
+        return None if os.path.exists(path) else "kaleido wrote no file"
+    try:
+        return receive.recv()
+    except (EOFError, OSError):      # it died before saying why (killed, out of memory)
+        return f"the renderer ended with status {child.exitcode}"
 
 
 def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE, deadline=EXPORT_DEADLINE_S):

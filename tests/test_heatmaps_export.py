@@ -48,3 +48,10 @@ def test_export_replaces_the_file_whole(tmp_path):
     export.write_image(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), str(out), "svg")
     assert out.read_text().lstrip().startswith("<svg")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["map.svg"]
+
+
+def test_a_renderer_that_dies_silently_is_one_line(tmp_path, monkeypatch):
+    """A renderer killed before it can say why (as by the OOM killer) is reported, not a traceback."""
+    monkeypatch.setattr(export, "_render", lambda *args: os.kill(os.getpid(), 9))
+    with pytest.raises(export.ExportError, match=r"the renderer ended with status -9$"):
+        export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=10)
