@@ -22,7 +22,9 @@ of its keys has used, for every key, so `sum by (le)` over keys stays cumulative
 and a bucket once listed stays listed. Histograms carry no _sum (llhist keeps no
 exact sum, and OpenMetrics allows _count only beside _sum): the event count is the
 `le="+Inf"` bucket. A suspended or destroyed dataset's series
-disappear with it; resumed, it counts from zero under a new `_created` time.
+disappear with it; resumed, it counts from zero under a new `_created` time. A
+series' `_created` is when its key first counted: the reader (datasets/prometheus.py)
+tells from it whether a series' first sample was born inside a column.
 """
 import gzip
 import http.server
@@ -81,8 +83,9 @@ def exported_buckets(digits: int) -> np.ndarray:
 class _Dataset:
     """Counts of one dataset since the collector started (or it was resumed)."""
 
-    def __init__(self, info, created: float, exported: np.ndarray):
-        self.info, self.created, self.exported = info, created, exported
+    def __init__(self, info, exported: np.ndarray):
+        self.info, self.exported = info, exported
+        self.created = {}                              # key -> when it first counted
         self.family = family_name(info.statistic, info.unit)
         self.per = UNITS.get(info.unit, (None, 1))[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
@@ -93,7 +96,9 @@ class _Dataset:
 
     def add(self, data: dict):
         kind = self.info.kind
+        now = time.time()
         for key, value in data.items():
+            self.created.setdefault(key, now)
             if kind == "heatmap":
                 counts = self.keys.setdefault(key, np.zeros(llhist.NBUCKETS, np.uint64))
                 for b, c in value.items():
@@ -120,12 +125,12 @@ class _Dataset:
                 head = f'{f}_bucket{{{labels},le="'
                 out += [f'{head}{le}"}} {c}' for le, c in zip(les, cum)]
                 out.append(f'{head}+Inf"}} {int(counts.sum())}')
-                out.append(f"{f}_created{{{labels}}} {self.created:.3f}")
+                out.append(f"{f}_created{{{labels}}} {self.created[key]:.3f}")
         elif kind == "counter":
             for key, n in sorted(self.keys.items()):
                 labels = self.labels(key)
                 out.append(f"{f}_total{{{labels}}} {n}")
-                out.append(f"{f}_created{{{labels}}} {self.created:.3f}")
+                out.append(f"{f}_created{{{labels}}} {self.created[key]:.3f}")
         else:
             for key, v in sorted(self.keys.items()):
                 out.append(f"{f}{{{self.labels(key)}}} {_number(v / self.per)}")
@@ -146,7 +151,7 @@ class Exposition:
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
-                ds = self.datasets[info.id] = _Dataset(info, time.time(), self.exported)
+                ds = self.datasets[info.id] = _Dataset(info, self.exported)
             ds.add(data)
 
     def keep(self, ids):

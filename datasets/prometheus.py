@@ -98,14 +98,22 @@ class PrometheusReader:
         data = self._get("query_range", {"query": selector, "start": start, "end": start + n * step,
                                          "step": step})
         out = []
-        for series in data.get("result", []):
-            values = np.full(n + 1, np.nan)
-            for t, v in series.get("values", []):
-                i = int(round((float(t) - start) / step))
-                if 0 <= i <= n:
-                    values[i] = float(v)
-            out.append((series.get("metric", {}), values))
+        try:
+            for series in data["result"]:
+                values = np.full(n + 1, np.nan)
+                for t, v in series["values"]:
+                    i = int(round((float(t) - start) / step))
+                    if 0 <= i <= n:
+                        values[i] = float(v)
+                out.append((dict(series["metric"]), values))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
         return out
+
+    def _created(self, family: str, info, start: int, step: int, n: int) -> dict:
+        """{series labels (without __name__ and le): when it began counting} from _created."""
+        series = self._edges(f'{family}_created{{dataset="{_quote(info.name)}"}}', start, step, n)
+        return {_identity(labels): float(v[~np.isnan(v)][0]) for labels, v in series if (~np.isnan(v)).any()}
 
     def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
         info = self.dataset(name)
@@ -115,6 +123,8 @@ class PrometheusReader:
         family = family_name(info.statistic, info.unit)
         selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
         series = self._edges(f'{selector}{{dataset="{_quote(info.name)}"}}', start, step, n)
+        created = self._created(family, info, start, step, n) if info.kind != "gauge" else {}
+        opened = (start + step * np.arange(n)).astype(np.float64)       # each column's first edge
         key_label = label_name(info.breakdown) if info.breakdown else None
         per = UNITS.get(info.unit, (None, 1))[1]
         result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
@@ -134,63 +144,85 @@ class PrometheusReader:
         elif info.kind == "counter":
             result.values = np.zeros((len(result.keys), n), np.int64)
             for labels, v in series:
-                counts, seen = _columns(v)
+                counts, seen = _columns(v, opened, created.get(_identity(labels), np.nan))
                 result.values[index[labels.get(key_label, "") if key_label else ""]] += counts
                 present |= seen
         else:
+            bounds = _bounds(per)
             histograms = {}               # one per series but for le: per collector and key
             for labels, v in series:
-                le = labels.get("le")
-                if le is None or le == "+Inf":
-                    continue
-                b = _bucket_of(le, per, info.name)
-                histogram = tuple(sorted((k, x) for k, x in labels.items() if k != "le"))
-                histograms.setdefault(histogram, []).append((b, v))
-            buckets = sorted({b for items in histograms.values() for b, _ in items})
+                histograms.setdefault(_identity(labels), []).append((labels.get("le"), v))
+            buckets = sorted({_bucket_of(le, bounds, info.name) for items in histograms.values()
+                              for le, _ in items if le != "+Inf"})
             result.buckets = np.array(buckets, dtype=np.int64)
             pos = {b: j for j, b in enumerate(buckets)}
             result.counts = np.zeros((len(result.keys), n, len(buckets)), np.uint64)
-            for histogram, items in histograms.items():
-                row = index[dict(histogram).get(key_label, "") if key_label else ""]
-                items.sort(key=lambda item: item[0])
+            for identity, items in histograms.items():
+                row = index[dict(identity).get(key_label, "") if key_label else ""]
+                alive = _ffill(next((v for le, v in items if le == "+Inf"), np.full(n + 1, np.nan)))
+                ordered = sorted((_bucket_of(le, bounds, info.name), v) for le, v in items if le != "+Inf")
                 below = np.zeros(n + 1)
-                for b, v in items:            # cumulative over le -> each bucket's own count
-                    own = np.where(np.isnan(v), np.nan, v - below)
+                for b, v in ordered:          # cumulative over le -> each bucket's own count
+                    v = _ffill(v)
+                    v = np.where(np.isnan(v) & ~np.isnan(alive), 0.0, v)   # a bucket not listed yet: 0
+                    own = v - below
                     below = np.where(np.isnan(v), below, v)
-                    counts, seen = _columns(own)
+                    counts, seen = _columns(own, opened, created.get(identity, np.nan))
                     result.counts[row, :, pos[b]] += counts.astype(np.uint64)
                     present |= seen
         result.present = present
         return result
 
 
+def _identity(labels: dict) -> tuple:
+    """What names one series of a family, whatever its sample: labels but __name__ and le."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le")))
+
+
 def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\"", "\\\"")
 
 
-def _bucket_of(le: str, per: float, name: str) -> int:
-    """The llhist bucket whose `le` (upper bound - 1, in units of `per` strata units) this
-    is; ArchiveError if none."""
+_BOUNDS = {}
+
+
+def _bounds(per: float) -> dict:
+    """{le as strata exports it, as a float: llhist bucket} for a unit's divisor."""
+    if per not in _BOUNDS:
+        uppers = llhist.upper_bounds()
+        _BOUNDS[per] = {float((uppers[b] - 1) / per): b for b in range(llhist.NBUCKETS)}
+    return _BOUNDS[per]
+
+
+def _bucket_of(le, bounds: dict, name: str) -> int:
+    """The llhist bucket whose exported `le` this is; ArchiveError if none."""
     try:
-        top = int(round(float(le) * per))
-    except ValueError:
-        raise ArchiveError(f"{name}: bucket bound le={le!r} is not a number") from None
-    if top < 0 or top >= llhist.U64_MAX:
-        raise ArchiveError(f"{name}: bucket bound le={le} is outside llhist's range")
-    b = llhist.bucket(top)
-    if llhist.upper(b) - 1 != top:
-        raise ArchiveError(f"{name}: le={le} is not an llhist bucket bound (was it exported by strata?)")
-    return b
+        return bounds[float(le)]
+    except (KeyError, TypeError, ValueError, OverflowError):
+        raise ArchiveError(f"{name}: le={le!r} is not an llhist bucket bound (was it exported by strata?)") \
+            from None
 
 
-def _columns(edges: np.ndarray):
+def _ffill(v: np.ndarray) -> np.ndarray:
+    """NaNs after a value take that value: a missed scrape is no news, not a reset."""
+    have = ~np.isnan(v)
+    last = np.maximum.accumulate(np.where(have, np.arange(len(v)), -1))
+    out = np.where(last >= 0, v[np.maximum(last, 0)], np.nan)
+    return out
+
+
+def _columns(edges: np.ndarray, opened: np.ndarray, created: float):
     """Per-column increases of a cumulative series read at the column edges, and which
-    columns had samples at both edges. A decrease is a restart: the column counts from 0."""
-    a, b = edges[:-1], edges[1:]
+    columns they are known for. Missed scrapes carry the last value forward; a decrease is
+    a restart (the column counts from 0). The column of the series' first value in the range
+    counts it whole when the series was created in that column (or when its creation time
+    is unknown); otherwise what happened before it is outside the range's knowledge."""
+    v = _ffill(edges)
+    a, b = v[:-1], v[1:]
     seen = ~np.isnan(a) & ~np.isnan(b)
-    started = np.isnan(a) & ~np.isnan(b)       # the series begins inside this column
+    first = np.isnan(a) & ~np.isnan(b)
+    born = first & ((created > opened) | np.isnan(created))
     inc = np.zeros(len(a))
     inc[seen] = np.where(b[seen] >= a[seen], b[seen] - a[seen], b[seen])
-    inc[started] = b[started]
-    return np.rint(inc).astype(np.int64).clip(min=0), seen | started
-
+    inc[born] = b[born]
+    return np.rint(inc).astype(np.int64).clip(min=0), seen | born

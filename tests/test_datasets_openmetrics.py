@@ -26,7 +26,7 @@ from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
 from strata.datasets.openmetrics import Exposition, family_name, parse_address
-from strata.datasets.prometheus import PrometheusReader, _bucket_of
+from strata.datasets.prometheus import PrometheusReader, _bounds, _bucket_of, _columns
 from test_datasets_collect import seconds, stop, wait_for
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -310,7 +310,19 @@ def test_one_digit_bounds_are_a_tenth_and_still_llhist():
         assert got[0][le] == cumulative
     for le in got[1]:                                              # bounds the reader accepts
         if le != float("inf"):
-            _bucket_of(repr(le), 1e9, lat.name)
+            _bucket_of(repr(le), _bounds(1e9), lat.name)
+
+
+def test_columns_from_cumulative_edges():
+    """How the reader turns a cumulative series read at column edges (10 s apart) into
+    per-column counts: missed scrapes, a collector restart, and where a series begins."""
+    nan = float("nan")
+    edges = np.array([nan, nan, 3, nan, 5, 2, nan, 7])
+    opened = np.arange(7) * 10.0
+    counts, known = _columns(edges, opened, created=15)      # born inside column 1: counted whole
+    assert counts.tolist() == [0, 3, 0, 2, 2, 0, 5] and known.tolist() == [False] + [True] * 6
+    counts, known = _columns(edges, opened, created=5)       # older than the range: column 1 unknown
+    assert counts.tolist() == [0, 0, 0, 2, 2, 0, 5] and known.tolist() == [False, False] + [True] * 5
 
 
 def test_counters_gauges_and_datasets_that_go_away():
