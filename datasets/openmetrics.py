@@ -44,10 +44,15 @@ CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 UNITS = {"ns": ("seconds", 1e9), "bytes": ("bytes", 1)}
 
 
-def family_name(statistic: str, unit: str) -> str:
-    """`nfs.latency`, "ns" -> strata_nfs_latency_seconds."""
+def exported_unit(unit: str, kind: str) -> tuple:
+    """(OpenMetrics unit or None, strata units per it): counters count events, in no unit."""
+    return (None, 1) if kind == "counter" else UNITS.get(unit, (None, 1))
+
+
+def family_name(statistic: str, unit: str, kind: str) -> str:
+    """`nfs.latency`, "ns", "heatmap" -> strata_nfs_latency_seconds."""
     name = "strata_" + re.sub(r"[^a-zA-Z0-9_]", "_", statistic)
-    om_unit = UNITS.get(unit, (None, 1))[0]
+    om_unit = exported_unit(unit, kind)[0]
     return f"{name}_{om_unit}" if om_unit else name
 
 
@@ -86,11 +91,15 @@ class _Dataset:
     def __init__(self, info, exported: np.ndarray):
         self.info, self.exported = info, exported
         self.created = {}                              # key -> when it first counted
-        self.family = family_name(info.statistic, info.unit)
-        self.per = UNITS.get(info.unit, (None, 1))[1]
+        self.family = family_name(info.statistic, info.unit, info.kind)
+        self.per = exported_unit(info.unit, info.kind)[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
-        self.fixed = [("dataset", info.name)] + [(label_name(f), v) for f, v in sorted(info.filters.items())
-                                                  if label_name(f) != self.key_label]
+        taken = {"dataset", "le", self.key_label}          # a filter never shadows these
+        self.fixed = [("dataset", info.name)]
+        for f, v in sorted(info.filters.items()):
+            if label_name(f) not in taken:
+                taken.add(label_name(f))
+                self.fixed.append((label_name(f), v))
         self.keys = {}                                 # key -> counts (ndarray, int or float)
         self.used = np.zeros(llhist.NBUCKETS, bool)    # heat map buckets any key has used
 
@@ -170,9 +179,11 @@ class Exposition:
                 info = members[0].info
                 om_kind = {"heatmap": "histogram"}.get(kind, kind)
                 out.append(f"# TYPE {family} {om_kind}")
-                if info.unit in UNITS:
-                    out.append(f"# UNIT {family} {UNITS[info.unit][0]}")
-                out.append(f"# HELP {family} strata statistic {info.statistic} ({info.unit}, {kind})")
+                om_unit = exported_unit(info.unit, kind)[0]
+                if om_unit:
+                    out.append(f"# UNIT {family} {om_unit}")
+                help_text = f"strata statistic {info.statistic} ({info.unit}, {kind})"
+                out.append(f"# HELP {family} " + help_text.replace("\\", "\\\\").replace("\n", "\\n"))
                 for ds in members:
                     out += ds.lines(self.uppers)
             out.append("# EOF")

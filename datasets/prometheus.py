@@ -29,7 +29,7 @@ import numpy as np
 from . import catalogue, llhist, names
 from .archive import DatasetInfo
 from .errors import ArchiveError
-from .openmetrics import UNITS, family_name, label_name
+from .openmetrics import exported_unit, family_name, label_name
 from .query import QueryResult
 
 MAX_POINTS = 11_000      # Prometheus refuses a query_range of more points per series
@@ -120,13 +120,13 @@ class PrometheusReader:
         step = max(1, int(resolution or 1))
         start -= start % step
         n = max(1, -(-(end - start) // step))
-        family = family_name(info.statistic, info.unit)
+        family = family_name(info.statistic, info.unit, info.kind)
         selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
         series = self._edges(f'{selector}{{dataset="{_quote(info.name)}"}}', start, step, n)
         created = self._created(family, info, start, step, n) if info.kind != "gauge" else {}
         opened = (start + step * np.arange(n)).astype(np.float64)       # each column's first edge
         key_label = label_name(info.breakdown) if info.breakdown else None
-        per = UNITS.get(info.unit, (None, 1))[1]
+        per = exported_unit(info.unit, info.kind)[1]
         result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
                              step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
                              level="prometheus")

@@ -345,9 +345,10 @@ def test_counters_gauges_and_datasets_that_go_away():
 
 
 def test_names_and_addresses():
-    assert family_name("nfs.latency", "ns") == "strata_nfs_latency_seconds"
-    assert family_name("disk.offset", "bytes") == "strata_disk_offset_bytes"
-    assert family_name("nfs.ops", "operations") == "strata_nfs_ops"
+    assert family_name("nfs.latency", "ns", "heatmap") == "strata_nfs_latency_seconds"
+    assert family_name("disk.offset", "bytes", "heatmap") == "strata_disk_offset_bytes"
+    assert family_name("nfs.ops", "operations", "counter") == "strata_nfs_ops"
+    assert family_name("x.waits", "ns", "counter") == "strata_x_waits"      # counts carry no unit
     assert parse_address(":9464") == ("0.0.0.0", 9464)
     assert parse_address("127.0.0.1:0") == ("127.0.0.1", 0)
     assert parse_address("[::1]:9464") == ("::1", 9464)
