@@ -17,7 +17,9 @@ Buckets are llhist's (DESIGN.md, bucket maths): bucket b holds the integers
 [lower(b), upper(b)), so its `le` is upper(b) - 1 in the statistic's unit, exact
 under Prometheus' "less than or equal". With --metrics-digits 1 only the bounds with
 one significant digit are exported (1, 2, ... 9 x 10^k: 9 a decade instead of 90),
-a tenth of the series for large fleets; they are llhist bounds still. A dataset lists the union of the buckets any
+a tenth of the series for large fleets; they are llhist bounds still, and such
+histograms say so with the label le_digits="1" (the reader spreads their counts over
+the buckets of each bound instead of placing them at its top). A dataset lists the union of the buckets any
 of its keys has used, for every key, so `sum by (le)` over keys stays cumulative,
 and a bucket once listed stays listed. Histograms carry no _sum (llhist keeps no
 exact sum, and OpenMetrics allows _count only beside _sum): the event count is the
@@ -88,18 +90,20 @@ def exported_buckets(digits: int) -> np.ndarray:
 class _Dataset:
     """Counts of one dataset since the collector started (or it was resumed)."""
 
-    def __init__(self, info, exported: np.ndarray):
+    def __init__(self, info, exported: np.ndarray, digits: int):
         self.info, self.exported = info, exported
         self.created = {}                              # key -> when it first counted
         self.family = family_name(info.statistic, info.unit, info.kind)
         self.per = exported_unit(info.unit, info.kind)[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
-        taken = {"dataset", "le", self.key_label}          # a filter never shadows these
+        taken = {"dataset", "le", "le_digits", self.key_label}          # a filter never shadows these
         self.fixed = [("dataset", info.name)]
         for f, v in sorted(info.filters.items()):
             if label_name(f) not in taken:
                 taken.add(label_name(f))
                 self.fixed.append((label_name(f), v))
+        if info.kind == "heatmap" and digits == 1:
+            self.fixed.append(("le_digits", "1"))
         self.keys = {}                                 # key -> counts (ndarray, int or float)
         self.used = np.zeros(llhist.NBUCKETS, bool)    # heat map buckets any key has used
 
@@ -153,14 +157,14 @@ class Exposition:
         self.lock = threading.Lock()
         self.datasets = {}            # dataset id -> _Dataset
         self.uppers = llhist.upper_bounds()
-        self.exported = exported_buckets(digits)
+        self.exported, self.digits = exported_buckets(digits), digits
 
     def add(self, info, data: dict):
         """One archived second of dataset `info` (its record's "data" object, already validated)."""
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
-                ds = self.datasets[info.id] = _Dataset(info, self.exported)
+                ds = self.datasets[info.id] = _Dataset(info, self.exported, self.digits)
             ds.add(data)
 
     def keep(self, ids):

@@ -17,7 +17,9 @@ sample counts in full in its column: a key's series is born at its first event,
 so that sample holds only what came after the previous scrape (were Prometheus
 started long after the collector, that column would hold everything before). Histogram `le`
 bounds are llhist's (upper(b) - 1 in the statistic's unit), mapped back to buckets
-exactly; a series whose bounds are not llhist's is refused.
+exactly; a series whose bounds are not llhist's is refused. A histogram exported with
+one significant digit (le_digits="1") has its counts spread evenly over the buckets
+each bound stands for.
 """
 import json
 import urllib.error
@@ -152,8 +154,13 @@ class PrometheusReader:
             histograms = {}               # one per series but for le: per collector and key
             for labels, v in series:
                 histograms.setdefault(_identity(labels), []).append((labels.get("le"), v))
-            buckets = sorted({_bucket_of(le, bounds, info.name) for items in histograms.values()
-                              for le, _ in items if le != "+Inf"})
+            buckets = set()
+            for identity, items in histograms.items():
+                listed = {_bucket_of(le, bounds, info.name) for le, _ in items if le != "+Inf"}
+                if dict(identity).get("le_digits") == "1":
+                    listed = {j for b in listed for j in _leading_digit_group(b)}
+                buckets |= listed
+            buckets = sorted(buckets)
             result.buckets = np.array(buckets, dtype=np.int64)
             pos = {b: j for j, b in enumerate(buckets)}
             result.counts = np.zeros((len(result.keys), n, len(buckets)), np.uint64)
@@ -161,6 +168,7 @@ class PrometheusReader:
                 row = index[dict(identity).get(key_label, "") if key_label else ""]
                 alive = _ffill(next((v for le, v in items if le == "+Inf"), np.full(n + 1, np.nan)))
                 ordered = sorted((_bucket_of(le, bounds, info.name), v) for le, v in items if le != "+Inf")
+                spread = dict(identity).get("le_digits") == "1"
                 below = np.zeros(n + 1)
                 for b, v in ordered:          # cumulative over le -> each bucket's own count
                     v = _ffill(v)
@@ -168,8 +176,13 @@ class PrometheusReader:
                     own = v - below
                     below = np.where(np.isnan(v), below, v)
                     counts, seen = _columns(own, opened, created.get(identity, np.nan))
-                    result.counts[row, :, pos[b]] += counts.astype(np.uint64)
                     present |= seen
+                    if not spread:
+                        result.counts[row, :, pos[b]] += counts.astype(np.uint64)
+                        continue
+                    group = _leading_digit_group(b)
+                    for j, share in zip(group, _spread(counts, len(group))):
+                        result.counts[row, :, pos[j]] += share
         result.present = present
         return result
 
@@ -201,6 +214,24 @@ def _bucket_of(le, bounds: dict, name: str) -> int:
     except (KeyError, TypeError, ValueError, OverflowError):
         raise ArchiveError(f"{name}: le={le!r} is not an llhist bucket bound (was it exported by strata?)") \
             from None
+
+
+def _leading_digit_group(b: int) -> list:
+    """The llhist buckets an le exported with one significant digit stands for: those
+    sharing b's leading digit (b is the last of them), or b alone below 10."""
+    if b < 10:
+        return [b]
+    first = b - (b - 10) % 90 % 10
+    return list(range(first, b + 1))
+
+
+def _spread(counts: np.ndarray, parts: int) -> list:
+    """Integer counts per column split over `parts` buckets as evenly as integers allow
+    (the remainder from the middle bucket outwards): what one bound cannot tell apart."""
+    base, rest = np.divmod(counts.astype(np.int64), parts)
+    order = sorted(range(parts), key=lambda i: (abs(2 * i - (parts - 1)), i))
+    rank = {i: r for r, i in enumerate(order)}
+    return [(base + (rank[i] < rest)).astype(np.uint64) for i in range(parts)]
 
 
 def _ffill(v: np.ndarray) -> np.ndarray:

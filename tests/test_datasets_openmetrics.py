@@ -25,7 +25,7 @@ from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
-from strata.datasets.openmetrics import Exposition, family_name, parse_address
+from strata.datasets.openmetrics import Exposition, exported_buckets, family_name, parse_address
 from strata.datasets.prometheus import PrometheusReader, _bounds, _bucket_of, _columns
 from test_datasets_collect import seconds, stop, wait_for
 
@@ -47,11 +47,12 @@ def samples(text):
     return out
 
 
-def start_collect(archive, address="127.0.0.1:0"):
+def start_collect(archive, address="127.0.0.1:0", digits="2"):
     """`strata collect --metrics`; returns (process, metrics URL)."""
     built("bin/strata-collect")
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
-    proc = subprocess.Popen([STRATA, "collect", "--archive", archive, "--metrics", address],
+    proc = subprocess.Popen([STRATA, "collect", "--archive", archive, "--metrics", address,
+                             "--metrics-digits", digits],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     for line in proc.stderr:
         if "serving OpenMetrics at " in line:
@@ -254,6 +255,44 @@ def test_two_collectors_add_up(tmp_path):
         finally:
             for proc, _ in procs:
                 stop(proc)
+
+
+@needs_prometheus
+def test_one_digit_export_reads_back_per_leading_digit(tmp_path):
+    """--metrics-digits 1 through a real Prometheus: per leading-digit span (1-2 us, 2-3 us,
+    ...), the reader's counts are the archive's; inside a span they are spread evenly."""
+    with loop_device() as dev:
+        lat = f"disk.latency[device={os.path.basename(dev)}][op]"
+        archive = str(tmp_path / "a.db")
+        assert strata("datasets", "create", lat, "--archive", archive).returncode == 0
+        proc, url = start_collect(archive, digits="1")
+        try:
+            started = int(time.time())
+            wait_for(lambda: seconds(archive, lat, started), what="the first archived second")
+            with running_prometheus([url], tmp_path) as (web, ask):
+                direct_writes(dev, 300)
+                total = f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",le="+Inf",le_digits="1"}})'
+                wait_for(lambda: list((ask(total) or {}).values()) == [300.0], timeout=30,
+                         what="prometheus to scrape the 300 writes")
+                time.sleep(1.5)
+                end = int(time.time())
+                with Archive.open(archive) as a, PrometheusReader(web) as p:
+                    mine, theirs = a.query(lat, end - 60, end, 10), p.query(lat, end - 60, end, 10)
+        finally:
+            stop(proc)
+
+    def per_span(q):
+        out = {}
+        for b, c in zip(q.buckets.tolist(), q.counts[0].sum(axis=0).tolist()):
+            span = int(exported_buckets(1)[b])
+            out[span] = out.get(span, 0) + c
+        return {k: v for k, v in out.items() if v}
+    assert theirs.keys == ["write"] and per_span(theirs) == per_span(mine) and sum(per_span(mine).values()) == 300
+    groups = {}
+    for b, c in zip(theirs.buckets.tolist(), theirs.counts[0].sum(axis=0).tolist()):
+        groups.setdefault(int(exported_buckets(1)[b]), []).append(c)
+    columns = int((theirs.counts[0].sum(axis=1) > 0).sum())           # each splits its own counts
+    assert all(max(g) - min(g) <= columns for g in groups.values()), groups   # even within a span
 
 
 def test_prometheus_errors_are_one_line(tmp_path):
