@@ -9,25 +9,18 @@ commands are seen through the archive's change counter, polled every second;
 retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly.
 Given an openmetrics.Exposition, every committed second is added to it as well.
 """
-import ctypes
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import time
 
 from .archive import Archive
 from .errors import ArchiveError, ArchiveFull, BadRecord
+from .parentdeath import die_with_parent
 
 MAX_LINE = 16 << 20
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    """In the child: get SIGTERM when strata collect dies, even by kill -9."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def control_line(info) -> str:
@@ -125,7 +118,7 @@ class Collector:
         """Collect until stop() or the daemon ends; returns the exit status."""
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
         except OSError as e:
             self.log(f"cannot start {self.command[0]}: {e.strerror}")
             return 1

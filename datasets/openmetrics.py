@@ -62,12 +62,13 @@ def label_name(field: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", field)
 
 
-def _escape(value: str) -> str:
+def escape(value: str) -> str:
+    """A label value (or PromQL string) with backslash, quote and newline escaped."""
     return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
 
 
 def _labels(pairs) -> str:
-    return ",".join(f'{k}="{_escape(str(v))}"' for k, v in pairs)
+    return ",".join(f'{k}="{escape(str(v))}"' for k, v in pairs)
 
 
 def _number(v: float) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 from . import catalogue, llhist, names
 from .archive import DatasetInfo
 from .errors import ArchiveError
-from .openmetrics import exported_unit, family_name, label_name
+from .openmetrics import escape, exported_unit, family_name, label_name
 from .query import QueryResult
 
 MAX_POINTS = 11_000      # Prometheus refuses a query_range of more points per series
@@ -114,7 +114,7 @@ class PrometheusReader:
 
     def _created(self, family: str, info, start: int, step: int, n: int) -> dict:
         """{series labels (without __name__ and le): when it began counting} from _created."""
-        series = self._edges(f'{family}_created{{dataset="{_quote(info.name)}"}}', start, step, n)
+        series = self._edges(f'{family}_created{{dataset="{escape(info.name)}"}}', start, step, n)
         return {_identity(labels): float(v[~np.isnan(v)][0]) for labels, v in series if (~np.isnan(v)).any()}
 
     def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
@@ -124,7 +124,7 @@ class PrometheusReader:
         n = max(1, -(-(end - start) // step))
         family = family_name(info.statistic, info.unit, info.kind)
         selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
-        series = self._edges(f'{selector}{{dataset="{_quote(info.name)}"}}', start, step, n)
+        series = self._edges(f'{selector}{{dataset="{escape(info.name)}"}}', start, step, n)
         created = self._created(family, info, start, step, n) if info.kind != "gauge" else {}
         opened = (start + step * np.arange(n)).astype(np.float64)       # each column's first edge
         key_label = label_name(info.breakdown) if info.breakdown else None
@@ -190,10 +190,6 @@ class PrometheusReader:
 def _identity(labels: dict) -> tuple:
     """What names one series of a family, whatever its sample: labels but __name__ and le."""
     return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le")))
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\"", "\\\"")
 
 
 _BOUNDS = {}

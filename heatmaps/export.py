@@ -3,17 +3,17 @@
 An image export runs in a forked child in its own session, so a Chromium that hangs
 (it does, rarely, on a loaded host) is killed with its whole process group at a
 deadline and the export is tried once more, instead of blocking the command."""
-import ctypes
 import multiprocessing
 import os
 import signal
 from pathlib import Path
 
+from strata.datasets.parentdeath import die_with_parent
+
 CHROMIUM = "/usr/bin/chromium"
 IMAGE_SIZE = (1400, 800)
 EXPORT_DEADLINE_S = 60   # a render takes ~3 s here
 EXPORT_ATTEMPTS = 2
-_PR_SET_PDEATHSIG = 1
 
 
 class ExportError(RuntimeError):
@@ -29,7 +29,7 @@ def write_html(fig, path: str):
 def _render(fig, path, fmt, size, errors):
     """Child: renders into path, or sends the first line of kaleido's error. It dies with
     the command (PR_SET_PDEATHSIG), even from outside its own session."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent(signal.SIGKILL)
     os.setsid()
     try:
         fig.write_image(path, format=fmt, width=size[0], height=size[1], scale=1 if fmt == "svg" else 2)

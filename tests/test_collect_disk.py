@@ -56,6 +56,7 @@ def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path
         c.remove("size")
         after = block_stat(loopdev)
         c.flush_now()
+        misses = recursion_misses("disk_complete")
     finally:
         assert c.stop() == 0
         fixture.stop()

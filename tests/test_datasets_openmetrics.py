@@ -188,7 +188,7 @@ def test_real_prometheus_scrapes_and_answers(collector, prometheus):
     count = ask(f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})')
     assert list(count.values()) == [300.0]
     # PromQL's 100th percentile is the le of the first bucket holding all 300 writes
-    top = ask(f'histogram_quantile(1, sum by (le) (strata_disk_latency_seconds_bucket{{op="write"}}))')
+    top = ask('histogram_quantile(1, sum by (le) (strata_disk_latency_seconds_bucket{op="write"}))')
     buckets = ask(f'strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write"}}')
     full = min(float(dict(k)["le"]) for k, v in buckets.items() if v == 300)
     assert list(top.values()) == [pytest.approx(full)]
