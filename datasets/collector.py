@@ -111,6 +111,7 @@ class Collector:
         if self.exposition:
             for ds, data in committed:
                 self.exposition.add(self.infos[ds], data)
+            self.exposition.keep(self.kinds)     # a dataset the daemon refused is not served
 
     # -- main loop ---------------------------------------------------------------------------
 
