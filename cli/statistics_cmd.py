@@ -6,6 +6,7 @@ import click
 
 from strata.cli.archive_option import archive_errors
 from strata.datasets import catalogue
+from strata.datasets.openmetrics import family_name
 
 
 @click.command()
@@ -18,12 +19,14 @@ def statistics(as_json):
     the breakdowns and filters it takes, the probe it needs, and whether this
     host supports it (or why not). The list comes from `strata-collect
     --catalogue`; without a built collector, the documented list is shown with
-    support unknown.
+    support unknown. --json also names the series `strata collect --metrics`
+    exports for each (a histogram's are NAME_bucket, a counter's NAME_total).
     """
     with archive_errors():
         stats, source = catalogue.load()
     if as_json:
-        click.echo(json.dumps({"source": source, "statistics": [asdict(s) for s in stats]}, indent=2))
+        click.echo(json.dumps({"source": source, "statistics": [
+            {**asdict(s), "openmetrics": family_name(s.statistic, s.unit, s.kind)} for s in stats]}, indent=2))
         return
     rows = [("STATISTIC", "UNIT", "KIND", "BREAKDOWNS", "SUPPORTED")]
     for s in stats:

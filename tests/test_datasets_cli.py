@@ -76,6 +76,8 @@ def test_statistics_json_matches_the_collector_catalogue():
     stats = {s["statistic"]: s for s in out["statistics"]}
     assert stats["disk.latency"]["kind"] == "heatmap" and "device" in stats["disk.latency"]["breakdowns"]
     assert stats["nfs.ops"]["kind"] == "counter"
+    assert stats["nfs.latency"]["openmetrics"] == "strata_nfs_latency_seconds"
+    assert stats["nfs.ops"]["openmetrics"] == "strata_nfs_ops"
 
 
 def test_archive_file_readable_elsewhere_and_importable(archive, tmp_path):
