@@ -91,8 +91,8 @@ def exported_buckets(digits: int) -> np.ndarray:
 class _Dataset:
     """Counts of one dataset since the collector started (or it was resumed)."""
 
-    def __init__(self, info, exported: np.ndarray, digits: int):
-        self.info, self.exported = info, exported
+    def __init__(self, info, digits: int):
+        self.info, self.exported = info, exported_buckets(digits)
         self.created = {}                              # key -> when it first counted
         self.family = family_name(info.statistic, info.unit, info.kind)
         self.per = exported_unit(info.unit, info.kind)[1]
@@ -158,14 +158,14 @@ class Exposition:
         self.lock = threading.Lock()
         self.datasets = {}            # dataset id -> _Dataset
         self.uppers = llhist.upper_bounds()
-        self.exported, self.digits = exported_buckets(digits), digits
+        self.digits = digits          # of the exported bounds: 2 (llhist's) or 1
 
     def add(self, info, data: dict):
         """One archived second of dataset `info` (its record's "data" object, already validated)."""
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
-                ds = self.datasets[info.id] = _Dataset(info, self.exported, self.digits)
+                ds = self.datasets[info.id] = _Dataset(info, self.digits)
             ds.add(data)
 
     def keep(self, ids):
