@@ -132,59 +132,80 @@ class PrometheusReader:
         result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
                              step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
                              level="prometheus")
-        keys = sorted({s[0].get(key_label, "") if key_label else "" for s in series})
-        result.keys = keys or ([""] if not info.breakdown else [])
+        key_of = (lambda labels: labels.get(key_label, "")) if key_label else (lambda labels: "")
+        result.keys = sorted({key_of(labels) for labels, _ in series}) or ([""] if not info.breakdown else [])
         index = {k: i for i, k in enumerate(result.keys)}
-        present = np.zeros(n, bool)
+        rows = [index[key_of(labels)] for labels, _ in series]
         if info.kind == "gauge":
-            result.values = np.full((len(result.keys), n), np.nan)
-            for labels, v in series:
-                row = result.values[index[labels.get(key_label, "") if key_label else ""]]
-                value = v[1:] * per
-                row[:] = np.where(np.isnan(row), value, np.where(np.isnan(value), row, row + value))
-                present |= ~np.isnan(value)
+            result.values, present = _gauges(series, rows, len(result.keys), n, per)
         elif info.kind == "counter":
-            result.values = np.zeros((len(result.keys), n), np.int64)
-            for labels, v in series:
-                counts, seen = _columns(v, opened, created.get(_identity(labels), np.nan))
-                result.values[index[labels.get(key_label, "") if key_label else ""]] += counts
-                present |= seen
+            result.values, present = _counters(series, rows, len(result.keys), opened, created)
         else:
-            bounds = _bounds(per)
-            histograms = {}               # one per series but for le: per collector and key
-            for labels, v in series:
-                histograms.setdefault(_identity(labels), []).append((labels.get("le"), v))
-            buckets = set()
-            for identity, items in histograms.items():
-                listed = {_bucket_of(le, bounds, info.name) for le, _ in items if le != "+Inf"}
-                if dict(identity).get("le_digits") == "1":
-                    listed = {j for b in listed for j in _leading_digit_group(b)}
-                buckets |= listed
-            buckets = sorted(buckets)
-            result.buckets = np.array(buckets, dtype=np.int64)
-            pos = {b: j for j, b in enumerate(buckets)}
-            result.counts = np.zeros((len(result.keys), n, len(buckets)), np.uint64)
-            for identity, items in histograms.items():
-                row = index[dict(identity).get(key_label, "") if key_label else ""]
-                alive = _ffill(next((v for le, v in items if le == "+Inf"), np.full(n + 1, np.nan)))
-                ordered = sorted((_bucket_of(le, bounds, info.name), v) for le, v in items if le != "+Inf")
-                spread = dict(identity).get("le_digits") == "1"
-                below = np.zeros(n + 1)
-                for b, v in ordered:          # cumulative over le -> each bucket's own count
-                    v = _ffill(v)
-                    v = np.where(np.isnan(v) & ~np.isnan(alive), 0.0, v)   # a bucket not listed yet: 0
-                    own = v - below
-                    below = np.where(np.isnan(v), below, v)
-                    counts, seen = _columns(own, opened, created.get(identity, np.nan))
-                    present |= seen
-                    if not spread:
-                        result.counts[row, :, pos[b]] += counts.astype(np.uint64)
-                        continue
-                    group = _leading_digit_group(b)
-                    for j, share in zip(group, _spread(counts, len(group))):
-                        result.counts[row, :, pos[j]] += share
+            result.buckets, result.counts, present = _histograms(series, index, key_of, opened, created, per,
+                                                                info.name)
         result.present = present
         return result
+
+
+def _gauges(series, rows, nkeys, n, per):
+    """Gauge values per key and column: the column's closing sample, summed over collectors."""
+    values, present = np.full((nkeys, n), np.nan), np.zeros(n, bool)
+    for (labels, v), row in zip(series, rows):
+        value = v[1:] * per
+        old = values[row]
+        values[row] = np.where(np.isnan(old), value, np.where(np.isnan(value), old, old + value))
+        present |= ~np.isnan(value)
+    return values, present
+
+
+def _counters(series, rows, nkeys, opened, created):
+    """Events per key and column, summed over collectors."""
+    values, present = np.zeros((nkeys, len(opened)), np.int64), np.zeros(len(opened), bool)
+    for (labels, v), row in zip(series, rows):
+        counts, seen = _columns(v, opened, created.get(_identity(labels), np.nan))
+        values[row] += counts
+        present |= seen
+    return values, present
+
+
+def _histograms(series, index, key_of, opened, created, per, name):
+    """(buckets, counts per key, column and bucket, present) from _bucket series: each
+    histogram (a collector's key) turned from cumulative over le into per-bucket counts."""
+    n = len(opened)
+    bounds = _bounds(per)
+    histograms = {}
+    for labels, v in series:
+        histograms.setdefault(_identity(labels), []).append((labels.get("le"), v))
+    buckets = set()
+    for identity, items in histograms.items():
+        listed = {_bucket_of(le, bounds, name) for le, _ in items if le != "+Inf"}
+        if dict(identity).get("le_digits") == "1":
+            listed = {j for b in listed for j in _leading_digit_group(b)}
+        buckets |= listed
+    buckets = np.array(sorted(buckets), dtype=np.int64)
+    pos = {int(b): j for j, b in enumerate(buckets)}
+    counts = np.zeros((len(index), n, len(buckets)), np.uint64)
+    present = np.zeros(n, bool)
+    for identity, items in histograms.items():
+        row = index[key_of(dict(identity))]
+        alive = _ffill(next((v for le, v in items if le == "+Inf"), np.full(n + 1, np.nan)))
+        ordered = sorted((_bucket_of(le, bounds, name), v) for le, v in items if le != "+Inf")
+        spread = dict(identity).get("le_digits") == "1"
+        below = np.zeros(n + 1)
+        for b, v in ordered:                  # cumulative over le -> each bucket's own count
+            v = _ffill(v)
+            v = np.where(np.isnan(v) & ~np.isnan(alive), 0.0, v)   # a bucket not listed yet: 0
+            own = v - below
+            below = np.where(np.isnan(v), below, v)
+            column_counts, seen = _columns(own, opened, created.get(identity, np.nan))
+            present |= seen
+            if not spread:
+                counts[row, :, pos[b]] += column_counts.astype(np.uint64)
+                continue
+            group = _leading_digit_group(b)
+            for j, share in zip(group, _spread(column_counts, len(group))):
+                counts[row, :, pos[j]] += share
+    return buckets, counts, present
 
 
 def _identity(labels: dict) -> tuple:

@@ -26,7 +26,7 @@ from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
 from strata.datasets.openmetrics import Exposition, exported_buckets, family_name, parse_address
-from strata.datasets.prometheus import PrometheusReader, _bounds, _bucket_of, _columns
+from strata.datasets.prometheus import PrometheusReader, _bounds, _bucket_of, _columns, _gauges
 from test_datasets_collect import seconds, stop, wait_for
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -362,6 +362,14 @@ def test_columns_from_cumulative_edges():
     assert counts.tolist() == [0, 3, 0, 2, 2, 0, 5] and known.tolist() == [False] + [True] * 6
     counts, known = _columns(edges, opened, created=5)       # older than the range: column 1 unknown
     assert counts.tolist() == [0, 0, 0, 2, 2, 0, 5] and known.tolist() == [False, False] + [True] * 5
+
+
+def test_gauges_add_up_over_collectors():
+    nan = float("nan")
+    series = [({"instance": "a"}, np.array([nan, 1.0, 2.0, nan])), ({"instance": "b"}, np.array([5.0, nan, 4.0, nan]))]
+    values, known = _gauges(series, [0, 0], 1, 3, 1)
+    assert values[0, :2].tolist() == [1.0, 6.0] and np.isnan(values[0, 2]) and known.tolist() == [True, True, False]
+    assert _gauges([], [], 1, 3, 1)[0].shape == (1, 3)
 
 
 def test_counters_gauges_and_datasets_that_go_away():
