@@ -269,7 +269,7 @@ def _columns(edges: np.ndarray, opened: np.ndarray, created: float):
     a, b = v[:-1], v[1:]
     seen = ~np.isnan(a) & ~np.isnan(b)
     first = np.isnan(a) & ~np.isnan(b)
-    born = first & ((created > opened) | np.isnan(created))
+    born = first & ((created >= opened) | np.isnan(created))
     inc = np.zeros(len(a))
     inc[seen] = np.where(b[seen] >= a[seen], b[seen] - a[seen], b[seen])
     inc[born] = b[born]
