@@ -67,8 +67,6 @@ class Collector:
                 self.kinds[ds], self.infos[ds] = info.kind, info
                 self._send(control_line(info))
         self.failed &= set(want)
-        if self.exposition:
-            self.exposition.keep(self.kinds)
 
     def _warn_once(self, key, msg):
         if key not in self.warned:
@@ -111,7 +109,7 @@ class Collector:
         if self.exposition:
             for ds, data in committed:
                 self.exposition.add(self.infos[ds], data)
-            self.exposition.keep(self.kinds)     # a dataset the daemon refused is not served
+            self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
 
     # -- main loop ---------------------------------------------------------------------------
 

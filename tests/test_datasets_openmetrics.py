@@ -167,6 +167,15 @@ def running_prometheus(targets, tmp_path):
         prom.wait(timeout=10)
 
 
+def settled(ask, promql, value):
+    """Waits until Prometheus answers promql with [value], then for one more scrape, so a
+    sample of the settled counts lies before the returned second (the tests' range end)."""
+    wait_for(lambda: list((ask(promql) or {}).values()) == [float(value)], timeout=30,
+             what=f"prometheus to answer {value} to {promql}")
+    time.sleep(1.5)
+    return int(time.time())
+
+
 @pytest.fixture()
 def prometheus(collector, tmp_path):
     """A real Prometheus scraping the collector every second from before 300 writes until
@@ -175,9 +184,7 @@ def prometheus(collector, tmp_path):
     with running_prometheus([url], tmp_path) as (web, ask):
         write(300)
         writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
-        wait_for(lambda: list((ask(writes) or {}).values()) == [300.0], timeout=30,
-                 what="prometheus to scrape the 300 writes")
-        time.sleep(1.5)   # a scrape of the settled values lies before the tests' int(now)
+        settled(ask, writes, 300)
         yield web, ask
 
 
@@ -238,10 +245,7 @@ def test_two_collectors_add_up(tmp_path):
             with running_prometheus([url for _, url in procs], tmp_path) as (web, ask):
                 direct_writes(dev, 200)
                 total = f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})'
-                wait_for(lambda: list((ask(total) or {}).values()) == [400.0], timeout=30,
-                         what="prometheus to scrape both collectors' 200 writes")
-                time.sleep(1.5)
-                end = int(time.time())
+                end = settled(ask, total, 400)
                 expected = {}                 # bucket -> writes, both archives together
                 for path in archives:         # (each collector times the writes itself)
                     with Archive.open(path) as a:
@@ -272,10 +276,7 @@ def test_one_digit_export_reads_back_per_leading_digit(tmp_path):
             with running_prometheus([url], tmp_path) as (web, ask):
                 direct_writes(dev, 300)
                 total = f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",le="+Inf",le_digits="1"}})'
-                wait_for(lambda: list((ask(total) or {}).values()) == [300.0], timeout=30,
-                         what="prometheus to scrape the 300 writes")
-                time.sleep(1.5)
-                end = int(time.time())
+                end = settled(ask, total, 300)
                 with Archive.open(archive) as a, PrometheusReader(web) as p:
                     mine, theirs = a.query(lat, end - 60, end, 10), p.query(lat, end - 60, end, 10)
         finally:
