@@ -1,6 +1,6 @@
 /* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
  *
- * Every layer program (nfs, cache, disk) includes this header once and gets its own
+ * Every layer program (nfs, cache, disk, fs) includes this header once and gets its own
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
@@ -43,18 +43,23 @@ enum agg_stat {
 	AGG_STAT_DISK_LATENCY,  /* llhist of ns */
 	AGG_STAT_DISK_SIZE,     /* llhist of bytes */
 	AGG_STAT_DISK_OFFSET,   /* llhist of bytes */
+	AGG_STAT_FS_OPS,        /* counter */
+	AGG_STAT_FS_LATENCY,    /* llhist of ns */
+	AGG_STAT_FS_SIZE,       /* llhist of bytes */
 	AGG_STAT_COUNT
 };
 
 /* Breakdown / filter dimensions. The event carries each one as 16 key bytes. */
 enum agg_dim {
 	AGG_DIM_NONE = 0,
-	AGG_DIM_OP,      /* nfs: (prog == MOUNT ? 0x10000 : 0) | proc; disk: AGG_DISK_*; l2arc: AGG_TIER_OP_* */
+	AGG_DIM_OP,      /* nfs: (prog == MOUNT ? 0x10000 : 0) | proc; disk: AGG_DISK_*; l2arc: AGG_TIER_OP_*;
+			  * fs: AGG_FS_* */
 	AGG_DIM_CLIENT,  /* IPv6 address, IPv4 as ::ffff:a.b.c.d */
 	AGG_DIM_TIER,    /* AGG_TIER_* (deepest tier that served the op) */
-	AGG_DIM_FILE,    /* __u64 object id */
+	AGG_DIM_FILE,    /* engine: __u64 object id; fs: struct agg_fs_file */
 	AGG_DIM_DEVICE,  /* __u32 kernel dev_t (major << 20 | minor) */
 	AGG_DIM_HITMISS, /* arc.accesses only: 0 = hit, 1 = miss (not stored in the event) */
+	AGG_DIM_PROCESS, /* fs: struct agg_fs_process */
 	AGG_DIM_COUNT
 };
 
@@ -62,6 +67,25 @@ enum agg_tier { AGG_TIER_NONE = 0, AGG_TIER_ARC, AGG_TIER_L2ARC, AGG_TIER_POOL, 
 enum agg_disk_op { AGG_DISK_READ = 0, AGG_DISK_WRITE, AGG_DISK_SYNC, AGG_DISK_FLUSH,
 		   AGG_DISK_DISCARD, AGG_DISK_OTHER };
 enum agg_tier_op { AGG_TIER_OP_READ = 0, AGG_TIER_OP_WRITE, AGG_TIER_OP_COMMIT };
+/* File-system layer ops: the syscalls bpf/fs.bpf.c follows. */
+enum agg_fs_op { AGG_FS_READ = 0, AGG_FS_WRITE, AGG_FS_PREAD64, AGG_FS_PWRITE64, AGG_FS_READV,
+		 AGG_FS_WRITEV, AGG_FS_PREADV, AGG_FS_PWRITEV, AGG_FS_PREADV2, AGG_FS_PWRITEV2,
+		 AGG_FS_FSYNC, AGG_FS_FDATASYNC, AGG_FS_OPENAT, AGG_FS_CLOSE, AGG_FS_NOPS };
+
+/* fs file key: the inode, as (device, inode number); dev is the kernel's dev_t
+ * (major << 20 | minor) of the inode's super block. */
+struct agg_fs_file {
+	__u64 ino;
+	__u32 dev;
+	__u32 zero;
+};
+
+/* fs process key: the thread group id and the first bytes of its leader's comm. */
+#define AGG_FS_COMM_BYTES 12
+struct agg_fs_process {
+	__u32 tgid;
+	char comm[AGG_FS_COMM_BYTES];
+};
 #define AGG_HIT  0
 #define AGG_MISS 1
 
@@ -297,6 +321,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
 	case AGG_STAT_DISK_OPS:
+	case AGG_STAT_FS_OPS:
 		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
@@ -312,6 +337,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
+	case AGG_STAT_FS_SIZE:
 		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

@@ -6,10 +6,13 @@
 #include "engine.h"
 #include "privileges.h"
 #include "disk_btf.h"
+#include "fs.h"
 
 #define D(x) (1u << (x))
 #define NFS_DIMS (D(AGG_DIM_OP) | D(AGG_DIM_CLIENT) | D(AGG_DIM_TIER) | D(AGG_DIM_FILE))
 #define DISK_DIMS (D(AGG_DIM_DEVICE) | D(AGG_DIM_OP))
+#define FS_DIMS (D(AGG_DIM_OP) | D(AGG_DIM_PROCESS) | D(AGG_DIM_FILE))
+#define FS_PROBES { "sys_enter", "sys_exit" }
 #define L2_DIMS (D(AGG_DIM_OP) | D(AGG_DIM_FILE))
 #define GAUGE(n, u, d) { n, u, KIND_GAUGE, LAYER_GAUGE, 0, OPS_NFS, 0, 0, { NULL, NULL }, d }
 
@@ -35,6 +38,12 @@ const struct statistic statistics[] = {
 	  { "block_rq_issue", "block_rq_complete" }, "bytes per block request" },
 	{ "disk.offset", "bytes", KIND_HEATMAP, LAYER_DISK, AGG_STAT_DISK_OFFSET, OPS_DISK, DISK_DIMS, DISK_DIMS,
 	  { "block_rq_issue", "block_rq_complete" }, "byte offset of each block request on its device" },
+	{ "fs.ops", "operations", KIND_COUNTER, LAYER_FS, AGG_STAT_FS_OPS, OPS_FS, FS_DIMS, FS_DIMS, FS_PROBES,
+	  "file-system syscalls of the chosen processes on regular files" },
+	{ "fs.latency", "ns", KIND_HEATMAP, LAYER_FS, AGG_STAT_FS_LATENCY, OPS_FS, FS_DIMS, FS_DIMS, FS_PROBES,
+	  "syscall entry to exit, per file-system syscall of the chosen processes" },
+	{ "fs.size", "bytes", KIND_HEATMAP, LAYER_FS, AGG_STAT_FS_SIZE, OPS_FS, FS_DIMS, FS_DIMS, FS_PROBES,
+	  "bytes read or written per data syscall (its return value)" },
 	GAUGE("arc.size", "bytes", "bytes held by the ARC (data and headers)"),
 	GAUGE("arc.c", "bytes", "ARC target size"),
 	GAUGE("arc.p", "bytes", "ARC adaptive MRU target"),
@@ -44,7 +53,7 @@ const struct statistic statistics[] = {
 };
 const size_t nstatistics = sizeof(statistics) / sizeof(statistics[0]);
 
-static const char *const layer_names[LAYER_COUNT] = { "nfs", "cache", "disk", "engine" };
+static const char *const layer_names[LAYER_COUNT] = { "nfs", "cache", "disk", "fs", "engine" };
 
 const char *layer_name(enum layer_id layer)
 {
@@ -64,6 +73,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 	why[0] = 0;
 	if (s->layer == LAYER_DISK)
 		return disk_btf_supported(why, n);
+	if (s->layer == LAYER_FS)
+		return fs_supported(why, n);
 	if (!engine_path) {
 		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
 		return false;
@@ -126,6 +137,8 @@ void catalogue_print(FILE *out, const char *engine_path)
 			emit_json_string(out, "engine stats socket");
 		else if (s->layer == LAYER_DISK)
 			emit_json_string(out, "tracepoints block:block_rq_issue, block:block_rq_complete");
+		else if (s->layer == LAYER_FS)
+			emit_json_string(out, "tracepoints raw_syscalls:sys_enter, raw_syscalls:sys_exit");
 		else {
 			char src[128];
 

@@ -8,7 +8,7 @@
 #include "keys.h"
 
 enum stat_kind { KIND_COUNTER, KIND_HEATMAP, KIND_GAUGE };
-enum layer_id { LAYER_NFS, LAYER_CACHE, LAYER_DISK, LAYER_GAUGE, LAYER_COUNT };
+enum layer_id { LAYER_NFS, LAYER_CACHE, LAYER_DISK, LAYER_FS, LAYER_GAUGE, LAYER_COUNT };
 
 #define STAT_MAX_PROBES 2
 
@@ -29,7 +29,7 @@ extern const struct statistic statistics[];
 extern const size_t nstatistics;
 
 const struct statistic *statistic_find(const char *name);
-/* "nfs", "cache", "disk", "engine" */
+/* "nfs", "cache", "disk", "fs", "engine" */
 const char *layer_name(enum layer_id layer);
 
 /* Whether this host can collect s; reason (if not) in why. engine_path may be NULL. */

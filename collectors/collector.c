@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,11 @@ static void add_error(struct collector *c, const char *msg)
 			return;
 	if (c->nerrors < ERRORS_MAX)
 		snprintf(c->errors[c->nerrors++], ERROR_LEN, "%s", msg);
+}
+
+static void report_error(void *c, const char *msg)
+{
+	add_error(c, msg);
 }
 
 static void reply_ack(struct collector *c, const char *id)
@@ -350,7 +356,7 @@ static void emit_kernel(struct collector *c, const struct dataset *d)
 	const struct layer *L = &c->layers[d->stat->layer];
 	const struct count_entry *e = L->deltas, *end = L->deltas + L->ndeltas;
 	bool heat = d->stat->kind == KIND_HEATMAP, first_key = true;
-	char text[INET6_ADDRSTRLEN + 64];
+	char text[PATH_MAX + 64];
 
 	while (e < end && e->key.slot < d->slot)
 		e++;
@@ -426,7 +432,7 @@ static void emit_status(struct collector *c, long long t)
 		for (int p = 0; c->layers[l].loaded && p < c->layers[l].nprobes; p++) {
 			if (!c->layers[l].probes[p].link)
 				continue;
-			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",", c->layers[l].probes[p].usdt ? "strata:" : "block:",
+			fprintf(c->out, "%s\"%s:%s\"", first ? "" : ",", c->layers[l].probes[p].group,
 				c->layers[l].probes[p].name);
 			first = false;
 		}
@@ -445,9 +451,11 @@ void collector_tick(struct collector *c, long long t)
 
 	c->nerrors = 0;
 	watch_engine(c);
-	for (int l = 0; l < LAYER_GAUGE; l++)
+	for (int l = 0; l < LAYER_GAUGE; l++) {
+		layer_refresh(&c->layers[l], report_error, c);
 		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)
 			add_error(c, err);
+	}
 	sample_gauges(c);
 	for (size_t i = 0; i < c->ndatasets; i++)
 		emit_dataset(c, t, &c->datasets[i]);

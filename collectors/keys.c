@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "keys.h"
+#include "fs_names.h"
 
 static const char *const dim_names[AGG_DIM_COUNT] = {
 	[AGG_DIM_NONE] = "-", [AGG_DIM_OP] = "op", [AGG_DIM_CLIENT] = "client",
 	[AGG_DIM_TIER] = "tier", [AGG_DIM_FILE] = "file", [AGG_DIM_DEVICE] = "device",
-	[AGG_DIM_HITMISS] = "hit/miss",
+	[AGG_DIM_HITMISS] = "hit/miss", [AGG_DIM_PROCESS] = "process",
 };
 
 /* NFSv3 procedures 0..21 (RFC 1813). */
@@ -23,6 +24,11 @@ static const char *const nfs_procs[] = {
 static const char *const mount_procs[] = { "mnt_null", "mnt", "dump", "umnt", "umntall", "export" };
 static const char *const disk_ops[] = { "read", "write", "sync", "flush", "discard", "other" };
 static const char *const tier_ops[] = { "read", "write", "commit" };
+/* enum agg_fs_op: the syscalls of the file-system layer. */
+static const char *const fs_ops[] = {
+	"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+	"preadv2", "pwritev2", "fsync", "fdatasync", "openat", "close",
+};
 static const char *const tiers[] = { "none", "arc", "l2arc", "pool", "zil" };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -100,6 +106,8 @@ static void op_format(enum op_family ops, uint32_t v, char *out, size_t n)
 				   : name_of(nfs_procs, NELEM(nfs_procs), v);
 	else if (ops == OPS_DISK)
 		name = name_of(disk_ops, NELEM(disk_ops), v);
+	else if (ops == OPS_FS)
+		name = name_of(fs_ops, NELEM(fs_ops), v);
 	else
 		name = name_of(tier_ops, NELEM(tier_ops), v);
 	if (name)
@@ -136,8 +144,22 @@ void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], c
 		snprintf(out, n, "%s", name ? name : "unknown");
 		return;
 	case AGG_DIM_FILE:
-		snprintf(out, n, "%" PRIu64, key_u64(key));
+		if (ops == OPS_FS) {
+			struct agg_fs_file f;
+
+			memcpy(&f, key, sizeof(f));
+			fs_file_name(&f, out, n);
+		} else {
+			snprintf(out, n, "%" PRIu64, key_u64(key));
+		}
 		return;
+	case AGG_DIM_PROCESS: {
+		struct agg_fs_process p;
+
+		memcpy(&p, key, sizeof(p));
+		fs_process_name(&p, out, n);
+		return;
+	}
 	case AGG_DIM_DEVICE:
 		device_name(key_u32(key), out, n);
 		return;
@@ -172,8 +194,12 @@ static int op_parse(enum op_family ops, const char *text, uint32_t *v)
 		}
 		return -1;
 	}
-	i = ops == OPS_DISK ? index_of(disk_ops, NELEM(disk_ops), text)
-			    : index_of(tier_ops, NELEM(tier_ops), text);
+	if (ops == OPS_DISK)
+		i = index_of(disk_ops, NELEM(disk_ops), text);
+	else if (ops == OPS_FS)
+		i = index_of(fs_ops, NELEM(fs_ops), text);
+	else
+		i = index_of(tier_ops, NELEM(tier_ops), text);
 	if (i < 0)
 		return -1;
 	*v = (uint32_t)i;
@@ -231,6 +257,13 @@ int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_FILE:
+		if (ops == OPS_FS) {
+			if (fs_file_parse(text, key) == 0)
+				return 0;
+			snprintf(err, errlen, "'%s' is not a regular file's path or inode:MAJ,MIN:INO",
+				 text);
+			return -1;
+		}
 		errno = 0;
 		v64 = strtoull(text, &end, 10);
 		if (errno || end == text || *end || text[0] == '-')
@@ -243,6 +276,10 @@ int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY
 			return -1;
 		}
 		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_PROCESS:
+		if (fs_process_parse(text, key) < 0)
+			break;
 		return 0;
 	case AGG_DIM_HITMISS:
 		if (strcmp(text, "hit") && strcmp(text, "miss"))

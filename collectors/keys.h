@@ -1,5 +1,5 @@
 /* keys.h — breakdown keys: names of dimensions, key bytes <-> text (op names,
- * client addresses, tiers, files, devices, hit/miss), as FORMAT.md defines them. */
+ * client addresses, tiers, files, devices, hit/miss, processes), as FORMAT.md defines them. */
 #ifndef STRATA_COLLECT_KEYS_H
 #define STRATA_COLLECT_KEYS_H
 
@@ -8,7 +8,7 @@
 #include "aggregate.h"
 
 /* Which family of op names a statistic's "op" dimension uses. */
-enum op_family { OPS_NFS, OPS_DISK, OPS_TIER };
+enum op_family { OPS_NFS, OPS_DISK, OPS_TIER, OPS_FS };
 
 /* "op", "client", ...; NULL for AGG_DIM_NONE. */
 const char *dim_name(int dim);

@@ -1,4 +1,4 @@
-/* layers.c — loads the nfs / cache / disk skeletons, manages their dataset slots and
+/* layers.c — loads the nfs / cache / disk / fs skeletons, manages their dataset slots and
  * probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
@@ -12,6 +12,8 @@
 #include "nfs.skel.h"
 #include "cache.skel.h"
 #include "disk.skel.h"
+#include "fs.h"
+#include "fs.skel.h"
 
 #define READ_CHUNK 4096
 
@@ -25,9 +27,10 @@
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
 	} while (0)
 
-static void add_probe(struct layer *L, const char *name, struct bpf_program *prog, bool usdt)
+static void add_probe(struct layer *L, const char *group, const char *name, struct bpf_program *prog)
 {
-	L->probes[L->nprobes++] = (struct probe){ .name = name, .prog = prog, .usdt = usdt };
+	L->probes[L->nprobes++] =
+		(struct probe){ .group = group, .name = name, .prog = prog, .usdt = strcmp(group, "strata") == 0 };
 }
 
 static int load_nfs(struct layer *L, unsigned max_keys)
@@ -46,7 +49,7 @@ static int load_nfs(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))nfs_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "nfs_ops", s->progs.nfs_ops, true);
+	add_probe(L, "strata", "nfs_ops", s->progs.nfs_ops);
 	return 0;
 }
 
@@ -66,9 +69,9 @@ static int load_cache(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))cache_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "l2arc_read", s->progs.l2arc_read, true);
-	add_probe(L, "l2arc_write", s->progs.l2arc_write, true);
-	add_probe(L, "zil_commit", s->progs.zil_commit, true);
+	add_probe(L, "strata", "l2arc_read", s->progs.l2arc_read);
+	add_probe(L, "strata", "l2arc_write", s->progs.l2arc_write);
+	add_probe(L, "strata", "zil_commit", s->progs.zil_commit);
 	return 0;
 }
 
@@ -101,13 +104,52 @@ static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 		L->skel = s;
 		L->destroy = (void (*)(void *))disk_bpf__destroy;
 		BIND_COMMON(L, s);
-		add_probe(L, "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf, false);
-		add_probe(L, "block_rq_complete", raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf,
-			  false);
+		add_probe(L, "block", "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf);
+		add_probe(L, "block", "block_rq_complete",
+			  raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf);
 		return 0;
 	}
 	snprintf(why, n, "the kernel refused the block tracepoint programs (%s)", strerror(-err));
 	return err;
+}
+
+static void ignore(void *ctx, const char *msg)
+{
+	(void)ctx;
+	(void)msg;
+}
+
+/* Needs processes to follow (fs.h); their map is filled before any probe attaches. */
+static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
+{
+	struct fs_bpf *s;
+	int err;
+
+	if (!fs_chosen_any()) {
+		snprintf(why, n, "no processes chosen: start the collector with --fs-pid PID, --fs-comm NAME "
+				 "or --fs-cgroup PATH");
+		return -EINVAL;
+	}
+	if (!fs_supported(why, n))
+		return -ENOTSUP;
+	if (!(s = fs_bpf__open()))
+		return -errno;
+	s->rodata->agg_max_keys = max_keys;
+	s->rodata->ns_per_tick = fs_ns_per_tick();
+	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
+	if ((err = fs_bpf__load(s))) {
+		fs_bpf__destroy(s);
+		return err;
+	}
+	L->skel = s;
+	L->destroy = (void (*)(void *))fs_bpf__destroy;
+	BIND_COMMON(L, s);
+	add_probe(L, "raw_syscalls", "sys_enter", s->progs.fs_enter);
+	add_probe(L, "raw_syscalls", "sys_exit", s->progs.fs_exit);
+	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
+	L->refresh = fs_refresh;
+	fs_refresh(ignore, NULL); /* what matches nothing is reported with the next status */
+	return 0;
 }
 
 int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, size_t n)
@@ -121,6 +163,8 @@ int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, 
 		rc = load_nfs(L, max_keys);
 	else if (id == LAYER_CACHE)
 		rc = load_cache(L, max_keys);
+	else if (id == LAYER_FS)
+		rc = load_fs(L, max_keys, err, n);
 	else
 		rc = load_disk(L, max_keys, err, n);
 	if (rc) {
@@ -204,6 +248,12 @@ int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg)
 	return -1;
 }
 
+void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx)
+{
+	if (L->loaded && L->refresh)
+		L->refresh(report, ctx);
+}
+
 /* Deletes every counts / keyset entry of slot (any generation): collect, then delete. */
 static void delete_slot_entries(int fd, size_t key_size, int slot)
 {
@@ -273,7 +323,7 @@ static int probe_attach(struct probe *p, const struct engine_target *t, char *er
 			snprintf(err, n, "cannot attach strata:%s in %s (pid %d): %s", p->name, t->path, (int)t->pid,
 				 strerror(e));
 		else
-			snprintf(err, n, "cannot attach tracepoint block:%s: %s", p->name, strerror(e));
+			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", p->group, p->name, strerror(e));
 		return -1;
 	}
 	p->link = link;

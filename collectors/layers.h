@@ -1,4 +1,4 @@
-/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk): its dataset slots,
+/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, fs): its dataset slots,
  * attaching and detaching its probes as datasets come and go, and reading its
  * cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H
@@ -18,6 +18,7 @@ struct bpf_program;
 struct bpf_link;
 
 struct probe {
+	const char *group;         /* "strata" (USDT provider) or the tracepoint's group */
 	const char *name;          /* USDT probe name, or tracepoint name */
 	struct bpf_program *prog;
 	struct bpf_link *link;     /* NULL while detached */
@@ -40,6 +41,8 @@ struct layer {
 	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
+	/* once per interval before reading, or NULL; problems go to report */
+	void (*refresh)(void (*report)(void *ctx, const char *msg), void *ctx);
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
 	struct count_entry *prev, *cur;        /* last and current snapshot, sorted */
 	size_t nprev, ncur, cap;
@@ -72,6 +75,9 @@ int layer_usdt_attach(struct layer *L, const struct engine_target *t, char *err,
 /* True while any of the layer's probes is attached. */
 bool layer_attached(const struct layer *L);
 
+/* The layer's own upkeep before a read (fs: the processes it follows); each problem
+ * worth reporting is passed to report as one sentence. */
+void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx);
 /* Reads the counts map and fills L->deltas. 0, or -1 with a message. */
 int layer_read(struct layer *L, char *err, size_t n);
 /* Fills L->deltas for one slot only, leaving the others' baseline alone (a dataset's

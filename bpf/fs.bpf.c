@@ -1,0 +1,179 @@
+/* fs.bpf.c — the file-system layer: the raw syscall tracepoints (sys_enter / sys_exit)
+ * of chosen processes feed fs.ops, fs.latency and fs.size, broken down by op (the
+ * syscall), process and file (bpf/aggregate.h).
+ *
+ * Followed syscalls (x86_64 numbers): read, write, pread64, pwrite64, readv, writev,
+ * preadv, pwritev, preadv2, pwritev2, fsync, fdatasync, openat, close — on regular
+ * files only (sockets, pipes, directories and devices are skipped). io_uring
+ * submissions are not seen. A failed openat is not counted (it names no inode).
+ *
+ * A process is chosen when its thread group id is in fs_pids with the start time of
+ * its leader (as /proc/PID/stat shows it, so a reused pid is never taken for the
+ * chosen process), or when fs_use_cgroup is set and it runs in fs_cgroup's cgroup
+ * or below. Every other process pays one program run that stops at the syscall
+ * number (or, for these syscalls, at one hash lookup).
+ *
+ * The file key is (device, inode number), read through the task's fd table at entry
+ * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
+ * into a path. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "llhist.h"
+#include "aggregate.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define S_IFMT  00170000
+#define S_IFREG 0100000
+
+/* Nanoseconds per clock tick of /proc/PID/stat's starttime (1e9 / USER_HZ). */
+const volatile __u64 ns_per_tick = 10000000;
+__u32 fs_use_cgroup; /* set by userspace once fs_cgroup holds the cgroup */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u64); /* its leader's start time in clock ticks since boot */
+} fs_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fs_cgroup SEC(".maps");
+
+struct pending {
+	__u64 start;
+	__u32 op;
+	__u32 pad;
+	struct agg_fs_file file;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);   /* pid_tgid of the thread inside the syscall */
+	__type(value, struct pending);
+} fs_pending SEC(".maps");
+
+/* The agg_fs_op of an x86_64 syscall number, or -1 for syscalls not followed. */
+static __always_inline int fs_op(long id)
+{
+	switch (id) {
+	case 0: return AGG_FS_READ;
+	case 1: return AGG_FS_WRITE;
+	case 3: return AGG_FS_CLOSE;
+	case 17: return AGG_FS_PREAD64;
+	case 18: return AGG_FS_PWRITE64;
+	case 19: return AGG_FS_READV;
+	case 20: return AGG_FS_WRITEV;
+	case 74: return AGG_FS_FSYNC;
+	case 75: return AGG_FS_FDATASYNC;
+	case 257: return AGG_FS_OPENAT;
+	case 295: return AGG_FS_PREADV;
+	case 296: return AGG_FS_PWRITEV;
+	case 327: return AGG_FS_PREADV2;
+	case 328: return AGG_FS_PWRITEV2;
+	default: return -1;
+	}
+}
+
+static __always_inline int data_op(__u32 op)
+{
+	return op <= AGG_FS_PWRITEV2;
+}
+
+static __always_inline int chosen(struct task_struct *t, __u32 tgid)
+{
+	__u64 *ticks = bpf_map_lookup_elem(&fs_pids, &tgid);
+
+	if (ticks)
+		return *ticks == t->group_leader->start_boottime / ns_per_tick;
+	return fs_use_cgroup && bpf_current_task_under_cgroup(&fs_cgroup, 0) == 1;
+}
+
+/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. */
+static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out)
+{
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds, *f = NULL;
+	struct inode *inode;
+
+	if (fd < 0 || !fdt || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), fds + fd) || !f)
+		return 0;
+	inode = BPF_CORE_READ(f, f_inode);
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	out->ino = BPF_CORE_READ(inode, i_ino);
+	out->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	out->zero = 0;
+	return 1;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
+{
+	int op = fs_op(id);
+	__u64 pid_tgid;
+	struct task_struct *t;
+	struct pending p = {};
+
+	if (op < 0)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	t = bpf_get_current_task_btf();
+	if (!chosen(t, pid_tgid >> 32))
+		return 0;
+	if (op != AGG_FS_OPENAT && !fd_file(t, (long)(int)regs->di, &p.file))
+		return 0;
+	p.op = (__u32)op;
+	p.start = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&fs_pending, &pid_tgid, &p, BPF_ANY))
+		agg_stat_add(AGG_STATS_DROPS, 1);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid, now;
+	struct pending *pp, p;
+	struct task_struct *t, *leader;
+	struct agg_fs_process *proc;
+	struct agg_event *ev;
+
+	if (fs_op((long)regs->orig_ax) < 0)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	pp = bpf_map_lookup_elem(&fs_pending, &pid_tgid);
+	if (!pp)
+		return 0;
+	now = bpf_ktime_get_ns();
+	p = *pp;
+	bpf_map_delete_elem(&fs_pending, &pid_tgid);
+	t = bpf_get_current_task_btf();
+	if (p.op == AGG_FS_OPENAT && (ret < 0 || !fd_file(t, ret, &p.file)))
+		return 0;
+	ev = agg_event_get();
+	if (!ev)
+		return 0;
+	*(__u32 *)ev->dims[AGG_DIM_OP] = p.op;
+	__builtin_memcpy(ev->dims[AGG_DIM_FILE], &p.file, sizeof(p.file));
+	proc = (struct agg_fs_process *)ev->dims[AGG_DIM_PROCESS];
+	proc->tgid = pid_tgid >> 32;
+	leader = t->group_leader;
+	bpf_probe_read_kernel(proc->comm, sizeof(proc->comm), leader->comm);
+	ev->latency_ns = now > p.start ? now - p.start : 0;
+	ev->bytes = ret > 0 ? (__u64)ret : 0;
+	ev->stats_mask = 1u << AGG_STAT_FS_OPS | 1u << AGG_STAT_FS_LATENCY |
+			 (data_op(p.op) && ret >= 0 ? 1u << AGG_STAT_FS_SIZE : 0);
+	agg_event_apply(ev);
+	return 0;
+}
