@@ -12,7 +12,7 @@ from strata.heatmaps import source, termcaps
 from strata.heatmaps.breakdown import compute, to_json
 from strata.heatmaps.timebins import choose_bins
 
-BY = ("client", "op", "tier", "device", "file", "result")
+BY = ("client", "op", "tier", "device", "file", "process", "result")
 
 
 def dataset_name(text: str, by: str | None) -> str:
@@ -32,7 +32,7 @@ def dataset_name(text: str, by: str | None) -> str:
 
 @click.command("breakdown")
 @click.argument("dataset")
-@click.option("--by", type=click.Choice(BY), help="Breakdown: one series per client, op, tier, device or file.")
+@click.option("--by", type=click.Choice(BY), help="Breakdown: one series per client, op, tier, device, file or process.")
 @click.option("--graph", "style", type=click.Choice(("stacked", "line")),
               help="Stacked areas (counters' default) or lines (percentiles' default).")
 @click.option("--top", type=click.IntRange(1, 50), default=8, show_default=True,
@@ -50,7 +50,7 @@ def dataset_name(text: str, by: str | None) -> str:
 @source.prometheus_option
 def breakdown(dataset, by, style, top, percentile, last, since, until, fmt, as_json, output, colour,
               archive_path, prometheus_url):
-    """Break DATASET down by client, op, tier, device or file.
+    """Break DATASET down by client, op, tier, device, file or process.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
     heat-map statistics (nfs.latency...) show a percentile per key as lines.

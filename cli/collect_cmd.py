@@ -19,6 +19,13 @@ from strata.datasets.paths import default_archive
                    "(default: the one strata-collect finds).")
 @click.option("--engine-pid", type=click.IntRange(min=1), metavar="PID",
               help="The one strata-engine process to probe (default: the newest one running).")
+@click.option("--fs-pid", "fs_pids", type=click.IntRange(min=1), metavar="PID", multiple=True,
+              help="A process whose file-system syscalls fs.* statistics follow (repeatable).")
+@click.option("--fs-comm", "fs_comms", metavar="NAME", multiple=True,
+              help="Follow every process with this name (as in /proc/PID/comm), including ones "
+                   "started later (repeatable).")
+@click.option("--fs-cgroup", metavar="PATH",
+              help="Follow every process in this cgroup v2 (path under /sys/fs/cgroup) and below.")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
 @click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT",
@@ -27,7 +34,8 @@ from strata.datasets.paths import default_archive
 @click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
               help="Significant digits of the exported histogram bounds: llhist's own 2 "
                    "(90 a decade), or 1 (9 a decade, a tenth of the series).")
-def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, metrics_digits):
+def collect(archive_path, engine, engine_pid, fs_pids, fs_comms, fs_cgroup, collector_bin, metrics_address,
+            metrics_digits):
     """Collect the archive's active datasets every second until stopped.
 
     Runs strata-collect (which loads and attaches only the probes the active
@@ -37,6 +45,12 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
     enforced every minute. One collector per archive (lock: ARCHIVE.lock).
     SIGTERM or Ctrl-C stops it cleanly; a full disk stops it with a message
     and an intact archive. Needs root (BPF).
+
+    fs.* statistics follow only the processes chosen with --fs-pid, --fs-comm
+    and --fs-cgroup; the rest of the machine is not traced. A choice that
+    matches nothing (a pid that is gone, a name or cgroup not there yet) is
+    reported once and collects nothing; names and cgroups are picked up when
+    they appear.
 
     With --metrics, every archived second is also served as OpenMetrics for
     Prometheus to scrape: heat maps as histograms (llhist bucket bounds as
@@ -52,7 +66,10 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
         if engine and engine_pid:
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + (["--engine", engine] if engine else []) \
-            + (["--engine-pid", str(engine_pid)] if engine_pid else [])
+            + (["--engine-pid", str(engine_pid)] if engine_pid else []) \
+            + [a for pid in fs_pids for a in ("--fs-pid", str(pid))] \
+            + [a for comm in fs_comms for a in ("--fs-comm", comm)] \
+            + (["--fs-cgroup", fs_cgroup] if fs_cgroup else [])
         try:
             listen = parse_address(metrics_address) if metrics_address else None
         except ValueError as e:

@@ -68,6 +68,8 @@ def check_memlock() -> Check:
 FEATURES = [  # (key in strata-features output, row name, required, what needs it)
     ("tp_btf", "tp_btf attach", False, "disk layer (else classic tracepoints)"),
     ("tracepoint", "tracepoint attach", True, "disk layer"),
+    ("syscalls", "syscall tracepoints", False,
+     "fs view of any server process (strata collect --fs-pid/--fs-comm/--fs-cgroup)"),
     ("uprobe", "uprobe/USDT attach", True, "NFS and cache layers (engine probes)"),
     ("kprobe", "kprobe attach", False, "not used by strata"),
     ("fentry", "fentry/fexit attach", False, "not used by strata"),

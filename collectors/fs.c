@@ -115,19 +115,42 @@ int fs_choose_comm(const char *name, char *err, size_t n)
 	return 0;
 }
 
+/* Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or .../unified on hybrid hosts). */
+static void cgroup2_root(char *out, size_t n)
+{
+	char dev[64], dir[PATH_MAX], type[32];
+	FILE *f = fopen("/proc/self/mounts", "r");
+
+	snprintf(out, n, "/sys/fs/cgroup");
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %4095s %31s %*[^\n]", dev, dir, type) == 3) {
+		if (strcmp(type, "cgroup2") == 0) {
+			snprintf(out, n, "%s", dir);
+			break;
+		}
+	}
+	fclose(f);
+}
+
 int fs_choose_cgroup(const char *path, char *err, size_t n)
 {
-	char full[PATH_MAX];
+	char full[PATH_MAX], root[PATH_MAX];
 
 	if (cgroup_path) {
 		snprintf(err, n, "give --fs-cgroup once");
 		return -1;
 	}
-	/* a path inside the cgroup v2 hierarchy, or relative to its root */
-	if (strncmp(path, "/sys/fs/cgroup", 14) == 0)
+	if (!path[0]) {
+		snprintf(err, n, "--fs-cgroup needs a cgroup path");
+		return -1;
+	}
+	/* an absolute path as it is, else relative to the cgroup v2 mount */
+	cgroup2_root(root, sizeof(root));
+	if (path[0] == '/')
 		snprintf(full, sizeof(full), "%s", path);
 	else
-		snprintf(full, sizeof(full), "/sys/fs/cgroup/%s", path[0] == '/' ? path + 1 : path);
+		snprintf(full, sizeof(full), "%s/%s", root, path);
 	cgroup_path = strdup(full);
 	return 0;
 }

@@ -15,6 +15,7 @@ from .errors import ArchiveError
 
 NFS = ["op", "client", "tier", "file"]
 DISK = ["device", "op"]
+FS = ["op", "process", "file"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ def _builtin(name, unit, kind, breakdowns, layer, probe, filters=None):
 
 NFS_OP = "usdt strata:nfs_ops"
 BLOCK = "tracepoints block:block_rq_issue, block:block_rq_complete"
+SYSCALLS = "tracepoints raw_syscalls:sys_enter, raw_syscalls:sys_exit"
 BUILTIN = [
     _builtin("nfs.ops", "operations", "counter", NFS, "nfs", NFS_OP),
     _builtin("nfs.latency", "ns", "heatmap", NFS, "nfs", NFS_OP),
@@ -50,6 +52,9 @@ BUILTIN = [
     _builtin("disk.latency", "ns", "heatmap", DISK, "disk", BLOCK),
     _builtin("disk.size", "bytes", "heatmap", DISK, "disk", BLOCK),
     _builtin("disk.offset", "bytes", "heatmap", DISK, "disk", BLOCK),
+    _builtin("fs.ops", "operations", "counter", FS, "fs", SYSCALLS),
+    _builtin("fs.latency", "ns", "heatmap", FS, "fs", SYSCALLS),
+    _builtin("fs.size", "bytes", "heatmap", FS, "fs", SYSCALLS),
 ] + [_builtin(g, "bytes", "gauge", [], "cache", "")
      for g in ("arc.size", "arc.c", "arc.p", "arc.hdr_size", "arc.data_size", "l2arc.size")]
 
