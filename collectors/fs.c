@@ -135,13 +135,13 @@ static void cgroup2_root(char *out, size_t n)
 
 int fs_choose_cgroup(const char *path, char *err, size_t n)
 {
-	char full[PATH_MAX], root[PATH_MAX];
+	char full[2 * PATH_MAX + 2], root[PATH_MAX];
 
 	if (cgroup_path) {
 		snprintf(err, n, "give --fs-cgroup once");
 		return -1;
 	}
-	if (!path[0]) {
+	if (!path[0] || strlen(path) >= PATH_MAX) {
 		snprintf(err, n, "--fs-cgroup needs a cgroup path");
 		return -1;
 	}
