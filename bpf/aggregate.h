@@ -80,6 +80,16 @@ struct agg_fs_file {
 	__u32 zero;
 };
 
+/* fs ring buffer record: the path an openat was given for a file it opened (relative
+ * to dirfd, AT_FDCWD for the working directory), for naming file keys. */
+#define AGG_FS_PATH_BYTES 512
+struct agg_fs_name {
+	struct agg_fs_file file;
+	__u32 tgid;
+	__s32 dirfd;
+	char path[AGG_FS_PATH_BYTES];
+};
+
 /* fs process key: the thread group id and the first bytes of its leader's comm. */
 #define AGG_FS_COMM_BYTES 12
 struct agg_fs_process {

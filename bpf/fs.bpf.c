@@ -15,7 +15,8 @@
  *
  * The file key is (device, inode number), read through the task's fd table at entry
  * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
- * into a path. */
+ * into a path, helped by the path each successful openat was given (ring buffer
+ * fs_names, read once per interval; a full buffer only costs names, never counts). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -49,9 +50,15 @@ struct {
 struct pending {
 	__u64 start;
 	__u32 op;
-	__u32 pad;
+	__s32 dirfd;          /* openat */
+	__u64 path;           /* openat: user pointer to the path */
 	struct agg_fs_file file;
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} fs_names SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -117,6 +124,21 @@ static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs
 	return 1;
 }
 
+/* The path the opened file was given, for userspace to name its key. */
+static __always_inline void report_name(const struct pending *p, __u32 tgid)
+{
+	struct agg_fs_name *n = bpf_ringbuf_reserve(&fs_names, sizeof(*n), 0);
+
+	if (!n)
+		return;
+	n->file = p->file;
+	n->tgid = tgid;
+	n->dirfd = p->dirfd;
+	if (bpf_probe_read_user_str(n->path, sizeof(n->path), (const void *)p->path) < 0)
+		n->path[0] = 0;
+	bpf_ringbuf_submit(n, 0);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 {
@@ -131,8 +153,12 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 	t = bpf_get_current_task_btf();
 	if (!chosen(t, pid_tgid >> 32))
 		return 0;
-	if (op != AGG_FS_OPENAT && !fd_file(t, (long)(int)regs->di, &p.file))
+	if (op == AGG_FS_OPENAT) {
+		p.dirfd = (__s32)regs->di;
+		p.path = regs->si;
+	} else if (!fd_file(t, (long)(int)regs->di, &p.file)) {
 		return 0;
+	}
 	p.op = (__u32)op;
 	p.start = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&fs_pending, &pid_tgid, &p, BPF_ANY))
@@ -159,8 +185,11 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	p = *pp;
 	bpf_map_delete_elem(&fs_pending, &pid_tgid);
 	t = bpf_get_current_task_btf();
-	if (p.op == AGG_FS_OPENAT && (ret < 0 || !fd_file(t, ret, &p.file)))
-		return 0;
+	if (p.op == AGG_FS_OPENAT) {
+		if (ret < 0 || !fd_file(t, ret, &p.file))
+			return 0;
+		report_name(&p, pid_tgid >> 32);
+	}
 	ev = agg_event_get();
 	if (!ev)
 		return 0;

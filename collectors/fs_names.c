@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 #include "fs.h"
 #include "fs_names.h"
 
@@ -33,6 +34,7 @@ struct name {
 };
 
 static struct name cache[CACHE_SLOTS];
+static struct ring_buffer *names_rb;
 static long long last_scan_ns = -SCAN_EVERY_NS;
 
 static dev_t user_dev(uint32_t kdev)
@@ -97,6 +99,52 @@ static void learn_fd(pid_t pid, const char *fdname)
 			remember(st.st_ino, dev, path);
 	}
 	close(fd);
+}
+
+/* Learns the path an openat was given, if it names the inode opened. */
+static int learn_open(void *ctx, void *data, size_t size)
+{
+	const struct agg_fs_name *e = data;
+	char base[64], dir[PATH_MAX], joined[2 * PATH_MAX + 2], real[PATH_MAX];
+	const char *path = e->path;
+	ssize_t len;
+
+	(void)ctx;
+	if (size < sizeof(*e) || !e->path[0] || memchr(e->path, 0, sizeof(e->path)) == NULL)
+		return 0;
+	if (path[0] != '/') {
+		if (e->dirfd == AT_FDCWD)
+			snprintf(base, sizeof(base), "/proc/%u/cwd", e->tgid);
+		else
+			snprintf(base, sizeof(base), "/proc/%u/fd/%d", e->tgid, e->dirfd);
+		if ((len = readlink(base, dir, sizeof(dir) - 1)) <= 0)
+			return 0;
+		dir[len] = 0;
+		snprintf(joined, sizeof(joined), "%s/%s", dir, path);
+		path = joined;
+	}
+	if (realpath(path, real) && names_inode(real, e->file.ino, e->file.dev))
+		remember(e->file.ino, e->file.dev, real);
+	return 0;
+}
+
+int fs_names_bind(int ringbuf_fd)
+{
+	fs_names_unbind();
+	names_rb = ring_buffer__new(ringbuf_fd, learn_open, NULL, NULL);
+	return names_rb ? 0 : -1;
+}
+
+void fs_names_drain(void)
+{
+	if (names_rb)
+		ring_buffer__consume(names_rb);
+}
+
+void fs_names_unbind(void)
+{
+	ring_buffer__free(names_rb);
+	names_rb = NULL;
 }
 
 /* Learns the paths of every open regular file of the followed processes. */

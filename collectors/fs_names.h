@@ -7,6 +7,13 @@
 #include <stdint.h>
 #include "aggregate.h"
 
+/* Reads the program's fs_names ring buffer from now on (openat paths). 0, or -1. */
+int fs_names_bind(int ringbuf_fd);
+/* Learns the paths openat calls were given since the last call. */
+void fs_names_drain(void);
+/* Stops reading the ring buffer. */
+void fs_names_unbind(void);
+
 /* A path whose stat() shows this inode, or "inode:MAJ,MIN:INO" when none is known. */
 void fs_file_name(const struct agg_fs_file *f, char *out, size_t n);
 /* "comm:pid", with the full comm while the process lives. */

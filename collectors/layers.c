@@ -13,6 +13,7 @@
 #include "cache.skel.h"
 #include "disk.skel.h"
 #include "fs.h"
+#include "fs_names.h"
 #include "fs.skel.h"
 
 #define READ_CHUNK 4096
@@ -119,6 +120,19 @@ static void ignore(void *ctx, const char *msg)
 	(void)msg;
 }
 
+/* Once per interval: the processes followed, and the paths their openat calls gave. */
+static void refresh_fs(void (*report)(void *ctx, const char *msg), void *ctx)
+{
+	fs_refresh(report, ctx);
+	fs_names_drain();
+}
+
+static void destroy_fs(void *skel)
+{
+	fs_names_unbind();
+	fs_bpf__destroy(skel);
+}
+
 /* Needs processes to follow (fs.h); their map is filled before any probe attaches. */
 static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 {
@@ -137,17 +151,17 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 	s->rodata->agg_max_keys = max_keys;
 	s->rodata->ns_per_tick = fs_ns_per_tick();
 	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
-	if ((err = fs_bpf__load(s))) {
+	if ((err = fs_bpf__load(s)) || (err = fs_names_bind(bpf_map__fd(s->maps.fs_names)) ? -errno : 0)) {
 		fs_bpf__destroy(s);
 		return err;
 	}
 	L->skel = s;
-	L->destroy = (void (*)(void *))fs_bpf__destroy;
+	L->destroy = destroy_fs;
 	BIND_COMMON(L, s);
 	add_probe(L, "raw_syscalls", "sys_enter", s->progs.fs_enter);
 	add_probe(L, "raw_syscalls", "sys_exit", s->progs.fs_exit);
 	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
-	L->refresh = fs_refresh;
+	L->refresh = refresh_fs;
 	fs_refresh(ignore, NULL); /* what matches nothing is reported with the next status */
 	return 0;
 }

@@ -37,6 +37,7 @@ def test_doctor_json_parses_and_reports_this_kernel():
     assert out.returncode == (0 if report["ready"] else 1)
     assert checks["kernel BTF"]["ok"]
     assert checks["uprobe/USDT attach"]["ok"] and checks["tracepoint attach"]["ok"]
+    assert checks["syscall tracepoints"]["ok"] and "fs view" in checks["syscall tracepoints"]["detail"]
     # kprobes and fentry are absent on these machines: reported, not fatal.
     assert not checks["fentry/fexit attach"]["ok"] and not checks["fentry/fexit attach"]["required"]
     for c in report["checks"]:
