@@ -60,12 +60,19 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } fs_names SEC(".maps");
 
+/* The syscall a thread of a chosen process is in (start == 0: none): task storage, so
+ * entry and exit find it without hashing, and other processes' exits find nothing at
+ * the cost of one pointer test. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);   /* pid_tgid of the thread inside the syscall */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct pending);
 } fs_pending SEC(".maps");
+
+/* Typed view of a kernel pointer read as a number, for plain loads (Linux 6.2+). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define KCAST(p, type) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
 
 /* The agg_fs_op of an x86_64 syscall number, or -1 for syscalls not followed. */
 static __always_inline int fs_op(long id)
@@ -103,23 +110,25 @@ static __always_inline int chosen(struct task_struct *t, __u32 tgid)
 	return fs_use_cgroup && bpf_current_task_under_cgroup(&fs_cgroup, 0) == 1;
 }
 
-/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. */
+/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. Plain loads
+ * through typed pointers (the verifier makes them fault-safe); one helper read for the
+ * fd array slot, which has no type the verifier can follow. */
 static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out)
 {
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	struct file **fds, *f = NULL;
+	struct fdtable *fdt = t->files->fdt;
+	struct file *fp = NULL, *f;
 	struct inode *inode;
 
-	if (fd < 0 || !fdt || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (fd < 0 || !fdt || (__u64)fd >= fdt->max_fds)
 		return 0;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), fds + fd) || !f)
+	if (bpf_probe_read_kernel(&fp, sizeof(fp), fdt->fd + fd) || !fp)
 		return 0;
-	inode = BPF_CORE_READ(f, f_inode);
-	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+	f = KCAST(fp, struct file);
+	inode = f->f_inode;
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
 		return 0;
-	out->ino = BPF_CORE_READ(inode, i_ino);
-	out->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	out->ino = inode->i_ino;
+	out->dev = inode->i_sb->s_dev;
 	out->zero = 0;
 	return 1;
 }
@@ -143,52 +152,54 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 {
 	int op = fs_op(id);
-	__u64 pid_tgid;
 	struct task_struct *t;
-	struct pending p = {};
+	struct pending *p;
+	struct agg_fs_file file = {};
 
 	if (op < 0)
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
 	t = bpf_get_current_task_btf();
-	if (!chosen(t, pid_tgid >> 32))
+	if (!chosen(t, t->tgid))
 		return 0;
-	if (op == AGG_FS_OPENAT) {
-		p.dirfd = (__s32)regs->di;
-		p.path = regs->si;
-	} else if (!fd_file(t, (long)(int)regs->di, &p.file)) {
+	if (op != AGG_FS_OPENAT && !fd_file(t, (long)(int)regs->di, &file))
+		return 0;
+	p = bpf_task_storage_get(&fs_pending, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		agg_stat_add(AGG_STATS_DROPS, 1);
 		return 0;
 	}
-	p.op = (__u32)op;
-	p.start = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&fs_pending, &pid_tgid, &p, BPF_ANY))
-		agg_stat_add(AGG_STATS_DROPS, 1);
+	p->op = (__u32)op;
+	p->file = file;
+	if (op == AGG_FS_OPENAT) {
+		p->dirfd = (__s32)regs->di;
+		p->path = regs->si;
+	}
+	p->start = bpf_ktime_get_ns();
 	return 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 {
-	__u64 pid_tgid, now;
+	__u64 now;
 	struct pending *pp, p;
-	struct task_struct *t, *leader;
+	struct task_struct *t;
 	struct agg_fs_process *proc;
 	struct agg_event *ev;
 
 	if (fs_op((long)regs->orig_ax) < 0)
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	pp = bpf_map_lookup_elem(&fs_pending, &pid_tgid);
-	if (!pp)
+	t = bpf_get_current_task_btf();
+	pp = bpf_task_storage_get(&fs_pending, t, NULL, 0);
+	if (!pp || !pp->start)
 		return 0;
 	now = bpf_ktime_get_ns();
 	p = *pp;
-	bpf_map_delete_elem(&fs_pending, &pid_tgid);
-	t = bpf_get_current_task_btf();
+	pp->start = 0;
 	if (p.op == AGG_FS_OPENAT) {
 		if (ret < 0 || !fd_file(t, ret, &p.file))
 			return 0;
-		report_name(&p, pid_tgid >> 32);
+		report_name(&p, t->tgid);
 	}
 	ev = agg_event_get();
 	if (!ev)
@@ -196,9 +207,8 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	*(__u32 *)ev->dims[AGG_DIM_OP] = p.op;
 	__builtin_memcpy(ev->dims[AGG_DIM_FILE], &p.file, sizeof(p.file));
 	proc = (struct agg_fs_process *)ev->dims[AGG_DIM_PROCESS];
-	proc->tgid = pid_tgid >> 32;
-	leader = t->group_leader;
-	bpf_probe_read_kernel(proc->comm, sizeof(proc->comm), leader->comm);
+	proc->tgid = t->tgid;
+	__builtin_memcpy(proc->comm, t->group_leader->comm, sizeof(proc->comm));
 	ev->latency_ns = now > p.start ? now - p.start : 0;
 	ev->bytes = ret > 0 ? (__u64)ret : 0;
 	ev->stats_mask = 1u << AGG_STAT_FS_OPS | 1u << AGG_STAT_FS_LATENCY |
