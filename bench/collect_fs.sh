@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# collect_fs.sh — what the file-system layer costs. fio (psync, 4 KiB random reads of a
-# file in the page cache, one job thread) runs in paired rounds: without strata, with
-# fs.latency[op] following fio's pid, and with fs.latency[op] following another process
-# (fio not chosen: the price the rest of the machine pays). Reports fio's throughput per
-# mode (median of the rounds and the loss against the paired rounds without strata),
-# and the BPF programs' own run time from the kernel's BPF statistics: ns per fio read
-# when chosen (entry + exit), ns per program run when not.
+# collect_fs.sh — what the file-system layer costs, the process chosen and the rest.
+#
+# 1. fio (psync, 4 KiB random reads of a file in the page cache, one job thread) in
+#    paired rounds: without strata, with fs.latency[op] following fio's pid ("chosen"),
+#    and following another process ("not chosen": what every other process pays).
+#    Throughput per mode (median) and the loss against the paired rounds without strata;
+#    the BPF programs' own time from the kernel's BPF statistics (bpf_stats_enabled):
+#    per fio read when chosen, per program run when not. The raw syscall tracepoints run
+#    the programs for every syscall on the machine, so the chosen figure subtracts the
+#    other processes' runs at the not-chosen rate.
+# 2. build/bench/strata-syscall-cost: the whole cost per syscall (tracepoint entry, BPF,
+#    return) of getppid (ignored) and pread64 (followed), fastest of many batches, for:
+#    no hooks; the two hook flavours with trivial programs (bench/syscall_hooks.bpf.c:
+#    raw_syscalls tp_btf vs per-syscall syscalls:sys_enter_pread64 events); strata
+#    chosen and not chosen. BPF statistics are off for this part (they time every run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS=${SECS:-4}
-ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-3}
+ROUNDS=${ROUNDS:-4}
 source bench/collectlib.sh
 was=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
@@ -27,61 +35,120 @@ progs = [p for p in json.load(sys.stdin) if p.get("name") in ("fs_enter", "fs_ex
 print(sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs))'
 }
 
-# round MODE: one fio run; MODE off | chosen | other. Prints "IOPS READS BPF_NS BPF_RUNS".
-round() {
-	local mode=$1 fio_pid sleeper="" out="$work/fio.json" stats0 stats1
+# strata_on PID: strata-collect following PID with fs.latency[op], attached on return
+strata_on() {
+	rm -f "$work/ctl"; mkfifo "$work/ctl"
+	build/bin/strata-collect --fs-pid "$1" < "$work/ctl" > "$work/collect.out" &
+	collect_pid=$!
+	exec 3> "$work/ctl"
+	printf 'add l fs.latency op\n' >&3
+	sleep 1.5
+}
+
+strata_off() {
+	exec 3>&-
+	wait "$collect_pid"
+	collect_pid=""
+	if grep -q '"type":"error"' "$work/collect.out"; then
+		grep -m1 '"type":"error"' "$work/collect.out" >&2
+		exit 1
+	fi
+}
+
+# fio_round MODE (off | chosen | other): prints "IOPS READS BPF_NS BPF_RUNS"
+fio_round() {
+	local mode=$1 fio_pid sleeper="" out="$work/fio.json" s0="0 0" s1="0 0"
 	fio --name=bench --filename="$file" --rw=randread --bs=4k --ioengine=psync --thread --invalidate=0 \
 		--startdelay=2 --runtime="$SECS" --time_based --size=256M --output-format=json > "$out" &
 	fio_pid=$!
+	if [ "$mode" = other ]; then sleep 600 & sleeper=$!; fi
 	if [ "$mode" != off ]; then
-		[ "$mode" = other ] && { sleep 600 & sleeper=$!; }
-		rm -f "$work/ctl"; mkfifo "$work/ctl"
-		build/bin/strata-collect --fs-pid "${sleeper:-$fio_pid}" < "$work/ctl" > "$work/collect.out" &
-		collect_pid=$!
-		exec 3> "$work/ctl"
-		printf 'add l fs.latency op\n' >&3
-		sleep 1.5
-		stats0=$(fs_stats)
+		strata_on "${sleeper:-$fio_pid}"
+		s0=$(fs_stats)
 	fi
 	wait "$fio_pid"
 	if [ "$mode" != off ]; then
-		stats1=$(fs_stats)
-		exec 3>&-
-		wait "$collect_pid"
-		collect_pid=""
-		[ -n "$sleeper" ] && kill "$sleeper" && wait "$sleeper" 2>/dev/null || true
-		grep -q '"type":"error"' "$work/collect.out" && { grep -m1 '"type":"error"' "$work/collect.out" >&2; exit 1; }
-		[ "$mode" = chosen ] && ! grep -q '"pread64"' "$work/collect.out" && { echo "fio's reads not seen" >&2; exit 1; }
-	else
-		stats0="0 0"; stats1="0 0"
+		s1=$(fs_stats)
+		strata_off
+		if [ "$mode" = chosen ] && ! grep -q '"pread64"' "$work/collect.out"; then
+			echo "collect_fs: fio's reads were not seen" >&2
+			exit 1
+		fi
 	fi
-	python3 - "$out" $stats0 $stats1 <<'PY'
+	[ -n "$sleeper" ] && { kill "$sleeper"; wait "$sleeper" 2>/dev/null || true; }
+	python3 -c '
 import json, sys
 job = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 ns0, n0, ns1, n1 = map(int, sys.argv[2:6])
-print(round(job["iops"]), job["total_ios"], ns1 - ns0, n1 - n0)
-PY
+print(round(job["iops"]), job["total_ios"], ns1 - ns0, n1 - n0)' "$out" $s0 $s1
 }
 
-declare -A iops reads bpf_ns bpf_runs
-for r in $(seq "$ROUNDS"); do
-	for mode in off chosen other; do
-		read -r i n ns runs < <(round "$mode")
-		iops[$mode]+="$i "; reads[$mode]+="$n "; bpf_ns[$mode]+="$ns "; bpf_runs[$mode]+="$runs "
-	done
+# cost_round MODE (off | raw | per | chosen | other): prints "GETPPID_NS PREAD_NS"
+cost_round() {
+	local mode=$1 bench_pid sleeper="" hooks_pid=""
+	rm -f "$work/go"; mkfifo "$work/go"
+	WAIT=1 build/bench/strata-syscall-cost "$file" < "$work/go" > "$work/cost" &
+	bench_pid=$!
+	exec 4> "$work/go"
+	case $mode in
+	raw | per)
+		rm -f "$work/hooks"; mkfifo "$work/hooks"
+		build/bench/strata-syscall-hooks "$mode" < "$work/hooks" > "$work/hooks.out" &
+		hooks_pid=$!
+		exec 5> "$work/hooks"
+		sleep 1 ;;
+	chosen) strata_on "$bench_pid" ;;
+	other) sleep 600 & sleeper=$!; strata_on "$sleeper" ;;
+	esac
+	echo >&4
+	exec 4>&-
+	wait "$bench_pid"
+	case $mode in
+	raw | per) exec 5>&-; wait "$hooks_pid" ;;
+	chosen | other) strata_off ;;
+	esac
+	[ -n "$sleeper" ] && { kill "$sleeper"; wait "$sleeper" 2>/dev/null || true; }
+	cat "$work/cost"
+}
+
+declare -A fio cost
+for _ in $(seq "$ROUNDS"); do
+	for mode in off chosen other; do fio[$mode]+="$(fio_round "$mode");"; done
 done
-python3 - "${iops[off]}" "${iops[chosen]}" "${iops[other]}" "${reads[chosen]}" "${bpf_ns[chosen]}" \
-	"${bpf_ns[other]}" "${bpf_runs[other]}" "$ROUNDS" "$SECS" <<'PY'
+sysctl -qw kernel.bpf_stats_enabled=0
+for _ in $(seq "$ROUNDS"); do
+	for mode in off raw per chosen other; do cost[$mode]+="$(cost_round "$mode");"; done
+done
+
+python3 - "$ROUNDS" "$SECS" "${fio[off]}" "${fio[chosen]}" "${fio[other]}" \
+	"${cost[off]}" "${cost[raw]}" "${cost[per]}" "${cost[chosen]}" "${cost[other]}" <<'PY'
 import statistics, sys
-off, chosen, other, reads, ns_chosen, ns_other, runs_other = ([int(x) for x in a.split()] for a in sys.argv[1:8])
-rounds, secs = sys.argv[8], sys.argv[9]
+
+rounds, secs = sys.argv[1], float(sys.argv[2])
+rows = lambda arg: [[int(x) for x in r.split()] for r in arg.split(";") if r.strip()]
+off, chosen, other = (rows(a) for a in sys.argv[3:6])
+cost = dict(zip(("off", "raw", "per", "chosen", "other"), (rows(a) for a in sys.argv[6:11])))
 med = statistics.median
-loss = lambda on: med([1 - b / a for a, b in zip(off, on)]) * 100
-print(f"fio psync randread 4k from the page cache, {rounds} paired rounds of {secs}s, fs.latency[op]:")
-print(f"  without strata:          {med(off):>9.0f} reads/s")
-print(f"  fio chosen (--fs-pid):   {med(chosen):>9.0f} reads/s   loss {loss(chosen):5.1f}%   "
-      f"BPF {med([n / r for n, r in zip(ns_chosen, reads)]):.0f} ns per read (enter + exit)")
-print(f"  fio not chosen:          {med(other):>9.0f} reads/s   loss {loss(other):5.1f}%   "
-      f"BPF {med([n / r for n, r in zip(ns_other, runs_other)]):.0f} ns per program run "
-      f"({med(runs_other) / float(secs) / 2:.0f} syscalls/s machine-wide)")
+
+def loss(on):
+    return med([1 - b[0] / a[0] for a, b in zip(off, on)]) * 100
+
+early = med([ns / runs for _, _, ns, runs in other])      # ns per run of a process not chosen
+per_read = med([(ns - (runs - 2 * reads) * early) / reads for _, reads, ns, runs in chosen])
+print(f"fio psync randread 4k from the page cache, {rounds} paired rounds of {secs:.0f}s, fs.latency[op]:")
+print(f"  without strata:        {med([r[0] for r in off]):>8.0f} reads/s")
+print(f"  fio chosen (--fs-pid): {med([r[0] for r in chosen]):>8.0f} reads/s  loss {loss(chosen):5.1f}%  "
+      f"BPF {per_read:.0f} ns per read (entry + exit)")
+print(f"  fio not chosen:        {med([r[0] for r in other]):>8.0f} reads/s  loss {loss(other):5.1f}%  "
+      f"BPF {early:.0f} ns per program run "
+      f"({med([r[3] for r in other]) / secs / 2:.0f} syscalls/s on the machine)")
+print(f"whole cost per syscall, strata-syscall-cost (fastest batch; median of {rounds} rounds):")
+base = [med([r[i] for r in cost["off"]]) for i in (0, 1)]
+labels = {"off": "no hooks", "raw": "raw_syscalls hooks, trivial programs",
+          "per": "syscalls:*_pread64 hooks, trivial programs", "chosen": "strata, process chosen",
+          "other": "strata, process not chosen"}
+for mode, label in labels.items():
+    g, p = (med([r[i] for r in cost[mode]]) for i in (0, 1))
+    extra = "" if mode == "off" else f"   (+{g - base[0]:.0f}, +{p - base[1]:.0f})"
+    print(f"  {label:<44} getppid {g:>5.0f} ns  pread64 4k {p:>5.0f} ns{extra}")
 PY
