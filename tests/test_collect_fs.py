@@ -4,38 +4,12 @@ are paths (and never another file's after a rename), page-cache hits and disk re
 two bands on a real ext4 loop device, and choices that match nothing."""
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from collect_util import Collector, counter_totals, heatmap_totals, loop_device
+from collect_util import Collector, FsWorker, counter_totals, heatmap_totals, loop_device
 from strata.datasets import llhist
-
-WORKER = Path(__file__).resolve().parent / "fs_worker.py"
-
-
-class Worker:
-    """tests/fs_worker.py as a child: file I/O on command."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        first = self.proc.stdout.readline().split()
-        assert first[0] == "ready", first
-        self.pid = int(first[1])
-        self.name = f"{Path(f'/proc/{self.pid}/comm').read_text().strip()}:{self.pid}"
-
-    def do(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip() == "ok", line
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=10)
 
 
 @pytest.fixture
@@ -43,7 +17,7 @@ def workers():
     started = []
 
     def start():
-        started.append(Worker())
+        started.append(FsWorker())
         return started[-1]
 
     yield start
