@@ -15,7 +15,7 @@ from .errors import ArchiveError
 
 NFS = ["op", "client", "tier", "file"]
 DISK = ["device", "op"]
-FS = ["op", "process", "file"]
+FS = ["op", "file", "process"]
 
 
 @dataclass(frozen=True)
