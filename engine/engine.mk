@@ -4,7 +4,7 @@
 
 ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c export.c rpcbind.c pool.c cksum.c \
-	objset.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
+	objset.c blkmap.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
 ENGINE_OBJ := $(OBJ)/engine
 ENGINE_OBJS := $(addprefix $(ENGINE_OBJ)/,$(ENGINE_SRCS:.c=.o))
@@ -40,7 +40,7 @@ test-san: $(BUILD)/san/strata-engine
 FUZZ_SECONDS ?= 600
 FUZZ_CC ?= clang
 ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
-	fh.c export.c objset.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
+	fh.c export.c objset.c blkmap.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c)
 $(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
 	@mkdir -p $(@D)
@@ -58,3 +58,9 @@ TEST_BINS += $(BUILD)/tests/arc_test
 $(BUILD)/tests/arc_test: engine/arc_test.c engine/arc.c engine/arc.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/arc_test.c engine/arc.c -o $@ $(LDFLAGS) -lm
+
+# Sparse record map unit test under ASan+UBSan.
+TEST_BINS += $(BUILD)/tests/blkmap_test
+$(BUILD)/tests/blkmap_test: engine/blkmap_test.c engine/blkmap.c engine/blkmap.h engine/util.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/blkmap_test.c engine/blkmap.c engine/util.c -o $@ $(LDFLAGS) -lm

@@ -41,7 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (export_parse("data:no_root_squash", e->exports, err, sizeof(err)))
 		abort();
 	e->nexports = 1;
-	e->exports[0].ds = objset_dataset(e->os, "data", 0, 1);
+	e->exports[0].ds = objset_dataset(e->os, "data", 0, -1, 1);
 	txg_start(&e->txg, 60000, 16 << 20);
 	reply = xmalloc(NET_REPLY_CAP);
 	struct sockaddr_in *sin = (struct sockaddr_in *)&client;

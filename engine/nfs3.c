@@ -1029,7 +1029,7 @@ static int proc_fsinfo(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	xdr_put_u32(o, pref);
 	xdr_put_u32(o, 4096);
 	xdr_put_u32(o, 64 * 1024);
-	xdr_put_u64(o, 1ull << 44);
+	xdr_put_u64(o, OBJ_MAX_FILE_SIZE);
 	xdr_put_u32(o, 0); /* time_delta: 1 ns */
 	xdr_put_u32(o, 1);
 	xdr_put_u32(o, 0x1 | 0x2 | 0x8 | 0x10); /* LINK, SYMLINK, HOMOGENEOUS, CANSETTIME */
