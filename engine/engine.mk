@@ -3,7 +3,7 @@
 # is `make test-san`.
 
 ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
-	nfs3.c nfs3_attr.c mount3.c fh.c export.c rpcbind.c pool.c cksum.c \
+	nfs3.c nfs3_attr.c mount3.c fh.c siphash.c export.c rpcbind.c pool.c cksum.c \
 	objset.c blkmap.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
 ENGINE_OBJ := $(OBJ)/engine
@@ -40,7 +40,7 @@ test-san: $(BUILD)/san/strata-engine
 FUZZ_SECONDS ?= 600
 FUZZ_CC ?= clang
 ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
-	fh.c export.c objset.c blkmap.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
+	fh.c siphash.c export.c objset.c blkmap.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c)
 $(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
 	@mkdir -p $(@D)
@@ -64,3 +64,9 @@ TEST_BINS += $(BUILD)/tests/blkmap_test
 $(BUILD)/tests/blkmap_test: engine/blkmap_test.c engine/blkmap.c engine/blkmap.h engine/util.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/blkmap_test.c engine/blkmap.c engine/util.c -o $@ $(LDFLAGS) -lm
+
+# SipHash-2-4 (file handle MAC) against the paper's test vectors.
+TEST_BINS += $(BUILD)/tests/siphash_test
+$(BUILD)/tests/siphash_test: engine/siphash_test.c engine/siphash.c engine/siphash.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/siphash_test.c engine/siphash.c -o $@ $(LDFLAGS)

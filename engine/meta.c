@@ -86,7 +86,7 @@ void meta_encode(struct objset *os, uint64_t txg, struct xdr_out *o, const struc
 	xdr_put_u32(o, META_VERSION);
 	xdr_put_u64(o, txg);
 	xdr_put_u64(o, os->next_objid);
-	xdr_put_u64(o, os->next_gen);
+	xdr_put_u64(o, 0); /* reserved */
 	xdr_put_u32(o, os->ndatasets);
 	for (uint32_t i = 0; i < os->ndatasets; i++) {
 		const struct dataset *ds = os->datasets[i];
@@ -179,7 +179,8 @@ int meta_decode(struct objset *os, const uint8_t *buf, size_t len, uint64_t *txg
 	if (xdr_get_u32(&x) != META_MAGIC || xdr_get_u32(&x) != META_VERSION)
 		return -1;
 	*txg = xdr_get_u64(&x);
-	uint64_t next_objid = xdr_get_u64(&x), next_gen = xdr_get_u64(&x);
+	uint64_t next_objid = xdr_get_u64(&x);
+	xdr_get_u64(&x); /* reserved */
 	uint32_t nds = xdr_get_u32(&x);
 	if (x.err || nds > 1024)
 		return -1;
@@ -206,7 +207,5 @@ int meta_decode(struct objset *os, const uint8_t *buf, size_t len, uint64_t *txg
 		return -1;
 	if (next_objid > os->next_objid)
 		os->next_objid = next_objid;
-	if (next_gen > os->next_gen)
-		os->next_gen = next_gen;
 	return 0;
 }

@@ -37,7 +37,6 @@ struct objset *objset_create(struct pool *pool, arc_t *arc)
 	os->table_size = 1024;
 	os->table = xcalloc(os->table_size, sizeof(*os->table));
 	os->next_objid = 1;
-	os->next_gen = 1;
 	os->open_txg = 1;
 	pthread_rwlock_init(&os->table_lock, NULL);
 	pthread_rwlock_init(&os->txg_lock, NULL);
@@ -133,8 +132,6 @@ static void table_insert(struct objset *os, struct object *o)
 	os->nobjects++;
 	if (o->id >= os->next_objid)
 		os->next_objid = o->id + 1;
-	if (o->gen >= os->next_gen)
-		os->next_gen = o->gen + 1;
 }
 
 void obj_insert_loaded(struct objset *os, struct object *o)
@@ -144,6 +141,17 @@ void obj_insert_loaded(struct objset *os, struct object *o)
 	pthread_rwlock_wrlock(&os->table_lock);
 	table_insert(os, o);
 	pthread_rwlock_unlock(&os->table_lock);
+}
+
+static void new_generation(struct object *o, void *ctx)
+{
+	xrandom(&o->gen, sizeof(o->gen));
+}
+
+void objset_new_generations(struct objset *os)
+{
+	objset_foreach(os, new_generation, NULL);
+	objset_mark_changed(os, NULL);
 }
 
 void obj_touch(struct object *o, int mtime, int ctime)
@@ -180,9 +188,9 @@ struct object *obj_new(struct objset *os, uint32_t dsid, uint32_t type, uint32_t
 	o->atime = o->mtime;
 	pthread_rwlock_init(&o->lock, NULL);
 	o->refs = 2;
+	xrandom(&o->gen, sizeof(o->gen));
 	pthread_rwlock_wrlock(&os->table_lock);
 	o->id = os->next_objid;
-	o->gen = os->next_gen++;
 	table_insert(os, o);
 	pthread_rwlock_unlock(&os->table_lock);
 	objset_mark_changed(os, o);

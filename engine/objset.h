@@ -37,7 +37,8 @@ struct dir_entry {
 struct nfs_time { uint32_t sec, nsec; };
 
 struct object {
-	uint64_t id, gen;
+	uint64_t id;
+	uint64_t gen;             /* random: a handle names (id, gen), so it cannot be guessed */
 	uint32_t dsid;
 	uint32_t type;
 	uint32_t mode, nlink, uid, gid;
@@ -84,7 +85,7 @@ struct objset {
 	pthread_rwlock_t table_lock;
 	struct object **table;
 	uint64_t table_size, nobjects;
-	uint64_t next_objid, next_gen;
+	uint64_t next_objid;
 	struct dataset **datasets; /* each allocated once: exports keep pointers to them */
 	uint32_t ndatasets;
 	pthread_rwlock_t txg_lock;
@@ -103,6 +104,9 @@ void obj_put(struct object *o);
 /* New object (caller holds txg_lock shared and ns_lock); returned held. */
 struct object *obj_new(struct objset *os, uint32_t dsid, uint32_t type, uint32_t mode,
 		       uint32_t uid, uint32_t gid, uint32_t recordsize);
+/* New random generations for every object: old handles of them all go
+ * stale (for a pool whose handle secret was just created). */
+void objset_new_generations(struct objset *os);
 /* Insert an object built by the metadata loader. */
 void obj_insert_loaded(struct objset *os, struct object *o);
 /* Unlink bookkeeping: when nlink reaches 0 the object leaves the table and

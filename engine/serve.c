@@ -323,12 +323,22 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!e->pool->direct)
 		fprintf(stderr, "strata-engine serve: note: the filesystem refused O_DIRECT; using buffered I/O\n");
+	int new_secret = pool_ensure_secret(e->pool, err, sizeof(err));
+	if (new_secret < 0) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
 	e->arc_max = o.arc_max;
 	e->arc = arc_create(o.arc_max, o.policy);
 	e->os = objset_create(e->pool, e->arc);
 	if (txg_import(&e->txg, e->os, err, sizeof(err)) || tiers_setup(&o.tiers, err, sizeof(err))) {
 		fprintf(stderr, "strata-engine serve: %s\n", err);
 		return 1;
+	}
+	if (new_secret) {
+		/* a pool made before handles had a MAC: its old handles all go stale */
+		fprintf(stderr, "strata-engine serve: note: created the pool's handle secret; clients must mount again\n");
+		objset_new_generations(e->os);
 	}
 	for (int i = 0; i < e->nexports; i++)
 		e->exports[i].ds = objset_dataset(e->os, e->exports[i].name, e->exports[i].recordsize,
