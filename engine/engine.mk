@@ -48,9 +48,11 @@ $(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
 	$(FUZZ_CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine -fsanitize=fuzzer,address,undefined \
 		$(ENGINE_FUZZ_SRCS) -o $@ -llz4 -lm
 
+# engine/fuzz_corpus: seed and regression records (MOUNT, CREATE, sparse and
+# oversized WRITEs, SETATTR growth, RENAME), read but never written.
 fuzz: $(BUILD)/fuzz/fuzz_rpc
 	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz_rpc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_rpc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus engine/fuzz_corpus
 
 # ARC (the ARC engineer's part): the unit test (arcsim is in strata-engine).
 TEST_BINS += $(BUILD)/tests/arc_test
