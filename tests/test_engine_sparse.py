@@ -4,7 +4,9 @@ records written, never the offset a client chose; the maximum file size
 sparse file survives a restart."""
 import struct
 
-from engine_util import (NFS_PROG, RpcClient, create, engine, read, rss_bytes,  # noqa: F401
+import pytest
+
+from engine_util import (NFS_PROG, Engine, RpcClient, create, engine, mkpool, read, rss_bytes,  # noqa: F401
                          write_status, xdr_opaque)
 
 FBIG = 27
@@ -27,7 +29,17 @@ def commit(c, fh):
     return c.call(NFS_PROG, 21, xdr_opaque(fh) + struct.pack(">QI", 0, 0)).u32()
 
 
-def test_one_byte_writes_at_huge_offsets_cost_no_memory(engine):
+@pytest.fixture(params=["4k", "128k"])
+def engine_rs(request, tmp_path):
+    """An engine whose export has records of the given size."""
+    eng = Engine(tmp_path, mkpool(tmp_path, nvdevs=1, size="64M"),
+                 exports=[f"data:mode=1777,recordsize={request.param}"]).start()
+    yield eng
+    assert eng.stop() == 0
+
+
+def test_one_byte_writes_at_huge_offsets_cost_no_memory(engine_rs):
+    engine = engine_rs
     c = RpcClient(engine.port)
     root = c.mount("/data")
     _, f = create(c, root, "sparse")
