@@ -162,7 +162,6 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 	add_probe(L, "raw_syscalls", "sys_exit", s->progs.fs_exit);
 	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
 	L->refresh = refresh_fs;
-	fs_refresh(ignore, NULL); /* what matches nothing is reported with the next status */
 	return 0;
 }
 
@@ -264,7 +263,7 @@ int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg)
 
 void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx)
 {
-	if (L->loaded && L->refresh)
+	if (L->loaded && L->refresh && layer_attached(L))
 		L->refresh(report, ctx);
 }
 
@@ -352,6 +351,8 @@ int layer_probe_get(struct layer *L, const char *name, const struct engine_targe
 		snprintf(err, n, "the %s program has no probe %s", layer_name(L->id), name);
 		return -1;
 	}
+	if (!p->link && L->refresh && !layer_attached(L))
+		L->refresh(ignore, NULL); /* up to date before the first probe attaches */
 	if (!p->link && probe_attach(p, t, err, n) < 0)
 		return -1;
 	p->users++;

@@ -75,8 +75,9 @@ int layer_usdt_attach(struct layer *L, const struct engine_target *t, char *err,
 /* True while any of the layer's probes is attached. */
 bool layer_attached(const struct layer *L);
 
-/* The layer's own upkeep before a read (fs: the processes it follows); each problem
- * worth reporting is passed to report as one sentence. */
+/* The layer's own upkeep before a read while any of its probes is attached (fs: the
+ * processes it follows); each problem worth reporting is passed to report as one
+ * sentence. */
 void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx);
 /* Reads the counts map and fills L->deltas. 0, or -1 with a message. */
 int layer_read(struct layer *L, char *err, size_t n);

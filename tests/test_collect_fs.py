@@ -170,6 +170,11 @@ def test_choices_that_match_nothing_are_one_error_each_and_the_rest_is_collected
     c.flush_now()
     assert counter_totals(c.data("ops")) == {w.name: 100}  # openat and 99 preads
     assert len(c.data("disk")) >= 2  # the other dataset has its record every interval
+    # no fs dataset left: the probes detach and the choices are not looked at any more
+    c.remove("ops")
+    assert "fs" not in c.wait_status(lambda s: s["errors"] == [])["attached"]
+    c.add("ops2", "fs.ops", "op")
+    c.wait_status(lambda s: len(s["errors"]) == 3 and "fs" in s["attached"])
 
 
 def test_fs_datasets_without_any_choice_are_refused_and_bad_choices_are_one_line(collectors):
