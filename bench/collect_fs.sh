@@ -55,7 +55,7 @@ strata_off() {
 	fi
 }
 
-# fio_round MODE (off | chosen | other): prints "IOPS READS BPF_NS BPF_RUNS"
+# fio_round MODE (off | chosen | other): prints "IOPS READS BPF_NS BPF_RUNS READS_PER_CPU_SECOND"
 fio_round() {
 	local mode=$1 fio_pid sleeper="" out="$work/fio.json" s0="0 0" s1="0 0"
 	fio --name=bench --filename="$file" --rw=randread --bs=4k --ioengine=psync --thread --invalidate=0 \
@@ -78,9 +78,10 @@ fio_round() {
 	[ -n "$sleeper" ] && { kill "$sleeper"; wait "$sleeper" 2>/dev/null || true; }
 	python3 -c '
 import json, sys
-job = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+job = json.load(open(sys.argv[1]))["jobs"][0]
+read, cpu = job["read"], (job["usr_cpu"] + job["sys_cpu"]) / 100
 ns0, n0, ns1, n1 = map(int, sys.argv[2:6])
-print(round(job["iops"]), job["total_ios"], ns1 - ns0, n1 - n0)' "$out" $s0 $s1
+print(round(read["iops"]), read["total_ios"], ns1 - ns0, n1 - n0, round(read["iops"] / cpu))' "$out" $s0 $s1
 }
 
 # cost_round MODE (off | raw | per | chosen | other): prints "GETPPID_NS PREAD_NS"
@@ -130,16 +131,18 @@ off, chosen, other = (rows(a) for a in sys.argv[3:6])
 cost = dict(zip(("off", "raw", "per", "chosen", "other"), (rows(a) for a in sys.argv[6:11])))
 med = statistics.median
 
-def loss(on):
-    return med([1 - b[0] / a[0] for a, b in zip(off, on)]) * 100
+def loss(on, i=0):
+    return med([1 - b[i] / a[i] for a, b in zip(off, on)]) * 100
 
-early = med([ns / runs for _, _, ns, runs in other])      # ns per run of a process not chosen
-per_read = med([(ns - (runs - 2 * reads) * early) / reads for _, reads, ns, runs in chosen])
+early = med([r[2] / r[3] for r in other])      # ns per run of a process not chosen
+per_read = med([(ns - (runs - 2 * reads) * early) / reads for _, reads, ns, runs, _ in chosen])
 print(f"fio psync randread 4k from the page cache, {rounds} paired rounds of {secs:.0f}s, fs.latency[op]:")
-print(f"  without strata:        {med([r[0] for r in off]):>8.0f} reads/s")
-print(f"  fio chosen (--fs-pid): {med([r[0] for r in chosen]):>8.0f} reads/s  loss {loss(chosen):5.1f}%  "
-      f"BPF {per_read:.0f} ns per read (entry + exit)")
-print(f"  fio not chosen:        {med([r[0] for r in other]):>8.0f} reads/s  loss {loss(other):5.1f}%  "
+print("  (loss per second of fio's own CPU time as well: other tenants' load moves the wall-clock one)")
+print(f"  without strata:        {med([r[0] for r in off]):>8.0f} reads/s  {med([r[4] for r in off]):>8.0f} per CPU-s")
+print(f"  fio chosen (--fs-pid): {med([r[0] for r in chosen]):>8.0f} reads/s  {med([r[4] for r in chosen]):>8.0f} "
+      f"per CPU-s  loss {loss(chosen):5.1f}% / {loss(chosen, 4):5.1f}%  BPF {per_read:.0f} ns per read (entry + exit)")
+print(f"  fio not chosen:        {med([r[0] for r in other]):>8.0f} reads/s  {med([r[4] for r in other]):>8.0f} "
+      f"per CPU-s  loss {loss(other):5.1f}% / {loss(other, 4):5.1f}%  "
       f"BPF {early:.0f} ns per program run "
       f"({med([r[3] for r in other]) / secs / 2:.0f} syscalls/s on the machine)")
 print(f"whole cost per syscall, strata-syscall-cost (fastest batch; median of {rounds} rounds):")

@@ -186,12 +186,15 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	struct task_struct *t;
 	struct agg_fs_process *proc;
 	struct agg_event *ev;
+	int op = fs_op((long)regs->orig_ax);
 
-	if (fs_op((long)regs->orig_ax) < 0)
+	if (op < 0)
 		return 0;
 	t = bpf_get_current_task_btf();
 	pp = bpf_task_storage_get(&fs_pending, t, NULL, 0);
-	if (!pp || !pp->start)
+	/* the entry of this very syscall (one left by a syscall whose exit was not seen,
+	 * around a detach, is of another op or is overwritten by the next entry) */
+	if (!pp || !pp->start || pp->op != (__u32)op)
 		return 0;
 	now = bpf_ktime_get_ns();
 	p = *pp;

@@ -9,6 +9,19 @@ from collect_util import FsWorker
 from conftest import built
 from datasets_util import STRATA, strata
 from strata.datasets.archive import Archive
+from strata.datasets.errors import ArchiveError
+
+
+def wait_collected(archive, name, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with Archive.open(archive) as a:
+                a.extent(name)
+                return
+        except ArchiveError:
+            time.sleep(0.2)
+    raise AssertionError(f"no record of {name} within {timeout}s")
 
 
 def test_bad_choices_are_one_line_each_and_names_outlive_the_files(tmp_path):
@@ -27,7 +40,7 @@ def test_bad_choices_are_one_line_each_and_names_outlive_the_files(tmp_path):
                              "--fs-cgroup", "no-such-strata-group"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        time.sleep(2.5)
+        wait_collected(archive, "fs.ops[op]")  # its probes are attached once it has records
         worker.do(f"open t {path}")
         worker.do("pread t 500 4096 1048576")
         worker.do("close t")
