@@ -1,18 +1,39 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import signal
+import sys
 
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option
 from strata.cli.binaries import MissingBinary, find_binary
+from strata.cli.collect_config import ConfigError, load, merged
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
+from strata.datasets.ensure import ensure
+from strata.datasets.errors import ArchiveError
 from strata.datasets.lock import CollectorLock
 from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
 from strata.datasets.paths import default_archive
 
 
+class ListenAddress(click.ParamType):
+    """ADDRESS:PORT to serve metrics on, checked when given (flag or file); "" serves none."""
+    name = "address"
+
+    def convert(self, value, param, ctx):
+        try:
+            if value:
+                parse_address(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return value
+
+
 @click.command()
+@click.option("--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="TOML configuration (e.g. /etc/strata/collect.toml): archive, datasets to keep "
+                   "active, their retention, metrics, probe options. Flags given here win; "
+                   "SIGHUP re-reads it.")
 @archive_option
 @click.option("--engine", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-engine binary whose USDT probes NFS, ARC, L2ARC and ZIL statistics use "
@@ -21,13 +42,14 @@ from strata.datasets.paths import default_archive
               help="The one strata-engine process to probe (default: the newest one running).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
-@click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT",
+@click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT", type=ListenAddress(),
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")
 @click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
               help="Significant digits of the exported histogram bounds: llhist's own 2 "
                    "(90 a decade), or 1 (9 a decade, a tenth of the series).")
-def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, metrics_digits):
+@click.pass_context
+def collect(ctx, config_path, **given):
     """Collect the archive's active datasets every second until stopped.
 
     Runs strata-collect (which loads and attaches only the probes the active
@@ -42,7 +64,38 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
     Prometheus to scrape: heat maps as histograms (llhist bucket bounds as
     `le`), counters and gauges as themselves, counted since the collector
     started.
+
+    With --config FILE, the file gives the options (a flag on the command
+    line wins) and lists datasets that are created or resumed at start.
+    SIGHUP re-reads it: datasets added are collected, datasets removed are
+    suspended (data kept), other datasets and the running collection are
+    untouched. A mistake in the file is one line naming the key and its line:
+    at start nothing runs; on reload the running configuration stays.
     """
+    config = load(config_path, ctx.command) if config_path else None
+    options = merged(config, ctx, given) if config else given
+    _collect(options, config, lambda: _reloaded(ctx, config_path, given))
+
+
+def _reloaded(ctx, config_path, given):
+    """The file re-read on SIGHUP, or None (with one line said) when it is wrong now."""
+    try:
+        config = load(config_path, ctx.command)
+    except ConfigError as e:
+        _say(f"reload: {e.format_message()}; keeping the running configuration")
+        return None
+    return config, merged(config, ctx, given)
+
+
+def _say(msg):
+    click.echo(f"strata collect: {msg}", err=True)
+    sys.stderr.flush()
+
+
+def _collect(options, config, reread):
+    archive_path, engine, engine_pid = options["archive_path"], options["engine"], options["engine_pid"]
+    collector_bin, metrics_address = options["collector_bin"], options["metrics_address"]
+    metrics_digits = options["metrics_digits"]
     path = archive_path or default_archive(for_reading=False)
     with archive_errors():
         try:
@@ -53,19 +106,40 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + (["--engine", engine] if engine else []) \
             + (["--engine-pid", str(engine_pid)] if engine_pid else [])
-        try:
-            listen = parse_address(metrics_address) if metrics_address else None
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--metrics") from None
+        listen = parse_address(metrics_address) if metrics_address else None
         with CollectorLock(path), Archive.open(path, readonly=False) as archive:
             exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
-            collector = Collector(archive, command, exposition=exposition)
+            if config:
+                for line in ensure(archive, config.datasets, config.retention):
+                    _say(line)
+            current = {"config": config, "options": options}
+
+            def on_reload():
+                again = reread()
+                if again is None:
+                    return
+                new, new_options = again
+                for name in [n for n in new_options if new_options[n] != current["options"][n]]:
+                    _say(f"reload: {name.replace('_', '-')} changed to {new_options[name]!r}: "
+                         "takes effect when strata collect restarts")
+                try:
+                    for line in ensure(archive, new.datasets, new.retention, dropped=current["config"].datasets):
+                        _say(f"reload: {line}")
+                except ArchiveError as e:
+                    _say(f"reload: {e}")
+                current["config"] = new
+                _say(f"reload: {len(new.datasets)} dataset(s) from {new.path}")
+
+            collector = Collector(archive, command, exposition=exposition,
+                                  on_reload=on_reload if config else None)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
-            click.echo(f"strata collect: archiving to {path}", err=True)
+            if config:
+                signal.signal(signal.SIGHUP, collector.reload)
+            _say(f"archiving to {path}")
             if server:
-                click.echo(f"strata collect: serving OpenMetrics at {server.url}", err=True)
+                _say(f"serving OpenMetrics at {server.url}")
             try:
                 status = collector.run()
             finally:
