@@ -4,12 +4,15 @@
 # configuration goes to DESTDIR/etc/strata/collect.toml and is never overwritten.
 # Python wheels (strata and its pinned dependencies, from PyPI or pip's cache) are
 # kept in build/wheelhouse, so a second install needs no network.
+# PIP_INSTALL_FLAGS=--no-compile skips compiling the package's bytecode at install
+# (it is then compiled on first use).
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 PYTHON3    ?= python3
+PIP_INSTALL_FLAGS ?=
 WHEELHOUSE := $(BUILD)/wheelhouse
 STRATA_LIB := $(PREFIX)/lib/strata
 PROGRAMS   := strata-engine strata-collect strata-load strata-features
@@ -28,7 +31,7 @@ install: all venv wheels
 	install -m 755 $(addprefix $(BIN)/,$(PROGRAMS)) $(DESTDIR)$(PREFIX)/bin/
 	rm -rf $(DESTDIR)$(STRATA_LIB)
 	$(PYTHON3) -m venv $(DESTDIR)$(STRATA_LIB)
-	$(DESTDIR)$(STRATA_LIB)/bin/python -m pip install --quiet --no-index --find-links $(WHEELHOUSE) strata
+	$(DESTDIR)$(STRATA_LIB)/bin/python -m pip install --quiet $(PIP_INSTALL_FLAGS) --no-index --find-links $(WHEELHOUSE) strata
 	install -m 755 contrib/strata.sh $(DESTDIR)$(PREFIX)/bin/strata
 	sed 's|/usr/local/|$(PREFIX)/|g; s|/etc/strata/|$(SYSCONFDIR)/strata/|g' contrib/systemd/strata-collect.service \
 		> $(DESTDIR)$(UNITDIR)/strata-collect.service
