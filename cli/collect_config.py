@@ -5,12 +5,13 @@
     [retention]   second = "7d"  minute = "90d"  hour = "104w"     # of the datasets listed
     [metrics]     listen = ":9464"  digits = 2
     [collector]   program = ...  engine = ...  engine_pid = ...
-    [wire]        iface = ...  port = ...
-    [fs]          pid = ...  comm = ...  cgroup = ...
+    [wire]        interfaces = ["eth0"]  ports = [2049]
+    [fs]          pids = [...]  comms = ["ganesha.nfsd"]  cgroup = ...
 
 FLAGS maps every other key to the `strata collect` option it sets: the file
 accepts what the flag accepts (the option's own click type converts and checks
-it), and a flag given on the command line wins. A key whose option this build
+it; a list where the flag may be repeated), and a flag given on the command line
+wins. A key whose option this build
 of `strata collect` lacks is an unknown key. Every mistake (TOML syntax, an
 unknown key, a bad value) is one ConfigError naming the key and its line.
 """
@@ -33,10 +34,10 @@ FLAGS = {
     "collector.program": "collector_bin",
     "collector.engine": "engine",
     "collector.engine_pid": "engine_pid",
-    "wire.iface": "wire_iface",
-    "wire.port": "wire_port",
-    "fs.pid": "fs_pid",
-    "fs.comm": "fs_comm",
+    "wire.interfaces": "wire_ifaces",
+    "wire.ports": "wire_ports",
+    "fs.pids": "fs_pids",
+    "fs.comms": "fs_comms",
     "fs.cgroup": "fs_cgroup",
 }
 DATASETS = "datasets"
@@ -108,18 +109,25 @@ def load(path: str, command: click.Command) -> Config:
     known = [*flags, DATASETS, *RETENTION]
 
     def fail(key, message, line=None):
-        raise ConfigError(f"{path}, line {line or lines.get(key, '?')}: {key}: {message}")
+        parts = key.split(".")       # a key inside an inline table: the line of its table's key
+        line = line or next((lines[k] for k in (".".join(parts[:n]) for n in range(len(parts), 0, -1))
+                             if k in lines), "?")
+        raise ConfigError(f"{path}, line {line}: {key}: {message}")
 
     options, datasets, keep = {}, [], {}
     for key, value in _flatten(data).items():
         if key in flags:
             param = flags[key]
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                fail(key, f"expected a {'number' if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)) else 'string'}")
+            items = value if param.multiple and isinstance(value, list) else [value]
+            if len(items) != 1 and not param.multiple or \
+                    any(isinstance(v, bool) or not isinstance(v, (str, int)) for v in items):
+                number = isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType))
+                fail(key, f"expected a {'number' if number else 'string'}" + (" or a list of them" if param.multiple else ""))
             try:
-                options[param.name] = param.type.convert(str(value), param, None)
+                converted = [param.type.convert(str(v), param, None) for v in items]
             except click.BadParameter as e:
                 fail(key, e.message)
+            options[param.name] = tuple(converted) if param.multiple else converted[0]
         elif key == DATASETS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 fail(key, 'expected a list of dataset names, e.g. ["nfs.latency[client]"]')

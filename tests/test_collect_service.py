@@ -166,3 +166,37 @@ def test_the_default_config_reads_cleanly():
     assert config.options["metrics_address"] == ":9464"
     assert "nfs.latency[client]" in config.datasets and "disk.latency[device]" in config.datasets
     assert all(config.retention.of(level) is not None for level in ("second", "minute", "hour"))
+
+
+def test_repeatable_flags_take_lists_and_the_command_line_wins():
+    """The file-to-flag table on a command with repeatable options, as the wire and fs
+    layers' --wire-iface/--wire-port/--fs-pid are (click parsing only: nothing runs)."""
+    import click
+
+    from strata.cli.collect_config import ConfigError, load, merged
+
+    @click.command()
+    @click.option("--wire-iface", "wire_ifaces", multiple=True)
+    @click.option("--wire-port", "wire_ports", type=click.IntRange(1, 65535), multiple=True)
+    @click.option("--fs-cgroup")
+    def command(**given):
+        return given
+
+    def run(text, *args):
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"strata-config-{os.getpid()}.toml"
+        path.write_text(text)
+        try:
+            ctx = command.make_context("collect", list(args))
+            return merged(load(str(path), command), ctx, ctx.params)
+        finally:
+            path.unlink()
+
+    assert run('[wire]\ninterfaces = ["eth0", "eth1"]\nports = 2049\n[fs]\ncgroup = "/a"\n') == \
+        {"wire_ifaces": ("eth0", "eth1"), "wire_ports": (2049,), "fs_cgroup": "/a"}
+    assert run('[wire]\ninterfaces = ["eth0"]\n', "--wire-iface", "lo")["wire_ifaces"] == ("lo",)
+    with pytest.raises(ConfigError, match=r"line 3: wire.ports: 70000 is not in the range"):
+        run('[wire]\ninterfaces = ["eth0"]\nports = [2049, 70000]\n')
+    with pytest.raises(ConfigError, match=r"line 2: fs.cgroup: expected a string$"):
+        run('[fs]\ncgroup = ["/a", "/b"]\n')
+    with pytest.raises(ConfigError, match=r"line 2: fs.pids: unknown key"):       # no --fs-pid here
+        run('[fs]\npids = [1]\n')
