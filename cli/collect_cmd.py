@@ -16,6 +16,30 @@ from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
 from strata.datasets.paths import default_archive
 
 
+# `strata collect` parameter -> the strata-collect option it is passed on as (collectors/FORMAT.md);
+# a repeatable parameter is passed once per value. Parameters this build lacks are skipped.
+PASSED_ON = {
+    "engine": "--engine",
+    "engine_pid": "--engine-pid",
+    "wire_ifaces": "--wire-iface",
+    "wire_ports": "--wire-port",
+    "fs_pids": "--fs-pid",
+    "fs_comms": "--fs-comm",
+    "fs_cgroup": "--fs-cgroup",
+}
+
+
+def collector_args(options: dict) -> list:
+    """strata-collect's command-line options for the given `strata collect` parameters."""
+    args = []
+    for name, flag in PASSED_ON.items():
+        value = options.get(name)
+        for v in value if isinstance(value, tuple) else [value]:
+            if v not in (None, ""):
+                args += [flag, str(v)]
+    return args
+
+
 class ListenAddress(click.ParamType):
     """ADDRESS:PORT to serve metrics on, checked when given (flag or file); "" serves none."""
     name = "address"
@@ -93,19 +117,17 @@ def _say(msg):
 
 
 def _collect(options, config, reread):
-    archive_path, engine, engine_pid = options["archive_path"], options["engine"], options["engine_pid"]
-    collector_bin, metrics_address = options["collector_bin"], options["metrics_address"]
-    metrics_digits = options["metrics_digits"]
+    archive_path, collector_bin = options["archive_path"], options["collector_bin"]
+    metrics_address, metrics_digits = options["metrics_address"], options["metrics_digits"]
     path = archive_path or default_archive(for_reading=False)
     with archive_errors():
         try:
             program = collector_bin or find_binary("strata-collect")
         except MissingBinary as e:
             raise click.ClickException(str(e)) from None
-        if engine and engine_pid:
+        if options["engine"] and options["engine_pid"]:
             raise click.UsageError("give --engine or --engine-pid, not both")
-        command = [program] + (["--engine", engine] if engine else []) \
-            + (["--engine-pid", str(engine_pid)] if engine_pid else [])
+        command = [program] + collector_args(options)
         listen = parse_address(metrics_address) if metrics_address else None
         with CollectorLock(path), Archive.open(path, readonly=False) as archive:
             exposition = Exposition(int(metrics_digits)) if listen else None

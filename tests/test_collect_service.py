@@ -173,6 +173,7 @@ def test_repeatable_flags_take_lists_and_the_command_line_wins():
     layers' --wire-iface/--wire-port/--fs-pid are (click parsing only: nothing runs)."""
     import click
 
+    from strata.cli.collect_cmd import collector_args
     from strata.cli.collect_config import ConfigError, load, merged
 
     @click.command()
@@ -193,6 +194,8 @@ def test_repeatable_flags_take_lists_and_the_command_line_wins():
 
     assert run('[wire]\ninterfaces = ["eth0", "eth1"]\nports = 2049\n[fs]\ncgroup = "/a"\n') == \
         {"wire_ifaces": ("eth0", "eth1"), "wire_ports": (2049,), "fs_cgroup": "/a"}
+    assert collector_args(run('[wire]\ninterfaces = ["eth0", "eth1"]\nports = 2049\n[fs]\ncgroup = "/a"\n')) == \
+        ["--wire-iface", "eth0", "--wire-iface", "eth1", "--wire-port", "2049", "--fs-cgroup", "/a"]
     assert run('[wire]\ninterfaces = ["eth0"]\n', "--wire-iface", "lo")["wire_ifaces"] == ("lo",)
     with pytest.raises(ConfigError, match=r"line 3: wire.ports: 70000 is not in the range"):
         run('[wire]\ninterfaces = ["eth0"]\nports = [2049, 70000]\n')
