@@ -98,7 +98,12 @@ def test_every_panel_answers_from_a_real_collector(tmp_path):
     config, log = tmp_path / "collect.toml", tmp_path / "collect.err"
     text = DEFAULT_CONFIG.read_text().replace('"/var/lib/strata/archive.db"', f'"{tmp_path / "a.db"}"')
     text = text.replace('listen = ":9464"', 'listen = "127.0.0.1:0"')
-    config.write_text(text.replace("# engine_pid = 1234", f"engine_pid = {engine.pid}"))
+    text = text.replace("# engine_pid = 1234", f"engine_pid = {engine.pid}")
+    if "wire.latency" in offered:     # the wire view on loopback, for the engine's port
+        text = text.replace('"nfs.ops[op]",', '"nfs.ops[op]", "wire.latency[client]",')
+        text = text.replace("# interfaces = [\"eth0\"]", 'interfaces = ["lo"]')
+        text = text.replace("# ports = [2049]", f"ports = [{engine.nfs_port}]")
+    config.write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
     with open(log, "w") as err:
         proc = subprocess.Popen([STRATA, "collect", "--config", str(config)], stdout=subprocess.DEVNULL,
