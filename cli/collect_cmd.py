@@ -6,7 +6,7 @@ import click
 
 from strata.cli.archive_option import archive_errors, archive_option
 from strata.cli.binaries import MissingBinary, find_binary
-from strata.cli.collect_config import ConfigError, load, merged
+from strata.cli.collect_config import FLAGS, ConfigError, load, merged
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
@@ -135,26 +135,8 @@ def _collect(options, config, reread):
             if config:
                 for line in ensure(archive, config.datasets, config.retention):
                     _say(line)
-            current = {"config": config, "options": options}
-
-            def on_reload():
-                again = reread()
-                if again is None:
-                    return
-                new, new_options = again
-                for name in [n for n in new_options if new_options[n] != current["options"][n]]:
-                    _say(f"reload: {name.replace('_', '-')} changed to {new_options[name]!r}: "
-                         "takes effect when strata collect restarts")
-                try:
-                    for line in ensure(archive, new.datasets, new.retention, dropped=current["config"].datasets):
-                        _say(f"reload: {line}")
-                except ArchiveError as e:
-                    _say(f"reload: {e}")
-                current["config"] = new
-                _say(f"reload: {len(new.datasets)} dataset(s) from {new.path}")
-
             collector = Collector(archive, command, exposition=exposition,
-                                  on_reload=on_reload if config else None)
+                                  on_reload=_Reload(archive, config, options, reread) if config else None)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
             if config:
@@ -168,6 +150,30 @@ def _collect(options, config, reread):
                 if server:
                     server.close()
     raise SystemExit(status)
+
+
+class _Reload:
+    """SIGHUP: the file read again; its datasets applied, other changes named (they need a restart)."""
+
+    def __init__(self, archive, config, options, reread):
+        self.archive, self.config, self.options, self.reread = archive, config, options, reread
+
+    def __call__(self):
+        again = self.reread()
+        if again is None:
+            return
+        new, options = again
+        keys = {param: key for key, param in FLAGS.items()}
+        for name in [n for n in options if options[n] != self.options[n]]:
+            _say(f"reload: {keys.get(name, name)} changed to {options[name]!r}: takes effect when "
+                 "strata collect restarts")
+        try:
+            for line in ensure(self.archive, new.datasets, new.retention, dropped=self.config.datasets):
+                _say(f"reload: {line}")
+        except ArchiveError as e:
+            _say(f"reload: {e}")
+        self.config = new
+        _say(f"reload: {len(new.datasets)} dataset(s) from {new.path}")
 
 
 def _serve(exposition, host, port):

@@ -4,7 +4,6 @@ SIGHUP after editing the file adds and removes datasets without losing a second;
 leaves an intact archive holding the second the signal came in. A wrong file is one line
 naming the key and its line, and nothing starts."""
 import os
-import re
 import shlex
 import signal
 import sqlite3
@@ -90,9 +89,12 @@ def test_reload_adds_and_removes_without_losing_a_second_and_stop_keeps_the_last
             refused = [ln for ln in log.read_text().splitlines() if "keeping the running" in ln]
             assert len(refused) == 1 and "datasetz" in refused[0] and "line 2" in refused[0], refused
 
-            write_config(config, archive, [ops])                    # the dataset removed again
+            write_config(config, archive, [ops])                    # the dataset removed again, and
+            config.write_text(config.read_text().replace('listen = ""', 'listen = "127.0.0.1:0"'))  # a restart's
             proc.send_signal(signal.SIGHUP)
             wait_for(lambda: state(archive, lat) == "suspended", what="the removed dataset suspended")
+            assert "reload: metrics.listen changed to '127.0.0.1:0': takes effect when strata collect restarts" \
+                in log.read_text()
             after = int(time.time())
             wait_for(lambda: max(seconds(archive, ops, after), default=0) >= after + 2, timeout=20,
                      what="two more seconds")

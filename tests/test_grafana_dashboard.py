@@ -17,8 +17,6 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from collect_util import private_copy
 from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
