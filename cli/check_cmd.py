@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from strata.cli import check_report
+from strata.cli.archive_option import open_archive
 from strata.datasets.archive import Archive
 from strata.datasets.compare import METRICS, KeyVerdict, align_buckets, compare_counts, compare_histograms, interval_metric
 from strata.datasets.errors import ArchiveError
@@ -116,7 +117,7 @@ def check(ctx, baseline, candidate, datasets, metrics, threshold, confidence, as
 
 
 def run_comparison(baseline, candidate, datasets, metrics, threshold, confidence):
-    with Archive.open(baseline) as base_ar, Archive.open(candidate) as cand_ar:
+    with open_archive(baseline, exit_code=2) as base_ar, open_archive(candidate, exit_code=2) as cand_ar:
         base_names = {d.name for d in base_ar.datasets()}
         cand_names = {d.name for d in cand_ar.datasets()}
         names = list(datasets) or sorted(base_names & cand_names)
