@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from heatmaps_util import T0, build_archive, histogram, run_strata
+from test_heatmaps_html import chromium
 
 SECONDS = 90
 RANGE = ["--since", str(T0), "--until", str(T0 + SECONDS)]
@@ -206,28 +207,41 @@ def hover_template(html: str) -> str:
     return json.loads('"' + next(t for t in found if "customdata[2]" in t) + '"')
 
 
-def fill(template: str, row_lo: float, row_hi: float) -> str:
-    """The template's drill-down line for a row, formatted as d3 would (~g: shortest form)."""
-    line = template.split("break down: ")[1].split("<extra>")[0]
-    values = iter([row_lo, row_hi])
-    return re.sub(r"%\{customdata\[[0-9]\]:\.6~g\}", lambda m: f"{next(values):.6g}", line)
+def hover_in_chromium(html_path, row, col, tmp_path) -> str:
+    """The hover label Chromium draws for heat-map cell (row, col): the page is loaded
+    headless with a script that hovers the cell through plotly's own Fx.hover."""
+    page = tmp_path / "hover.html"
+    page.write_text(html_path.read_text().replace("</body>", f"""<script>
+window.addEventListener("load", () => setTimeout(() => Plotly.Fx.hover(
+    document.querySelector(".plotly-graph-div"), [{{curveNumber: 1, pointNumber: [{row}, {col}]}}], "x2y2"), 300));
+</script></body>"""))
+    dom = chromium("--virtual-time-budget=10000", "--dump-dom", f"file://{page}").stdout
+    layer = dom[dom.index('class="hoverlayer"'):]
+    layer = layer[:layer.index("</svg>")]
+    return " | ".join(t.strip() for t in re.findall(r">([^<>]+)<", layer) if t.strip())
 
 
-def test_html_hover_holds_the_drill_down_command(data, tmp_path):
-    path, raw = data
+@pytest.mark.parametrize("name,extra", [("nfs.latency[client]", []), ("nfs.size[client]", ["--log"])])
+def test_html_hover_command_breaks_its_band_down(data, tmp_path, name, extra):
+    """In a real browser: the hover of the busiest cell shows its count and a command; run,
+    the command counts per key exactly what the heat map's row holds for that key."""
+    path, _ = data
+    grid = json.loads(strata(path, "heatmap", name, *RANGE, *extra, "--json").stdout)
+    counts = np.array(grid["counts"])
+    row, col = np.unravel_index(np.argmax(counts), counts.shape)
     out = tmp_path / "map.html"
-    p = strata(path, "heatmap", "nfs.latency[client]", *RANGE, "--format", "html", "-o", str(out))
+    p = strata(path, "heatmap", name, *RANGE, *extra, "--format", "html", "-o", str(out))
     assert p.returncode == 0, p.stderr
-    template = hover_template(out.read_text().replace("\\u002f", "/"))
-    assert "%{customdata[2]:,} ops" in template                   # the cell's count
-    assert f"strata breakdown 'nfs.latency[client]' --since {T0} --until {T0 + SECONDS}" in template
-    # The command for the row [1ms, 1.1ms), drawn on a ms axis, runs and counts that band.
-    command = fill(template, 1.0, 1.1)
-    args = shlex.split(command)
-    assert args[:2] == ["strata", "breakdown"] and args[-2:] == ["--range", "1ms..1.1ms"]
-    out = breakdown_json(path, args[2], args[-1])
-    assert out["range"]["snapped"] is False
-    check_counts(out, raw["nfs.latency[client]"], 1_000_000, 1_100_000)
+    label = hover_in_chromium(out, row, col, tmp_path)
+    assert f"| {counts[row, col]:,} ops |" in label, label
+    args = shlex.split(label.split("break down: ")[1].split(" | ")[0])
+    assert args[:3] == ["strata", "breakdown", name] and args[-2] == "--range"
+    assert args[3:7] == ["--since", str(T0), "--until", str(T0 + SECONDS)]
+    drilled = breakdown_json(path, name, args[-1])
+    assert drilled["range"]["snapped"] is False, args[-1]
+    assert [drilled["range"]["from"], drilled["range"]["to"]] == grid["edges"][row:row + 2]
+    band = {k["key"]: sum(n for r, _, n in k["cells"] if r == row) for k in grid["per_key"]}
+    assert {r["key"]: r["events"] for r in drilled["table"]} == band and sum(band.values()) > 0
 
 
 def test_html_hover_names_the_broken_down_dataset(data, tmp_path):
