@@ -96,20 +96,3 @@ def parse(text: str, unit: str) -> ValueRange:
     return ValueRange(text=text, asked=(lo, hi), lo=0 if lo is None else snap_down(lo),
                       hi=None if hi is None else snap_up(hi), unit=unit)
 
-
-def edge_text(v: float, unit: str) -> str:
-    """An edge written so that parse() reads it back exactly: '110us', '1.1ms', '4100'."""
-    v = int(v)
-    if family(unit) == "time":
-        for scale, suffix in ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")):
-            if v >= scale:
-                text = f"{v / scale:.6g}{suffix}"
-                if parse_value(text, unit) == v:
-                    return text
-    return str(v)
-
-
-def command_range(lo: float, hi: float | None, unit: str) -> str:
-    """'1ms..1.1ms' for edges lo, hi (hi None: open)."""
-    left = "" if lo <= 0 else edge_text(lo, unit)
-    return f"{left}..{'' if hi is None else edge_text(hi, unit)}"
