@@ -257,3 +257,22 @@ def test_html_hover_names_the_broken_down_dataset(data, tmp_path):
     template = hover_template(out.read_text().replace("\\u002f", "/"))
     assert "strata breakdown 'nfs.size[client]'" in template and f"--archive {path}" in template
     assert "--range %{customdata[3]:.6~s}B..%{customdata[4]:.6~s}B" in template
+
+
+def test_value_range_parsing_in_process():
+    """The snapping rules on their own: lower ends move down, upper ends up, to bucket edges."""
+    from strata.heatmaps import value_range
+    r = value_range.parse("4.05ms..", "ns")
+    assert (r.lo, r.hi, r.snapped) == (4_000_000, None, True) and r.label() == "4ms..∞"
+    r = value_range.parse("..205us", "ns")
+    assert (r.lo, r.hi) == (0, 210_000) and r.note() == "0..210µs (snapped from ..205us)"
+    r = value_range.parse("7..8", "ns")                       # below 10, every value is its own bucket
+    assert (r.lo, r.hi, r.snapped) == (7, 8, False)
+    assert list(r.buckets([6, 7, 8])) == [False, True, False]
+    r = value_range.parse("1kB..1e30", "bytes")                # past the last bucket: open-ended
+    assert (r.lo, r.hi) == (1000, None)
+    for bad in ("1ms..1ms", "-1ms..", "1ms...", "..0"):
+        with pytest.raises(ValueError):
+            value_range.parse(bad, "ns")
+    with pytest.raises(ValueError, match="latency, size or offset"):
+        value_range.parse("1..", "ops")
