@@ -29,7 +29,7 @@ $(BUILD)/san/strata-engine: $(ENGINE_SAN_OBJS)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $^ -o $@ $(LDFLAGS) -lzstd -llz4 -lm
 
 ENGINE_SAN_TESTS := tests/test_engine_copy.py tests/test_engine_robust.py tests/test_engine_protocol.py \
-	tests/test_engine_tiers.py
+	tests/test_engine_tiers.py tests/test_engine_limits.py
 .PHONY: test-san
 test-san: $(BUILD)/san/strata-engine
 	# The server keeps its state until exit by design: leak checking is off.

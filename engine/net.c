@@ -84,7 +84,7 @@ static struct {
 	int ep, wakefd, reserve_fd, nlisten, loop_quit;
 	int *listen_fds;
 	struct conn *conns;
-	uint32_t nconns, nstarved;
+	uint32_t nconns, nstarved, max_conns; /* max_conns: as configured, before fit_fd_limit */
 	uint64_t last_sweep_ns;
 	pthread_t loop;
 	struct net_limits lim;
@@ -165,11 +165,13 @@ static void conn_put(struct conn *c)
 }
 
 /* Whether a worker may run the connection's next request (c->lock held): not
- * while its unsent replies reach reply_queue, nor add to them while all
- * connections' reach reply_mem. */
+ * while its unsent replies and the largest replies of its running requests
+ * could pass reply_queue (one request at a time always runs), nor add to its
+ * unsent replies while all connections' reach reply_mem. */
 static int runnable(const struct conn *c)
 {
-	return !c->closing && c->nreq > 0 && c->out_bytes < net.lim.reply_queue &&
+	uint64_t pending = c->out_bytes + (uint64_t)c->running * NET_REPLY_CAP;
+	return !c->closing && c->nreq > 0 && pending < net.lim.reply_queue &&
 	       (!c->out_bytes || GAUGE(queued_reply_bytes) < net.lim.reply_mem);
 }
 
@@ -761,6 +763,24 @@ static void accept_ready(int lfd)
 	}
 }
 
+/* Fits max_conns under the descriptor limit (which prlimit may change at any
+ * time), FDS_RESERVED below it; `raise`: first lift the limit to its maximum. */
+static void fit_fd_limit(int raise)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (raise && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	rlim_t room = rl.rlim_cur > 2 * FDS_RESERVED ? rl.rlim_cur - FDS_RESERVED : rl.rlim_cur / 2;
+	net.lim.max_conns = net.max_conns;
+	if (rl.rlim_cur != RLIM_INFINITY && net.lim.max_conns > room)
+		net.lim.max_conns = (uint32_t)room;
+}
+
 /* Record and idle timeouts; connections a worker marked for closing. */
 static void sweep(uint64_t now)
 {
@@ -856,6 +876,7 @@ static void *event_loop(void *arg)
 			stop_reading();
 		}
 		if (since(now, net.last_sweep_ns) >= SWEEP_NS) {
+			fit_fd_limit(0);
 			sweep(now);
 			net.last_sweep_ns = now;
 		}
@@ -882,28 +903,13 @@ static void *event_loop(void *arg)
 	return arg;
 }
 
-/* Raises the descriptor limit to its maximum and fits max_conns under it. */
-static void fit_fd_limit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-		getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	rlim_t room = rl.rlim_cur > 2 * FDS_RESERVED ? rl.rlim_cur - FDS_RESERVED : rl.rlim_cur / 2;
-	if (rl.rlim_cur != RLIM_INFINITY && net.lim.max_conns > room)
-		net.lim.max_conns = (uint32_t)room;
-}
-
 int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim)
 {
 	if (nfds >= EV_WAKE)
 		return -1;
 	net.lim = *lim;
-	fit_fd_limit();
+	net.max_conns = lim->max_conns;
+	fit_fd_limit(1);
 	net.listen_fds = xcalloc((size_t)nfds, sizeof(int));
 	memcpy(net.listen_fds, listen_fds, (size_t)nfds * sizeof(int));
 	net.nlisten = nfds;
