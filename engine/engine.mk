@@ -2,7 +2,7 @@
 # its libFuzzer harness (`make fuzz`) and a sanitizer build whose pytest run
 # is `make test-san`.
 
-ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c netaddr.c \
+ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c netloop.c netaddr.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c export.c rpcbind.c pool.c cksum.c \
 	objset.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
@@ -39,7 +39,7 @@ test-san: $(BUILD)/san/strata-engine
 # libFuzzer harness for the RPC/XDR/NFS decoders (clang 14; needs libclang-rt-14-dev).
 FUZZ_SECONDS ?= 600
 FUZZ_CC ?= clang
-ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c netaddr.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
+ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c netloop.c netaddr.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
 	fh.c export.c objset.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c)
 $(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
