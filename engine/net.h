@@ -18,8 +18,10 @@
 #define NET_REPLY_CAP (1024u * 1024u + 16384u)
 /* Largest record from an address no export allows (MOUNT and NULL fit). */
 #define NET_UNTRUSTED_RECORD 4096u
-/* Connections at once from one address no export allows. */
+/* Connections at once from one address no export allows, and from all such
+ * addresses: at most max_conns / NET_UNTRUSTED_SHARE. */
 #define NET_UNTRUSTED_PER_ADDR 4u
+#define NET_UNTRUSTED_SHARE 8u
 
 /* What clients may hold; net_start takes them, serve sets them from flags. */
 struct net_limits {

@@ -42,7 +42,7 @@ static struct {
 	int *listen_fds;
 	int stopping, quit;                   /* set by net_stop's thread */
 	struct conn *conns;
-	uint32_t nconns, nstarved, max_conns; /* max_conns: as configured, before fit_fd_limit */
+	uint32_t nconns, nuntrusted, nstarved, max_conns; /* max_conns: as configured, before fit_fd_limit */
 	uint64_t last_sweep_ns;
 	pthread_t thread;
 } loop = { .ep = -1, .wakefd = -1, .reserve_fd = -1 };
@@ -129,6 +129,7 @@ static void conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	loop.nconns--;
+	loop.nuntrusted -= !c->trusted;
 	netaddr_put(c->addr);
 	__atomic_sub_fetch(&g_engine.ctr.connections_open, 1, __ATOMIC_RELAXED);
 	c->next = graveyard;
@@ -291,8 +292,12 @@ static void admit(int fd, const struct sockaddr_storage *ss)
 	uint32_t per_addr = net_lim.max_conns_per_addr;
 	if (!trusted && per_addr > NET_UNTRUSTED_PER_ADDR)
 		per_addr = NET_UNTRUSTED_PER_ADDR;
-	if (a->count > per_addr || (loop.nconns >= net_lim.max_conns && !(trusted && evict_idle()))) {
-		if (a->count > per_addr)
+	int over_addr = a->count > per_addr;
+	int full = !over_addr && (trusted ? loop.nconns >= net_lim.max_conns && !evict_idle()
+				  : loop.nconns >= net_lim.max_conns ||
+				    loop.nuntrusted >= net_lim.max_conns / NET_UNTRUSTED_SHARE);
+	if (over_addr || full) {
+		if (over_addr)
 			CTR_INC(net_refused_per_addr);
 		else
 			CTR_INC(net_refused);
@@ -325,6 +330,7 @@ static void admit(int fd, const struct sockaddr_storage *ss)
 		loop.conns->prev = c;
 	loop.conns = c;
 	loop.nconns++;
+	loop.nuntrusted += !trusted;
 	CTR_INC(connections);
 	CTR_INC(connections_open);
 }

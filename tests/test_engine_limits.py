@@ -174,6 +174,20 @@ def test_connections_per_address_are_limited(tmp_path, stop_after):
         c.close()
 
 
+def test_addresses_no_export_allows_share_an_eighth_of_the_connections(tmp_path, stop_after):
+    eng = start(tmp_path, "--max-connections", "16", exports=("data:allow=127.0.0.1/32",))
+    stop_after(eng)
+    outsiders = [client(eng, src=f"127.0.8.{i + 1}") for i in range(2)]
+    for c in outsiders:
+        c.call(NFS_PROG, 0)
+    assert closed_by_engine(connect(eng, src="127.0.8.3"))
+    assert net(eng)["refused"] == 1
+    inside = client(eng)  # the allowed keep the rest
+    inside.call(NFS_PROG, 0)
+    for c in outsiders + [inside]:
+        c.close()
+
+
 def test_idle_connections_make_room_and_time_out(tmp_path, stop_after):
     eng = start(tmp_path, "--max-connections", "8", "--idle-timeout", "5s")
     stop_after(eng)
