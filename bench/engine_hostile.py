@@ -91,7 +91,7 @@ def rss_bytes(pid):
 def main():
     with tempfile.TemporaryDirectory(prefix="strata-hostile-") as d:
         tmp = Path(d)
-        eng = Engine(tmp, mkpool(tmp, nvdevs=1, size="128M")).start()
+        eng = Engine(tmp, mkpool(tmp, nvdevs=1, size="128M"), exports=("data:no_root_squash",)).start()
         peak, stop_sampling = [0], threading.Event()
 
         def sample():

@@ -79,7 +79,7 @@ def threads(pid) -> int:
 
 
 def test_a_client_not_reading_its_replies_stalls_no_one(tmp_path, stop_after):
-    eng = start(tmp_path)
+    eng = start(tmp_path, exports=("data:no_root_squash",))  # root creates the file
     stop_after(eng)
     c = RpcClient(eng.port)
     root = c.mount()
