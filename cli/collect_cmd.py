@@ -4,10 +4,9 @@ import sys
 
 import click
 
-from strata.cli.archive_option import archive_errors, archive_option
+from strata.cli.archive_option import archive_errors, archive_option, open_archive
 from strata.cli.binaries import MissingBinary, find_binary
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
-from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
@@ -129,7 +128,7 @@ def _collect(options, config, reread):
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)
         listen = parse_address(metrics_address) if metrics_address else None
-        with CollectorLock(path), Archive.open(path, readonly=False) as archive:
+        with CollectorLock(path), open_archive(path, readonly=False) as archive:
             exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
             if config:
