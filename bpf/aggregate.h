@@ -287,6 +287,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
 	case AGG_STAT_DISK_OPS:
+	case AGG_STAT_VDEV_OPS:
 		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
@@ -302,6 +303,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
+	case AGG_STAT_VDEV_SIZE:
 		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

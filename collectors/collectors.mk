@@ -9,7 +9,7 @@ COLLECT_MODS := main collector catalogue support layers disk_btf engine keys emi
 COLLECT_SRCS := $(patsubst %,collectors/%.c,$(COLLECT_MODS))
 COLLECT_HDRS := $(patsubst %,collectors/%.h,$(filter-out main support,$(COLLECT_MODS))) \
 	collectors/statistics.def bpf/aggregate.h bpf/llhist.h engine/strata_probes.h
-COLLECT_SKELS := $(BPFOUT)/nfs.skel.h $(BPFOUT)/cache.skel.h $(BPFOUT)/disk.skel.h
+COLLECT_SKELS := $(BPFOUT)/nfs.skel.h $(BPFOUT)/cache.skel.h $(BPFOUT)/disk.skel.h $(BPFOUT)/vdev.skel.h
 
 $(BIN)/strata-collect: $(COLLECT_SRCS) $(COLLECT_HDRS) $(COLLECT_SKELS) | $(BIN)
 	$(CC) $(CFLAGS) -Icollectors $(COLLECT_SRCS) -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf) -lelf -lz

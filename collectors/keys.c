@@ -170,6 +170,9 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 	case AGG_DIM_FILE:
 		snprintf(out, n, "%" PRIu64, key_u64(key));
 		return;
+	case AGG_DIM_VDEV:
+		snprintf(out, n, "%" PRIu32, key_u32(key));
+		return;
 	case AGG_DIM_DEVICE:
 		device_name(key_u32(key), out, n);
 		return;
@@ -236,6 +239,14 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 		if (errno || !isdigit((unsigned char)text[0]) || *end)
 			break;
 		memcpy(key, &v64, sizeof(v64));
+		return 0;
+	case AGG_DIM_VDEV:
+		errno = 0;
+		v64 = strtoull(text, &end, 10);
+		if (errno || !isdigit((unsigned char)text[0]) || *end || v64 > UINT32_MAX)
+			break;
+		v32 = (uint32_t)v64;
+		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_DEVICE:
 		if (device_parse(text, &v32) < 0) {

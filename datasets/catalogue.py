@@ -14,7 +14,6 @@ from importlib import resources
 
 from .errors import ArchiveError
 
-U64_MAX = 2**64 - 1
 SYS_BLOCK = "/sys/class/block"
 
 
@@ -36,7 +35,7 @@ class Statistic:
 @dataclass(frozen=True)
 class Catalogue:
     statistics: tuple              # Statistic, in catalogue order
-    dimensions: dict               # field -> what its values are ("op", a key set, "address", "u64", "device")
+    dimensions: dict               # field -> its values: "op", a key set, "address", "u64", "u32", "device"
     keysets: dict                  # key set -> tuple of its texts
 
     def by_name(self) -> dict:
@@ -121,9 +120,10 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
                 raise ValueError("a scoped address")
         except ValueError:
             raise ArchiveError(f"{fld} {value!r} is not an IPv4 or IPv6 address") from None
-    elif kind == "u64":
-        if not value.isascii() or not value.isdigit() or int(value) > U64_MAX:
-            raise ArchiveError(f"{fld} {value!r} is not a decimal number below 2^64")
+    elif kind in ("u64", "u32"):
+        bits = int(kind[1:])
+        if not value.isascii() or not value.isdigit() or int(value) >= 2**bits:
+            raise ArchiveError(f"{fld} {value!r} is not a decimal number below 2^{bits}")
     elif kind == "device":
         if "/" in value or value in (".", ".."):
             raise ArchiveError(f"device {value!r} is not a block device name")

@@ -19,6 +19,8 @@ STATISTICS = [
     ("l2arc.latency", "heatmap", "ns", "cache"), ("zil.latency", "heatmap", "ns", "cache"),
     ("disk.ops", "counter", "operations", "disk"), ("disk.latency", "heatmap", "ns", "disk"),
     ("disk.size", "heatmap", "bytes", "disk"), ("disk.offset", "heatmap", "bytes", "disk"),
+    ("vdev.ops", "counter", "operations", "vdev"), ("vdev.latency", "heatmap", "ns", "vdev"),
+    ("vdev.size", "heatmap", "bytes", "vdev"),
     ("arc.size", "gauge", "bytes", "engine"), ("arc.c", "gauge", "bytes", "engine"),
     ("arc.p", "gauge", "bytes", "engine"), ("arc.hdr_size", "gauge", "bytes", "engine"),
     ("arc.data_size", "gauge", "bytes", "engine"), ("l2arc.size", "gauge", "bytes", "engine"),
@@ -35,12 +37,14 @@ CLOSED = {
     ("disk.ops", "op"): {"read": 0, "write": 1, "sync": 2, "flush": 3, "discard": 4, "other": 5},
     ("l2arc.latency", "op"): {"read": 0, "write": 1},
     ("nfs.latency", "tier"): {"none": 0, "arc": 1, "l2arc": 2, "pool": 3, "zil": 4},
+    ("vdev.latency", "op"): {"read": 0, "write": 1, "flush": 2},       # STRATA_VDEV_*, engine/strata_probes.h
 }
 REFUSED = [("nfs.ops", "op", "reed"), ("nfs.ops", "op", "READ"), ("nfs.ops", "op", "proc6"),
            ("disk.ops", "op", "getattr"), ("l2arc.latency", "op", "commit"), ("nfs.latency", "tier", "flash"),
            ("nfs.ops", "client", "10.0.0.300"), ("nfs.ops", "client", "host.example"),
            ("nfs.ops", "client", "1.2.3"), ("nfs.ops", "client", "fe80::1%eth0"), ("nfs.ops", "file", "-1"), ("nfs.ops", "file", "+5"),
-           ("nfs.ops", "file", "18446744073709551616"), ("nfs.ops", "file", "0x10")]
+           ("nfs.ops", "file", "18446744073709551616"), ("nfs.ops", "file", "0x10"),
+           ("vdev.ops", "vdev", "4294967296"), ("vdev.ops", "vdev", "a"), ("vdev.ops", "op", "discard")]
 
 
 def u32(v):
@@ -60,6 +64,8 @@ def cases():
         yield "nfs.ops", "client", text, address(text)
     for n in [0, 1, 42, 2**32, 2**64 - 1]:
         yield "nfs.ops", "file", str(n), struct.pack("<Q", n).ljust(16, b"\0")
+    for n in [0, 3, 2**32 - 1]:
+        yield "vdev.ops", "vdev", str(n), u32(n)
     for stat, fld, text in REFUSED:
         yield stat, fld, text, None
 
