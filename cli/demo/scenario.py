@@ -22,7 +22,8 @@ from strata.heatmaps.units import parse_value
 
 EXPORT = "/demo"
 CLIENT_NET = "10.213.0.0/16"   # strata-load --netns client addresses
-DATASETS = ["nfs.latency[tier]", "nfs.ops[client]", "nfs.ops[op]", "disk.latency[device]", "arc.size", "l2arc.size"]
+DATASETS = ["nfs.latency[tier]", "nfs.ops[client]", "nfs.ops[op]", "vdev.latency[vdev]", "disk.latency[device]",
+            "arc.size", "l2arc.size"]
 MiB = 1 << 20
 
 
