@@ -38,10 +38,12 @@ enum agg_stat {
 #include "statistics.def"
 	AGG_STAT_COUNT
 };
+_Static_assert(AGG_STAT_COUNT <= 32, "agg_event.stats_mask has a bit per statistic");
 
 /* The event carries each dimension as 16 key bytes: op and tier a __u32 key value
  * (below), client an IPv6 address (IPv4 as ::ffff:a.b.c.d), file a __u64 object id,
- * device a __u32 kernel dev_t (major << 20 | minor); hit/miss is not in the event. */
+ * device a __u32 kernel dev_t (major << 20 | minor), vdev a __u32 index in the engine's
+ * pool; hit/miss is not in the event. */
 enum agg_dim {
 	AGG_DIM_NONE = 0,
 #define STAT_DIM(ID, ...) AGG_DIM_##ID,
