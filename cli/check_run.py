@@ -139,7 +139,8 @@ def _private_engine(prof, work: Path, undo):
     if "cache_size" in e:
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
     eng = lab_engine.Engine(work)
-    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash",
+    # mode=1777: strata-load's clients (uids 10000 and up) create their files in the export root
+    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash,mode=1777",
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
     for tier, delay in e.get("inject_delay", {}).items():

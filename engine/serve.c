@@ -57,7 +57,8 @@ static void usage(FILE *f)
 		"  --vdev-model SPEC       latency model of each of the pool's vdevs: none, hdd[:...], ssd[:...]\n"
 		"  --cache-model SPEC      of the cache devices;  --log-model SPEC  of the SLOG\n"
 		"export OPTIONS (comma separated): allow=CIDR (repeatable, default 127.0.0.0/8 and ::1),\n"
-		"  root_squash (default) | no_root_squash, anonuid=N, anongid=N, recordsize=SIZE, ro | rw\n");
+		"  root_squash (default) | no_root_squash, anonuid=N, anongid=N, recordsize=SIZE, ro | rw,\n"
+		"  mode=OCTAL (the export root's mode; a new root is 0755, e.g. mode=1777 for a shared one)\n");
 }
 
 static int bad(const char *fmt, const char *arg)
@@ -322,6 +323,11 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!e->pool->direct)
 		fprintf(stderr, "strata-engine serve: note: the filesystem refused O_DIRECT; using buffered I/O\n");
+	int new_secret = pool_ensure_secret(e->pool, err, sizeof(err));
+	if (new_secret < 0) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
 	e->arc_max = o.arc_max;
 	e->arc = arc_create(o.arc_max, o.policy);
 	e->os = objset_create(e->pool, e->arc);
@@ -329,8 +335,14 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "strata-engine serve: %s\n", err);
 		return 1;
 	}
+	if (new_secret) {
+		/* a pool made before handles had a MAC: its old handles all go stale */
+		fprintf(stderr, "strata-engine serve: note: created the pool's handle secret; clients must mount again\n");
+		objset_new_generations(e->os);
+	}
 	for (int i = 0; i < e->nexports; i++)
-		e->exports[i].ds = objset_dataset(e->os, e->exports[i].name, e->exports[i].recordsize, 1);
+		e->exports[i].ds = objset_dataset(e->os, e->exports[i].name, e->exports[i].recordsize,
+						  e->exports[i].root_mode, 1);
 	if (txg_sync(&e->txg)) {
 		fprintf(stderr, "strata-engine serve: cannot write to the pool\n");
 		return 1;

@@ -202,7 +202,7 @@ class Engine:
             subprocess.run([str(binary), "mkpool", str(self.pool), "--size", "256m"], check=True,
                            capture_output=True)
         self.port_file.unlink(missing_ok=True)
-        self.proc = subprocess.Popen([str(binary), "serve", "--pool", str(self.pool), "--export", "/export",
+        self.proc = subprocess.Popen([str(binary), "serve", "--pool", str(self.pool), "--export", "/export:mode=1777",
                                       "--listen", "127.0.0.1:0", "--port-file", str(self.port_file), *extra],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 10

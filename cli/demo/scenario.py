@@ -115,7 +115,8 @@ def run(settings: Settings, undo, echo) -> Facts:
 
     eng = lab_engine.Engine(work)
     extra += ["--workers", str(max(8, settings.clients * settings.threads + 4))]   # no hit waits behind a miss
-    eng.start(pool, f"{EXPORT}:allow=127.0.0.0/8,allow={CLIENT_NET},no_root_squash", settings.arc_max, extra)
+    # mode=1777: strata-load's clients (uids 10000 and up) create their files in the export root
+    eng.start(pool, f"{EXPORT}:allow=127.0.0.0/8,allow={CLIENT_NET},no_root_squash,mode=1777", settings.arc_max, extra)
     undo.callback(eng.stop)
     for dev, path in backing.items():
         loopdev.detach(dev, path)   # the engine holds them: freed when it exits, even if we are killed
