@@ -103,7 +103,8 @@ def test_vdev_latency_shows_the_hdd_model_and_counts_match_the_engine(tmp_path):
     # random 128K reads on the modelled spindle: settle + seek + rotation, mostly 2-10 ms
     assert 1 * MS <= median(vdev_reads) <= 20 * MS, vdev_reads
     # the same reads on the loop devices below: their own time, far below the model's band
-    assert sum(disk_reads.values()) >= by_op["read"]
+    # (the block layer may merge two adjacent reads into one request)
+    assert sum(disk_reads.values()) >= 0.9 * by_op["read"], (sum(disk_reads.values()), by_op["read"])
     assert median(disk_reads) <= median(vdev_reads) / 4, (disk_reads, vdev_reads)
     sizes = heatmap_totals(c.data("size"))
     assert sum(n for key in sizes.values() for n in key.values()) == by_op["read"]
