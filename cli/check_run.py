@@ -86,10 +86,7 @@ def run(profile_path, baseline, update_baseline, output, as_json, junit, markdow
             shutil.copyfile(candidate, baseline)
             _say(f"wrote baseline {baseline} ({os.path.getsize(baseline):,} bytes)")
             sys.exit(0)
-        try:
-            results, series = run_comparison(baseline, candidate, (), prof.metrics, threshold, prof.confidence)
-        except ArchiveError as e:
-            _fail(str(e))
+        results, series = run_comparison(baseline, candidate, (), prof.metrics, threshold, prof.confidence)
         report(results, series, baseline, output or candidate, as_json, junit, markdown)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

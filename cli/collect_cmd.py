@@ -3,9 +3,8 @@ import signal
 
 import click
 
-from strata.cli.archive_option import archive_errors, archive_option
+from strata.cli.archive_option import archive_errors, archive_option, open_archive
 from strata.cli.binaries import MissingBinary, find_binary
-from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.lock import CollectorLock
 from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
@@ -57,7 +56,7 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
             listen = parse_address(metrics_address) if metrics_address else None
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--metrics") from None
-        with CollectorLock(path), Archive.open(path, readonly=False) as archive:
+        with CollectorLock(path), open_archive(path, readonly=False) as archive:
             exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
             collector = Collector(archive, command, exposition=exposition)
