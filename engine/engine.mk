@@ -6,6 +6,8 @@ ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c siphash.c export.c rpcbind.c pool.c cksum.c \
 	objset.c blkmap.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
+ENGINE_NET_SRCS := netloop.c netaddr.c # the front-end's event loop and its per-address table
+ENGINE_SRCS += $(ENGINE_NET_SRCS)
 ENGINE_OBJ := $(OBJ)/engine
 ENGINE_OBJS := $(addprefix $(ENGINE_OBJ)/,$(ENGINE_SRCS:.c=.o))
 ENGINE_SAN_OBJS := $(addprefix $(BUILD)/san/engine/,$(ENGINE_SRCS:.c=.o))
@@ -36,6 +38,7 @@ test-san: $(BUILD)/san/strata-engine
 	# The server keeps its state until exit by design: leak checking is off.
 	STRATA_ENGINE=$(abspath $(BUILD)/san/strata-engine) ASAN_OPTIONS=detect_leaks=0 \
 		$(PY) -m pytest -q $(ENGINE_SAN_TESTS)
+ENGINE_SAN_TESTS += tests/test_engine_limits.py
 
 # libFuzzer harness for the RPC/XDR/NFS decoders (clang 14; needs libclang-rt-14-dev).
 FUZZ_SECONDS ?= 600
@@ -43,6 +46,7 @@ FUZZ_CC ?= clang
 ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
 	fh.c siphash.c export.c objset.c blkmap.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c)
+ENGINE_FUZZ_SRCS += $(addprefix engine/,$(ENGINE_NET_SRCS))
 $(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine -fsanitize=fuzzer,address,undefined \

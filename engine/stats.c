@@ -102,6 +102,14 @@ char *stats_json(void)
 		(unsigned long long)ld(&e->ctr.bad_records), (unsigned long long)ld(&e->ctr.connections),
 		(unsigned long long)ld(&e->ctr.connections_open),
 		(unsigned long long)ld(&e->ctr.read_bytes), (unsigned long long)ld(&e->ctr.write_bytes));
+	jprintf(&j, "\"net\":{\"refused\":%llu,\"refused_per_addr\":%llu,\"evicted_idle\":%llu,"
+		"\"closed_idle\":%llu,\"record_timeouts\":%llu,\"record_mem_waits\":%llu,\"backpressure\":%llu,"
+		"\"unfinished_record_bytes\":%llu,\"queued_reply_bytes\":%llu},",
+		(unsigned long long)ld(&e->ctr.net_refused), (unsigned long long)ld(&e->ctr.net_refused_per_addr),
+		(unsigned long long)ld(&e->ctr.net_evicted), (unsigned long long)ld(&e->ctr.net_idle_closed),
+		(unsigned long long)ld(&e->ctr.net_record_timeouts), (unsigned long long)ld(&e->ctr.net_record_waits),
+		(unsigned long long)ld(&e->ctr.net_backpressure), (unsigned long long)ld(&e->ctr.unfinished_record_bytes),
+		(unsigned long long)ld(&e->ctr.queued_reply_bytes));
 	struct pool *p = e->pool;
 	jprintf(&j, "\"pool\":{\"vdevs\":%u,\"total_bytes\":%llu,\"free_bytes\":%llu,\"dirty_bytes\":%llu,"
 		"\"objects\":%llu,\"open_txg\":%llu,\"synced_txg\":%llu,\"syncs\":%llu,\"sync_failures\":%llu,"

@@ -17,7 +17,7 @@ def test_stats_json_contract(engine, tmp_path):
         assert isinstance(s["arc"][key], int), key
     assert s["nfs"]["write"] >= 1 and s["nfs"]["create"] == 1
     assert s["mount"]["mnt"] >= 1
-    for group in ("arc", "nfs", "mount", "rpc", "pool"):
+    for group in ("arc", "nfs", "mount", "rpc", "net", "pool"):
         assert all(isinstance(v, (int, float)) for v in s[group].values()), group
     assert len(s["vdev_io"]) == s["pool"]["vdevs"]
     # per vdev, counted before the pool's totals and printed after them: never fewer
