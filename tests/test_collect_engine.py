@@ -2,6 +2,7 @@
 libnfs load generator (build/bin/strata-load): BPF on the engine's USDT probe counts
 exactly the operations the clients performed, and follows an engine restart under load."""
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
