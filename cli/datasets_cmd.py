@@ -1,5 +1,6 @@
 """`strata datasets`: list, create, suspend, resume, destroy, prune, archive and import datasets."""
 import json
+import os
 import time
 
 import click
@@ -45,12 +46,14 @@ def _rate(r) -> str:
 @archive_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_(archive_path, as_json):
-    """List datasets: state, since when, size on disk, event rate and probe cost.
+    """List datasets: state, since when, size on disk, how long each level keeps
+    data, event rate and probe cost.
 
     RATE is events per second over the last minute collected. COST estimates
     the CPU the dataset's probe costs at that rate (about 0.6 us per probe
     hit, as a percent of one CPU); the total counts a probe shared by several
-    datasets once. ONDISK is approximate.
+    datasets once. ONDISK is approximate. KEEPS is the retention of the
+    second/minute/hour levels ("all": never pruned), the limit ONDISK grows to.
     """
     with open_archive(archive_path) as archive:
         infos = archive.datasets()
@@ -66,13 +69,14 @@ def list_(archive_path, as_json):
     if not infos:
         click.echo(f"no datasets in {archive.path} (create one: strata datasets create 'nfs.ops[op]')")
         return
-    rows = [("NAME", "STATE", "SINCE", "ONDISK", "RATE", "COST")]
+    rows = [("NAME", "STATE", "SINCE", "ONDISK", "KEEPS", "RATE", "COST")]
     for i, r in zip(infos, rates):
         rows.append((i.name, i.state, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.state_since)),
-                     _human_bytes(i.ondisk), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
+                     _human_bytes(i.ondisk), i.retention.short(), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    click.echo(f"archive file: {_human_bytes(os.path.getsize(archive.path))} ({archive.path})")
     click.echo(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)")
 
 
@@ -81,7 +85,7 @@ def list_(archive_path, as_json):
 @click.argument("name")
 @click.option("--keep", "keep", multiple=True, metavar="LEVEL=DURATION",
               help="Retention of one level: second, minute or hour = a duration (30m, 48h, 7d, 2w) "
-                   "or 'all'. Repeatable. Default: second=7d, minute=all, hour=all.")
+                   "or 'all'. Repeatable. Default: second=7d, minute=90d, hour=104w.")
 @click.option("--suspended", is_flag=True, help="Create it suspended (not collected until resumed).")
 @click.option("--allow-absent-device", is_flag=True,
               help="Accept a device filter naming a block device this host does not have (yet).")
