@@ -74,31 +74,31 @@ struct {
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define KCAST(p, type) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
 
-/* The agg_fs_op of an x86_64 syscall number, or -1 for syscalls not followed. */
+/* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not followed. */
 static __always_inline int fs_op(long id)
 {
 	switch (id) {
-	case 0: return AGG_FS_READ;
-	case 1: return AGG_FS_WRITE;
-	case 3: return AGG_FS_CLOSE;
-	case 17: return AGG_FS_PREAD64;
-	case 18: return AGG_FS_PWRITE64;
-	case 19: return AGG_FS_READV;
-	case 20: return AGG_FS_WRITEV;
-	case 74: return AGG_FS_FSYNC;
-	case 75: return AGG_FS_FDATASYNC;
-	case 257: return AGG_FS_OPENAT;
-	case 295: return AGG_FS_PREADV;
-	case 296: return AGG_FS_PWRITEV;
-	case 327: return AGG_FS_PREADV2;
-	case 328: return AGG_FS_PWRITEV2;
+	case 0: return AGG_FS_OP_READ;
+	case 1: return AGG_FS_OP_WRITE;
+	case 3: return AGG_FS_OP_CLOSE;
+	case 17: return AGG_FS_OP_PREAD64;
+	case 18: return AGG_FS_OP_PWRITE64;
+	case 19: return AGG_FS_OP_READV;
+	case 20: return AGG_FS_OP_WRITEV;
+	case 74: return AGG_FS_OP_FSYNC;
+	case 75: return AGG_FS_OP_FDATASYNC;
+	case 257: return AGG_FS_OP_OPENAT;
+	case 295: return AGG_FS_OP_PREADV;
+	case 296: return AGG_FS_OP_PWRITEV;
+	case 327: return AGG_FS_OP_PREADV2;
+	case 328: return AGG_FS_OP_PWRITEV2;
 	default: return -1;
 	}
 }
 
 static __always_inline int data_op(__u32 op)
 {
-	return op <= AGG_FS_PWRITEV2;
+	return op <= AGG_FS_OP_PWRITEV2;
 }
 
 static __always_inline int chosen(struct task_struct *t, __u32 tgid)
@@ -161,7 +161,7 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 	t = bpf_get_current_task_btf();
 	if (!chosen(t, t->tgid))
 		return 0;
-	if (op != AGG_FS_OPENAT && !fd_file(t, (long)(int)regs->di, &file))
+	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file))
 		return 0;
 	p = bpf_task_storage_get(&fs_pending, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!p) {
@@ -170,7 +170,7 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 	}
 	p->op = (__u32)op;
 	p->file = file;
-	if (op == AGG_FS_OPENAT) {
+	if (op == AGG_FS_OP_OPENAT) {
 		p->dirfd = (__s32)regs->di;
 		p->path = regs->si;
 	}
@@ -199,7 +199,7 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	now = bpf_ktime_get_ns();
 	p = *pp;
 	pp->start = 0;
-	if (p.op == AGG_FS_OPENAT) {
+	if (p.op == AGG_FS_OP_OPENAT) {
 		if (ret < 0 || !fd_file(t, ret, &p.file))
 			return 0;
 		report_name(&p, t->tgid);

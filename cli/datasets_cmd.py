@@ -6,7 +6,7 @@ import time
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
-from strata.datasets import catalogue, cost, transfer
+from strata.datasets import cost, transfer
 from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
 
 
@@ -87,22 +87,24 @@ def list_(archive_path, as_json):
               help="Retention of one level: second, minute or hour = a duration (30m, 48h, 7d, 2w) "
                    "or 'all'. Repeatable. Default: second=7d, minute=90d, hour=104w.")
 @click.option("--suspended", is_flag=True, help="Create it suspended (not collected until resumed).")
-def create(archive_path, name, keep, suspended):
+@click.option("--allow-absent-device", is_flag=True,
+              help="Accept a device filter naming a block device this host does not have (yet).")
+def create(archive_path, name, keep, suspended, allow_absent_device):
     """Create dataset NAME, e.g. 'nfs.ops[op=read][client]'.
 
-    The statistic and the fields must be ones `strata statistics` lists;
-    filters may be given in any order (the name is stored canonically).
-    A running `strata collect` starts collecting it within two seconds. A
-    statistic this host cannot collect now is created with a warning.
+    The statistic, the fields and the filter values must be ones the
+    catalogue has (`strata statistics --json` lists them; a wrong one is
+    refused with the valid ones named); a device filter must name a block
+    device this host has, unless --allow-absent-device. Filters may be given
+    in any order (the name is stored canonically). A running `strata collect`
+    starts collecting it within two seconds; `strata statistics` says what
+    this host can collect.
     """
     with archive_errors():
         retention = parse_keep(keep)
     with open_archive(archive_path, readonly=False) as archive:
-        info = archive.create(name, retention, active=not suspended)
+        info = archive.create(name, retention, active=not suspended, allow_absent_device=allow_absent_device)
     click.echo(f"created {info.name} ({info.kind}, {info.unit}; keeps {info.retention})")
-    stat = catalogue.by_name().get(info.statistic)
-    if stat is not None and stat.supported is False:
-        click.echo(f"strata: warning: {info.statistic} cannot be collected here now: {stat.reason}", err=True)
 
 
 def _state_command(state, verb, past):

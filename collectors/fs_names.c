@@ -1,4 +1,4 @@
-/* fs_names.c — file keys (device, inode) to paths, and process keys to comm:pid.
+/* fs_names.c — fs file keys (device, inode) to paths, for keys.c (key_set_file_namer).
  *
  * A path is only ever printed for an inode after stat(path) showed that very inode,
  * at the time it is printed: a cache entry whose path now names another inode (the
@@ -6,7 +6,7 @@
  * open files of the followed processes: /proc/PID/fd/N is opened (O_PATH, our own
  * reference to the same file), and the path readlink gives for our descriptor is kept
  * only if it stats to the inode fstat shows. An inode no followed process holds open
- * any more, and never seen under a name, prints as inode:MAJ,MIN:INO. */
+ * any more, and never seen under a name, has no path (keys.c prints inode:MAJ,MIN:INO). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 #include "fs.h"
 #include "fs_names.h"
+#include "keys.h"
 
 #define CACHE_SLOTS 4096 /* a power of two */
 #define SCAN_EVERY_NS 500000000LL
@@ -132,6 +133,8 @@ int fs_names_bind(int ringbuf_fd)
 {
 	fs_names_unbind();
 	names_rb = ring_buffer__new(ringbuf_fd, learn_open, NULL, NULL);
+	if (names_rb)
+		key_set_file_namer(fs_file_name);
 	return names_rb ? 0 : -1;
 }
 
@@ -143,6 +146,7 @@ void fs_names_drain(void)
 
 void fs_names_unbind(void)
 {
+	key_set_file_namer(NULL);
 	ring_buffer__free(names_rb);
 	names_rb = NULL;
 }
@@ -183,7 +187,7 @@ static const char *cached(uint64_t ino, uint32_t dev)
 	return NULL;
 }
 
-void fs_file_name(const struct agg_fs_file *f, char *out, size_t n)
+bool fs_file_name(const struct agg_fs_file *f, char *out, size_t n)
 {
 	const char *path = cached(f->ino, f->dev);
 
@@ -193,63 +197,5 @@ void fs_file_name(const struct agg_fs_file *f, char *out, size_t n)
 	}
 	if (path)
 		snprintf(out, n, "%s", path);
-	else
-		snprintf(out, n, "inode:%u,%u:%" PRIu64, f->dev >> 20, f->dev & 0xfffff, (uint64_t)f->ino);
-}
-
-void fs_process_name(const struct agg_fs_process *p, char *out, size_t n)
-{
-	char comm[AGG_FS_COMM_BYTES + 1], full[32] = "", path[64];
-	FILE *f;
-
-	memcpy(comm, p->comm, AGG_FS_COMM_BYTES);
-	comm[AGG_FS_COMM_BYTES] = 0;
-	snprintf(path, sizeof(path), "/proc/%u/comm", p->tgid);
-	if ((f = fopen(path, "r"))) {
-		if (fgets(full, sizeof(full), f))
-			full[strcspn(full, "\n")] = 0;
-		fclose(f);
-	}
-	/* the full name (the key holds its first bytes) while the same-named process lives */
-	snprintf(out, n, "%s:%u", full[0] && strncmp(full, comm, AGG_FS_COMM_BYTES) == 0 ? full : comm, p->tgid);
-}
-
-int fs_file_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
-{
-	struct agg_fs_file f = { 0 };
-	unsigned major, minor;
-	uint64_t ino;
-	struct stat st;
-	int used = 0;
-
-	if (sscanf(text, "inode:%u,%u:%" SCNu64 "%n", &major, &minor, &ino, &used) == 3 && !text[used]) {
-		f.ino = ino;
-		f.dev = major << 20 | (minor & 0xfffff);
-	} else if (text[0] == '/' && stat(text, &st) == 0 && S_ISREG(st.st_mode)) {
-		f.ino = st.st_ino;
-		f.dev = kernel_dev(st.st_dev);
-	} else {
-		return -1;
-	}
-	memset(key, 0, AGG_KEY_BYTES);
-	memcpy(key, &f, sizeof(f));
-	return 0;
-}
-
-int fs_process_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
-{
-	struct agg_fs_process p = { 0 };
-	const char *colon = strrchr(text, ':');
-	char *end;
-	unsigned long pid;
-
-	if (!colon || colon == text || (size_t)(colon - text) > 15)
-		return -1;
-	pid = strtoul(colon + 1, &end, 10);
-	if (end == colon + 1 || *end || pid == 0 || pid > INT_MAX)
-		return -1;
-	p.tgid = (uint32_t)pid;
-	memcpy(p.comm, text, (size_t)(colon - text) < AGG_FS_COMM_BYTES ? (size_t)(colon - text) : AGG_FS_COMM_BYTES);
-	memcpy(key, &p, sizeof(p));
-	return 0;
+	return path != NULL;
 }

@@ -1,4 +1,4 @@
-/* layers.c — loads the nfs / cache / disk / fs skeletons, manages their dataset slots and
+/* layers.c — loads the nfs / cache / disk / vdev / fs skeletons, manages their dataset slots and
  * probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include "nfs.skel.h"
 #include "cache.skel.h"
 #include "disk.skel.h"
+#include "vdev.skel.h"
 #include "fs.h"
 #include "fs_names.h"
 #include "fs.skel.h"
@@ -73,6 +74,26 @@ static int load_cache(struct layer *L, unsigned max_keys)
 	add_probe(L, "strata", "l2arc_read", s->progs.l2arc_read);
 	add_probe(L, "strata", "l2arc_write", s->progs.l2arc_write);
 	add_probe(L, "strata", "zil_commit", s->progs.zil_commit);
+	return 0;
+}
+
+static int load_vdev(struct layer *L, unsigned max_keys)
+{
+	struct vdev_bpf *s = vdev_bpf__open();
+	int err;
+
+	if (!s)
+		return -errno;
+	s->rodata->agg_max_keys = max_keys;
+	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
+	if ((err = vdev_bpf__load(s))) {
+		vdev_bpf__destroy(s);
+		return err;
+	}
+	L->skel = s;
+	L->destroy = (void (*)(void *))vdev_bpf__destroy;
+	BIND_COMMON(L, s);
+	add_probe(L, "strata", "vdev_io_done", s->progs.vdev_io_done);
 	return 0;
 }
 
@@ -176,6 +197,8 @@ int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, 
 		rc = load_nfs(L, max_keys);
 	else if (id == LAYER_CACHE)
 		rc = load_cache(L, max_keys);
+	else if (id == LAYER_VDEV)
+		rc = load_vdev(L, max_keys);
 	else if (id == LAYER_FS)
 		rc = load_fs(L, max_keys, err, n);
 	else
