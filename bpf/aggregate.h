@@ -1,6 +1,6 @@
 /* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
  *
- * Every layer program (nfs, cache, disk) includes this header once and gets its own
+ * Every layer program (nfs, cache, disk, wire) includes this header once and gets its own
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
@@ -43,6 +43,9 @@ enum agg_stat {
 	AGG_STAT_DISK_LATENCY,  /* llhist of ns */
 	AGG_STAT_DISK_SIZE,     /* llhist of bytes */
 	AGG_STAT_DISK_OFFSET,   /* llhist of bytes */
+	AGG_STAT_WIRE_OPS,      /* counter */
+	AGG_STAT_WIRE_LATENCY,  /* llhist of ns */
+	AGG_STAT_WIRE_SIZE,     /* llhist of bytes */
 	AGG_STAT_COUNT
 };
 
@@ -55,6 +58,9 @@ enum agg_dim {
 	AGG_DIM_FILE,    /* __u64 object id */
 	AGG_DIM_DEVICE,  /* __u32 kernel dev_t (major << 20 | minor) */
 	AGG_DIM_HITMISS, /* arc.accesses only: 0 = hit, 1 = miss (not stored in the event) */
+	AGG_DIM_VERSION, /* wire: bpf/wire_rpc.h */
+	AGG_DIM_STATUS,  /* wire: bpf/wire_rpc.h */
+	AGG_DIM_SERVER,  /* wire: bpf/wire_rpc.h (address and port) */
 	AGG_DIM_COUNT
 };
 
@@ -297,6 +303,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
 	case AGG_STAT_DISK_OPS:
+	case AGG_STAT_WIRE_OPS:
 		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
@@ -312,6 +319,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
+	case AGG_STAT_WIRE_SIZE:
 		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

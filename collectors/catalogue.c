@@ -11,6 +11,7 @@
 #define NFS_DIMS (D(AGG_DIM_OP) | D(AGG_DIM_CLIENT) | D(AGG_DIM_TIER) | D(AGG_DIM_FILE))
 #define DISK_DIMS (D(AGG_DIM_DEVICE) | D(AGG_DIM_OP))
 #define L2_DIMS (D(AGG_DIM_OP) | D(AGG_DIM_FILE))
+#define WIRE_DIMS (D(AGG_DIM_OP) | D(AGG_DIM_CLIENT) | D(AGG_DIM_VERSION) | D(AGG_DIM_STATUS) | D(AGG_DIM_SERVER))
 #define GAUGE(n, u, d) { n, u, KIND_GAUGE, LAYER_GAUGE, 0, OPS_NFS, 0, 0, { NULL, NULL }, d }
 
 const struct statistic statistics[] = {
@@ -35,6 +36,12 @@ const struct statistic statistics[] = {
 	  { "block_rq_issue", "block_rq_complete" }, "bytes per block request" },
 	{ "disk.offset", "bytes", KIND_HEATMAP, LAYER_DISK, AGG_STAT_DISK_OFFSET, OPS_DISK, DISK_DIMS, DISK_DIMS,
 	  { "block_rq_issue", "block_rq_complete" }, "byte offset of each block request on its device" },
+	{ "wire.ops", "operations", KIND_COUNTER, LAYER_WIRE, AGG_STAT_WIRE_OPS, OPS_NFS, WIRE_DIMS, WIRE_DIMS,
+	  { "wire", NULL }, "NFS and MOUNT operations of any server, seen on its interfaces (reply matched to call)" },
+	{ "wire.latency", "ns", KIND_HEATMAP, LAYER_WIRE, AGG_STAT_WIRE_LATENCY, OPS_NFS, WIRE_DIMS, WIRE_DIMS,
+	  { "wire", NULL }, "time from a call's first packet arriving to its reply's first packet leaving" },
+	{ "wire.size", "bytes", KIND_HEATMAP, LAYER_WIRE, AGG_STAT_WIRE_SIZE, OPS_NFS, WIRE_DIMS, WIRE_DIMS,
+	  { "wire", NULL }, "RPC bytes of an operation: call record plus reply record" },
 	GAUGE("arc.size", "bytes", "bytes held by the ARC (data and headers)"),
 	GAUGE("arc.c", "bytes", "ARC target size"),
 	GAUGE("arc.p", "bytes", "ARC adaptive MRU target"),
@@ -44,7 +51,7 @@ const struct statistic statistics[] = {
 };
 const size_t nstatistics = sizeof(statistics) / sizeof(statistics[0]);
 
-static const char *const layer_names[LAYER_COUNT] = { "nfs", "cache", "disk", "engine" };
+static const char *const layer_names[LAYER_COUNT] = { "nfs", "cache", "disk", "wire", "engine" };
 
 const char *layer_name(enum layer_id layer)
 {
@@ -64,6 +71,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 	why[0] = 0;
 	if (s->layer == LAYER_DISK)
 		return disk_btf_supported(why, n);
+	if (s->layer == LAYER_WIRE)
+		return true; /* TC clsact: checked when attaching (strata doctor probes it) */
 	if (!engine_path) {
 		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
 		return false;
@@ -126,6 +135,8 @@ void catalogue_print(FILE *out, const char *engine_path)
 			emit_json_string(out, "engine stats socket");
 		else if (s->layer == LAYER_DISK)
 			emit_json_string(out, "tracepoints block:block_rq_issue, block:block_rq_complete");
+		else if (s->layer == LAYER_WIRE)
+			emit_json_string(out, "tc clsact ingress and egress (ONC RPC over TCP)");
 		else {
 			char src[128];
 

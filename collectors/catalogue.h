@@ -8,7 +8,7 @@
 #include "keys.h"
 
 enum stat_kind { KIND_COUNTER, KIND_HEATMAP, KIND_GAUGE };
-enum layer_id { LAYER_NFS, LAYER_CACHE, LAYER_DISK, LAYER_GAUGE, LAYER_COUNT };
+enum layer_id { LAYER_NFS, LAYER_CACHE, LAYER_DISK, LAYER_WIRE, LAYER_GAUGE, LAYER_COUNT };
 
 #define STAT_MAX_PROBES 2
 
@@ -21,7 +21,7 @@ struct statistic {
 	enum op_family ops;      /* names of the "op" dimension */
 	unsigned breakdowns;     /* 1 << AGG_DIM_* */
 	unsigned filters;        /* 1 << AGG_DIM_* */
-	const char *probes[STAT_MAX_PROBES]; /* engine USDT probe names, or tracepoints */
+	const char *probes[STAT_MAX_PROBES]; /* engine USDT probe names, tracepoints, or "wire" (TC) */
 	const char *description;
 };
 
@@ -29,7 +29,7 @@ extern const struct statistic statistics[];
 extern const size_t nstatistics;
 
 const struct statistic *statistic_find(const char *name);
-/* "nfs", "cache", "disk", "engine" */
+/* "nfs", "cache", "disk", "wire", "engine" */
 const char *layer_name(enum layer_id layer);
 
 /* Whether this host can collect s; reason (if not) in why. engine_path may be NULL. */
