@@ -12,7 +12,7 @@ from strata.heatmaps import source, termcaps
 from strata.heatmaps.breakdown import compute, to_json
 from strata.heatmaps.timebins import choose_bins
 
-BY = ("client", "op", "tier", "device", "file", "result")
+BY = ("client", "op", "tier", "device", "file", "result", "version", "status", "server")
 
 
 def dataset_name(text: str, by: str | None) -> str:

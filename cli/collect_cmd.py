@@ -21,13 +21,21 @@ from strata.datasets.paths import default_archive
               help="The one strata-engine process to probe (default: the newest one running).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
+@click.option("--wire-iface", "wire_ifaces", metavar="PATTERN", multiple=True,
+              help="Interface (or fnmatch pattern, e.g. 'veth*') where wire.* statistics watch NFS "
+                   "traffic; repeatable (default: every interface with an address, loopback included, "
+                   "and those that appear later).")
+@click.option("--wire-port", "wire_ports", metavar="PORT", type=click.IntRange(1, 65535), multiple=True,
+              help="Server TCP port wire.* statistics follow; repeatable (default: 2049). Add the "
+                   "server's MOUNT port to see MOUNT operations.")
 @click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT",
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")
 @click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
               help="Significant digits of the exported histogram bounds: llhist's own 2 "
                    "(90 a decade), or 1 (9 a decade, a tenth of the series).")
-def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, metrics_digits):
+def collect(archive_path, engine, engine_pid, collector_bin, wire_ifaces, wire_ports, metrics_address,
+            metrics_digits):
     """Collect the archive's active datasets every second until stopped.
 
     Runs strata-collect (which loads and attaches only the probes the active
@@ -52,7 +60,9 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
         if engine and engine_pid:
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + (["--engine", engine] if engine else []) \
-            + (["--engine-pid", str(engine_pid)] if engine_pid else [])
+            + (["--engine-pid", str(engine_pid)] if engine_pid else []) \
+            + [a for i in wire_ifaces for a in ("--wire-iface", i)] \
+            + [a for p in wire_ports for a in ("--wire-port", str(p))]
         try:
             listen = parse_address(metrics_address) if metrics_address else None
         except ValueError as e:

@@ -15,6 +15,7 @@ from .errors import ArchiveError
 
 NFS = ["op", "client", "tier", "file"]
 DISK = ["device", "op"]
+WIRE = ["op", "client", "version", "status", "server"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ def _builtin(name, unit, kind, breakdowns, layer, probe, filters=None):
 
 NFS_OP = "usdt strata:nfs_ops"
 BLOCK = "tracepoints block:block_rq_issue, block:block_rq_complete"
+TC = "tc clsact ingress and egress (ONC RPC over TCP)"
 BUILTIN = [
     _builtin("nfs.ops", "operations", "counter", NFS, "nfs", NFS_OP),
     _builtin("nfs.latency", "ns", "heatmap", NFS, "nfs", NFS_OP),
@@ -50,13 +52,16 @@ BUILTIN = [
     _builtin("disk.latency", "ns", "heatmap", DISK, "disk", BLOCK),
     _builtin("disk.size", "bytes", "heatmap", DISK, "disk", BLOCK),
     _builtin("disk.offset", "bytes", "heatmap", DISK, "disk", BLOCK),
+    _builtin("wire.ops", "operations", "counter", WIRE, "wire", TC),
+    _builtin("wire.latency", "ns", "heatmap", WIRE, "wire", TC),
+    _builtin("wire.size", "bytes", "heatmap", WIRE, "wire", TC),
 ] + [_builtin(g, "bytes", "gauge", [], "cache", "")
      for g in ("arc.size", "arc.c", "arc.p", "arc.hdr_size", "arc.data_size", "l2arc.size")]
 
 
 def _probe(source: str) -> str:
     """The probes of a catalogue `source`; sampled sources (engine stats socket) fire no probe."""
-    return source if source.startswith(("usdt", "tracepoint")) else ""
+    return source if source.startswith(("usdt", "tracepoint", "tc ")) else ""
 
 
 def parse(text: str) -> list:
