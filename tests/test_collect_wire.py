@@ -70,3 +70,59 @@ def test_wire_matches_engine_per_client_and_op(engine):
     assert set(wlat) == set(nlat)
     for op in nlat:
         assert p50(wlat[op]) >= p50(nlat[op]), (op, wlat[op], nlat[op])
+
+
+def client_sent(report):
+    """{client: RPCs} and {op: RPCs} strata-load sent: setup (MOUNT included) and run."""
+    per_client, per_op = {}, {}
+    for cl in report["clients"]:
+        ops = dict(cl["ops"])
+        for op, n in cl["setup"]["ops"].items():
+            ops[op] = ops.get(op, 0) + n
+        for op, n in cl["setup"]["mount_ops"].items():
+            ops[op] = ops.get(op, 0) + n
+        per_client[cl["addr"]] = sum(ops.values())
+        for op, n in ops.items():
+            per_op[op] = per_op.get(op, 0) + n
+    return per_client, {op: n for op, n in per_op.items() if n}
+
+
+@pytest.fixture
+def ganesha():
+    from load_util import Ganesha
+    why = Ganesha.missing()
+    if why:
+        pytest.skip(why)
+    g = Ganesha()
+    g.start()
+    yield g
+    g.close()
+
+
+def test_wire_counts_what_clients_sent_to_ganesha(ganesha, tmp_path):
+    """A server no one here wrote: nfs-ganesha (FSAL_VFS, NFSv3/TCP) and 4 strata-load
+    clients in network namespaces. wire.ops[client] and wire.ops[op] equal what strata-load
+    reports it sent, exactly; every call's status word is read."""
+    from load_util import load_ok
+    c = wire_collector([ganesha.nfsport, ganesha.mountport], ["stl*", "lo"])
+    try:
+        c.add("clients", "wire.ops", "client")
+        c.add("ops", "wire.ops", "op")
+        c.add("lat", "wire.latency", "op")
+        c.add("status", "wire.ops", "status")
+        c.flush_now()
+        report = load_ok(*ganesha.args(), "--files", "4", "--file-size", "1m", "--profile", "mixed", "--setup",
+                         "--netns", "--netns-delay", "0.5", "--clients", "4", "--threads", "2", "--duration", "2")
+        c.flush_now()
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    per_client, per_op = client_sent(report)
+    assert totals(c, "clients") == per_client
+    assert totals(c, "ops") == per_op
+    # every file created was first looked up and not found (NFS3ERR_NOENT): the status word is read
+    assert totals(c, "status") == {"ok": sum(per_op.values()) - per_op["create"], "noent": per_op["create"]}
+    lat = heatmap_totals(c.data("lat"))
+    assert {op: sum(b.values()) for op, b in lat.items()} == per_op
+    st = wire_status(c)
+    assert st["desyncs"] == 0 and st["unmatched"] == 0, st
