@@ -18,3 +18,8 @@ $(TESTOUT)/llhist_bpf_test: tests/llhist_bpf_test.c $(TESTOUT)/llhist_vectors.sk
 
 TEST_BINS   += $(TESTOUT)/llhist_test
 ALL_TARGETS += $(TESTOUT)/llhist_bpf_test
+
+$(TESTOUT)/wire_test_run: tests/wire_test_run.c $(BPFOUT)/wire.skel.h bpf/aggregate.h bpf/wire_rpc.h | $(TESTOUT)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf)
+
+ALL_TARGETS += $(TESTOUT)/wire_test_run
