@@ -14,7 +14,12 @@
  * (a sequence gap, a record marker or header that is not RPC, a stream joined
  * mid-way) stops counting until a packet starts with a plausible call header (or,
  * for replies, the reply of a call still pending); both events are counted in
- * wire_counters, so a lost stretch is visible and never counted as wrong data. */
+ * wire_counters, so a lost stretch is visible and never counted as wrong data.
+ * Reordering is tolerated without loss where it can be: bytes missing inside a
+ * record's body need not be seen at all; a segment that arrives ahead of its
+ * predecessor at a record boundary, starting with a plausible header, is walked at
+ * once and leaves a hole, which the late segment fills when it holds whole records
+ * (the common case: one call per send). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -62,7 +67,9 @@ struct wire_stream {
 	__u8 last_frag;   /* the current fragment ends its record */
 	__u8 rec_start;   /* the next marker starts a record (its header follows) */
 	__u8 in_call;     /* call streams: the record in progress is a followed call */
-	__u8 pad[2];
+	__u8 has_hole;    /* bytes hole_seq..hole_end not seen yet (a reordered segment) */
+	__u8 pad;
+	__u32 hole_seq, hole_end;
 	struct wire_done done;
 	__u8 buf[64];     /* gathering room: have < 32 and a read of at most 32 */
 };
@@ -498,7 +505,8 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, stru
 	return 0;
 }
 
-/* The stream's state, created for a SYN (in sync) or a mid-stream packet (not yet). */
+/* The stream's state, created for a SYN (in sync) or a mid-stream packet with data
+ * (not yet in sync); NULL for anything else without state (the last ACK after a FIN). */
 static __always_inline struct wire_stream *stream_get(struct pkt *p)
 {
 	struct wire_stream *st = bpf_map_lookup_elem(&wire_streams, &p->flow), *fresh;
@@ -506,6 +514,8 @@ static __always_inline struct wire_stream *stream_get(struct pkt *p)
 
 	if (st && !(p->flags & TCP_SYN))
 		return st;
+	if (!(p->flags & TCP_SYN) && (p->end <= p->payload || (p->flags & (TCP_RST | TCP_FIN))))
+		return NULL;
 	fresh = bpf_map_lookup_elem(&wire_new_stream, &zero);
 	if (!fresh)
 		return NULL;
@@ -521,6 +531,62 @@ static __always_inline struct wire_stream *stream_get(struct pkt *p)
 	bpf_map_update_elem(&wire_streams, &p->flow, fresh, BPF_ANY);
 	__builtin_memset(fresh, 0, sizeof(*fresh));
 	return bpf_map_lookup_elem(&wire_streams, &p->flow);
+}
+
+/* A segment ahead of the stream: bytes missing inside a record's body are skipped
+ * (the body is never parsed); otherwise the segment is walked at once if the stream
+ * sits at a record boundary, the gap is small and the segment starts with a plausible
+ * record, leaving a hole for the late segment. */
+static __always_inline int hole_open(struct walk *w, __u32 seq)
+{
+	struct wire_stream *st = w->st;
+	__u32 gap = seq - st->next_seq;
+
+	if (st->phase == PH_BODY && gap <= st->frag_left) {
+		st->frag_left -= gap;
+		return 1;
+	}
+	if (st->has_hole || st->phase != PH_MARKER || !st->rec_start || st->have || gap > WIRE_HOLE_MAX ||
+	    !plausible(w))
+		return 0;
+	st->has_hole = 1;
+	st->hole_seq = st->next_seq;
+	st->hole_end = seq;
+	return 1;
+}
+
+/* The late segment at the start of the hole: walked with a fresh state up to the hole's
+ * end; it must end on a record boundary, else the rest of the hole is given up. */
+static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
+{
+	struct wire_stream *st = w->st, *tmp;
+	__u32 zero = 0, room = st->hole_end - seq, walked;
+	int whole;
+
+	tmp = bpf_map_lookup_elem(&wire_new_stream, &zero);
+	if (!tmp)
+		return;
+	if (len > room)
+		w->end = w->pos + room; /* a retransmission spanning the hole: the rest was walked */
+	w->st = tmp;
+	whole = plausible(w);
+	if (whole) {
+		tmp->phase = PH_MARKER;
+		tmp->rec_start = 1;
+		tmp->have = 0;
+		bpf_loop(WIRE_STEPS_MAX, walk_step, w, 0);
+		whole = !w->lost && w->pos >= w->end && tmp->phase == PH_MARKER && tmp->rec_start && !tmp->have;
+	}
+	__builtin_memset(tmp, 0, sizeof(*tmp));
+	w->st = st;
+	walked = len > room ? room : len;
+	if (whole && walked < room) {
+		st->hole_seq = seq + walked;
+		return;
+	}
+	st->has_hole = 0;
+	if (!whole)
+		count(WIRE_DESYNCS);
 }
 
 static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
@@ -544,23 +610,29 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 		goto done;
 	if (p.flags & TCP_SYN)
 		p.seq++; /* data on a SYN (TCP fast open) follows the SYN's sequence number */
+	w.st = st;
+	w.flow = &p.flow;
+	w.pos = p.payload;
+	w.end = p.end;
+	w.now = bpf_ktime_get_ns();
 	if (st->phase != PH_UNSYNCED) {
 		__s32 ahead = (__s32)(p.seq - st->next_seq);
 
-		if (ahead > 0) { /* bytes we never saw */
+		if (ahead > 0 && !hole_open(&w, p.seq)) { /* bytes we never saw */
 			st->phase = PH_UNSYNCED;
+			st->has_hole = 0;
 			count(WIRE_DESYNCS);
-		} else if (ahead < 0) { /* a retransmission: walk only what is new */
-			if ((__u32)-ahead >= len)
+		} else if (ahead < 0) {
+			if (st->has_hole && p.seq == st->hole_seq) { /* a reordered segment, late */
+				hole_fill(&w, p.seq, len);
+				goto done;
+			}
+			if ((__u32)-ahead >= len) /* a retransmission: walk only what is new */
 				goto done;
 			skip = (__u32)-ahead;
+			w.pos += skip;
 		}
 	}
-	w.st = st;
-	w.flow = &p.flow;
-	w.pos = p.payload + skip;
-	w.end = p.end;
-	w.now = bpf_ktime_get_ns();
 	if (st->phase == PH_UNSYNCED) {
 		if (skip || !plausible(&w))
 			goto advance;
@@ -569,6 +641,7 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 		st->have = 0;
 		st->in_call = 0;
 		st->done.valid = 0;
+		st->has_hole = 0;
 		count(WIRE_RESYNCS);
 	}
 	bpf_loop(WIRE_STEPS_MAX, walk_step, &w, 0);

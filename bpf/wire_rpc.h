@@ -28,6 +28,7 @@
 #define WIRE_STEPS_MAX        4096    /* parser steps per packet (3 per record) */
 #define WIRE_FRAGMENT_MAX     (64u << 20) /* a larger record marker is garbage */
 #define WIRE_HEADER_BYTES     28      /* RPC header bytes read after a record marker */
+#define WIRE_HOLE_MAX         (1u << 20) /* the largest reordering gap bridged */
 
 #define WIRE_PROG_NFS   100003
 #define WIRE_PROG_MOUNT 100005

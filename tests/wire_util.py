@@ -8,6 +8,13 @@ from collect_util import Collector, counter_totals, private_copy
 from conftest import built
 from strata.datasets import llhist
 
+# Server and clients on one CPU for exact comparisons. A veth delivers each segment through
+# the backlog of the CPU that sent it, and a client socket sends from its thread and from the
+# softirq that processes the server's ACKs, so segments of one stream can reach the server's
+# interface out of order. The wire layer bridges the common cases (tests/test_wire_parse.py)
+# and counts (desyncs) what it cannot; on one CPU, exactness does not hang on the scheduler.
+PINNED = ["taskset", "-c", "0"]
+
 
 class WireEngine:
     """A private copy of strata-engine (uprobes are per inode: other engines on this
@@ -18,7 +25,7 @@ class WireEngine:
         pool, port_file = folder / "wire.pool", folder / "wire.port"
         subprocess.run([str(self.binary), "mkpool", str(pool), "--size", "256m"], check=True, capture_output=True)
         export = "/export:rw,no_root_squash" + "".join(f",allow={a}" for a in allow)
-        self.proc = subprocess.Popen([str(self.binary), "serve", "--pool", str(pool), "--export", export,
+        self.proc = subprocess.Popen([*PINNED, str(self.binary), "serve", "--pool", str(pool), "--export", export,
                                       "--listen", "127.0.0.1:0", "--mount-port", "0", "--port-file", str(port_file),
                                       "--no-rpcbind"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -31,7 +38,7 @@ class WireEngine:
         self.nfs_port, self.mount_port = int(m.group(1)), int(m.group(2))
 
     def load_args(self, *more):
-        return [str(built("bin/strata-load")), "--server", "127.0.0.1", "--nfsport", str(self.nfs_port),
+        return [*PINNED, str(built("bin/strata-load")), "--server", "127.0.0.1", "--nfsport", str(self.nfs_port),
                 "--mountport", str(self.mount_port), "--export", "/export", "--json", "-", *map(str, more)]
 
     def stop(self):
