@@ -82,12 +82,9 @@ struct wire_call {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, WIRE_PORTS_MAX);
-	__type(key, __u16);  /* server port, host order */
-	__type(value, __u8);
-} wire_ports SEC(".maps");
+/* Server ports followed, one bit per port (set by userspace): a load, not a map lookup,
+ * for every packet the interface carries. */
+__u8 wire_port_bits[65536 / 8];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -487,7 +484,7 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, stru
 	dport = (__u16)tcp[2] << 8 | tcp[3];
 	server = ingress ? dport : sport;
 	cport = ingress ? sport : dport;
-	if (!bpf_map_lookup_elem(&wire_ports, &server))
+	if (!(wire_port_bits[server >> 3] & (1u << (server & 7))))
 		return -1;
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		__builtin_memcpy(&p->flow.client[12], ingress ? src : dst, 4);
@@ -598,6 +595,8 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 
 	if (parse_packet(skb, ingress, &p) < 0)
 		return TC_ACT_UNSPEC;
+	if (p.end <= p.payload && !(p.flags & (TCP_SYN | TCP_FIN | TCP_RST)))
+		return TC_ACT_UNSPEC; /* a pure ACK: nothing to walk */
 	st = stream_get(&p);
 	if (!st)
 		return TC_ACT_UNSPEC;

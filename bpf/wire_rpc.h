@@ -20,7 +20,7 @@
 #ifndef STRATA_WIRE_RPC_H
 #define STRATA_WIRE_RPC_H
 
-#define WIRE_PORTS_MAX        64      /* server ports followed */
+#define WIRE_PORTS_MAX        64      /* --wire-port options */
 #define WIRE_IFACES_MAX       1024    /* interfaces with an L2 header length set */
 #define WIRE_STREAMS_MAX      32768   /* stream states, two per TCP connection (LRU) */
 #define WIRE_PENDING_MAX      65536   /* calls awaiting their reply (LRU) */

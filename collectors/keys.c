@@ -158,7 +158,7 @@ static void status_format(uint32_t v, char *out, size_t n)
 		snprintf(out, n, "err%u", v);
 }
 
-/* "10.0.0.1:2049" (IPv4, port in the bytes the mapped form leaves zero), "[fd00::1]" (IPv6). */
+/* "10.0.0.1:2049" (IPv4, port in the bytes the mapped form leaves zero), "fd00::1" (IPv6). */
 static void server_format(const uint8_t *key, char *out, size_t n)
 {
 	static const uint8_t mapped[10] = { 0 };
@@ -169,8 +169,7 @@ static void server_format(const uint8_t *key, char *out, size_t n)
 		snprintf(out, n, "%s:%u", addr, (unsigned)key[0] << 8 | key[1]);
 		return;
 	}
-	inet_ntop(AF_INET6, key, addr, sizeof(addr));
-	snprintf(out, n, "[%s]", addr);
+	inet_ntop(AF_INET6, key, out, n);
 }
 
 void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
@@ -301,7 +300,7 @@ static int version_parse(const char *text, uint32_t *v)
 	return 0;
 }
 
-/* "10.0.0.1:2049" or "[fd00::1]" (see server_format). */
+/* "10.0.0.1:2049" or "fd00::1" (see server_format). */
 static int server_parse(const char *text, uint8_t *key)
 {
 	char addr[INET6_ADDRSTRLEN];
@@ -310,11 +309,8 @@ static int server_parse(const char *text, uint8_t *key)
 	unsigned long port;
 	char *end;
 
-	if (text[0] == '[' && len > 2 && text[len - 1] == ']' && len - 2 < sizeof(addr)) {
-		memcpy(addr, text + 1, len - 2);
-		addr[len - 2] = 0;
-		return inet_pton(AF_INET6, addr, key) == 1 ? 0 : -1;
-	}
+	if (inet_pton(AF_INET6, text, key) == 1)
+		return len && !(key[10] == 0xff && key[11] == 0xff && !key[0] && !key[1]) ? 0 : -1;
 	if (!colon || (size_t)(colon - text) >= sizeof(addr))
 		return -1;
 	memcpy(addr, text, (size_t)(colon - text));

@@ -36,7 +36,6 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 {
 	struct wire_bpf *s = wire_bpf__open();
 	struct wire_state *w;
-	__u8 one = 1;
 	int err;
 
 	if (!s)
@@ -60,7 +59,7 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
 	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
 	for (int i = 0; i < cfg->nports; i++)
-		bpf_map_update_elem(bpf_map__fd(s->maps.wire_ports), &cfg->ports[i], &one, BPF_ANY);
+		s->bss->wire_port_bits[cfg->ports[i] >> 3] |= (__u8)(1u << (cfg->ports[i] & 7));
 	L->skel = s;
 	L->destroy = (void (*)(void *))wire_bpf__destroy;
 	L->wire = w;

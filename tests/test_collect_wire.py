@@ -273,3 +273,16 @@ def test_wire_attached_under_load_resyncs_and_never_overcounts(engine):
     assert all(n <= nfs.get(op, 0) for op, n in wire.items()), (wire, nfs)
     assert sum(wire.values()) > 0, (wire, nfs, json.dumps(st))
     assert st["joined"] > 0 and st["resyncs"] > 0, st
+
+
+def test_wire_keys_parse_as_filters_and_bad_values_are_one_error():
+    c = wire_collector([2049], ["lo"])
+    try:
+        c.add("a", "wire.ops", "op", "server=127.0.0.1:2049", "status=noent", "version=nfs3", "client=10.0.0.3")
+        c.add("b", "wire.latency", "client", "server=fd00::1", "op=compound")
+        for bad in ("server=127.0.0.1", "server=10.0.0.1:70000", "status=fine", "version=smb2", "op=frobnicate"):
+            reply = c.send(f"add x wire.ops - {bad}")
+            assert reply["type"] == "error" and bad.split("=")[1] in reply["message"], reply
+        assert c.send("add y wire.ops tier")["type"] == "error"  # not a wire breakdown
+    finally:
+        assert c.stop() == 0

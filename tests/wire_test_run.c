@@ -95,7 +95,6 @@ int main(int argc, char **argv)
 	static const __u32 dims[3] = { AGG_DIM_OP, AGG_DIM_STATUS, AGG_DIM_NONE };
 	struct wire_bpf *s = wire_bpf__open();
 	unsigned long runs = 0;
-	__u8 one = 1;
 	int err;
 
 	if (!s || (err = wire_bpf__load(s))) {
@@ -105,7 +104,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		__u16 port = (__u16)atoi(argv[i]);
 
-		bpf_map_update_elem(bpf_map__fd(s->maps.wire_ports), &port, &one, BPF_ANY);
+		s->bss->wire_port_bits[port >> 3] |= (__u8)(1u << (port & 7));
 	}
 	for (int i = 0; i < 3; i++) {
 		s->bss->agg_slots[i].breakdown = dims[i];
