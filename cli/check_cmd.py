@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from strata.cli import check_report
+from strata.cli.archive_option import open_archive
 from strata.datasets.archive import Archive
 from strata.datasets.compare import METRICS, KeyVerdict, align_buckets, compare_counts, compare_histograms, interval_metric
 from strata.datasets.errors import ArchiveError
@@ -107,16 +108,14 @@ def check(ctx, baseline, candidate, datasets, metrics, threshold, confidence, as
     unknown = [m for m in metric_list if m not in METRICS]
     if unknown:
         raise click.BadParameter(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}", param_hint="--metric")
-    try:
-        results, series = run_comparison(baseline, candidate, datasets, metric_list, _percent(threshold), confidence)
-    except ArchiveError as e:
-        click.echo(f"strata check: {e}", err=True)
-        sys.exit(2)
+    results, series = run_comparison(baseline, candidate, datasets, metric_list, _percent(threshold), confidence)
     report(results, series, baseline, candidate, as_json, junit, markdown)
 
 
 def run_comparison(baseline, candidate, datasets, metrics, threshold, confidence):
-    with Archive.open(baseline) as base_ar, Archive.open(candidate) as cand_ar:
+    """Verdicts and p99 series for the datasets of two archives; an archive that cannot be
+    read, or datasets missing, are one-line errors with exit status 2."""
+    with open_archive(baseline, exit_code=2) as base_ar, open_archive(candidate, exit_code=2) as cand_ar:
         base_names = {d.name for d in base_ar.datasets()}
         cand_names = {d.name for d in cand_ar.datasets()}
         names = list(datasets) or sorted(base_names & cand_names)

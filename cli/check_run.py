@@ -86,10 +86,7 @@ def run(profile_path, baseline, update_baseline, output, as_json, junit, markdow
             shutil.copyfile(candidate, baseline)
             _say(f"wrote baseline {baseline} ({os.path.getsize(baseline):,} bytes)")
             sys.exit(0)
-        try:
-            results, series = run_comparison(baseline, candidate, (), prof.metrics, threshold, prof.confidence)
-        except ArchiveError as e:
-            _fail(str(e))
+        results, series = run_comparison(baseline, candidate, (), prof.metrics, threshold, prof.confidence)
         report(results, series, baseline, output or candidate, as_json, junit, markdown)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -139,7 +136,8 @@ def _private_engine(prof, work: Path, undo):
     if "cache_size" in e:
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
     eng = lab_engine.Engine(work)
-    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash",
+    # mode=1777: strata-load's clients (uids 10000 and up) create their files in the export root
+    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash,mode=1777",
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
     for tier, delay in e.get("inject_delay", {}).items():

@@ -1,5 +1,7 @@
-/* keys.c — breakdown key bytes (as the bpf/ programs fill them) to text and back. */
+/* keys.c — breakdown key bytes (as the bpf/ programs fill them) to text and back; the
+ * dimension names and closed key sets come from statistics.def. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,67 +10,78 @@
 #include "keys.h"
 #include "wire_rpc.h"
 
-static const char *const dim_names[AGG_DIM_COUNT] = {
-	[AGG_DIM_NONE] = "-", [AGG_DIM_OP] = "op", [AGG_DIM_CLIENT] = "client",
-	[AGG_DIM_TIER] = "tier", [AGG_DIM_FILE] = "file", [AGG_DIM_DEVICE] = "device",
-	[AGG_DIM_HITMISS] = "hit/miss", [AGG_DIM_VERSION] = "version", [AGG_DIM_STATUS] = "status",
-	[AGG_DIM_SERVER] = "server",
+static const struct {
+	const char *name, *values, *doc;
+} dims[AGG_DIM_COUNT] = {
+	[AGG_DIM_NONE] = { "-", "", "" },
+#define STAT_DIM(ID, name, values, doc) [AGG_DIM_##ID] = { name, values, doc },
+#include "statistics.def"
 };
 
-/* NFSv3 procedures 0..21 (RFC 1813). */
-static const char *const nfs_procs[] = {
-	"null", "getattr", "setattr", "lookup", "access", "readlink", "read", "write",
-	"create", "mkdir", "symlink", "mknod", "remove", "rmdir", "rename", "link",
-	"readdir", "readdirplus", "fsstat", "fsinfo", "pathconf", "commit",
+static const struct {
+	const char *name, *doc;
+} keysets[KEYSET_COUNT] = {
+#define STAT_KEYSET(ID, name, doc) [KEYSET_##ID] = { name, doc },
+#include "statistics.def"
 };
-/* MOUNT v3 procedures 0..5 (RFC 1813 appendix I). */
-static const char *const mount_procs[] = { "mnt_null", "mnt", "dump", "umnt", "umntall", "export" };
-/* NFSv4 operations 3..58 (RFC 8881), named as their NFSv3 counterparts where one exists. */
-static const char *const v4_ops[] = {
-	[3] = "access", [4] = "close", [5] = "commit", [6] = "create", [7] = "delegpurge",
-	[8] = "delegreturn", [9] = "getattr", [10] = "getfh", [11] = "link", [12] = "lock",
-	[13] = "lockt", [14] = "locku", [15] = "lookup", [16] = "lookupp", [17] = "nverify",
-	[18] = "open", [19] = "openattr", [20] = "open_confirm", [21] = "open_downgrade",
-	[22] = "putfh", [23] = "putpubfh", [24] = "putrootfh", [25] = "read", [26] = "readdir",
-	[27] = "readlink", [28] = "remove", [29] = "rename", [30] = "renew", [31] = "restorefh",
-	[32] = "savefh", [33] = "secinfo", [34] = "setattr", [35] = "setclientid",
-	[36] = "setclientid_confirm", [37] = "verify", [38] = "write", [39] = "release_lockowner",
-	[40] = "backchannel_ctl", [41] = "bind_conn_to_session", [42] = "exchange_id",
-	[43] = "create_session", [44] = "destroy_session", [45] = "free_stateid",
-	[46] = "get_dir_delegation", [47] = "getdeviceinfo", [48] = "getdevicelist",
-	[49] = "layoutcommit", [50] = "layoutget", [51] = "layoutreturn", [52] = "secinfo_no_name",
-	[53] = "sequence", [54] = "set_ssv", [55] = "test_stateid", [56] = "want_delegation",
-	[57] = "destroy_clientid", [58] = "reclaim_complete",
-};
-/* NFS (RFC 1813 / 8881) and MOUNT status words, lower case without the NFS3ERR_ prefix. */
-static const struct { uint32_t v; const char *name; } statuses[] = {
-	{ 0, "ok" }, { 1, "perm" }, { 2, "noent" }, { 5, "io" }, { 6, "nxio" }, { 13, "acces" },
-	{ 17, "exist" }, { 18, "xdev" }, { 19, "nodev" }, { 20, "notdir" }, { 21, "isdir" },
-	{ 22, "inval" }, { 27, "fbig" }, { 28, "nospc" }, { 30, "rofs" }, { 31, "mlink" },
-	{ 63, "nametoolong" }, { 66, "notempty" }, { 69, "dquot" }, { 70, "stale" }, { 71, "remote" },
-	{ 10001, "badhandle" }, { 10002, "not_sync" }, { 10003, "bad_cookie" }, { 10004, "notsupp" },
-	{ 10005, "toosmall" }, { 10006, "serverfault" }, { 10007, "badtype" }, { 10008, "jukebox" },
-	{ WIRE_STATUS_RPC | 1, "prog_unavail" }, { WIRE_STATUS_RPC | 2, "prog_mismatch" },
-	{ WIRE_STATUS_RPC | 3, "proc_unavail" }, { WIRE_STATUS_RPC | 4, "garbage_args" },
-	{ WIRE_STATUS_RPC | 5, "system_err" }, { WIRE_STATUS_DENIED | 0, "rpc_mismatch" },
-	{ WIRE_STATUS_DENIED | 1, "auth_error" },
-};
-static const char *const disk_ops[] = { "read", "write", "sync", "flush", "discard", "other" };
-static const char *const tier_ops[] = { "read", "write", "commit" };
-static const char *const tiers[] = { "none", "arc", "l2arc", "pool", "zil" };
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+const struct key_text key_texts[] = {
+#define STAT_KEY(SET, ID, value, text) { KEYSET_##SET, value, text },
+#include "statistics.def"
+};
+const size_t nkey_texts = sizeof(key_texts) / sizeof(key_texts[0]);
 
 const char *dim_name(int dim)
 {
-	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dim_names[dim] : NULL;
+	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dims[dim].name : NULL;
+}
+
+const char *dim_values(int dim)
+{
+	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dims[dim].values : NULL;
+}
+
+const char *dim_doc(int dim)
+{
+	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dims[dim].doc : NULL;
 }
 
 int dim_parse(const char *name)
 {
 	for (int d = 0; d < AGG_DIM_COUNT; d++)
-		if (strcmp(name, dim_names[d]) == 0)
+		if (strcmp(name, dims[d].name) == 0)
 			return d;
+	return -1;
+}
+
+const char *keyset_name(enum keyset set)
+{
+	return keysets[set].name;
+}
+
+const char *keyset_doc(enum keyset set)
+{
+	return keysets[set].doc;
+}
+
+/* The text of value in set, or NULL. */
+static const char *key_text_of(enum keyset set, uint32_t value)
+{
+	for (size_t i = 0; i < nkey_texts; i++)
+		if (key_texts[i].set == set && key_texts[i].value == value)
+			return key_texts[i].text;
+	return NULL;
+}
+
+/* The value of text in set; -1 if the set has no such text. */
+static int key_value_of(enum keyset set, const char *text, uint32_t *value)
+{
+	for (size_t i = 0; i < nkey_texts; i++) {
+		if (key_texts[i].set == set && strcmp(key_texts[i].text, text) == 0) {
+			*value = key_texts[i].value;
+			return 0;
+		}
+	}
 	return -1;
 }
 
@@ -96,11 +109,6 @@ static int is_other(const uint8_t *key)
 	return 1;
 }
 
-static const char *name_of(const char *const *names, size_t n, uint32_t v)
-{
-	return v < n ? names[v] : NULL;
-}
-
 /* kernel dev_t (major << 20 | minor) -> "loop3" via /sys/dev/block/MAJ:MIN/uevent. */
 static void device_name(uint32_t dev, char *out, size_t n)
 {
@@ -123,48 +131,24 @@ static void device_name(uint32_t dev, char *out, size_t n)
 	fclose(f);
 }
 
-static void op_format(enum op_family ops, uint32_t v, char *out, size_t n)
+static void op_format(enum keyset ops, uint32_t v, char *out, size_t n)
 {
-	const char *name = NULL;
+	const char *name = key_text_of(ops, v);
 
-	if (ops == OPS_NFS && (v & ~0xffffu) == WIRE_OP_V4)
-		name = v == WIRE_OP_V4 ? "compound" : name_of(v4_ops, NELEM(v4_ops), v & 0xffff);
-	else if (ops == OPS_NFS)
-		name = v & 0x10000 ? name_of(mount_procs, NELEM(mount_procs), v & 0xffff)
-				   : name_of(nfs_procs, NELEM(nfs_procs), v);
-	else if (ops == OPS_DISK)
-		name = name_of(disk_ops, NELEM(disk_ops), v);
-	else
-		name = name_of(tier_ops, NELEM(tier_ops), v);
 	if (name)
 		snprintf(out, n, "%s", name);
 	else
 		snprintf(out, n, "%s%u", v & 0x10000 ? "mnt_proc" : "proc", v & 0xffff);
 }
 
-static void status_format(uint32_t v, char *out, size_t n)
-{
-	for (size_t i = 0; i < NELEM(statuses); i++) {
-		if (statuses[i].v == v) {
-			snprintf(out, n, "%s", statuses[i].name);
-			return;
-		}
-	}
-	if (v & WIRE_STATUS_DENIED)
-		snprintf(out, n, "denied%u", v & 0xffff);
-	else if (v & WIRE_STATUS_RPC)
-		snprintf(out, n, "rpc%u", v & 0xffff);
-	else
-		snprintf(out, n, "err%u", v);
-}
-
-/* "10.0.0.1:2049" (IPv4, port in the bytes the mapped form leaves zero), "fd00::1" (IPv6). */
+/* "10.0.0.1:2049" (IPv4, port in the bytes the mapped form leaves zero), "fd00::1" (IPv6);
+ * bpf/wire_rpc.h. */
 static void server_format(const uint8_t *key, char *out, size_t n)
 {
-	static const uint8_t mapped[10] = { 0 };
+	static const uint8_t zero[8] = { 0 };
 	char addr[INET6_ADDRSTRLEN];
 
-	if (memcmp(key + 2, mapped + 2, 8) == 0 && key[10] == 0xff && key[11] == 0xff) {
+	if (memcmp(key + 2, zero, 8) == 0 && key[10] == 0xff && key[11] == 0xff) {
 		inet_ntop(AF_INET, key + 12, addr, sizeof(addr));
 		snprintf(out, n, "%s:%u", addr, (unsigned)key[0] << 8 | key[1]);
 		return;
@@ -172,7 +156,32 @@ static void server_format(const uint8_t *key, char *out, size_t n)
 	inet_ntop(AF_INET6, key, out, n);
 }
 
-void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
+/* "10.0.0.1:2049" or "fd00::1" (see server_format); -1 if neither. */
+static int server_parse(const char *text, uint8_t *key)
+{
+	char addr[INET6_ADDRSTRLEN];
+	const char *colon = strrchr(text, ':');
+	unsigned long port;
+	char *end;
+
+	if (inet_pton(AF_INET6, text, key) == 1)
+		return key[10] == 0xff && key[11] == 0xff && !key[0] && !key[1] ? -1 : 0; /* mapped: give a port */
+	memset(key, 0, AGG_KEY_BYTES);
+	if (!colon || (size_t)(colon - text) >= sizeof(addr))
+		return -1;
+	memcpy(addr, text, (size_t)(colon - text));
+	addr[colon - text] = 0;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || !isdigit((unsigned char)colon[1]) || *end || port > 65535 || inet_pton(AF_INET, addr, key + 12) != 1)
+		return -1;
+	key[10] = key[11] = 0xff;
+	key[0] = (uint8_t)(port >> 8);
+	key[1] = (uint8_t)port;
+	return 0;
+}
+
+void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
 {
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	const char *name;
@@ -196,23 +205,36 @@ void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], c
 			inet_ntop(AF_INET6, key, out, n);
 		return;
 	case AGG_DIM_TIER:
-		name = name_of(tiers, NELEM(tiers), key_u32(key));
+		name = key_text_of(KEYSET_TIER, key_u32(key));
 		snprintf(out, n, "%s", name ? name : "unknown");
 		return;
 	case AGG_DIM_FILE:
 		snprintf(out, n, "%" PRIu64, key_u64(key));
 		return;
+	case AGG_DIM_VDEV:
+		snprintf(out, n, "%" PRIu32, key_u32(key));
+		return;
 	case AGG_DIM_DEVICE:
 		device_name(key_u32(key), out, n);
 		return;
 	case AGG_DIM_HITMISS:
-		snprintf(out, n, "%s", key_u32(key) == AGG_HIT ? "hit" : "miss");
+		name = key_text_of(KEYSET_HITMISS, key_u32(key));
+		snprintf(out, n, "%s", name ? name : "unknown");
 		return;
 	case AGG_DIM_VERSION:
-		snprintf(out, n, "%s%u", key_u32(key) & WIRE_OP_MOUNT ? "mount" : "nfs", key_u32(key) & 0xffff);
+		name = key_text_of(KEYSET_RPC_VERSION, key_u32(key));
+		if (name)
+			snprintf(out, n, "%s", name);
+		else
+			snprintf(out, n, "%s%u", key_u32(key) & WIRE_OP_MOUNT ? "mount" : "nfs", key_u32(key) & 0xffff);
 		return;
 	case AGG_DIM_STATUS:
-		status_format(key_u32(key), out, n);
+		name = key_text_of(KEYSET_RPC_STATUS, key_u32(key));
+		if (name)
+			snprintf(out, n, "%s", name);
+		else
+			snprintf(out, n, "%s%u", key_u32(key) & WIRE_STATUS_DENIED ? "denied"
+						 : key_u32(key) & WIRE_STATUS_RPC ? "rpc" : "err", key_u32(key) & 0xffff);
 		return;
 	case AGG_DIM_SERVER:
 		server_format(key, out, n);
@@ -220,47 +242,6 @@ void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], c
 	default:
 		snprintf(out, n, "%s", "?");
 	}
-}
-
-static int index_of(const char *const *names, size_t n, const char *text)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(names[i], text) == 0)
-			return (int)i;
-	return -1;
-}
-
-static int op_parse(enum op_family ops, const char *text, uint32_t *v)
-{
-	int i;
-
-	if (ops == OPS_NFS) {
-		if ((i = index_of(nfs_procs, NELEM(nfs_procs), text)) >= 0) {
-			*v = (uint32_t)i;
-			return 0;
-		}
-		if ((i = index_of(mount_procs, NELEM(mount_procs), text)) >= 0) {
-			*v = 0x10000u | (uint32_t)i;
-			return 0;
-		}
-		if (strcmp(text, "compound") == 0) {
-			*v = WIRE_OP_V4;
-			return 0;
-		}
-		for (size_t j = 0; j < NELEM(v4_ops); j++) {
-			if (v4_ops[j] && strcmp(v4_ops[j], text) == 0) {
-				*v = WIRE_OP_V4 | (uint32_t)j;
-				return 0;
-			}
-		}
-		return -1;
-	}
-	i = ops == OPS_DISK ? index_of(disk_ops, NELEM(disk_ops), text)
-			    : index_of(tier_ops, NELEM(tier_ops), text);
-	if (i < 0)
-		return -1;
-	*v = (uint32_t)i;
-	return 0;
 }
 
 /* "loop3" -> kernel dev_t via /sys/class/block/loop3/dev ("7:3"). */
@@ -285,57 +266,16 @@ static int device_parse(const char *name, uint32_t *dev)
 	return 0;
 }
 
-/* "nfs3", "mount3" -> (MOUNT ? 0x10000 : 0) | version. */
-static int version_parse(const char *text, uint32_t *v)
-{
-	unsigned n;
-	char tail;
-
-	if (sscanf(text, "nfs%u%c", &n, &tail) == 1 && n <= 0xffff)
-		*v = n;
-	else if (sscanf(text, "mount%u%c", &n, &tail) == 1 && n <= 0xffff)
-		*v = WIRE_OP_MOUNT | n;
-	else
-		return -1;
-	return 0;
-}
-
-/* "10.0.0.1:2049" or "fd00::1" (see server_format). */
-static int server_parse(const char *text, uint8_t *key)
-{
-	char addr[INET6_ADDRSTRLEN];
-	const char *colon = strrchr(text, ':');
-	size_t len = strlen(text);
-	unsigned long port;
-	char *end;
-
-	if (inet_pton(AF_INET6, text, key) == 1)
-		return len && !(key[10] == 0xff && key[11] == 0xff && !key[0] && !key[1]) ? 0 : -1;
-	if (!colon || (size_t)(colon - text) >= sizeof(addr))
-		return -1;
-	memcpy(addr, text, (size_t)(colon - text));
-	addr[colon - text] = 0;
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || port > 65535 || inet_pton(AF_INET, addr, key + 12) != 1)
-		return -1;
-	key[10] = key[11] = 0xff;
-	key[0] = (uint8_t)(port >> 8);
-	key[1] = (uint8_t)port;
-	return 0;
-}
-
-int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t errlen)
+int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t errlen)
 {
 	uint32_t v32;
 	uint64_t v64;
 	char *end;
-	int i;
 
 	memset(key, 0, AGG_KEY_BYTES);
 	switch (dim) {
 	case AGG_DIM_OP:
-		if (op_parse(ops, text, &v32) < 0)
+		if (key_value_of(ops, text, &v32) < 0)
 			break;
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
@@ -348,17 +288,24 @@ int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY
 			return 0;
 		break;
 	case AGG_DIM_TIER:
-		if ((i = index_of(tiers, NELEM(tiers), text)) < 0)
+		if (key_value_of(KEYSET_TIER, text, &v32) < 0)
 			break;
-		v32 = (uint32_t)i;
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_FILE:
 		errno = 0;
 		v64 = strtoull(text, &end, 10);
-		if (errno || end == text || *end || text[0] == '-')
+		if (errno || !isdigit((unsigned char)text[0]) || *end)
 			break;
 		memcpy(key, &v64, sizeof(v64));
+		return 0;
+	case AGG_DIM_VDEV:
+		errno = 0;
+		v64 = strtoull(text, &end, 10);
+		if (errno || !isdigit((unsigned char)text[0]) || *end || v64 > UINT32_MAX)
+			break;
+		v32 = (uint32_t)v64;
+		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_DEVICE:
 		if (device_parse(text, &v32) < 0) {
@@ -368,23 +315,20 @@ int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_HITMISS:
-		if (strcmp(text, "hit") && strcmp(text, "miss"))
+		if (key_value_of(KEYSET_HITMISS, text, &v32) < 0)
 			break;
-		key[0] = strcmp(text, "hit") ? AGG_MISS : AGG_HIT;
+		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_VERSION:
-		if (version_parse(text, &v32) < 0)
+		if (key_value_of(KEYSET_RPC_VERSION, text, &v32) < 0)
 			break;
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_STATUS:
-		for (size_t j = 0; j < NELEM(statuses); j++) {
-			if (strcmp(statuses[j].name, text) == 0) {
-				memcpy(key, &statuses[j].v, sizeof(statuses[j].v));
-				return 0;
-			}
-		}
-		break;
+		if (key_value_of(KEYSET_RPC_STATUS, text, &v32) < 0)
+			break;
+		memcpy(key, &v32, sizeof(v32));
+		return 0;
 	case AGG_DIM_SERVER:
 		if (server_parse(text, key) < 0)
 			break;

@@ -1,6 +1,6 @@
-/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, wire): its dataset
- * slots, attaching and detaching its probes (USDT, tracepoints, TC) as datasets come
- * and go, and reading its cumulative per-CPU counts into per-second deltas. */
+/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev, wire): its dataset
+ * slots, attaching and detaching its probes (USDT, tracepoints, TC) as datasets come and
+ * go, and reading its cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H
 #define STRATA_COLLECT_LAYERS_H
 
