@@ -24,7 +24,7 @@ class WireEngine:
         self.binary = private_copy(built("bin/strata-engine"), folder)
         pool, port_file = folder / "wire.pool", folder / "wire.port"
         subprocess.run([str(self.binary), "mkpool", str(pool), "--size", "256m"], check=True, capture_output=True)
-        export = "/export:rw,no_root_squash" + "".join(f",allow={a}" for a in allow)
+        export = "/export:rw,no_root_squash,mode=1777" + "".join(f",allow={a}" for a in allow)
         self.proc = subprocess.Popen([*PINNED, str(self.binary), "serve", "--pool", str(pool), "--export", export,
                                       "--listen", "127.0.0.1:0", "--mount-port", "0", "--port-file", str(port_file),
                                       "--no-rpcbind"],
