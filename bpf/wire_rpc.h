@@ -4,9 +4,8 @@
  *
  * Key bytes (AGG_KEY_BYTES = 16) of the wire dimensions:
  * - op:      as nfs.ops: (MOUNT ? 0x10000 : 0) | procedure for NFSv3 and MOUNT;
- *            NFSv4: null is 0, a COMPOUND is WIRE_OP_V4 | its main operation (the
- *            first one after SEQUENCE / PUTFH / PUTROOTFH), WIRE_OP_V4 alone when
- *            the compound holds none the program could read.
+ *            NFSv4: null is 0, a COMPOUND is WIRE_OP_V4 ("compound"; the operations
+ *            inside it are not parsed yet).
  * - version: __u32 (MOUNT ? 0x10000 : 0) | program version ("nfs3", "mount3").
  * - status:  __u32: the NFS / MOUNT status word of an accepted, successful call
  *            (0 = ok; procedures without one count as ok), WIRE_STATUS_RPC |
