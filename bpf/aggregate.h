@@ -1,6 +1,6 @@
 /* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
  *
- * Every layer program (nfs, cache, disk, vdev, fs) includes this header once and gets its own
+ * Every layer program (nfs, cache, disk, vdev, wire, fs) includes this header once and gets its own
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
@@ -315,6 +315,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
 	case AGG_STAT_DISK_OPS:
+	case AGG_STAT_WIRE_OPS:
 	case AGG_STAT_VDEV_OPS:
 	case AGG_STAT_FS_OPS:
 		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
@@ -332,6 +333,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
+	case AGG_STAT_WIRE_SIZE:
 	case AGG_STAT_VDEV_SIZE:
 	case AGG_STAT_FS_SIZE:
 		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);

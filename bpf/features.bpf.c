@@ -41,4 +41,10 @@ int BPF_PROG(fentry_probe)
 	return 0;
 }
 
+SEC("tc")
+int tc_probe(struct __sk_buff *skb)
+{
+	return -1; /* TC_ACT_UNSPEC: the next filter decides */
+}
+
 char LICENSE[] SEC("license") = "GPL";

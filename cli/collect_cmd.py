@@ -73,6 +73,13 @@ class ListenAddress(click.ParamType):
                    "the cgroup2 mount).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
+@click.option("--wire-iface", "wire_ifaces", metavar="PATTERN", multiple=True,
+              help="Interface (or fnmatch pattern, e.g. 'veth*') where wire.* statistics watch NFS "
+                   "traffic; repeatable (default: every interface with an address, loopback included, "
+                   "and those that appear later).")
+@click.option("--wire-port", "wire_ports", metavar="PORT", type=click.IntRange(1, 65535), multiple=True,
+              help="Server TCP port wire.* statistics follow; repeatable (default: 2049). Add the "
+                   "server's MOUNT port to see MOUNT operations.")
 @click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT", type=ListenAddress(),
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")

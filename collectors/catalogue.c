@@ -51,7 +51,8 @@ static void print_dims(FILE *out, const char *field, unsigned mask)
 
 const char *probe_provider(const struct statistic *s)
 {
-	return s->layer == LAYER_DISK ? "block" : s->layer == LAYER_FS ? "raw_syscalls" : "strata";
+	return s->layer == LAYER_DISK ? "block" : s->layer == LAYER_FS ? "raw_syscalls"
+	       : s->layer == LAYER_WIRE ? "tc" : "strata";
 }
 
 /* "usdt strata:nfs_ops", "tracepoints block:block_rq_issue, block:block_rq_complete", ... */
@@ -62,6 +63,8 @@ static void print_source(FILE *out, const struct statistic *s)
 
 	if (s->layer == LAYER_GAUGE)
 		snprintf(src, sizeof(src), "engine stats socket");
+	else if (s->layer == LAYER_WIRE)
+		snprintf(src, sizeof(src), "tc clsact ingress and egress (ONC RPC over TCP)");
 	else if (s->probes[1])
 		snprintf(src, sizeof(src), "%s %s:%s, %s:%s", how, provider, s->probes[0], provider, s->probes[1]);
 	else

@@ -51,13 +51,13 @@ void collector_reply_error(struct collector *c, const char *id, const char *msg)
 	reply_error(c, id, msg);
 }
 
-void collector_init(struct collector *c, FILE *out, long interval, unsigned max_keys, char *engine_path, pid_t pid,
-		    bool by_pid)
+void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg, char *engine_path,
+		    pid_t pid, bool by_pid)
 {
 	memset(c, 0, sizeof(*c));
 	c->out = out;
 	c->interval = interval;
-	c->max_keys = max_keys;
+	c->cfg = *cfg;
 	c->engine_path = engine_path;
 	c->engine_pid = pid;
 	c->by_pid = by_pid;
@@ -140,7 +140,7 @@ static bool enable_kernel(struct collector *c, struct dataset *d, const struct a
 
 	if (s->layer != LAYER_DISK && !statistic_supported(s, c->engine_path, err, n))
 		return false;
-	if (!L->loaded && layer_load(L, s->layer, c->max_keys, err, n) < 0)
+	if (!L->loaded && layer_load(L, s->layer, &c->cfg, err, n) < 0)
 		return false;
 	if ((d->slot = layer_slot_alloc(L, cfg)) < 0) {
 		snprintf(err, n, "all %d %s dataset slots are in use", AGG_MAX_SLOTS, layer_name(s->layer));
@@ -399,8 +399,30 @@ static void emit_dataset(struct collector *c, long long t, const struct dataset 
 	fprintf(c->out, "}}\n");
 }
 
+/* The wire layer's interfaces and stream counters (bpf/wire_rpc.h). */
+static void emit_wire(struct collector *c)
+{
+	const struct layer *L = &c->layers[LAYER_WIRE];
+	uint64_t counters[WIRE_COUNTERS];
+
+	if (!L->loaded)
+		return;
+	wire_counters_read(L, counters);
+	fprintf(c->out, ",\"wire\":{\"interfaces\":[");
+	for (int i = 0; i < L->wire->natt; i++) {
+		fprintf(c->out, "%s", i ? "," : "");
+		emit_json_string(c->out, L->wire->att[i].name);
+	}
+	fprintf(c->out, "]");
+	for (int i = 0; i < WIRE_COUNTERS; i++)
+		fprintf(c->out, ",\"%s\":%" PRIu64, wire_counter_name(i), counters[i]);
+	fprintf(c->out, "}");
+}
+
 static void emit_status(struct collector *c, long long t)
 {
+	static const char *const prefixes[] = { [PROBE_TRACEPOINT] = "block:", [PROBE_USDT] = "strata:",
+						[PROBE_TC] = "tc:" };
 	uint64_t drops = 0;
 	bool first = true;
 
@@ -429,19 +451,38 @@ static void emit_status(struct collector *c, long long t)
 	first = true;
 	for (int l = 0; l < LAYER_GAUGE; l++) {
 		for (int p = 0; c->layers[l].loaded && p < c->layers[l].nprobes; p++) {
-			if (!c->layers[l].probes[p].link)
+			if (!c->layers[l].probes[p].on)
 				continue;
-			fprintf(c->out, "%s\"%s:%s\"", first ? "" : ",", c->layers[l].probes[p].group,
+			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",",
+				l == LAYER_FS ? "raw_syscalls:" : prefixes[c->layers[l].probes[p].kind],
 				c->layers[l].probes[p].name);
 			first = false;
 		}
 	}
-	fprintf(c->out, "],\"engine_pid\":%d,\"errors\":[", (int)c->engine_pid);
+	fprintf(c->out, "],\"engine_pid\":%d", (int)c->engine_pid);
+	emit_wire(c);
+	fprintf(c->out, ",\"errors\":[");
 	for (int i = 0; i < c->nerrors; i++) {
 		fprintf(c->out, "%s", i ? "," : "");
 		emit_json_string(c->out, c->errors[i]);
 	}
 	fprintf(c->out, "]}\n");
+}
+
+int collector_event_fds(const struct collector *c, int *fds, int max)
+{
+	int n = 0;
+
+	for (int l = 0; l < LAYER_GAUGE && n < max; l++)
+		if ((fds[n] = layer_event_fd(&c->layers[l])) >= 0)
+			n++;
+	return n;
+}
+
+void collector_events(struct collector *c)
+{
+	for (int l = 0; l < LAYER_GAUGE; l++)
+		layer_events(&c->layers[l], false);
 }
 
 void collector_tick(struct collector *c, long long t)
@@ -451,10 +492,16 @@ void collector_tick(struct collector *c, long long t)
 	c->nerrors = 0;
 	watch_engine(c);
 	for (int l = 0; l < LAYER_GAUGE; l++) {
+		layer_events(&c->layers[l], true);
 		layer_refresh(&c->layers[l], report_error, c);
+	}
+	if (c->layers[LAYER_WIRE].loaded && c->layers[LAYER_WIRE].wire->error[0]) {
+		add_error(c, c->layers[LAYER_WIRE].wire->error);
+		c->layers[LAYER_WIRE].wire->error[0] = 0;
+	}
+	for (int l = 0; l < LAYER_GAUGE; l++)
 		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)
 			add_error(c, err);
-	}
 	sample_gauges(c);
 	for (size_t i = 0; i < c->ndatasets; i++)
 		emit_dataset(c, t, &c->datasets[i]);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "keys.h"
+#include "wire_rpc.h"
 
 static key_file_namer *file_namer;
 
@@ -221,6 +222,46 @@ static void op_format(enum keyset ops, uint32_t v, char *out, size_t n)
 		snprintf(out, n, "%s%u", v & 0x10000 ? "mnt_proc" : "proc", v & 0xffff);
 }
 
+/* "10.0.0.1:2049" (IPv4, port in the bytes the mapped form leaves zero), "fd00::1" (IPv6);
+ * bpf/wire_rpc.h. */
+static void server_format(const uint8_t *key, char *out, size_t n)
+{
+	static const uint8_t zero[8] = { 0 };
+	char addr[INET6_ADDRSTRLEN];
+
+	if (memcmp(key + 2, zero, 8) == 0 && key[10] == 0xff && key[11] == 0xff) {
+		inet_ntop(AF_INET, key + 12, addr, sizeof(addr));
+		snprintf(out, n, "%s:%u", addr, (unsigned)key[0] << 8 | key[1]);
+		return;
+	}
+	inet_ntop(AF_INET6, key, out, n);
+}
+
+/* "10.0.0.1:2049" or "fd00::1" (see server_format); -1 if neither. */
+static int server_parse(const char *text, uint8_t *key)
+{
+	char addr[INET6_ADDRSTRLEN];
+	const char *colon = strrchr(text, ':');
+	unsigned long port;
+	char *end;
+
+	if (inet_pton(AF_INET6, text, key) == 1)
+		return key[10] == 0xff && key[11] == 0xff && !key[0] && !key[1] ? -1 : 0; /* mapped: give a port */
+	memset(key, 0, AGG_KEY_BYTES);
+	if (!colon || (size_t)(colon - text) >= sizeof(addr))
+		return -1;
+	memcpy(addr, text, (size_t)(colon - text));
+	addr[colon - text] = 0;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || !isdigit((unsigned char)colon[1]) || *end || port > 65535 || inet_pton(AF_INET, addr, key + 12) != 1)
+		return -1;
+	key[10] = key[11] = 0xff;
+	key[0] = (uint8_t)(port >> 8);
+	key[1] = (uint8_t)port;
+	return 0;
+}
+
 void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
 {
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -266,6 +307,24 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 	case AGG_DIM_HITMISS:
 		name = key_text_of(KEYSET_HITMISS, key_u32(key));
 		snprintf(out, n, "%s", name ? name : "unknown");
+		return;
+	case AGG_DIM_VERSION:
+		name = key_text_of(KEYSET_RPC_VERSION, key_u32(key));
+		if (name)
+			snprintf(out, n, "%s", name);
+		else
+			snprintf(out, n, "%s%u", key_u32(key) & WIRE_OP_MOUNT ? "mount" : "nfs", key_u32(key) & 0xffff);
+		return;
+	case AGG_DIM_STATUS:
+		name = key_text_of(KEYSET_RPC_STATUS, key_u32(key));
+		if (name)
+			snprintf(out, n, "%s", name);
+		else
+			snprintf(out, n, "%s%u", key_u32(key) & WIRE_STATUS_DENIED ? "denied"
+						 : key_u32(key) & WIRE_STATUS_RPC ? "rpc" : "err", key_u32(key) & 0xffff);
+		return;
+	case AGG_DIM_SERVER:
+		server_format(key, out, n);
 		return;
 	default:
 		snprintf(out, n, "%s", "?");
@@ -356,6 +415,20 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 		if (key_value_of(KEYSET_HITMISS, text, &v32) < 0)
 			break;
 		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_VERSION:
+		if (key_value_of(KEYSET_RPC_VERSION, text, &v32) < 0)
+			break;
+		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_STATUS:
+		if (key_value_of(KEYSET_RPC_STATUS, text, &v32) < 0)
+			break;
+		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_SERVER:
+		if (server_parse(text, key) < 0)
+			break;
 		return 0;
 	}
 	snprintf(err, errlen, "'%s' is not a valid %s", text, dim_name(dim) ? dim_name(dim) : "key");

@@ -1,5 +1,5 @@
-/* layers.c — loads the nfs / cache / disk / vdev / fs skeletons, manages their dataset slots and
- * probe links, and turns their cumulative per-CPU counts into per-interval deltas
+/* layers.c — loads the nfs / cache / disk / vdev / fs skeletons (and the wire layer through
+ * wire.c), manages their dataset slots and probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
 #include <stdio.h>
@@ -29,10 +29,9 @@
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
 	} while (0)
 
-static void add_probe(struct layer *L, const char *group, const char *name, struct bpf_program *prog)
+static void add_probe(struct layer *L, const char *name, struct bpf_program *prog, enum probe_kind kind)
 {
-	L->probes[L->nprobes++] =
-		(struct probe){ .group = group, .name = name, .prog = prog, .usdt = strcmp(group, "strata") == 0 };
+	L->probes[L->nprobes++] = (struct probe){ .name = name, .prog = prog, .kind = kind };
 }
 
 static int load_nfs(struct layer *L, unsigned max_keys)
@@ -51,7 +50,7 @@ static int load_nfs(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))nfs_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "strata", "nfs_ops", s->progs.nfs_ops);
+	add_probe(L, "nfs_ops", s->progs.nfs_ops, PROBE_USDT);
 	return 0;
 }
 
@@ -71,9 +70,9 @@ static int load_cache(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))cache_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "strata", "l2arc_read", s->progs.l2arc_read);
-	add_probe(L, "strata", "l2arc_write", s->progs.l2arc_write);
-	add_probe(L, "strata", "zil_commit", s->progs.zil_commit);
+	add_probe(L, "l2arc_read", s->progs.l2arc_read, PROBE_USDT);
+	add_probe(L, "l2arc_write", s->progs.l2arc_write, PROBE_USDT);
+	add_probe(L, "zil_commit", s->progs.zil_commit, PROBE_USDT);
 	return 0;
 }
 
@@ -93,7 +92,7 @@ static int load_vdev(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))vdev_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "strata", "vdev_io_done", s->progs.vdev_io_done);
+	add_probe(L, "vdev_io_done", s->progs.vdev_io_done, PROBE_USDT);
 	return 0;
 }
 
@@ -126,9 +125,9 @@ static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 		L->skel = s;
 		L->destroy = (void (*)(void *))disk_bpf__destroy;
 		BIND_COMMON(L, s);
-		add_probe(L, "block", "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf);
-		add_probe(L, "block", "block_rq_complete",
-			  raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf);
+		add_probe(L, "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf, PROBE_TRACEPOINT);
+		add_probe(L, "block_rq_complete", raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf,
+			  PROBE_TRACEPOINT);
 		return 0;
 	}
 	snprintf(why, n, "the kernel refused the block tracepoint programs (%s)", strerror(-err));
@@ -179,15 +178,16 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 	L->skel = s;
 	L->destroy = destroy_fs;
 	BIND_COMMON(L, s);
-	add_probe(L, "raw_syscalls", "sys_enter", s->progs.fs_enter);
-	add_probe(L, "raw_syscalls", "sys_exit", s->progs.fs_exit);
+	add_probe(L, "sys_enter", s->progs.fs_enter, PROBE_TRACEPOINT);
+	add_probe(L, "sys_exit", s->progs.fs_exit, PROBE_TRACEPOINT);
 	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
 	L->refresh = refresh_fs;
 	return 0;
 }
 
-int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, size_t n)
+int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n)
 {
+	unsigned max_keys = cfg->max_keys;
 	int rc;
 
 	memset(L, 0, sizeof(*L));
@@ -197,7 +197,10 @@ int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, 
 		rc = load_nfs(L, max_keys);
 	else if (id == LAYER_CACHE)
 		rc = load_cache(L, max_keys);
-	else if (id == LAYER_VDEV)
+	else if (id == LAYER_WIRE) {
+		if ((rc = wire_load(L, &cfg->wire, max_keys, err, n)) == 0)
+			add_probe(L, "wire", NULL, PROBE_TC);
+	} else if (id == LAYER_VDEV)
 		rc = load_vdev(L, max_keys);
 	else if (id == LAYER_FS)
 		rc = load_fs(L, max_keys, err, n);
@@ -219,6 +222,7 @@ void layer_unload(struct layer *L)
 		return;
 	for (int i = 0; i < L->nprobes; i++)
 		bpf_link__destroy(L->probes[i].link);
+	wire_unload(L);
 	L->destroy(L->skel);
 	free(L->prev);
 	free(L->cur);
@@ -340,30 +344,47 @@ static struct probe *probe_find(struct layer *L, const char *name)
 	return NULL;
 }
 
-static int probe_attach(struct probe *p, const struct engine_target *t, char *err, size_t n)
+static int probe_attach(struct layer *L, struct probe *p, const struct engine_target *t, char *err, size_t n)
 {
 	struct bpf_link *link;
 
-	if (p->usdt && !t->path) {
+	if (p->kind == PROBE_TC) {
+		if (wire_attach(L, err, n) < 0)
+			return -1;
+		p->on = true;
+		return 0;
+	}
+	if (p->kind == PROBE_USDT && !t->path) {
 		snprintf(err, n, "no engine binary to attach strata:%s to", p->name);
 		return -1;
 	}
-	if (p->usdt)
+	if (p->kind == PROBE_USDT)
 		link = bpf_program__attach_usdt(p->prog, t->pid, t->path, "strata", p->name, NULL);
 	else
 		link = bpf_program__attach(p->prog);
 	if (!link) {
 		int e = errno;
 
-		if (p->usdt)
+		if (p->kind == PROBE_USDT)
 			snprintf(err, n, "cannot attach strata:%s in %s (pid %d): %s", p->name, t->path, (int)t->pid,
 				 strerror(e));
 		else
-			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", p->group, p->name, strerror(e));
+			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", L->id == LAYER_FS ? "raw_syscalls" : "block",
+				 p->name, strerror(e));
 		return -1;
 	}
 	p->link = link;
+	p->on = true;
 	return 0;
+}
+
+static void probe_detach(struct layer *L, struct probe *p)
+{
+	if (p->kind == PROBE_TC && p->on)
+		wire_detach(L);
+	bpf_link__destroy(p->link);
+	p->link = NULL;
+	p->on = false;
 }
 
 int layer_probe_get(struct layer *L, const char *name, const struct engine_target *t, char *err, size_t n)
@@ -374,9 +395,9 @@ int layer_probe_get(struct layer *L, const char *name, const struct engine_targe
 		snprintf(err, n, "the %s program has no probe %s", layer_name(L->id), name);
 		return -1;
 	}
-	if (!p->link && L->refresh && !layer_attached(L))
+	if (!p->on && L->refresh && !layer_attached(L))
 		L->refresh(ignore, NULL); /* up to date before the first probe attaches */
-	if (!p->link && probe_attach(p, t, err, n) < 0)
+	if (!p->on && probe_attach(L, p, t, err, n) < 0)
 		return -1;
 	p->users++;
 	return 0;
@@ -388,19 +409,15 @@ void layer_probe_put(struct layer *L, const char *name)
 
 	if (!p || p->users <= 0)
 		return;
-	if (--p->users == 0) {
-		bpf_link__destroy(p->link);
-		p->link = NULL;
-	}
+	if (--p->users == 0)
+		probe_detach(L, p);
 }
 
 void layer_usdt_detach(struct layer *L)
 {
 	for (int i = 0; L->loaded && i < L->nprobes; i++) {
-		if (L->probes[i].usdt && L->probes[i].link) {
-			bpf_link__destroy(L->probes[i].link);
-			L->probes[i].link = NULL;
-		}
+		if (L->probes[i].kind == PROBE_USDT && L->probes[i].on)
+			probe_detach(L, &L->probes[i]);
 	}
 }
 
@@ -411,16 +428,27 @@ int layer_usdt_attach(struct layer *L, const struct engine_target *t, char *err,
 	for (int i = 0; L->loaded && i < L->nprobes; i++) {
 		struct probe *p = &L->probes[i];
 
-		if (p->usdt && p->users > 0 && !p->link && probe_attach(p, t, err, n) < 0)
+		if (p->kind == PROBE_USDT && p->users > 0 && !p->on && probe_attach(L, p, t, err, n) < 0)
 			rc = -1;
 	}
 	return rc;
 }
 
+int layer_event_fd(const struct layer *L)
+{
+	return L->loaded ? wire_event_fd(L) : -1;
+}
+
+void layer_events(struct layer *L, bool rescan)
+{
+	if (L->loaded)
+		wire_refresh(L, rescan);
+}
+
 bool layer_attached(const struct layer *L)
 {
 	for (int i = 0; L->loaded && i < L->nprobes; i++)
-		if (L->probes[i].link)
+		if (L->probes[i].on)
 			return true;
 	return false;
 }

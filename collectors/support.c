@@ -14,6 +14,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 	why[0] = 0;
 	if (s->layer == LAYER_DISK)
 		return disk_btf_supported(why, n);
+	if (s->layer == LAYER_WIRE)
+		return true; /* TC clsact: checked when attaching (strata doctor probes it) */
 	if (s->layer == LAYER_FS)
 		return fs_supported(why, n);
 	if (!engine_path) {

@@ -47,7 +47,7 @@ def _statistic(it: dict) -> Statistic:
     source = str(it["source"])
     return Statistic(str(it["name"]), str(it["unit"]), str(it["kind"]), [str(b) for b in it["breakdowns"]],
                      [str(f) for f in it["filters"]], str(it["layer"]),
-                     source if source.startswith(("usdt", "tracepoint")) else "",
+                     source if source.startswith(("usdt", "tracepoint", "tc ")) else "",
                      None, "", str(it["description"]), str(it["ops"]))
 
 
@@ -139,3 +139,22 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
             have = ", ".join(host_devices()) or "none"
             raise ArchiveError(f"this host has no block device {value!r}; valid devices: {have} "
                                "(--allow-absent-device for one that will appear later)")
+    elif kind == "server":
+        _check_server(fld, value)
+
+
+def _check_server(fld: str, value: str):
+    """A wire server key: IPv4 ADDRESS:PORT, or an IPv6 address (no port: bpf/wire_rpc.h)."""
+    try:
+        addr = ipaddress.ip_address(value)
+        if addr.version == 6 and addr.ipv4_mapped is None and "%" not in value:
+            return
+    except ValueError:
+        host, sep, port = value.rpartition(":")
+        try:
+            if sep and port.isascii() and port.isdigit() and int(port) < 65536 and \
+                    ipaddress.ip_address(host).version == 4:
+                return
+        except ValueError:
+            pass
+    raise ArchiveError(f"{fld} {value!r} is neither IPv4 ADDRESS:PORT nor an IPv6 address")
