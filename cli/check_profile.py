@@ -11,7 +11,7 @@ run, what to measure and how to judge it.
     recordsize = "8k"
     cache_size = "128M"   # an L2ARC cache device of that size (a scratch file); default none
     inject_delay = { l2arc = "50us" }   # `strata-engine ctl inject-delay` once started:
-                          # a regression on purpose (tiers l2arc, zil, pool)
+                          # a regression on purpose (tiers l2arc, zil, pool, nfs)
     args = []             # more `strata-engine serve` options, e.g. ["--workers", "16"]
 
     [server]              # or: an engine that is already running (then no [engine])
@@ -52,7 +52,7 @@ from strata.datasets.compare import METRICS
 LOAD_KEYS = {"profile", "io_size", "files", "file_size", "working_set", "clients", "threads", "rate", "stable",
              "step_interval", "read_pct", "netns", "seed", "setup"}
 ENGINE_KEYS = {"arc_max", "pool_size", "vdevs", "recordsize", "args", "cache_size", "inject_delay"}
-DELAY_TIERS = {"l2arc", "zil", "pool"}
+DELAY_TIERS = {"l2arc", "zil", "pool", "nfs"}
 SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
 MEASURE_KEYS = {"warmup", "duration", "datasets"}
 CHECK_KEYS = {"threshold", "confidence", "metrics"}

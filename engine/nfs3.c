@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "devmodel.h"
 #include "dir.h"
 #include "engine.h"
 #include "fh.h"
@@ -1101,10 +1102,18 @@ static const nfs_proc procs[22] = {
 	proc_fsstat, proc_fsinfo, proc_pathconf, proc_commit,
 };
 
+static uint64_t reply_delay_ns;
+
+void nfs3_set_reply_delay(uint64_t ns)
+{
+	__atomic_store_n(&reply_delay_ns, ns, __ATOMIC_RELAXED);
+}
+
 int nfs3_dispatch(struct rpc_req *r, struct xdr_out *o)
 {
 	if (r->call.proc >= 22)
 		return RPC_PROC_UNAVAIL;
 	int rc = procs[r->call.proc](r, &r->args, o);
+	devmodel_delay(__atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED));
 	return rc == GARBAGE ? RPC_GARBAGE_ARGS : rc;
 }
