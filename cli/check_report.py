@@ -23,11 +23,12 @@ def overall(results) -> str:
     return "same"
 
 
-def print_table(results, console) -> None:
+def print_table(results, console, unit: str = "runs") -> None:
+    """unit: what the (baseline, candidate) counts are, runs or rounds."""
     from rich.table import Table
 
     table = Table(title="strata check", title_justify="left")
-    for col in ("dataset", "key", "verdict", "intervals", "evidence"):
+    for col in ("dataset", "key", "verdict", unit, "evidence"):
         table.add_column(col, overflow="fold")
     colour = {"worse": "red", "better": "green", "same": "dim", "error": "yellow"}
     for dataset, v in results:

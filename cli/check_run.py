@@ -43,28 +43,33 @@ def _fail(text: str):
 @click.command("run")
 @click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
               help="The profile (TOML): engine or server, load, datasets, warm-up and measured seconds.")
-@click.option("--baseline", type=click.Path(dir_okay=False), help="Baseline archive (default: the profile's).")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False),
+              help="Baseline archive (repeatable; default: the profile's).")
 @click.option("--update-baseline", is_flag=True, help="Write the measured archive as the baseline; no comparison.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also keep the measured archive here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
-def run(profile_path, baseline, update_baseline, output, as_json, junit, markdown):
+def run(profile_path, baselines, update_baseline, output, as_json, junit, markdown):
     """Run PROFILE's workload, measure it, and compare it with the baseline.
 
-    Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
+    With one baseline run no significance can be claimed (a warning says so);
+    --update-baseline writes the first --baseline, so several runs make a
+    baseline whose spread enters the test. Exits 0 when nothing got worse,
+    1 on a regression, 2 on an error.
     """
-    from strata.cli.check_cmd import _percent, report, run_comparison   # check_cmd registers this command
+    from strata.cli.check_cmd import _percent, report, run_comparison, warn_few_baselines   # check_cmd registers this command
     try:
         prof = check_profile.load(profile_path)
         threshold = _percent(prof.threshold)
     except (check_profile.ProfileError, click.BadParameter) as e:
         _fail(str(e.format_message() if isinstance(e, click.BadParameter) else e))
-    baseline = baseline or (str(prof.baseline) if prof.baseline else None)
-    if not baseline:
+    baselines = list(baselines) or [str(b) for b in prof.baselines]
+    if not baselines:
         _fail("no baseline: give --baseline FILE or set baseline = \"...\" in the profile")
-    if not update_baseline and not os.path.exists(baseline):
-        _fail(f"baseline {baseline} does not exist (make one with --update-baseline)")
+    missing = [b for b in baselines if not os.path.exists(b)]
+    if not update_baseline and missing:
+        _fail(f"baseline {missing[0]} does not exist (make one with --update-baseline)")
     if os.geteuid() != 0:
         _fail("needs root (BPF probes); run it with sudo")
 
@@ -82,15 +87,17 @@ def run(profile_path, baseline, update_baseline, output, as_json, junit, markdow
         if output:
             shutil.copyfile(candidate, output)
         if update_baseline:
-            Path(baseline).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(candidate, baseline)
-            _say(f"wrote baseline {baseline} ({os.path.getsize(baseline):,} bytes)")
+            Path(baselines[0]).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(candidate, baselines[0])
+            _say(f"wrote baseline {baselines[0]} ({os.path.getsize(baselines[0]):,} bytes)")
             sys.exit(0)
+        warn_few_baselines(len(baselines), threshold)
         try:
-            results, series = run_comparison(baseline, candidate, (), prof.metrics, threshold, prof.confidence)
+            results, series = run_comparison(baselines, candidate, (), prof.metrics, threshold, prof.confidence)
         except ArchiveError as e:
             _fail(str(e))
-        report(results, series, baseline, output or candidate, as_json, junit, markdown)
+        report(results, series, baselines[0] if len(baselines) == 1 else baselines, output or candidate, as_json,
+               junit, markdown)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
