@@ -171,9 +171,9 @@ def run_comparison(baselines, candidate, datasets, metrics, threshold, confidenc
     return judge(results, threshold, confidence, correction), series
 
 
-def report(results, series, baseline, candidate, as_json, junit, markdown, unit="runs"):
+def report(results, series, baseline, candidate, as_json, junit, markdown, unit="runs", extra=None):
     if as_json:
-        click.echo(check_report.as_json(results, baseline, candidate))
+        click.echo(check_report.as_json(results, baseline, candidate, extra))
     else:
         from rich.console import Console
         check_report.print_table(results, Console(), unit)
@@ -186,4 +186,6 @@ def report(results, series, baseline, candidate, as_json, junit, markdown, unit=
 
 
 from strata.cli.check_run import run as _check_run  # noqa: E402  `strata check run` (cli/check_run.py)
+from strata.cli.check_ab import ab as _check_ab      # noqa: E402  `strata check ab` (cli/check_ab.py)
 check.add_command(_check_run)
+check.add_command(_check_ab)

@@ -7,9 +7,11 @@ from xml.etree import ElementTree as ET
 SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error"}
 
 
-def as_json(results, baseline: str, candidate: str) -> str:
+def as_json(results, baseline, candidate, extra: dict | None = None) -> str:
+    """baseline/candidate: what was compared (paths, or A and B of `check ab`);
+    extra: more top-level fields (the design of the check)."""
     return json.dumps({
-        "baseline": baseline, "candidate": candidate,
+        "baseline": baseline, "candidate": candidate, **(extra or {}),
         "verdict": overall(results),
         "results": [{"dataset": d, **asdict(v)} for d, v in results],
     }, indent=2, default=float)
@@ -64,7 +66,8 @@ def sparkline(values) -> str:
 
 
 def write_markdown(results, path: str, series=None) -> None:
-    """A CI step summary; `series` maps (dataset, key) to (baseline p99s, candidate p99s)."""
+    """A CI step summary; `series` maps (dataset, key) to (baseline p99s, candidate p99s),
+    per second or per round."""
     lines = [f"## strata check: {SYMBOL[overall(results)]}", "",
              "| dataset | key | verdict | evidence | p99 baseline → candidate |",
              "|---|---|---|---|---|"]

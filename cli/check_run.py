@@ -105,7 +105,7 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
 def measure(prof, work: Path, candidate: str, undo):
     """Engine (or server), setup, load, collection; writes the measured window to candidate."""
     if prof.server is None:
-        host, nfsport, mountport, export, pid = _private_engine(prof, work, undo)
+        host, nfsport, mountport, export, pid = private_engine(prof, work, undo)
     else:
         s = prof.server
         host, nfsport, mountport, export = s["host"], s.get("nfsport"), s.get("mountport"), s["export"]
@@ -138,18 +138,20 @@ def measure(prof, work: Path, candidate: str, undo):
     export_window(archive, prof.datasets, start, end, candidate)
 
 
-def _private_engine(prof, work: Path, undo):
+def private_engine(prof, work: Path, undo, binary: str | None = None, delays: dict | None = None):
+    """The profile's [engine] on a fresh pool in work (binary: which strata-engine),
+    with the profile's inject_delay and then `delays` (tier -> duration) applied."""
     e = prof.engine
     vdevs = [str(work / f"vdev{i}") for i in range(int(e.get("vdevs", 1)))]
-    lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")))
+    lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")), binary)
     extra = [str(a) for a in e.get("args", [])]
     if "cache_size" in e:
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
-    eng = lab_engine.Engine(work)
+    eng = lab_engine.Engine(work, binary)
     eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash",
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
-    for tier, delay in e.get("inject_delay", {}).items():
+    for tier, delay in {**e.get("inject_delay", {}), **(delays or {})}.items():
         _say(f"injecting {delay} into every {tier} I/O")
         eng.ctl("inject-delay", tier, delay)
     return "127.0.0.1", eng.nfsport, eng.mountport, EXPORT, eng.pid
