@@ -1,6 +1,7 @@
 """`strata check` outputs for people and CI systems: a table, JSON, JUnit XML and a
 Markdown step summary. Each takes the list of (dataset, KeyVerdict) pairs."""
 import json
+import math
 from dataclasses import asdict
 from xml.etree import ElementTree as ET
 
@@ -10,11 +11,22 @@ SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "err
 def as_json(results, baseline, candidate, extra: dict | None = None) -> str:
     """baseline/candidate: what was compared (paths, or A and B of `check ab`);
     extra: more top-level fields (the design of the check)."""
-    return json.dumps({
+    return json.dumps(_finite({
         "baseline": baseline, "candidate": candidate, **(extra or {}),
         "verdict": overall(results),
         "results": [{"dataset": d, **asdict(v)} for d, v in results],
-    }, indent=2, default=float)
+    }), indent=2, default=float, allow_nan=False)
+
+
+def _finite(value):
+    """JSON has no infinity: an unbounded interval side (too few rounds) becomes null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def overall(results) -> str:

@@ -152,6 +152,7 @@ def private_engine(prof, work: Path, undo, binary: str | None = None, delays: di
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
     for tier, delay in {**e.get("inject_delay", {}), **(delays or {})}.items():
-        _say(f"injecting {delay} into every {tier} I/O")
+        click.echo(f"strata check: injecting {delay} into every {tier} {'reply' if tier == 'nfs' else 'I/O'}",
+                   err=True)
         eng.ctl("inject-delay", tier, delay)
     return "127.0.0.1", eng.nfsport, eng.mountport, EXPORT, eng.pid
