@@ -126,7 +126,10 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
     scratch = Path(tempfile.mkdtemp(prefix="strata-check-ab-"))
     outdir = Path(output) if output else scratch / "rounds"
     try:
-        outdir.mkdir(parents=True, exist_ok=True)
+        try:
+            outdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            _fail(f"cannot make {outdir}: {e.strerror}")
         sides = {}
         for name, path, rev, d in (("A", a_path, a_rev, {}), ("B", b_path, b_rev, delays)):
             work = scratch / name
@@ -160,7 +163,7 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
         if len(order) // 2 < needed:
             _say(f"warning: {len(order) // 2} pairs cannot reach confidence {settings['confidence']} over "
                  f"{tests} tests when one metric moves alone; {2 * needed}+ rounds can")
-        extra = {"design": "ab", "order": order, "rounds": [str(a) for a in archives],
+        extra = {"design": "ab", "order": order, "rounds": [str(a) if output else a.name for a in archives],
                  "threshold": pct, "confidence": settings["confidence"], "correction": settings["correction"],
                  "b_inject_delay": delays}
         report(results, series, sides["A"].label, sides["B"].label, as_json, junit, markdown, unit="rounds",
