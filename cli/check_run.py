@@ -58,7 +58,8 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
     baseline whose spread enters the test. Exits 0 when nothing got worse,
     1 on a regression, 2 on an error.
     """
-    from strata.cli.check_cmd import _percent, report, run_comparison, warn_few_baselines   # check_cmd registers this command
+    # check_cmd registers this command, so it is imported here
+    from strata.cli.check_cmd import _percent, report, run_comparison, warn_few_baselines
     try:
         prof = check_profile.load(profile_path)
         threshold = _percent(prof.threshold)
