@@ -13,7 +13,7 @@ trap collect_cleanup EXIT
 engine_start() {
 	cp build/bin/strata-engine "$work/" # private inode: nobody else's probes land in ours
 	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
-	"$work/strata-engine" serve --pool "$work/pool" --export /export --listen 127.0.0.1:0 \
+	"$work/strata-engine" serve --pool "$work/pool" --export /export:mode=1777 --listen 127.0.0.1:0 \
 		--port-file "$work/ports" > "$work/engine.log" 2>&1 &
 	engine_pid=$!
 	for _ in $(seq 100); do [ -s "$work/ports" ] && break; sleep 0.1; done

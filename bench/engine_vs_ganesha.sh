@@ -32,7 +32,7 @@ LOADARGS=(--profile randread --io-size 8k --files 4 --file-size 16m --clients 4 
 
 # --- strata-engine -------------------------------------------------------------
 "$ENGINE" mkpool "$WORK/vdev0,$WORK/vdev1" --size 1G >/dev/null
-"$ENGINE" serve --pool "$WORK/vdev0,$WORK/vdev1" --export bench:no_root_squash --listen 127.0.0.1:0 \
+"$ENGINE" serve --pool "$WORK/vdev0,$WORK/vdev1" --export bench:no_root_squash,mode=1777 --listen 127.0.0.1:0 \
 	--arc-max "$ARC_MAX" --port-file "$WORK/engine.port" --stats-socket "$WORK/engine.sock" \
 	--no-rpcbind >/dev/null 2>"$WORK/engine.err" &
 ENGINE_PID=$!

@@ -23,7 +23,7 @@ engine_start() {
 	local pool
 	pool=$(IFS=,; echo "${vdevs[*]}")
 	"$ENGINE" mkpool "$pool" --size "$size" --recordsize 128k >/dev/null
-	"$ENGINE" serve --pool "$pool" --export bench:no_root_squash --listen 127.0.0.1:0 \
+	"$ENGINE" serve --pool "$pool" --export bench:no_root_squash,mode=1777 --listen 127.0.0.1:0 \
 		--port-file "$WORK/run/port" --stats-socket "$WORK/run/stats.sock" --no-rpcbind "$@" \
 		>/dev/null 2>"$WORK/run/engine.err" &
 	ENGINE_PID=$!

@@ -1,11 +1,13 @@
-"""The --archive option every strata command that reads or writes datasets shares.
+"""The --archive option every strata command that reads or writes datasets shares,
+and the one way commands open an archive (or, for reading, a Prometheus server).
 
     @archive_option
-    def cmd(archive_path): 
+    def cmd(archive_path):
         with open_archive(archive_path) as a: ...
 
 Errors from the datasets layer become one `strata: ...` line and exit 1.
 """
+import re
 from contextlib import contextmanager
 
 import click
@@ -13,26 +15,46 @@ import click
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
+from strata.datasets.prometheus import PrometheusReader
 
 archive_option = click.option(
     "--archive", "archive_path", metavar="PATH", type=click.Path(dir_okay=False),
     help="Archive file to use, e.g. one written by `strata datasets archive`. Default: $STRATA_ARCHIVE, "
          "else /var/lib/strata/archive.db for root and ~/.local/share/strata/archive.db for other users.")
 
+prometheus_option = click.option(
+    "--prometheus", "prometheus_url", metavar="URL",
+    help="Read from the Prometheus server at URL (e.g. http://prom:9090) that scrapes "
+         "`strata collect --metrics`, instead of an archive.")
+
 
 @contextmanager
-def archive_errors():
-    """Turn ArchiveError into click's one-line error (exit 1)."""
+def archive_errors(exit_code: int = 1):
+    """Turn ArchiveError into click's one-line error (exit 1, or exit_code)."""
     try:
         yield
     except ArchiveError as e:
-        raise click.ClickException(str(e)) from None
+        error = click.ClickException(str(e))
+        error.exit_code = exit_code
+        raise error from None
 
 
 @contextmanager
-def open_archive(path: str | None, readonly: bool = True):
-    """The archive at path (or the default one), closed afterwards; errors are one line."""
-    with archive_errors():
+def open_archive(path: str | None, readonly: bool = True, prometheus_url: str | None = None,
+                 exit_code: int = 1):
+    """The archive at path (or the default one), closed afterwards; or, given
+    prometheus_url (read-only), a reader of that Prometheus server. Errors are one line."""
+    if prometheus_url:
+        if path:
+            raise click.UsageError("give --archive or --prometheus, not both")
+        if not readonly:
+            raise click.UsageError("--prometheus is read-only")
+        if not re.match(r"https?://[^/\s]+", prometheus_url):
+            raise click.BadParameter(f"{prometheus_url!r} is not an http(s):// URL", param_hint="--prometheus")
+        with archive_errors(exit_code):
+            yield PrometheusReader(prometheus_url)
+        return
+    with archive_errors(exit_code):
         archive = Archive.open(path or default_archive(for_reading=readonly), readonly=readonly)
         try:
             yield archive

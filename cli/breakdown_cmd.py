@@ -1,14 +1,16 @@
 """`strata breakdown`: one series per client / op / tier / device / file over
-time, with a top-N table; terminal, HTML/PNG/SVG or JSON."""
+time, with a top-N table; terminal, HTML/PNG/SVG or JSON. With --range, of a
+heat map's events whose latency (size, offset) lies in a range: drill-down."""
 import json
 import re
 import sys
 
 import click
 
+from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.datasets import names
 from strata.datasets.errors import ArchiveError
-from strata.heatmaps import source, termcaps
+from strata.heatmaps import source, termcaps, value_range
 from strata.heatmaps.breakdown import compute, to_json
 from strata.heatmaps.timebins import choose_bins
 
@@ -30,6 +32,19 @@ def dataset_name(text: str, by: str | None) -> str:
     return str(names.DatasetName(parsed.statistic, parsed.filters, by))
 
 
+def _value_range(text, info):
+    """The ValueRange of --range for dataset info, or None without one."""
+    if text is None:
+        return None
+    if info.kind != "heatmap":
+        raise click.UsageError(f"--range needs a heat-map statistic (latency, size, offset); "
+                               f"{info.name} is a {info.kind}")
+    try:
+        return value_range.parse(text, info.unit)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--range") from None
+
+
 @click.command("breakdown")
 @click.argument("dataset")
 @click.option("--by", type=click.Choice(BY), help="Breakdown: one series per client, op, tier, device or file.")
@@ -39,6 +54,10 @@ def dataset_name(text: str, by: str | None) -> str:
               help="Series for the N busiest keys; the rest are summed as 'other'.")
 @click.option("--percentile", type=click.FloatRange(0, 100, min_open=True), default=99.0, show_default=True,
               help="For latency/size datasets: the percentile plotted per key.")
+@click.option("--range", "range_text", metavar="LO..HI",
+              help="For latency/size/offset datasets: per key, the events whose value lies in [LO, HI), "
+                   "e.g. 10ms.., ..200us, 1ms..5ms, 64KiB.., ..4k (k, KiB = 1024; kB = 1000; bare numbers "
+                   "are ns or bytes). The ends snap out to the histogram's bucket edges.")
 @click.option("--last", metavar="DURATION", help="Range ending now (or at --until).  [default: 10m]")
 @click.option("--since", metavar="TIME", help="Range start: -1h, 09:30, 2025-11-22T09:30, unix seconds.")
 @click.option("--until", metavar="TIME", help="Range end (default now).")
@@ -46,21 +65,26 @@ def dataset_name(text: str, by: str | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the series and the table as JSON.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE.")
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto", show_default=True)
-@click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file.")
-@source.prometheus_option
-def breakdown(dataset, by, style, top, percentile, last, since, until, fmt, as_json, output, colour,
+@archive_option
+@prometheus_option
+def breakdown(dataset, by, style, top, percentile, range_text, last, since, until, fmt, as_json, output, colour,
               archive_path, prometheus_url):
     """Break DATASET down by client, op, tier, device or file.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
     heat-map statistics (nfs.latency...) show a percentile per key as lines.
+    With --range, a heat-map statistic shows per key the ops/s whose latency
+    (size, offset) lies in the range, stacked, and what share of the key's
+    own ops that is: `--range 10ms..` answers "who made the slow ops?".
     """
     name = dataset_name(dataset, by)
     start, end, explicit = source.time_range(last, since, until)
-    with source.open_archive(archive_path, prometheus_url) as archive:
+    with open_archive(archive_path, prometheus_url=prometheus_url) as archive:
         info, keys = source.resolve(archive, name)
-        style = style or ("stacked" if info.kind == "counter" else "line")
-        if style == "stacked" and info.kind != "counter":
+        selected = _value_range(range_text, info)
+        rate = info.kind == "counter" or selected is not None
+        style = style or ("stacked" if rate else "line")
+        if style == "stacked" and not rate:
             raise click.UsageError(f"{info.name} gives percentiles, which do not add up: use --graph line")
         mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
         width, height = termcaps.size()
@@ -77,7 +101,7 @@ def breakdown(dataset, by, style, top, percentile, last, since, until, fmt, as_j
                 start, end = latest - (end - start), latest
                 qr = source.query(archive, info, start, end, resolution)
     b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
-                by=info.breakdown)
+                by=info.breakdown, value_range=selected)
 
     if as_json:
         text = json.dumps(to_json(b), indent=1)

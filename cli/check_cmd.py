@@ -14,6 +14,7 @@ import click
 import numpy as np
 
 from strata.cli import check_report
+from strata.cli.archive_option import archive_errors
 from strata.datasets.archive import Archive
 from strata.datasets.compare import CORRECTIONS, METRICS, KeyVerdict, align_buckets, interval_metric, judge, stack
 from strata.datasets.compare_runs import MIN_RUNS, compare_runs_counts, compare_runs_histograms
@@ -133,19 +134,21 @@ def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, c
     unknown = [m for m in metric_list if m not in METRICS]
     if unknown:
         raise click.BadParameter(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}", param_hint="--metric")
-    try:
-        pct = _percent(threshold)
-        warn_few_baselines(len(baselines), pct)
-        results, series = run_comparison(baselines, candidate, datasets, metric_list, pct, confidence, correction)
-    except ArchiveError as e:
-        click.echo(f"strata check: {e}", err=True)
-        sys.exit(2)
+    pct = _percent(threshold)
+    warn_few_baselines(len(baselines), pct)
+    results, series = run_comparison(baselines, candidate, datasets, metric_list, pct, confidence, correction)
     report(results, series, baselines[0] if len(baselines) == 1 else list(baselines), candidate, as_json, junit,
            markdown)
 
 
 def run_comparison(baselines, candidate, datasets, metrics, threshold, confidence, correction="bh"):
-    """Judged (dataset, KeyVerdict) pairs and p99 series; ArchiveError on a bad archive."""
+    """Judged (dataset, KeyVerdict) pairs and p99 series; an archive that cannot be read,
+    or datasets missing, are one-line errors with exit status 2."""
+    with archive_errors(exit_code=2):
+        return _compare_archives(baselines, candidate, datasets, metrics, threshold, confidence, correction)
+
+
+def _compare_archives(baselines, candidate, datasets, metrics, threshold, confidence, correction):
     names_of = {}
     for path in [*baselines, candidate]:
         with Archive.open(path) as ar:

@@ -93,10 +93,7 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
             _say(f"wrote baseline {baselines[0]} ({os.path.getsize(baselines[0]):,} bytes)")
             sys.exit(0)
         warn_few_baselines(len(baselines), threshold)
-        try:
-            results, series = run_comparison(baselines, candidate, (), prof.metrics, threshold, prof.confidence)
-        except ArchiveError as e:
-            _fail(str(e))
+        results, series = run_comparison(baselines, candidate, (), prof.metrics, threshold, prof.confidence)
         report(results, series, baselines[0] if len(baselines) == 1 else baselines, output or candidate, as_json,
                junit, markdown)
     finally:
@@ -149,7 +146,8 @@ def private_engine(prof, work: Path, undo, binary: str | None = None, delays: di
     if "cache_size" in e:
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
     eng = lab_engine.Engine(work, binary)
-    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash",
+    # mode=1777: strata-load's clients (uids 10000 and up) create their files in the export root
+    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash,mode=1777",
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
     for tier, delay in {**e.get("inject_delay", {}), **(delays or {})}.items():

@@ -1,12 +1,15 @@
 """`strata heatmap`: a latency (size, offset) heat map of one dataset, in the
-terminal or as HTML / PNG / SVG."""
+terminal, as HTML / PNG / SVG, or as JSON for scripts."""
+import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
 import click
 
-from strata.heatmaps import source, termcaps
+from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.heatmaps import grid_json, source, termcaps
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.timebins import choose_bins
 from strata.heatmaps.units import parse_value
@@ -37,6 +40,17 @@ def _value(text, unit, option):
         raise click.BadParameter(str(e), param_hint=option) from None
 
 
+def _drill_command(archive, info, start, end, archive_path, prometheus_url) -> str | None:
+    """`strata breakdown DATASET --since S --until E [--archive A]` for the dataset that
+    breaks info's statistic down (info itself when it has a breakdown), or None."""
+    target = source.drill_target(archive, info)
+    if target is None:
+        return None
+    where = (["--archive", archive_path] if archive_path else []) + \
+            (["--prometheus", prometheus_url] if prometheus_url else [])
+    return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
+
+
 def _output_path(output, name, fmt) -> str:
     if output:
         return output
@@ -58,13 +72,15 @@ def _output_path(output, name, fmt) -> str:
 @click.option("--percentiles", default="", metavar="P,P,...", help="Overlay percentile lines, e.g. 50,99,99.9.")
 @click.option("--rows", type=click.IntRange(2, 2000), help="Number of y cells (default: fit the terminal).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="term", show_default=True)
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the grid as JSON: column times, row edges, counts in total and per key.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (html/png/svg default: heatmap-DATASET.FMT).")
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto",
               show_default=True, help="Terminal colours; NO_COLOR and pipes mean none.")
-@click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file (default $STRATA_ARCHIVE or the standard one).")
-@source.prometheus_option
+@archive_option
+@prometheus_option
 def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, percentiles, rows, fmt,
-            output, colour, archive_path, prometheus_url):
+            as_json, output, colour, archive_path, prometheus_url):
     """Heat map of DATASET: x = time, y = latency (or size, offset), colour = count.
 
     Rows are unions of whole log-linear buckets chosen for the range shown.
@@ -72,12 +88,14 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
     nfs.latency[client=10.0.0.3] reads nfs.latency[client] when only that exists.
     With --prometheus, the data comes from a Prometheus server that scrapes
     `strata collect --metrics`, at the resolution of its scrapes.
+    In the HTML heat map, hovering a cell shows the `strata breakdown --range`
+    command that breaks its latency (size) band down by key.
     """
     marks = parse_percentiles(percentiles)
     if ymax != "auto" and outliers is not None:
         raise click.UsageError("give --ymax or --outliers, not both")
     start, end, explicit = source.time_range(last, since, until)
-    with source.open_archive(archive_path, prometheus_url) as archive:
+    with open_archive(archive_path, prometheus_url=prometheus_url) as archive:
         info, keys = source.resolve(archive, dataset, key)
         if info.kind != "heatmap":
             raise click.ClickException(f"{info.name} is a {info.kind}, not a heat-map statistic; "
@@ -86,7 +104,9 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
         bottom = None if ymin is None else _value(ymin, info.unit, "--ymin")
         stream = sys.stdout if output is None else None
         mode = termcaps.colour_mode(stream, colour) if fmt == "term" else "none"
-        if fmt == "term":
+        if as_json:
+            max_cols, ncells = grid_json.MAX_COLS, rows or grid_json.CELLS
+        elif fmt == "term":
             from strata.heatmaps import term_heatmap
             width, height = termcaps.size()
             max_cols, ncells = term_heatmap.geometry(width, height, mode, rows)
@@ -101,6 +121,7 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
             if latest is not None:   # nothing lately: show the newest data instead of an empty map
                 start, end = latest - (end - start), latest
                 qr = source.query(archive, info, start, end, resolution)
+        drill = _drill_command(archive, info, start, end, archive_path, prometheus_url) if fmt == "html" else None
     try:
         grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=keys,
                           axis="log" if log_axis else "linear", ymin=bottom, ymax=top,
@@ -112,6 +133,13 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
     except ValueError as e:
         raise click.UsageError(str(e)) from None
 
+    if as_json:
+        text = json.dumps(grid_json.to_json(grid, qr), indent=1)
+        if output:
+            Path(output).write_text(text + "\n")
+        else:
+            click.echo(text)
+        return
     if fmt == "term":
         text = term_heatmap.render(grid, mode, width)
         if output:
@@ -122,7 +150,7 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
     from strata.heatmaps import export
     path = _output_path(output, info.name if not keys else f"{info.name}-{keys[0]}", fmt)
     try:
-        export.write(plot_heatmap.figure(grid), path, fmt)
+        export.write(plot_heatmap.figure(grid, drill), path, fmt)
     except (export.ExportError, OSError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path}")

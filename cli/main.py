@@ -15,8 +15,8 @@ COMMANDS = {
     "collect": ("strata.cli.collect_cmd:collect", "Collect the active datasets every second into the archive (root)."),
     "statistics": ("strata.cli.statistics_cmd:statistics", "List the statistics this host can collect, with units and breakdowns."),
     "demo": ("strata.cli.demo_cmd:demo", "Cache demo: engine, 10 clients, heat maps at the NFS and disk layers (root)."),
-    "heatmap": ("strata.cli.heatmap_cmd:heatmap", "Latency (size, offset) heat map of a dataset: terminal, HTML, PNG, SVG."),
-    "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series over time, with a top-N table."),
+    "heatmap": ("strata.cli.heatmap_cmd:heatmap", "Latency (size, offset) heat map of a dataset: terminal, HTML, PNG, SVG, JSON."),
+    "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series and top-N table; --range drills into a latency band."),
     "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),
     "top": ("strata.cli.top_cmd:top", "Live view: scrolling latency heat map and the busiest clients (q quits)."),
 }

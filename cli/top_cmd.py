@@ -5,6 +5,7 @@ The terminal is put in cbreak mode (keys arrive unbuffered, no echo) on the
 alternate screen with the cursor hidden; a finally block and SIGTERM/SIGHUP
 handlers put everything back, whatever ends the loop.
 """
+import json
 import os
 import select
 import signal
@@ -16,7 +17,8 @@ import tty
 import click
 
 from strata.datasets.errors import ArchiveError
-from strata.heatmaps import live, source, termcaps
+from strata.cli.archive_option import archive_option, open_archive
+from strata.heatmaps import live, termcaps
 
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
 LEAVE = "\x1b[0m\x1b[?25h\x1b[?1049l"
@@ -38,21 +40,26 @@ def _wait_for_key(fd: int, until: float) -> str:
 @click.option("--clients", metavar="DATASET", help="Dataset for the client table (default nfs.ops[client] if it exists).")
 @click.option("--interval", type=click.FloatRange(0.2, 60), default=1.0, show_default=True, help="Seconds between refreshes.")
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto", show_default=True)
-@click.option("--archive", "archive_path", type=click.Path(dir_okay=False), help="Archive file.")
-def top(dataset, clients, interval, colour, archive_path):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one snapshot as JSON (the last --seconds of the heat map, the top clients) and exit.")
+@click.option("--seconds", type=click.IntRange(1, 3600), default=60, show_default=True,
+              help="With --json: seconds of heat map in the snapshot.")
+@archive_option
+def top(dataset, clients, interval, colour, as_json, seconds, archive_path):
     """Live latency heat map of DATASET (default nfs.latency) and the top clients."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise click.ClickException("strata top needs a terminal (try `strata heatmap` for a snapshot)")
-    archive = source.open_archive(archive_path)
-    try:
+    if not as_json and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise click.ClickException("strata top needs a terminal (try `strata heatmap` for a snapshot, "
+                                   "or `strata top --json`)")
+    with open_archive(archive_path) as archive:
         try:
             heat, keys, client_info = live.pick_datasets(archive, dataset, clients)
-        except (ValueError, ArchiveError) as e:
+        except ValueError as e:
             raise click.ClickException(str(e)) from None
+        if as_json:
+            click.echo(json.dumps(live.snapshot(archive, heat, keys, client_info, time.time(), seconds), indent=1))
+            return
         mode = termcaps.colour_mode(sys.stdout, colour)
         _run(archive, heat, keys, client_info, interval, mode)
-    finally:
-        archive.close()
 
 
 def _run(archive, heat, keys, client_info, interval, mode):

@@ -41,6 +41,7 @@ int export_parse(const char *spec, struct export *e, char *err, size_t errsz)
 	memset(e, 0, sizeof(*e));
 	e->root_squash = 1;
 	e->anon_uid = e->anon_gid = 65534;
+	e->root_mode = -1;
 	const char *colon = strchr(spec, ':');
 	size_t nlen = colon ? (size_t)(colon - spec) : strlen(spec);
 	if (spec[0] == '/') {
@@ -82,9 +83,17 @@ int export_parse(const char *spec, struct export *e, char *err, size_t errsz)
 				goto out;
 			}
 			e->recordsize = (uint32_t)v;
+		} else if (!strncmp(o, "mode=", 5)) {
+			char *end;
+			unsigned long m = strtoul(o + 5, &end, 8);
+			if (!o[5] || *end || m > 07777) {
+				snprintf(err, errsz, "bad export option '%s' (mode is octal, 0..7777)", o);
+				goto out;
+			}
+			e->root_mode = (int)m;
 		} else {
 			snprintf(err, errsz, "unknown export option '%s' (allow=, root_squash, "
-				 "no_root_squash, anonuid=, anongid=, recordsize=, ro, rw)", o);
+				 "no_root_squash, anonuid=, anongid=, recordsize=, mode=, ro, rw)", o);
 			goto out;
 		}
 	}

@@ -25,11 +25,13 @@ struct export {
 	int root_squash, read_only;
 	uint32_t anon_uid, anon_gid;
 	uint32_t recordsize; /* 0: pool default */
+	int root_mode;       /* mode= (the root directory's), -1: keep (a new root is 0755) */
 };
 
 /* "NAME[:opt,opt...]"; options: allow=CIDR (repeatable; default 127.0.0.0/8
  * and ::1), root_squash (default) / no_root_squash, anonuid=N, anongid=N,
- * recordsize=SIZE (4k..1m, power of two), ro / rw. */
+ * recordsize=SIZE (4k..1m, power of two), mode=OCTAL (the root directory's
+ * mode, e.g. 1777), ro / rw. */
 int export_parse(const char *spec, struct export *e, char *err, size_t errsz);
 int export_allows(const struct export *e, const struct sockaddr_storage *client);
 /* Credential after squashing (uid/gid 0 -> anon when root_squash). */

@@ -1,12 +1,16 @@
-/* fh.c — file handle encoding and resolution (see fh.h). */
+/* fh.c — file handle encoding, authentication and resolution (see fh.h).
+ * Layout: magic, dsid (big-endian u32), object id, generation (big-endian
+ * u64), then the MAC of the 24 bytes before it (little-endian u64). */
 #include "fh.h"
 
 #include <string.h>
 
 #include "engine.h"
 #include "nfs3.h"
+#include "siphash.h"
 
 #define FH_MAGIC 0x53544648u /* "STFH" */
+#define FH_MAC_OFF 24
 
 static void be32(uint8_t *p, uint32_t v)
 {
@@ -26,6 +30,19 @@ void fh_make(struct fh *fh, uint32_t dsid, uint64_t objid, uint64_t gen)
 	be32(fh->b + 12, (uint32_t)objid);
 	be32(fh->b + 16, (uint32_t)(gen >> 32));
 	be32(fh->b + 20, (uint32_t)gen);
+	uint64_t mac = siphash24(g_engine.pool->secret, fh->b, FH_MAC_OFF);
+	for (int i = 0; i < 8; i++)
+		fh->b[FH_MAC_OFF + i] = (uint8_t)(mac >> (8 * i));
+}
+
+/* The MAC matches, compared in constant time. */
+static int mac_ok(const struct fh *fh)
+{
+	uint64_t mac = siphash24(g_engine.pool->secret, fh->b, FH_MAC_OFF);
+	uint8_t diff = 0;
+	for (int i = 0; i < 8; i++)
+		diff |= fh->b[FH_MAC_OFF + i] ^ (uint8_t)(mac >> (8 * i));
+	return diff == 0;
 }
 
 int fh_get(struct xdr_in *x, struct fh *fh, uint32_t *len)
@@ -55,7 +72,7 @@ uint32_t fh_resolve(struct rpc_req *r, const struct fh *fh, uint32_t len,
 		    struct export **exp, struct object **obj, struct rpc_cred *cred)
 {
 	*obj = NULL;
-	if (len != FH_SIZE || rd32(fh->b) != FH_MAGIC)
+	if (len != FH_SIZE || rd32(fh->b) != FH_MAGIC || !mac_ok(fh))
 		return NFS3ERR_BADHANDLE;
 	uint32_t dsid = rd32(fh->b + 4);
 	uint64_t id = (uint64_t)rd32(fh->b + 8) << 32 | rd32(fh->b + 12);

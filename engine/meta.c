@@ -31,6 +31,21 @@ static void get_bp(struct xdr_in *x, struct blkptr *bp)
 		bp->ck.w[i] = xdr_get_u64(x);
 }
 
+static int count_bp(uint64_t blkid, struct blkrec *r, void *ctx)
+{
+	*(uint64_t *)ctx += r->bp.psize != 0;
+	return 0;
+}
+
+static int put_rec(uint64_t blkid, struct blkrec *r, void *ctx)
+{
+	if (r->bp.psize) {
+		xdr_put_u64(ctx, blkid);
+		put_bp(ctx, &r->bp);
+	}
+	return 0;
+}
+
 static void put_obj(struct object *ob, void *ctx)
 {
 	struct xdr_out *o = ctx;
@@ -52,14 +67,9 @@ static void put_obj(struct object *ob, void *ctx)
 	xdr_put_u64(o, ob->parent);
 	xdr_put_fixed(o, ob->createverf, 8);
 	uint64_t nbp = 0;
-	for (uint64_t b = 0; b < ob->nrec_cap; b++)
-		nbp += ob->bps[b].psize != 0;
+	blkmap_walk(&ob->recs, 0, count_bp, &nbp);
 	xdr_put_u64(o, nbp);
-	for (uint64_t b = 0; b < ob->nrec_cap; b++)
-		if (ob->bps[b].psize) {
-			xdr_put_u64(o, b);
-			put_bp(o, &ob->bps[b]);
-		}
+	blkmap_walk(&ob->recs, 0, put_rec, o);
 	xdr_put_u32(o, ob->nents);
 	xdr_put_u64(o, ob->next_cookie);
 	for (uint32_t i = 0; i < ob->nents; i++) {
@@ -76,13 +86,14 @@ void meta_encode(struct objset *os, uint64_t txg, struct xdr_out *o, const struc
 	xdr_put_u32(o, META_VERSION);
 	xdr_put_u64(o, txg);
 	xdr_put_u64(o, os->next_objid);
-	xdr_put_u64(o, os->next_gen);
+	xdr_put_u64(o, 0); /* reserved */
 	xdr_put_u32(o, os->ndatasets);
 	for (uint32_t i = 0; i < os->ndatasets; i++) {
-		xdr_put_u32(o, os->datasets[i].id);
-		xdr_put_string(o, os->datasets[i].name);
-		xdr_put_u64(o, os->datasets[i].root);
-		xdr_put_u32(o, os->datasets[i].recordsize);
+		const struct dataset *ds = os->datasets[i];
+		xdr_put_u32(o, ds->id);
+		xdr_put_string(o, ds->name);
+		xdr_put_u64(o, ds->root);
+		xdr_put_u32(o, ds->recordsize);
 	}
 	xdr_put_u64(o, os->nobjects);
 	objset_foreach(os, put_obj, o);
@@ -117,22 +128,19 @@ static struct object *get_obj(struct xdr_in *x)
 	if (v)
 		memcpy(ob->createverf, v, 8);
 	uint64_t nbp = xdr_get_u64(x);
-	if (x->err || !valid_recordsize(ob->recordsize) || nbp > xdr_remaining(x) / 64)
+	if (x->err || !valid_recordsize(ob->recordsize) || ob->size > OBJ_MAX_FILE_SIZE ||
+	    nbp > xdr_remaining(x) / 64)
 		goto bad;
 	uint64_t nrec = (ob->size + ob->recordsize - 1) / ob->recordsize;
 	if (nbp > nrec)
 		goto bad;
-	if (nrec) {
-		ob->nrec_cap = nrec;
-		ob->bps = xcalloc(nrec, sizeof(*ob->bps));
-		ob->dirty = xcalloc(nrec, sizeof(*ob->dirty));
-	}
 	for (uint64_t i = 0; i < nbp; i++) {
 		uint64_t b = xdr_get_u64(x);
 		if (x->err || b >= nrec)
 			goto bad;
-		get_bp(x, &ob->bps[b]);
-		ob->used += ob->bps[b].psize;
+		struct blkrec *r = blkmap_get(&ob->recs, b);
+		get_bp(x, &r->bp);
+		ob->used += r->bp.psize;
 	}
 	uint32_t nents = xdr_get_u32(x);
 	ob->next_cookie = xdr_get_u64(x);
@@ -159,8 +167,7 @@ bad:
 	for (uint32_t i = 0; i < ob->nents; i++)
 		free(ob->ents[i].name);
 	free(ob->ents);
-	free(ob->bps);
-	free(ob->dirty);
+	blkmap_free(&ob->recs);
 	free(ob);
 	return NULL;
 }
@@ -172,19 +179,20 @@ int meta_decode(struct objset *os, const uint8_t *buf, size_t len, uint64_t *txg
 	if (xdr_get_u32(&x) != META_MAGIC || xdr_get_u32(&x) != META_VERSION)
 		return -1;
 	*txg = xdr_get_u64(&x);
-	uint64_t next_objid = xdr_get_u64(&x), next_gen = xdr_get_u64(&x);
+	uint64_t next_objid = xdr_get_u64(&x);
+	xdr_get_u64(&x); /* reserved */
 	uint32_t nds = xdr_get_u32(&x);
 	if (x.err || nds > 1024)
 		return -1;
 	os->datasets = xcalloc(nds, sizeof(*os->datasets));
 	for (uint32_t i = 0; i < nds; i++) {
-		struct dataset *ds = &os->datasets[i];
+		struct dataset *ds = xcalloc(1, sizeof(*ds));
+		os->datasets[os->ndatasets++] = ds;
 		ds->id = xdr_get_u32(&x);
 		if (xdr_get_string(&x, ds->name, sizeof(ds->name)))
 			return -1;
 		ds->root = xdr_get_u64(&x);
 		ds->recordsize = xdr_get_u32(&x);
-		os->ndatasets++;
 	}
 	uint64_t nobj = xdr_get_u64(&x);
 	if (x.err)
@@ -199,7 +207,5 @@ int meta_decode(struct objset *os, const uint8_t *buf, size_t len, uint64_t *txg
 		return -1;
 	if (next_objid > os->next_objid)
 		os->next_objid = next_objid;
-	if (next_gen > os->next_gen)
-		os->next_gen = next_gen;
 	return 0;
 }

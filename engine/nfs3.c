@@ -586,6 +586,13 @@ static int proc_mknod(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	return RPC_SUCCESS;
 }
 
+/* A sticky directory lets only root, the directory's owner and the entry's
+ * owner remove the entry or rename it away or over. */
+static int sticky_denies(const struct object *dir, const struct rpc_cred *cred, uint32_t entry_uid)
+{
+	return (dir->mode & 01000) && cred->uid != 0 && cred->uid != dir->uid && cred->uid != entry_uid;
+}
+
 /* REMOVE (want_dir = 0) and RMDIR (want_dir = 1). */
 static int do_remove(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o, int want_dir)
 {
@@ -631,9 +638,8 @@ static int do_remove(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o, int
 			st = NFS3ERR_ISDIR;
 		else if (want_dir && child->nents)
 			st = NFS3ERR_NOTEMPTY;
-		else if ((dir->mode & 01000) && d.cred.uid != 0 && d.cred.uid != dir->uid &&
-			 d.cred.uid != child->uid)
-			st = NFS3ERR_ACCES; /* sticky directory */
+		else if (sticky_denies(dir, &d.cred, child->uid))
+			st = NFS3ERR_ACCES;
 		else {
 			dir_remove(dir, name);
 			if (want_dir)
@@ -739,6 +745,8 @@ static int proc_rename(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 		st = NFS3ERR_NOENT;
 	else if (did && !(dst = obj_get(os, did)))
 		st = NFS3ERR_IO;
+	else if (sticky_denies(fd, &f.cred, src->uid) || (dst && sticky_denies(td, &t.cred, dst->uid)))
+		st = NFS3ERR_ACCES;
 	else if (src->type == OBJ_DIR && is_ancestor(src->id, td->id))
 		st = NFS3ERR_INVAL;
 	else if (dst && dst != src) {
@@ -1030,7 +1038,7 @@ static int proc_fsinfo(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	xdr_put_u32(o, pref);
 	xdr_put_u32(o, 4096);
 	xdr_put_u32(o, 64 * 1024);
-	xdr_put_u64(o, 1ull << 44);
+	xdr_put_u64(o, OBJ_MAX_FILE_SIZE);
 	xdr_put_u32(o, 0); /* time_delta: 1 ns */
 	xdr_put_u32(o, 1);
 	xdr_put_u32(o, 0x1 | 0x2 | 0x8 | 0x10); /* LINK, SYMLINK, HOMOGENEOUS, CANSETTIME */

@@ -12,8 +12,6 @@
 #include "strata_probes.h"
 #include "util.h"
 
-#define MAX_FILE_SIZE (1ull << 44)
-
 static __thread uint8_t *scratch; /* per-thread record buffer for pool reads */
 
 static uint8_t *scratch_buf(void)
@@ -39,7 +37,6 @@ struct objset *objset_create(struct pool *pool, arc_t *arc)
 	os->table_size = 1024;
 	os->table = xcalloc(os->table_size, sizeof(*os->table));
 	os->next_objid = 1;
-	os->next_gen = 1;
 	os->open_txg = 1;
 	pthread_rwlock_init(&os->table_lock, NULL);
 	pthread_rwlock_init(&os->txg_lock, NULL);
@@ -47,12 +44,17 @@ struct objset *objset_create(struct pool *pool, arc_t *arc)
 	return os;
 }
 
+static int free_dirty(uint64_t blkid, struct blkrec *r, void *ctx)
+{
+	free(r->dirty);
+	r->dirty = NULL;
+	return 0;
+}
+
 static void obj_free(struct object *o)
 {
-	for (uint64_t i = 0; i < o->nrec_cap; i++)
-		free(o->dirty[i]);
-	free(o->dirty);
-	free(o->bps);
+	blkmap_walk(&o->recs, 0, free_dirty, NULL);
+	blkmap_free(&o->recs);
 	for (uint32_t i = 0; i < o->nents; i++)
 		free(o->ents[i].name);
 	free(o->ents);
@@ -72,6 +74,8 @@ void objset_destroy(struct objset *os)
 		}
 	}
 	free(os->table);
+	for (uint32_t i = 0; i < os->ndatasets; i++)
+		free(os->datasets[i]);
 	free(os->datasets);
 	pthread_rwlock_destroy(&os->table_lock);
 	pthread_rwlock_destroy(&os->txg_lock);
@@ -128,8 +132,6 @@ static void table_insert(struct objset *os, struct object *o)
 	os->nobjects++;
 	if (o->id >= os->next_objid)
 		os->next_objid = o->id + 1;
-	if (o->gen >= os->next_gen)
-		os->next_gen = o->gen + 1;
 }
 
 void obj_insert_loaded(struct objset *os, struct object *o)
@@ -139,6 +141,17 @@ void obj_insert_loaded(struct objset *os, struct object *o)
 	pthread_rwlock_wrlock(&os->table_lock);
 	table_insert(os, o);
 	pthread_rwlock_unlock(&os->table_lock);
+}
+
+static void new_generation(struct object *o, void *ctx)
+{
+	xrandom(&o->gen, sizeof(o->gen));
+}
+
+void objset_new_generations(struct objset *os)
+{
+	objset_foreach(os, new_generation, NULL);
+	objset_mark_changed(os, NULL);
 }
 
 void obj_touch(struct object *o, int mtime, int ctime)
@@ -175,32 +188,43 @@ struct object *obj_new(struct objset *os, uint32_t dsid, uint32_t type, uint32_t
 	o->atime = o->mtime;
 	pthread_rwlock_init(&o->lock, NULL);
 	o->refs = 2;
+	xrandom(&o->gen, sizeof(o->gen));
 	pthread_rwlock_wrlock(&os->table_lock);
 	o->id = os->next_objid;
-	o->gen = os->next_gen++;
 	table_insert(os, o);
 	pthread_rwlock_unlock(&os->table_lock);
 	objset_mark_changed(os, o);
 	return o;
 }
 
-static void drop_record(struct objset *os, struct object *o, uint64_t blkid)
+struct drop_ctx { struct objset *os; struct object *o; };
+
+/* Frees a record (a blkmap_walk callback; caller holds o->lock write). */
+static int drop_record(uint64_t blkid, struct blkrec *r, void *arg)
 {
-	if (blkid >= o->nrec_cap)
-		return;
-	if (o->dirty[blkid]) {
-		free(o->dirty[blkid]);
-		o->dirty[blkid] = NULL;
-		o->ndirty--;
-		__atomic_sub_fetch(&os->dirty_bytes, o->recordsize, __ATOMIC_RELAXED);
+	struct drop_ctx *c = arg;
+	if (r->dirty) {
+		free(r->dirty);
+		r->dirty = NULL;
+		c->o->ndirty--;
+		__atomic_sub_fetch(&c->os->dirty_bytes, c->o->recordsize, __ATOMIC_RELAXED);
 	}
-	struct blkptr *bp = &o->bps[blkid];
+	struct blkptr *bp = &r->bp;
 	if (bp->psize) {
-		pool_free_deferred(os->pool, bp->vdev, bp->offset, bp->psize);
-		o->used -= bp->psize;
-		cache_invalidate(os, (struct arc_key){ o->id, blkid });
+		pool_free_deferred(c->os->pool, bp->vdev, bp->offset, bp->psize);
+		c->o->used -= bp->psize;
+		cache_invalidate(c->os, (struct arc_key){ c->o->id, blkid });
 	}
 	memset(bp, 0, sizeof(*bp));
+	return 0;
+}
+
+/* Frees every record from number `first` on. */
+static void drop_records(struct objset *os, struct object *o, uint64_t first)
+{
+	struct drop_ctx c = { os, o };
+	blkmap_walk(&o->recs, first, drop_record, &c);
+	blkmap_prune(&o->recs);
 }
 
 void obj_drop_link(struct objset *os, struct object *o)
@@ -213,8 +237,7 @@ void obj_drop_link(struct objset *os, struct object *o)
 	objset_mark_changed(os, o);
 	if (o->nlink)
 		return;
-	for (uint64_t b = 0; b < o->nrec_cap; b++)
-		drop_record(os, o, b);
+	drop_records(os, o, 0);
 	pthread_rwlock_wrlock(&os->table_lock);
 	struct object **pp = &os->table[slot(os, o->id)];
 	while (*pp && *pp != o)
@@ -232,49 +255,56 @@ void obj_drop_link(struct objset *os, struct object *o)
 struct dataset *objset_dataset_by_id(struct objset *os, uint32_t id)
 {
 	for (uint32_t i = 0; i < os->ndatasets; i++)
-		if (os->datasets[i].id == id)
-			return &os->datasets[i];
+		if (os->datasets[i]->id == id)
+			return os->datasets[i];
 	return NULL;
 }
 
-struct dataset *objset_dataset(struct objset *os, const char *name, uint32_t recordsize, int create)
+/* Sets a root directory's mode (caller holds txg_lock shared or excludes the sync). */
+static void set_root_mode(struct objset *os, uint64_t root, uint32_t mode)
 {
-	for (uint32_t i = 0; i < os->ndatasets; i++)
-		if (!strcmp(os->datasets[i].name, name)) {
-			if (recordsize && os->datasets[i].recordsize != recordsize) {
-				os->datasets[i].recordsize = recordsize;
-				objset_mark_changed(os, NULL);
-			}
-			return &os->datasets[i];
-		}
-	if (!create || strlen(name) >= DATASET_NAME_MAX)
-		return NULL;
-	os->datasets = xrealloc(os->datasets, (os->ndatasets + 1) * sizeof(*os->datasets));
-	struct dataset *ds = &os->datasets[os->ndatasets];
-	memset(ds, 0, sizeof(*ds));
-	ds->id = os->ndatasets ? os->datasets[os->ndatasets - 1].id + 1 : 1;
-	strcpy(ds->name, name);
-	ds->recordsize = recordsize ? recordsize : os->pool->recordsize;
-	os->ndatasets++;
-	struct object *root = obj_new(os, ds->id, OBJ_DIR, 0777, 0, 0, ds->recordsize);
-	root->parent = root->id;
-	ds->root = root->id;
-	obj_put(root);
-	return ds;
+	struct object *o = obj_get(os, root);
+	if (!o)
+		return;
+	pthread_rwlock_wrlock(&o->lock);
+	if (o->mode != mode) {
+		o->mode = mode;
+		obj_touch(o, 0, 1);
+		objset_mark_changed(os, o);
+	}
+	pthread_rwlock_unlock(&o->lock);
+	obj_put(o);
 }
 
-static void ensure_cap(struct object *o, uint64_t nrec)
+struct dataset *objset_dataset(struct objset *os, const char *name, uint32_t recordsize,
+			       int root_mode, int create)
 {
-	if (nrec <= o->nrec_cap)
-		return;
-	uint64_t cap = o->nrec_cap ? o->nrec_cap : 4;
-	while (cap < nrec)
-		cap *= 2;
-	o->bps = xrealloc(o->bps, cap * sizeof(*o->bps));
-	o->dirty = xrealloc(o->dirty, cap * sizeof(*o->dirty));
-	memset(o->bps + o->nrec_cap, 0, (cap - o->nrec_cap) * sizeof(*o->bps));
-	memset(o->dirty + o->nrec_cap, 0, (cap - o->nrec_cap) * sizeof(*o->dirty));
-	o->nrec_cap = cap;
+	struct dataset *ds = NULL;
+	for (uint32_t i = 0; i < os->ndatasets && !ds; i++)
+		if (!strcmp(os->datasets[i]->name, name))
+			ds = os->datasets[i];
+	if (ds) {
+		if (recordsize && ds->recordsize != recordsize) {
+			ds->recordsize = recordsize;
+			objset_mark_changed(os, NULL);
+		}
+	} else {
+		if (!create || strlen(name) >= DATASET_NAME_MAX)
+			return NULL;
+		ds = xcalloc(1, sizeof(*ds));
+		ds->id = os->ndatasets ? os->datasets[os->ndatasets - 1]->id + 1 : 1;
+		strcpy(ds->name, name);
+		ds->recordsize = recordsize ? recordsize : os->pool->recordsize;
+		os->datasets = xrealloc(os->datasets, (os->ndatasets + 1) * sizeof(*os->datasets));
+		os->datasets[os->ndatasets++] = ds;
+		struct object *root = obj_new(os, ds->id, OBJ_DIR, DATASET_ROOT_MODE, 0, 0, ds->recordsize);
+		root->parent = root->id;
+		ds->root = root->id;
+		obj_put(root);
+	}
+	if (root_mode >= 0)
+		set_root_mode(os, ds->root, (uint32_t)root_mode & 07777);
+	return ds;
 }
 
 /* An ARC miss tries the L2ARC: true with the record in buf (zero-padded to
@@ -307,15 +337,16 @@ static int rec_fetch(struct objset *os, struct object *o, uint64_t blkid, const 
 	*held = NULL;
 	*data = NULL;
 	*len = 0;
-	if (blkid >= o->nrec_cap)
+	const struct blkrec *r = blkmap_find(&o->recs, blkid);
+	if (!r)
 		return 0;
-	if (o->dirty[blkid]) {
-		*data = o->dirty[blkid];
+	if (r->dirty) {
+		*data = r->dirty;
 		*len = o->recordsize;
 		acct->tiers |= STRATA_TIER_DIRTY;
 		return 0;
 	}
-	const struct blkptr *bp = &o->bps[blkid];
+	const struct blkptr *bp = &r->bp;
 	if (!bp->psize)
 		return 0;
 	struct arc_key key = { o->id, blkid };
@@ -390,13 +421,15 @@ int obj_read(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 }
 
 /* Makes record blkid dirty, filled with its current contents unless the
- * caller overwrites it whole. */
+ * caller overwrites it whole; *out is its dirty buffer. */
 static int make_dirty(struct objset *os, struct object *o, uint64_t blkid, int whole,
-		      struct io_acct *acct)
+		      uint8_t **out, struct io_acct *acct)
 {
-	ensure_cap(o, blkid + 1);
-	if (o->dirty[blkid])
+	const struct blkrec *cur = blkmap_find(&o->recs, blkid);
+	if (cur && cur->dirty) {
+		*out = cur->dirty;
 		return 0;
+	}
 	uint32_t rs = o->recordsize;
 	uint8_t *buf = xaligned(rs);
 	if (!whole) {
@@ -417,7 +450,8 @@ static int make_dirty(struct objset *os, struct object *o, uint64_t blkid, int w
 			arc_release(held);
 	}
 	cache_invalidate(os, (struct arc_key){ o->id, blkid });
-	o->dirty[blkid] = buf;
+	blkmap_get(&o->recs, blkid)->dirty = buf;
+	*out = buf;
 	o->ndirty++;
 	__atomic_add_fetch(&os->dirty_bytes, rs, __ATOMIC_RELAXED);
 	return 0;
@@ -426,7 +460,7 @@ static int make_dirty(struct objset *os, struct object *o, uint64_t blkid, int w
 int obj_write(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 	      const uint8_t *src, struct io_acct *acct)
 {
-	if (off > MAX_FILE_SIZE || count > MAX_FILE_SIZE - off)
+	if (off > OBJ_MAX_FILE_SIZE || count > OBJ_MAX_FILE_SIZE - off)
 		return -EFBIG;
 	uint32_t rs = o->recordsize;
 	uint64_t end = off + count;
@@ -435,12 +469,13 @@ int obj_write(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 		uint32_t inrec = (uint32_t)(pos % rs);
 		uint32_t n = (uint32_t)(end - pos < rs - inrec ? end - pos : rs - inrec);
 		int whole = inrec == 0 && (n == rs || pos + n >= o->size);
-		int err = make_dirty(os, o, blkid, whole, acct);
+		uint8_t *buf;
+		int err = make_dirty(os, o, blkid, whole, &buf, acct);
 		if (err)
 			return err;
 		if (whole)
-			memset(o->dirty[blkid] + n, 0, rs - n);
-		memcpy(o->dirty[blkid] + inrec, src + (pos - off), n);
+			memset(buf + n, 0, rs - n);
+		memcpy(buf + inrec, src + (pos - off), n);
 		pos += n;
 	}
 	acct->tiers |= STRATA_TIER_DIRTY;
@@ -453,20 +488,20 @@ int obj_write(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 
 int obj_truncate(struct objset *os, struct object *o, uint64_t size)
 {
-	if (size > MAX_FILE_SIZE)
+	if (size > OBJ_MAX_FILE_SIZE)
 		return -EFBIG;
 	uint32_t rs = o->recordsize;
 	if (size < o->size) {
 		uint64_t keep = (size + rs - 1) / rs;
-		for (uint64_t b = keep; b < o->nrec_cap; b++)
-			drop_record(os, o, b);
-		if (size % rs && keep - 1 < o->nrec_cap &&
-		    (o->dirty[keep - 1] || o->bps[keep - 1].psize)) {
+		drop_records(os, o, keep);
+		const struct blkrec *last = size % rs ? blkmap_find(&o->recs, keep - 1) : NULL;
+		if (last && (last->dirty || last->bp.psize)) {
 			struct io_acct acct = { 0 };
-			int err = make_dirty(os, o, keep - 1, 0, &acct);
+			uint8_t *buf;
+			int err = make_dirty(os, o, keep - 1, 0, &buf, &acct);
 			if (err)
 				return err;
-			memset(o->dirty[keep - 1] + size % rs, 0, rs - size % rs);
+			memset(buf + size % rs, 0, rs - size % rs);
 		}
 	}
 	o->size = size;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "arc.h"
+#include "blkmap.h"
 #include "pool.h"
 
 struct l2arc;
@@ -23,6 +24,9 @@ enum obj_type { OBJ_REG = 1, OBJ_DIR = 2, OBJ_LNK = 5 };
 
 #define DATASET_NAME_MAX 64
 #define NAME_MAX_LEN 255
+/* Largest file: 16 TiB.  A WRITE ending beyond it, or a SETATTR growing a
+ * file past it, fails with NFS3ERR_FBIG; FSINFO reports it as maxfilesize. */
+#define OBJ_MAX_FILE_SIZE (1ull << 44)
 
 struct dir_entry {
 	char *name;
@@ -33,7 +37,8 @@ struct dir_entry {
 struct nfs_time { uint32_t sec, nsec; };
 
 struct object {
-	uint64_t id, gen;
+	uint64_t id;
+	uint64_t gen;             /* random: a handle names (id, gen), so it cannot be guessed */
 	uint32_t dsid;
 	uint32_t type;
 	uint32_t mode, nlink, uid, gid;
@@ -43,9 +48,7 @@ struct object {
 	uint64_t parent;          /* directories: the parent directory */
 	uint8_t createverf[8];    /* EXCLUSIVE create verifier */
 	/* regular files */
-	struct blkptr *bps;       /* indexed by record number */
-	uint8_t **dirty;          /* dirty record buffers (recordsize), NULL if clean */
-	uint64_t nrec_cap;
+	struct blkmap recs;       /* record number -> block pointer and dirty buffer */
 	uint64_t ndirty;
 	uint64_t dirty_txg;       /* txg of the latest change to this object */
 	uint64_t used;            /* bytes allocated on the pool (sum of psize) */
@@ -82,8 +85,8 @@ struct objset {
 	pthread_rwlock_t table_lock;
 	struct object **table;
 	uint64_t table_size, nobjects;
-	uint64_t next_objid, next_gen;
-	struct dataset *datasets;
+	uint64_t next_objid;
+	struct dataset **datasets; /* each allocated once: exports keep pointers to them */
 	uint32_t ndatasets;
 	pthread_rwlock_t txg_lock;
 	pthread_mutex_t ns_lock;
@@ -101,6 +104,9 @@ void obj_put(struct object *o);
 /* New object (caller holds txg_lock shared and ns_lock); returned held. */
 struct object *obj_new(struct objset *os, uint32_t dsid, uint32_t type, uint32_t mode,
 		       uint32_t uid, uint32_t gid, uint32_t recordsize);
+/* New random generations for every object: old handles of them all go
+ * stale (for a pool whose handle secret was just created). */
+void objset_new_generations(struct objset *os);
 /* Insert an object built by the metadata loader. */
 void obj_insert_loaded(struct objset *os, struct object *o);
 /* Unlink bookkeeping: when nlink reaches 0 the object leaves the table and
@@ -109,8 +115,12 @@ void obj_drop_link(struct objset *os, struct object *o);
 void obj_touch(struct object *o, int mtime, int ctime);
 void objset_mark_changed(struct objset *os, struct object *o);
 
-/* Dataset by name (creating it with an empty root when missing). */
-struct dataset *objset_dataset(struct objset *os, const char *name, uint32_t recordsize, int create);
+/* Dataset by name, created with an empty root directory when missing and
+ * `create`.  recordsize 0 keeps the dataset's (a new one takes the pool's);
+ * root_mode -1 keeps the root's mode (a new root is 0755), else sets it. */
+#define DATASET_ROOT_MODE 0755
+struct dataset *objset_dataset(struct objset *os, const char *name, uint32_t recordsize,
+			       int root_mode, int create);
 struct dataset *objset_dataset_by_id(struct objset *os, uint32_t id);
 
 /* Data path.  obj_read: caller holds o->lock shared.  obj_write/obj_truncate:

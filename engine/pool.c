@@ -35,7 +35,29 @@ struct label {
 	 * the allocator, for the ZIL when no separate log device is given. */
 	uint64_t log_size;
 	struct cksum log_ck; /* fletcher4 of log_size */
+	/* Extension (zeros in labels written before it existed): the pool's
+	 * secret, the key of the file-handle MAC, the same in every label. */
+	uint8_t secret[SIPHASH_KEY_SIZE];
+	struct cksum secret_ck; /* fletcher4 of secret */
 };
+
+/* The label's secret: 0 when absent (an older label) or not intact. */
+static int label_secret(const struct label *l, uint8_t *out)
+{
+	static const uint8_t zero[SIPHASH_KEY_SIZE];
+	struct cksum ck;
+	fletcher4(l->secret, sizeof(l->secret), &ck);
+	if (!memcmp(l->secret, zero, sizeof(zero)) || !cksum_equal(&ck, &l->secret_ck))
+		return 0;
+	memcpy(out, l->secret, sizeof(l->secret));
+	return 1;
+}
+
+static void label_set_secret(struct label *l, const uint8_t *secret)
+{
+	memcpy(l->secret, secret, sizeof(l->secret));
+	fletcher4(l->secret, sizeof(l->secret), &l->secret_ck);
+}
 
 static void fail(char *err, size_t errsz, const char *fmt, ...)
 {
@@ -97,14 +119,9 @@ int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, ui
 		char *err, size_t errsz)
 {
 	uint64_t guid;
-	int ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (ufd < 0 || read(ufd, &guid, sizeof(guid)) != sizeof(guid)) {
-		fail(err, errsz, "cannot read /dev/urandom");
-		if (ufd >= 0)
-			close(ufd);
-		return -1;
-	}
-	close(ufd);
+	uint8_t secret[SIPHASH_KEY_SIZE];
+	xrandom(&guid, sizeof(guid));
+	xrandom(secret, sizeof(secret));
 	uint8_t *blk = xaligned(POOL_DATA_START);
 	int rc = -1;
 	for (uint32_t i = 0; i < n; i++) {
@@ -135,6 +152,7 @@ int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, ui
 		l->guid = guid;
 		l->size = sz & ~(uint64_t)(POOL_BLOCK - 1);
 		label_sum(l);
+		label_set_secret(l, secret);
 		if (i == 0 && log_size) {
 			l->log_size = log_size == POOL_LOG_DEFAULT ? pool_default_log_size(l->size)
 								   : log_size & ~(uint64_t)(POOL_BLOCK - 1);
@@ -201,6 +219,8 @@ struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz)
 			p->guid = lab->guid;
 			p->recordsize = lab->recordsize;
 		}
+		if (lab->index == 0)
+			p->has_secret = label_secret(lab, p->secret);
 		if (lab->guid != p->guid || lab->nvdevs != n || lab->index >= n ||
 		    p->vdevs[lab->index].fd >= 0) {
 			fail(err, errsz, "vdev %s does not belong with the others (pool has %u vdevs)",
@@ -250,6 +270,31 @@ void pool_close(struct pool *p)
 	free(p);
 }
 
+int pool_ensure_secret(struct pool *p, char *err, size_t errsz)
+{
+	if (p->has_secret)
+		return 0;
+	xrandom(p->secret, sizeof(p->secret));
+	struct label *lab = xaligned(POOL_BLOCK);
+	int rc = 1;
+	for (uint32_t i = 0; i < p->nvdevs && rc == 1; i++) {
+		int fd = p->vdevs[i].fd;
+		if (pread(fd, lab, POOL_BLOCK, 0) != POOL_BLOCK) {
+			fail(err, errsz, "cannot read the label of %s", p->vdevs[i].path);
+			rc = -1;
+			break;
+		}
+		label_set_secret(lab, p->secret);
+		if (pwrite(fd, lab, POOL_BLOCK, 0) != POOL_BLOCK || fdatasync(fd)) {
+			fail(err, errsz, "cannot write the label of %s: %s", p->vdevs[i].path, strerror(errno));
+			rc = -1;
+		}
+	}
+	free(lab);
+	p->has_secret = rc == 1;
+	return rc;
+}
+
 static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint32_t len, int op)
 {
 	struct strata_vdev_io io;
@@ -277,6 +322,8 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 		}
 		done += (size_t)r;
 	}
+	__atomic_add_fetch(op == STRATA_VDEV_READ ? &p->vdevs[vdev].reads : &p->vdevs[vdev].writes, 1,
+			   __ATOMIC_RELAXED);
 	if (op == STRATA_VDEV_READ) {
 		__atomic_add_fetch(&p->reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&p->bytes_read, done, __ATOMIC_RELAXED);
@@ -319,6 +366,7 @@ int pool_flush(struct pool *p)
 			STRATA_PROBE(vdev_io_start, &io);
 		}
 		int e = fdatasync(p->vdevs[i].fd) ? -errno : 0;
+		__atomic_add_fetch(&p->vdevs[i].flushes, 1, __ATOMIC_RELAXED);
 		devmodel_service(p->vdevs[i].model, DEVMODEL_FLUSH, 0, 0, 0);
 		if (traced) {
 			io.latency_ns = now_mono_ns() - io.start_ns;

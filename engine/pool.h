@@ -1,7 +1,8 @@
 /* pool.h — the storage pool: vdevs (files or block devices opened O_DIRECT),
  * their labels, aligned I/O with vdev_io probes, and the block allocator with
  * its space map.  Layout of every vdev:
- *   [0, 4K)      label (pool guid, vdev index, vdev count, size, recordsize)
+ *   [0, 4K)      label (pool guid, vdev index, vdev count, size, recordsize,
+ *                embedded log size, the pool's secret)
  *   [8K, 16K)    two uberblock slots (used on vdev 0 only; see txg.c)
  *   [64K, size)  allocatable space, in 4 KiB blocks. */
 #ifndef ENGINE_POOL_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "cksum.h"
+#include "siphash.h"
 #include "xdr.h"
 
 struct devmodel;
@@ -40,6 +42,7 @@ struct vdev {
 	uint64_t rotor;
 	uint64_t free_blocks;
 	struct devmodel *model; /* latency model of this device, e.g. its own spindle (NULL: none) */
+	uint64_t reads, writes, flushes; /* atomics: I/Os issued, one per vdev_io probe pair */
 };
 
 struct pool_extent { uint32_t vdev; uint64_t offset, size; };
@@ -59,6 +62,8 @@ struct pool {
 	uint64_t bytes_read, bytes_written, reads, writes; /* atomics */
 	uint64_t log_offset, log_size; /* embedded ZIL region on vdev 0 (log_size 0: none) */
 	uint64_t read_delay_ns;        /* fault injection: added to every vdev read */
+	uint8_t secret[SIPHASH_KEY_SIZE]; /* key of the file-handle MAC, from the labels */
+	int has_secret;                /* 0: a pool labelled before secrets existed */
 };
 
 /* mkpool: create (sparse files of `size` when missing) and label the vdevs;
@@ -72,6 +77,9 @@ uint64_t pool_default_log_size(uint64_t vdev_size);
 /* Open and verify the labels; vdevs may be given in any order. */
 struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz);
 void pool_close(struct pool *p);
+/* A pool labelled before it had a secret gets one now, written to every
+ * label: 1 when created, 0 when it had one, -1 (err filled) on failure. */
+int pool_ensure_secret(struct pool *p, char *err, size_t errsz);
 
 /* Aligned I/O (buf 4 KiB aligned, len/off multiples of 4 KiB); 0 or -errno. */
 int pool_read(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint32_t len);

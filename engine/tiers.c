@@ -194,6 +194,20 @@ bool tiers_log_write(uint64_t objid, uint64_t off, uint32_t len, const void *dat
 	return true;
 }
 
+struct log_ctx { const struct object *o; uint64_t txg; struct zil_record *recs; uint32_t n; };
+
+static int log_record(uint64_t blkid, struct blkrec *r, void *arg)
+{
+	struct log_ctx *c = arg;
+	uint64_t start = blkid * c->o->recordsize;
+	if (!r->dirty || start >= c->o->size || c->n == c->o->ndirty)
+		return 0;
+	uint64_t left = c->o->size - start;
+	c->recs[c->n++] = (struct zil_record){ .objid = c->o->id, .offset = start, .txg = c->txg,
+		.length = (uint32_t)(left < c->o->recordsize ? left : c->o->recordsize), .data = r->dirty };
+	return 0;
+}
+
 /* Logs o's dirty records (caller holds o->lock shared); 0 or -errno. */
 static int log_dirty(struct object *o, uint64_t txg)
 {
@@ -201,18 +215,10 @@ static int log_dirty(struct object *o, uint64_t txg)
 		return 0;
 	if (o->ndirty * (uint64_t)o->recordsize > COMMIT_LOG_MAX)
 		return -E2BIG;
-	struct zil_record *recs = xcalloc(o->ndirty, sizeof(*recs));
-	uint32_t n = 0;
-	for (uint64_t b = 0; b < o->nrec_cap && n < o->ndirty; b++) {
-		uint64_t start = b * o->recordsize;
-		if (!o->dirty[b] || start >= o->size)
-			continue;
-		uint64_t left = o->size - start;
-		recs[n++] = (struct zil_record){ .objid = o->id, .offset = start, .txg = txg,
-			.length = (uint32_t)(left < o->recordsize ? left : o->recordsize), .data = o->dirty[b] };
-	}
-	int err = zil_commit(tg.zil, recs, n);
-	free(recs);
+	struct log_ctx c = { o, txg, xcalloc(o->ndirty, sizeof(*c.recs)), 0 };
+	blkmap_walk(&o->recs, 0, log_record, &c);
+	int err = zil_commit(tg.zil, c.recs, c.n);
+	free(c.recs);
 	return err;
 }
 

@@ -105,6 +105,17 @@ struct sync_ctx {
 	int err;
 };
 
+struct dirty_rec { uint64_t blkid; uint8_t *buf; };
+struct dirty_list { struct dirty_rec *v; uint64_t n, cap; };
+
+static int collect_dirty(uint64_t blkid, struct blkrec *r, void *arg)
+{
+	struct dirty_list *l = arg;
+	if (r->dirty && l->n < l->cap)
+		l->v[l->n++] = (struct dirty_rec){ blkid, r->dirty };
+	return 0;
+}
+
 static void sync_object(struct object *o, void *arg)
 {
 	struct sync_ctx *c = arg;
@@ -112,10 +123,13 @@ static void sync_object(struct object *o, void *arg)
 	if (!o->ndirty || c->err)
 		return;
 	uint32_t rs = o->recordsize;
-	for (uint64_t b = 0; b < o->nrec_cap && !c->err; b++) {
-		uint8_t *buf = o->dirty[b];
-		if (!buf)
-			continue;
+	struct dirty_list l = { xcalloc(o->ndirty, sizeof(*l.v)), 0, o->ndirty };
+	pthread_rwlock_rdlock(&o->lock);
+	blkmap_walk(&o->recs, 0, collect_dirty, &l);
+	pthread_rwlock_unlock(&o->lock);
+	for (uint64_t i = 0; i < l.n && !c->err; i++) {
+		uint64_t b = l.v[i].blkid;
+		uint8_t *buf = l.v[i].buf;
 		struct blkptr nbp = { 0 };
 		if (b * rs < o->size) {
 			uint64_t left = o->size - b * rs;
@@ -137,14 +151,15 @@ static void sync_object(struct object *o, void *arg)
 			c->t->synced_bytes += nbp.psize;
 		}
 		pthread_rwlock_wrlock(&o->lock);
-		struct blkptr *old = &o->bps[b];
+		struct blkrec *r = blkmap_find(&o->recs, b);
+		struct blkptr *old = &r->bp;
 		if (old->psize) {
 			pool_free_deferred(os->pool, old->vdev, old->offset, old->psize);
 			o->used -= old->psize;
 		}
 		*old = nbp;
 		o->used += nbp.psize;
-		o->dirty[b] = NULL;
+		r->dirty = NULL;
 		o->ndirty--;
 		__atomic_sub_fetch(&os->dirty_bytes, rs, __ATOMIC_RELAXED);
 		if (nbp.psize) {
@@ -155,6 +170,10 @@ static void sync_object(struct object *o, void *arg)
 		pthread_rwlock_unlock(&o->lock);
 		free(buf);
 	}
+	free(l.v);
+	pthread_rwlock_wrlock(&o->lock);
+	blkmap_prune(&o->recs); /* records past the end came back empty */
+	pthread_rwlock_unlock(&o->lock);
 }
 
 static int write_uberblock(struct pool *p, uint64_t txg, const struct pool_extent *meta,

@@ -1,4 +1,4 @@
-/* util.c — clocks, size/duration parsing and allocation helpers for the engine. */
+/* util.c — clocks, size/duration parsing, allocation and randomness helpers for the engine. */
 #include "util.h"
 
 #include <ctype.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 uint64_t now_mono_ns(void)
@@ -141,4 +142,18 @@ void *xaligned(size_t n)
 	if (posix_memalign(&p, 4096, n ? n : 4096))
 		oom();
 	return p;
+}
+
+void xrandom(void *buf, size_t n)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t r = getrandom((uint8_t *)buf + done, n - done, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			fputs("strata-engine: getrandom failed\n", stderr);
+			abort();
+		}
+		done += (size_t)r;
+	}
 }

@@ -1,4 +1,4 @@
-/* util.h — small helpers shared by the engine: clocks, size/duration parsing, alloc. */
+/* util.h — small helpers shared by the engine: clocks, size/duration parsing, alloc, randomness. */
 #ifndef ENGINE_UTIL_H
 #define ENGINE_UTIL_H
 
@@ -21,5 +21,7 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* Aligned buffer for O_DIRECT I/O (4096-byte alignment). */
 void *xaligned(size_t n);
+/* n bytes from the kernel's CSPRNG (getrandom); aborts if it has none. */
+void xrandom(void *buf, size_t n);
 
 #endif

@@ -4,8 +4,12 @@ Counters give events per second; heat-map statistics give a chosen percentile
 per key (and their event rates for ranking); gauges give their mean. Keys are
 ranked by events over the range (gauges: by mean value); every key past the
 top N is folded into one "other" series, so 10,000 clients stay readable.
+
+A heat-map statistic with a value range (drill-down: "which clients made the
+ops slower than 10 ms?") gives, per key, the events whose value lies in the
+range, per second, and each key's share of its own events that fell there.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -23,6 +27,7 @@ class Row:
     share: float            # percent of all events (of the sum of means for gauges)
     peak: float             # highest column value of the series
     quantiles: dict = field(default_factory=dict)   # heat maps: {50: v, P: v, 100: v}
+    of_key: float | None = None   # with a value range: percent of the key's events inside it
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Breakdown:
     folded: int             # how many keys went into OTHER
     total_keys: int
     total_events: int
+    value_range: object = None   # value_range.ValueRange the events were selected by, if any
 
     @property
     def seconds(self) -> int:
@@ -92,6 +98,29 @@ def _heatmap(qr, bins, top, keys, p):
     return names, series, events, len(tail), quantiles
 
 
+def in_range(qr, value_range):
+    """The events of a heat-map QueryResult whose value lies in value_range, per key and
+    column, as a counter QueryResult (value_range.ValueRange snaps to whole buckets)."""
+    counts = np.asarray(qr.counts)
+    if counts.size == 0 or len(qr.buckets) == 0:
+        values = np.zeros((len(qr.keys), len(qr.times)), np.int64)
+    else:
+        values = counts[:, :, value_range.buckets(qr.buckets)].sum(axis=2, dtype=np.uint64).astype(np.int64)
+    return replace(qr, kind="counter", unit="ops", buckets=np.zeros(0, np.int64),
+                   counts=np.zeros((0, 0, 0), np.uint64), values=values)
+
+
+def _key_shares(qr, keys, names, events) -> list:
+    """Percent of each series key's events (all values) that the in-range events are."""
+    counts = np.asarray(qr.counts)
+    idx = select_keys(qr, keys)
+    totals = (counts[idx].sum(axis=(1, 2), dtype=np.uint64) if counts.size else np.zeros(len(idx), np.uint64))
+    by_key = {qr.keys[i]: int(t) for i, t in zip(idx, totals)}
+    named = sum(by_key.get(k, 0) for k in names if k != OTHER)
+    whole = [by_key[k] if k != OTHER else int(totals.sum()) - named for k in names]
+    return [100.0 * e / w if w else None for e, w in zip(events, whole)]
+
+
 def _gauge(qr, bins, top, keys):
     idx = select_keys(qr, keys)
     values = np.asarray(qr.values, dtype=np.float64)[idx]
@@ -111,11 +140,16 @@ def _gauge(qr, bins, top, keys):
 
 
 def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile: float = 99.0,
-            keys=None, by: str = "", bins: TimeBins = None) -> Breakdown:
-    """The breakdown of a QueryResult over [start, end) in at most max_cols columns."""
+            keys=None, by: str = "", bins: TimeBins = None, value_range=None) -> Breakdown:
+    """The breakdown of a QueryResult over [start, end) in at most max_cols columns; of a
+    heat map's events in value_range (value_range.ValueRange) when one is given."""
     bins = bins or choose_bins(start, end, qr.step, max_cols)
     top = max(int(top), 1)
     quantiles = None
+    if value_range is not None:
+        if qr.kind != "heatmap":
+            raise ValueError(f"{qr.name} is a {qr.kind}: a value range needs a heat-map statistic")
+        whole, qr = qr, in_range(qr, value_range)
     if qr.kind == "counter":
         names, series, events, folded, _ = _counter(qr, bins, top, keys)
         metric, unit = "rate", "ops/s"
@@ -139,10 +173,14 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
             rows.append(Row(key, int(events[i]), events[i] / seconds,
                             100.0 * events[i] / total_events if total_events else 0.0, peak,
                             quantiles[i] if quantiles else {}))
-    return Breakdown(name=qr.name, statistic=qr.statistic, kind=qr.kind, unit=unit, by=by, bins=bins,
-                     span=(int(start), int(end)), metric=metric, percentile=float(percentile), keys=names,
-                     series=series.reshape(len(names), bins.ncols), rows=rows, folded=folded,
-                     total_keys=len(qr.keys) if keys is None else len(keys), total_events=total_events)
+    if value_range is not None:
+        for row, share in zip(rows, _key_shares(whole, keys, names, events)):
+            row.of_key = share
+    return Breakdown(name=qr.name, statistic=qr.statistic, kind="heatmap" if value_range else qr.kind,
+                     unit=unit, by=by, bins=bins, span=(int(start), int(end)), metric=metric,
+                     percentile=float(percentile), keys=names, series=series.reshape(len(names), bins.ncols),
+                     rows=rows, folded=folded, total_keys=len(qr.keys) if keys is None else len(keys),
+                     total_events=total_events, value_range=value_range)
 
 
 def to_json(b: Breakdown) -> dict:
@@ -151,12 +189,14 @@ def to_json(b: Breakdown) -> dict:
         return None if x is None or not np.isfinite(x) else (int(x) if float(x).is_integer() else float(x))
     return {
         "dataset": b.name, "by": b.by, "kind": b.kind, "metric": b.metric,
+        "range": b.value_range.to_json() if b.value_range else None,
         "percentile": b.percentile if b.metric == "percentile" else None, "unit": b.unit,
         "start": b.span[0], "end": b.span[1], "step": b.bins.width,
         "times": [int(t) for t in b.bins.starts()],
         "series": [{"key": k, "values": [num(v) for v in b.series[i]]} for i, k in enumerate(b.keys)],
         "table": [{"key": r.key, "events": r.events, "rate": num(r.rate), "share": num(r.share),
-                   "peak": num(r.peak), **({"p50": num(r.quantiles.get(50.0)),
+                   "peak": num(r.peak), **({"of_key": num(r.of_key)} if b.value_range else {}),
+                   **({"p50": num(r.quantiles.get(50.0)),
                                             f"p{b.percentile:g}": num(r.quantiles.get(b.percentile)),
                                             "max": num(r.quantiles.get(100.0))} if r.quantiles else {})}
                   for r in b.rows],

@@ -49,6 +49,18 @@ def cropped(grid) -> str:
     return "; ".join(parts)
 
 
+def range_of(b) -> str:
+    """', latency 10ms..∞' for a breakdown of the events in a value range, else ''."""
+    if b.value_range is None:
+        return ""
+    return f", {quantity_of(b)} {b.value_range.note()}"
+
+
+def percent(share) -> str:
+    """'12.5%', or '-' when there is nothing to divide by."""
+    return "-" if share is None else f"{share:.1f}%"
+
+
 def percentile_label(p: float) -> str:
     return f"p{p:g}"
 

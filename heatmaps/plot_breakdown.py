@@ -42,7 +42,8 @@ def figure(b, style: str) -> go.Figure:
         columnwidth=[0.3] + [1] * (len(header) - 1)), row=2, col=1)
     fig.update_layout(
         template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
-        title=dict(text=(f"<b>{b.name}</b> by {b.by or 'key'}   {describe.time_range(*b.span)}"
+        title=dict(text=(f"<b>{b.name}</b> by {b.by or 'key'}{describe.range_of(b)}   "
+                         f"{describe.time_range(*b.span)}"
                          f"<br><span style='font-size:12px;color:#555'>{b.total_keys:,} keys · "
                          f"{b.bins.width}s per column · {style}</span>"), x=0.01, xanchor="left"),
         margin=dict(l=70, r=30, t=90, b=30), hovermode="x unified" if style == "stacked" else "closest",
@@ -58,6 +59,8 @@ def _table(b, noun: str) -> tuple:
         header += ["mean", "peak"]
     else:
         header += [noun, f"{noun}/s", "share"]
+    if b.value_range:
+        header.append(f"of its {noun}")
     if b.metric == "percentile":
         header += ["p50", f"p{b.percentile:g}", "max"]
     rows = []
@@ -67,6 +70,8 @@ def _table(b, noun: str) -> tuple:
             row = ["", key, format_value(r.rate, b.unit), format_value(r.peak, b.unit)]
         else:
             row = ["", key, f"{r.events:,}", format_count(r.rate), f"{r.share:.1f}%"]
+        if b.value_range:
+            row.append(describe.percent(r.of_key))
         if b.metric == "percentile":
             row += [format_value(r.quantiles.get(q, float("nan")), b.unit) for q in (50.0, b.percentile, 100.0)]
         rows.append(row)

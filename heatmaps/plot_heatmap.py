@@ -1,6 +1,10 @@
 """Plotly heat map: rows drawn at their true bucket edges, colour = log count per
 cell height, hover with time, bucket range and count; a left panel with the
 rate per row over the range (the appliance's left panel) and percentile lines.
+
+Given a drill-down command, the hover also shows that command with `--range
+LO..HI` set to the cell's row: pasted into a shell, it breaks the band down by
+client (op, file...). The edges are written so that they parse back exactly.
 """
 import datetime as dt
 
@@ -50,8 +54,20 @@ def _colour_bar(lo: float, hi: float, noun: str) -> dict:
                 thickness=14, len=0.9)
 
 
-def figure(grid) -> go.Figure:
-    """The heat map of `grid` as a plotly figure."""
+def _drill_hover(drill: str, unit: str, unit_label: str) -> tuple:
+    """(hover line, True when it reads raw edges from customdata[3:5]): the drill-down
+    command with the row's range. Time edges are exact decimals in the display unit;
+    byte edges are written with decimal prefixes (kB = 1000 bytes) from the raw values."""
+    if family(unit) == "bytes":
+        return ("<br>break down: " + drill + " --range %{customdata[3]:.6~s}B..%{customdata[4]:.6~s}B", True)
+    suffix = {"µs": "us"}.get(unit_label, unit_label)
+    return ("<br>break down: " + drill + f" --range %{{customdata[0]:.6~g}}{suffix}..%{{customdata[1]:.6~g}}{suffix}",
+            False)
+
+
+def figure(grid, drill: str | None = None) -> go.Figure:
+    """The heat map of `grid` as a plotly figure; `drill`, a `strata breakdown ...` command
+    without --range, makes every cell's hover show it for the cell's row."""
     scale, unit_label = display_scale(float(grid.edges[-1]), grid.unit)
     noun = event_noun(grid.statistic)
     quantity = quantity_name(grid.statistic, grid.unit)
@@ -64,11 +80,15 @@ def figure(grid) -> go.Figure:
     live = z[np.isfinite(z)]
     zmin, zmax = (float(live.min()), float(max(live.max(), live.min() + 1e-9))) if live.size else (0.0, 1.0)
     nrows, ncols = grid.counts.shape
+    drill_line, raw_edges = _drill_hover(drill, grid.unit, unit_label) if drill else ("", False)
     exact32 = grid.counts.size == 0 or int(grid.counts.max()) < 1 << 24
-    custom = np.empty((nrows, ncols, 3), dtype=np.float32 if exact32 else np.float64)
+    custom = np.empty((nrows, ncols, 5 if raw_edges else 3), dtype=np.float32 if exact32 else np.float64)
     custom[:, :, 0] = y_edges[:-1, None]
     custom[:, :, 1] = y_edges[1:, None]
     custom[:, :, 2] = grid.counts
+    if raw_edges:
+        custom[:, :, 3] = grid.edges[:-1, None]
+        custom[:, :, 4] = grid.edges[1:, None]
 
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.12, 0.88],
                         horizontal_spacing=0.008)
@@ -84,7 +104,7 @@ def figure(grid) -> go.Figure:
         colorscale=_colour_scale(), colorbar=_colour_bar(zmin, zmax, noun), hoverongaps=False,
         hovertemplate=("%{x|%Y-%m-%d %H:%M:%S}<br>" + quantity + " %{customdata[0]:,.4~g}–"
                        "%{customdata[1]:,.4~g} " + unit_label + "<br>%{customdata[2]:,} " + noun
-                       + "<extra></extra>"),
+                       + drill_line + "<extra></extra>"),
         name="count"), row=1, col=2)
     for j, (p, values) in enumerate(grid.percentiles.items()):
         fig.add_trace(go.Scatter(

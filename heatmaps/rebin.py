@@ -157,6 +157,23 @@ def snap_rows(targets: np.ndarray):
     return edges, np.maximum(cell_row, 0)
 
 
+def row_counts(hist: np.ndarray, buckets: np.ndarray, edges: np.ndarray) -> tuple:
+    """(counts (nrows, ncols), below, above) of (ncols, m) column histograms over `buckets`
+    summed into the rows between bucket edges `edges`; below/above mask the buckets outside."""
+    lower = _LOWER[buckets] if len(buckets) else np.zeros(0)
+    upper = _EDGES[buckets + 1] if len(buckets) else np.zeros(0)
+    is_below = upper <= edges[0]
+    is_above = lower >= edges[-1]
+    inside = ~(is_below | is_above)
+    row_of_bucket = np.searchsorted(edges, lower[inside], side="right") - 1
+    counts = np.zeros((len(edges) - 1, hist.shape[0]), dtype=np.uint64)
+    if inside.any():
+        part = hist[:, inside]
+        starts = np.flatnonzero(np.r_[True, row_of_bucket[1:] != row_of_bucket[:-1]])
+        counts[row_of_bucket[starts], :] = np.add.reduceat(part, starts, axis=1).T
+    return counts, is_below, is_above
+
+
 def _value_range(buckets, hist_total, unit, axis, ymin, ymax, outliers, ncells):
     """(cell edges, crop description) for the requested or automatic y-range."""
     live = buckets[hist_total > 0]
@@ -210,19 +227,8 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
     hist_total = hist.sum(axis=0)                                  # (m,)
     cells, crop = _value_range(buckets, hist_total, qr.unit, axis, ymin, ymax, outliers, ncells)
     edges, cell_row = snap_rows(cells)
-    nrows = len(edges) - 1
 
-    lower = _LOWER[buckets] if len(buckets) else np.zeros(0)
-    upper = _EDGES[buckets + 1] if len(buckets) else np.zeros(0)
-    is_below = upper <= edges[0]
-    is_above = lower >= edges[-1]
-    inside = ~(is_below | is_above)
-    row_of_bucket = np.searchsorted(edges, lower[inside], side="right") - 1
-    counts = np.zeros((nrows, bins.ncols), dtype=np.uint64)
-    if inside.any():
-        part = hist[:, inside]
-        starts = np.flatnonzero(np.r_[True, row_of_bucket[1:] != row_of_bucket[:-1]])
-        counts[row_of_bucket[starts], :] = np.add.reduceat(part, starts, axis=1).T
+    counts, is_below, is_above = row_counts(hist, buckets, edges)
 
     if axis == "log":
         row_h = np.diff(np.log10(edges))

@@ -1,5 +1,5 @@
-"""Where the heat-map commands get their data: which archive (or Prometheus server),
-which dataset (with drill-down to one breakdown key), which time range.
+"""Where the heat-map commands get their data: which dataset of an archive (or
+Prometheus server), with drill-down to one breakdown key, and which time range.
 
 Every failure here is a ClickException carrying one line for the user.
 """
@@ -12,34 +12,11 @@ import click
 from strata.datasets import names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
-from strata.datasets.paths import default_archive
 from strata.datasets.prometheus import PrometheusReader
 
 from .units import parse_duration
 
 DEFAULT_LAST = 600
-
-
-prometheus_option = click.option(
-    "--prometheus", "prometheus_url", metavar="URL",
-    help="Read from the Prometheus server at URL (e.g. http://prom:9090) that scrapes "
-         "`strata collect --metrics`, instead of an archive.")
-
-
-def open_archive(path: str | None, prometheus_url: str | None = None):
-    """The archive at `path` (default: $STRATA_ARCHIVE or the per-user/system one), read-only;
-    or, given prometheus_url, a reader of that Prometheus server."""
-    if prometheus_url:
-        if path:
-            raise click.UsageError("give --archive or --prometheus, not both")
-        if not re.match(r"https?://[^/\s]+", prometheus_url):
-            raise click.BadParameter(f"{prometheus_url!r} is not an http(s):// URL", param_hint="--prometheus")
-        return PrometheusReader(prometheus_url)
-    path = path or default_archive(for_reading=True)
-    try:
-        return Archive.open(path, readonly=True)
-    except ArchiveError as e:
-        raise click.ClickException(str(e)) from None
 
 
 def resolve(archive: Archive, text: str, key: str | None = None) -> tuple:
@@ -79,6 +56,26 @@ def resolve(archive: Archive, text: str, key: str | None = None) -> tuple:
             raise click.ClickException(f"--key {key} contradicts the filter in {text}")
         keys = [key]
     return found, keys
+
+
+DRILL_BY = ("client", "op", "file", "device", "tier")
+
+
+def drill_target(archive, info) -> str | None:
+    """The dataset that breaks info's statistic (same filters) down by key: info itself when
+    it has a breakdown, else the first of client, op, file, device, tier the archive holds."""
+    if info.breakdown:
+        return info.name
+    try:
+        have = {i.name for i in archive.datasets()}
+    except ArchiveError:
+        return None
+    filters = tuple(sorted(info.filters.items()))
+    for by in DRILL_BY:
+        name = str(names.DatasetName(info.statistic, filters, by))
+        if name in have:
+            return name
+    return None
 
 
 def parse_time(text: str, now: int) -> int:

@@ -118,7 +118,7 @@ def graph(b, mode: str, width: int, nlines: int, style: str) -> list:
     noun = event_noun(b.statistic)
     what = {"rate": f"{noun}/s", "percentile": f"p{b.percentile:g} {describe.quantity_of(b)}",
             "mean": "mean"}[b.metric]
-    head = [f"{bold}{b.name}{reset} by {b.by or 'key'}  {describe.time_range(*b.span)}",
+    head = [f"{bold}{b.name}{reset} by {b.by or 'key'}{describe.range_of(b)}  {describe.time_range(*b.span)}",
             f"{b.total_keys:,} keys · {what} · {b.bins.width}s per column · {style}"
             + (f" · {format_count(b.total_events / max(b.span[1] - b.span[0], 1))} {noun}/s average"
                if b.metric != "mean" else ""),
@@ -146,6 +146,8 @@ def table(b, mode: str, width: int) -> str:
         t.add_column("share", justify="right")
     if b.metric == "rate":
         t.add_column(f"peak {noun}/s", justify="right")
+    if b.value_range:
+        t.add_column(f"of its {noun}", justify="right")
     if b.metric == "percentile":
         t.add_column("p50", justify="right")
         t.add_column(f"p{b.percentile:g}", justify="right")
@@ -159,6 +161,8 @@ def table(b, mode: str, width: int) -> str:
             cells = [f"{r.events:,}", format_count(r.rate), f"{r.share:.1f}%"]
         if b.metric == "rate":
             cells.append(format_count(r.peak) if np.isfinite(r.peak) else "-")
+        if b.value_range:
+            cells.append(describe.percent(r.of_key))
         if b.metric == "percentile":
             cells += [format_value(r.quantiles.get(q, float("nan")), b.unit)
                       for q in (50.0, b.percentile, 100.0)]

@@ -30,9 +30,11 @@ def mkpool(tmp: Path, nvdevs=2, size="256M", recordsize=None) -> str:
 
 
 class Engine:
-    """A running strata-engine serving export `data` (and any extra exports)."""
+    """A running strata-engine serving export `data` (and any extra exports).
+    `data`'s root is 1777 (export roots are 0755 otherwise): the tests write
+    there as a squashed root."""
 
-    def __init__(self, tmp: Path, pool: str, exports=("data",), extra=()):
+    def __init__(self, tmp: Path, pool: str, exports=("data:mode=1777",), extra=()):
         self.tmp, self.pool, self.exports, self.extra = tmp, pool, list(exports), list(extra)
         self.proc = None
 
@@ -207,9 +209,9 @@ class RpcClient:
         assert reply.u32() == 1  # REPLY
         return reply
 
-    def call(self, prog, proc, args=b"", vers=3):
-        """Accepted SUCCESS reply positioned at the results."""
-        r = self.call_raw(prog, vers, proc, args)
+    def call(self, prog, proc, args=b"", vers=3, cred=None):
+        """Accepted SUCCESS reply positioned at the results (cred: auth_sys() by default)."""
+        r = self.call_raw(prog, vers, proc, args, cred=cred)
         assert r.u32() == 0, "MSG_DENIED"
         r.u32()
         r.opaque()
@@ -261,6 +263,20 @@ def commit(c, fh):
     st = r.u32()
     r.wcc()
     return st, r.d[r.p:r.p + 8]
+
+
+def write_status(c, fh, off, data, stable=0):
+    """WRITE's nfsstat3 alone (errors included)."""
+    r = c.call(NFS_PROG, 7, xdr_opaque(fh) + struct.pack(">QII", off, len(data), stable) + xdr_opaque(data))
+    return r.u32()
+
+
+def rss_bytes(pid) -> int:
+    """Resident set size of a process, from /proc/PID/status."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def read(c, fh, off, count):

@@ -225,6 +225,15 @@ def test_heatmap_and_breakdown_read_prometheus_like_the_archive(collector, prome
     assert tables[0] == tables[1] == [("write", 300, 5, 100)]
     shown = strata("heatmap", lat, *window, "--prometheus", web, "--color", "none", env={"COLUMNS": "100"})
     assert shown.returncode == 0 and "300" in shown.stdout, shown.stderr
+    # drill-down by latency range: the same per-key events from both, as counted from the buckets
+    write = mine.counts[0].sum(axis=0)
+    middle = int(mine.buckets[len(mine.buckets) // 2])
+    for lo in (llhist.lower(middle), llhist.lower(middle) + 1):         # an edge; a value inside a bucket
+        drilled = [json.loads(strata("breakdown", lat, "--range", f"{lo}..", "--json", *window, *where).stdout)
+                   for where in (["--archive", archive], ["--prometheus", web])]
+        expected = int(write[mine.buckets >= middle].sum())
+        assert 0 < expected and [d["table"][0]["events"] for d in drilled] == [expected, expected]
+        assert [d["range"]["from"] for d in drilled] == [llhist.lower(middle)] * 2
 
 
 @needs_prometheus

@@ -19,6 +19,8 @@ def run(*args):
     ["serve", "--pool", "/tmp/x", "--export", "data", "--arc-max", "lots"],
     ["serve", "--pool", "/tmp/x", "--export", "data:allow=not-a-net"],
     ["serve", "--pool", "/tmp/x", "--export", "data:recordsize=3k"],
+    ["serve", "--pool", "/tmp/x", "--export", "data:mode=1779"],
+    ["serve", "--pool", "/tmp/x", "--export", "data:mode="],
     ["mkpool"],
     ["mkpool", "/tmp/x", "--recordsize", "2m"],
     ["stats", "--socket", "/nonexistent/strata.sock"],

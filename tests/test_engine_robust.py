@@ -62,7 +62,7 @@ def test_rpc_level_errors(engine):
     assert r.u32() == 1 and r.u32() == 0  # MSG_DENIED, RPC_MISMATCH
     r = c.call_raw(NFS_PROG, 3, 0, cred=struct.pack(">I", 6) + xdr_opaque(b"x"))
     assert r.u32() == 1 and r.u32() == 1  # MSG_DENIED, AUTH_ERROR
-    r = c.call_raw(NFS_PROG, 3, 1, xdr_opaque(b"\x01" * 24))  # unknown handle
+    r = c.call_raw(NFS_PROG, 3, 1, xdr_opaque(b"\x01" * 32))  # handle-sized garbage
     assert r.u32() == 0 and (r.u32(), r.opaque()) and r.u32() == 0
     assert r.u32() == 10001  # NFS3ERR_BADHANDLE
     c.close()

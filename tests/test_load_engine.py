@@ -21,7 +21,7 @@ class Engine:
         pool, self.sock, ports = workdir / "pool0", workdir / "stats.sock", workdir / "ports"
         subprocess.run([self.exe, "mkpool", str(pool), "--size", "128M"], check=True,
                        capture_output=True, timeout=60)
-        export = "load:rw,no_root_squash" + "".join(f",allow={a}" for a in allow)
+        export = "load:rw,no_root_squash,mode=1777" + "".join(f",allow={a}" for a in allow)
         self.proc = subprocess.Popen(
             [self.exe, "serve", "--pool", str(pool), "--export", export,
              "--listen", "127.0.0.1:0", "--mount-port", "0", "--port-file", str(ports),
