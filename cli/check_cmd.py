@@ -135,8 +135,8 @@ def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, c
     if unknown:
         raise click.BadParameter(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}", param_hint="--metric")
     pct = _percent(threshold)
-    warn_few_baselines(len(baselines), pct)
     results, series = run_comparison(baselines, candidate, datasets, metric_list, pct, confidence, correction)
+    warn_few_baselines(len(baselines), pct)
     report(results, series, baselines[0] if len(baselines) == 1 else list(baselines), candidate, as_json, junit,
            markdown)
 

@@ -92,8 +92,8 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
             shutil.copyfile(candidate, baselines[0])
             _say(f"wrote baseline {baselines[0]} ({os.path.getsize(baselines[0]):,} bytes)")
             sys.exit(0)
-        warn_few_baselines(len(baselines), threshold)
         results, series = run_comparison(baselines, candidate, (), prof.metrics, threshold, prof.confidence)
+        warn_few_baselines(len(baselines), threshold)
         report(results, series, baselines[0] if len(baselines) == 1 else baselines, output or candidate, as_json,
                junit, markdown)
     finally:
