@@ -1,5 +1,6 @@
 # collectlib.sh — sourced by bench/collect_*.sh (no underscore: run.sh does not run it):
 # a private engine on an ephemeral port, the load generator, strata-collect through a fifo.
+# ENGINE_BIN picks another engine binary (before/after comparisons).
 work=$(mktemp -d)
 engine_pid=""
 collect_pid=""
@@ -11,7 +12,7 @@ collect_cleanup() {
 trap collect_cleanup EXIT
 
 engine_start() {
-	cp build/bin/strata-engine "$work/" # private inode: nobody else's probes land in ours
+	cp "${ENGINE_BIN:-build/bin/strata-engine}" "$work/strata-engine" # private inode: nobody else's probes land in ours
 	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
 	"$work/strata-engine" serve --pool "$work/pool" --export /export:mode=1777 --listen 127.0.0.1:0 \
 		--port-file "$work/ports" > "$work/engine.log" 2>&1 &

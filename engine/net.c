@@ -1,9 +1,12 @@
 /* net.c — listeners, the worker pool and replies.  A fixed pool of workers
  * takes runnable connections (netconn.h) round-robin off one run queue, runs
- * one request of each (decode, procedure, encode, one probe hit) and sends the
- * reply without blocking: what the socket does not take now waits in the
+ * one request of each (decode, procedure, encode) and sends the reply without
+ * blocking: what the socket does not take now waits in the
  * connection's reply queue, which the event loop (netloop.c) drains.  A
- * connection whose unsent replies could pass reply_queue is not scheduled. */
+ * connection whose unsent replies could pass reply_queue is not scheduled.
+ * Completed operations join one batch shared by the workers (under the run
+ * queue's lock, which they take after each request anyway); the worker that
+ * fills it, or finds it due, fires the strata:nfs_ops probe outside the lock. */
 #include "net.h"
 
 #include <arpa/inet.h>
@@ -31,8 +34,10 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cv, idle_cv;
 	struct conn *rq_head, *rq_tail; /* connections with requests to run */
-	int busy, quit;                 /* quit: workers flush their probe batch and exit */
+	int busy, quit;                 /* quit: workers fire the pending probe batch and exit */
 	int workers, exited;
+	struct strata_nfs_batch *batch; /* operations of all workers not yet reported */
+	int batch_timer;                /* a waiting worker fires the batch when it comes due */
 } net = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	  .idle_cv = PTHREAD_COND_INITIALIZER };
 
@@ -179,20 +184,9 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 	GAUGE_ADD(queued_reply_bytes, b->len);
 }
 
-/* Fires the worker's pending strata:nfs_ops batch, if a tracer still listens. */
-static void probe_flush(struct strata_nfs_batch *b)
+/* Describes a completed operation for the strata:nfs_ops probe. */
+static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r)
 {
-	if (b->count && STRATA_PROBE_ENABLED(nfs_ops))
-		STRATA_PROBE(nfs_ops, b);
-	b->count = 0;
-}
-
-/* Adds a completed operation to the worker's batch; fires it when full or when its
- * oldest operation is STRATA_NFS_BATCH_NS old (strata_probes.h). */
-static void probe_add(struct strata_nfs_batch *b, const struct rpc_req *r)
-{
-	struct strata_nfs_op *op = &b->ops[b->count++];
-
 	*op = (struct strata_nfs_op){
 		.start_ns = r->start_ns, .end_ns = now_mono_ns(), .file_id = r->file_id,
 		.bytes = r->bytes, .status = r->status, .prog = r->call.prog,
@@ -212,8 +206,35 @@ static void probe_add(struct strata_nfs_batch *b, const struct rpc_req *r)
 		memcpy(op->client, &a->sin6_addr, 16);
 		op->client_port = ntohs(a->sin6_port);
 	}
-	if (b->count == STRATA_NFS_BATCH || op->end_ns - b->ops[0].end_ns >= STRATA_NFS_BATCH_NS)
-		probe_flush(b);
+}
+
+/* Takes the shared batch for firing (net.lock held): the worker's empty spare
+ * becomes the shared batch, and the taken one is returned through *spare. */
+static void batch_take(struct strata_nfs_batch **spare)
+{
+	struct strata_nfs_batch *full = net.batch;
+
+	net.batch = *spare;
+	*spare = full;
+}
+
+/* Fires a taken batch (net.lock not held), if a tracer still listens; empties it. */
+static void batch_fire(struct strata_nfs_batch *b)
+{
+	if (b->count && STRATA_PROBE_ENABLED(nfs_ops))
+		STRATA_PROBE(nfs_ops, b);
+	b->count = 0;
+}
+
+/* Adds a completed operation to the shared batch (net.lock held). Returns whether the
+ * batch is now full or its oldest operation STRATA_NFS_BATCH_NS old: then the caller
+ * takes and fires it (strata_probes.h). */
+static int batch_add(const struct strata_nfs_op *op)
+{
+	struct strata_nfs_batch *b = net.batch;
+
+	b->ops[b->count++] = *op;
+	return b->count == STRATA_NFS_BATCH || op->end_ns - b->ops[0].end_ns >= STRATA_NFS_BATCH_NS;
 }
 
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
@@ -284,28 +305,37 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 	return 0;
 }
 
-/* Waits for work with net.lock held. A pending probe batch is fired when it comes due
+/* Waits for work with net.lock held. While operations wait in the shared batch, one
+ * waiting worker keeps its timer: it fires the batch when it comes due
  * (STRATA_NFS_BATCH_NS after its first operation) unless work arrives first, so a
  * busy engine fills its batches and an idle one reports within that bound. */
-static void wait_for_work(struct strata_nfs_batch *b)
+static void wait_for_work(struct strata_nfs_batch **spare)
 {
-	if (!b->count) {
+	if (!net.batch->count || net.batch_timer) {
 		pthread_cond_wait(&net.cv, &net.lock);
 		return;
 	}
-	uint64_t due = b->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+	uint64_t due = net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+	net.batch_timer = 1;
+	int rc = 0;
 	if (now_mono_ns() < due) {
 		struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u) };
-		if (pthread_cond_timedwait(&net.cv, &net.lock, &ts) != ETIMEDOUT)
-			return;
+		rc = pthread_cond_timedwait(&net.cv, &net.lock, &ts);
 	}
+	net.batch_timer = 0;
+	if (rc != 0 && rc != ETIMEDOUT)
+		return;
+	if (!net.batch->count || net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS > now_mono_ns())
+		return; /* fired by another worker meanwhile */
+	batch_take(spare);
 	pthread_mutex_unlock(&net.lock);
-	probe_flush(b);
+	batch_fire(*spare);
 	pthread_mutex_lock(&net.lock);
 }
 
-/* Runs the next request of a connection taken from the run queue and replies. */
-static void run_one(struct conn *c, uint8_t *reply, struct strata_nfs_batch *batch)
+/* Runs the next request of a connection taken from the run queue and replies.
+ * Returns whether it describes the operation in *op for the nfs_ops probe. */
+static int run_one(struct conn *c, uint8_t *reply, struct strata_nfs_op *op)
 {
 	pthread_mutex_lock(&c->lock);
 	c->queued = 0;
@@ -321,7 +351,7 @@ static void run_one(struct conn *c, uint8_t *reply, struct strata_nfs_batch *bat
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!r)
-		return;
+		return 0;
 	size_t len;
 	int traced;
 	int bad = net_process(r, reply, &len, &traced);
@@ -334,20 +364,23 @@ static void run_one(struct conn *c, uint8_t *reply, struct strata_nfs_batch *bat
 	conn_schedule(c);
 	conn_arm(c);
 	pthread_mutex_unlock(&c->lock);
-	if (!bad && traced)
-		probe_add(batch, r);
+	traced = !bad && traced;
+	if (traced)
+		probe_op(op, r);
 	free(r->rec);
 	free(r);
+	return traced;
 }
 
 static void *worker(void *arg)
 {
 	uint8_t *reply = xmalloc(NET_REPLY_CAP);
-	struct strata_nfs_batch *batch = xcalloc(1, sizeof(*batch));
+	struct strata_nfs_batch *spare = xcalloc(1, sizeof(*spare));
+	struct strata_nfs_op op;
 	for (;;) {
 		pthread_mutex_lock(&net.lock);
 		while (!net.rq_head && !net.quit)
-			wait_for_work(batch);
+			wait_for_work(&spare);
 		if (!net.rq_head)
 			break;
 		struct conn *c = net.rq_head;
@@ -357,19 +390,25 @@ static void *worker(void *arg)
 		net.busy++;
 		pthread_mutex_unlock(&net.lock);
 
-		run_one(c, reply, batch);
+		int traced = run_one(c, reply, &op);
 		conn_put(c); /* the run queue's reference */
 
 		pthread_mutex_lock(&net.lock);
+		int due = traced && batch_add(&op);
+		if (due)
+			batch_take(&spare);
 		net.busy--;
 		if (!net.busy && !net.rq_head)
 			pthread_cond_broadcast(&net.idle_cv);
 		pthread_mutex_unlock(&net.lock);
+		if (due)
+			batch_fire(spare);
 	}
-	/* net_stop: the queue is drained; report what this worker still holds. */
+	/* net_stop: the queue is drained; the first worker to leave reports what is pending. */
+	batch_take(&spare);
 	pthread_mutex_unlock(&net.lock);
-	probe_flush(batch);
-	free(batch);
+	batch_fire(spare);
+	free(spare);
 	free(reply);
 	pthread_mutex_lock(&net.lock);
 	net.exited++;
@@ -386,6 +425,8 @@ int net_start(const int *listen_fds, int nfds, int workers, const struct net_lim
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&net.cv, &ca);
 	pthread_condattr_destroy(&ca);
+	if (!net.batch)
+		net.batch = xcalloc(1, sizeof(*net.batch));
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
