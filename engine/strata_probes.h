@@ -64,7 +64,7 @@ struct strata_nfs_op {
 	__u16 l2arc_hits; /* of the misses, records served by the L2ARC */
 };
 
-#define STRATA_NFS_BATCH    32
+#define STRATA_NFS_BATCH    128
 #define STRATA_NFS_BATCH_NS 5000000 /* 5 ms */
 
 struct strata_nfs_batch {
