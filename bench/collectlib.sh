@@ -1,6 +1,6 @@
 # collectlib.sh — sourced by bench/collect_*.sh (no underscore: run.sh does not run it):
 # a private engine on an ephemeral port, the load generator, strata-collect through a fifo.
-# ENGINE_BIN picks another engine binary (before/after comparisons).
+# ENGINE_BIN and COLLECT_BIN pick other engine and collector binaries (before/after runs).
 work=$(mktemp -d)
 engine_pid=""
 collect_pid=""
@@ -46,7 +46,7 @@ load_cost() {
 # collect_start COMMANDS: strata-collect attached to the engine, COMMANDS written to its stdin
 collect_start() {
 	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	build/bin/strata-collect --engine-pid "$engine_pid" < "$work/ctl" > "$work/collect.out" &
+	"${COLLECT_BIN:-build/bin/strata-collect}" --engine-pid "$engine_pid" < "$work/ctl" > "$work/collect.out" &
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$1" >&3
