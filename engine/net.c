@@ -151,8 +151,9 @@ int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Sends a reply, or what the socket does not take now joins the reply queue (c->lock held). */
-static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
+/* Sends a reply, or what the socket does not take now joins the reply queue (c->lock
+ * held). Returns whether the whole reply went out now. */
+static int conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 {
 	size_t done = 0;
 	while (!c->out && done < len) {
@@ -163,13 +164,13 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 			break;
 		if (w <= 0) {
 			conn_fail(c);
-			return;
+			return 0;
 		}
 		done += (size_t)w;
 		conn_touch(c);
 	}
 	if (done == len)
-		return;
+		return 1;
 	struct outbuf *b = xmalloc(sizeof(*b) + len - done);
 	b->next = NULL;
 	b->len = len - done;
@@ -182,13 +183,16 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 	c->out_tail = b;
 	c->out_bytes += b->len;
 	GAUGE_ADD(queued_reply_bytes, b->len);
+	return 0;
 }
 
-/* Describes a completed operation for the strata:nfs_ops probe. */
-static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r)
+/* Describes a completed operation for the strata:nfs_ops probe. end_ns: when its reply
+ * went out, or 0 (not sent yet: now). */
+static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r, uint64_t end_ns)
 {
 	*op = (struct strata_nfs_op){
-		.start_ns = r->start_ns, .end_ns = now_mono_ns(), .file_id = r->file_id,
+		.start_ns = r->start_ns, .end_ns = end_ns >= r->start_ns ? end_ns : now_mono_ns(),
+		.file_id = r->file_id,
 		.bytes = r->bytes, .status = r->status, .prog = r->call.prog,
 		.proc = (uint16_t)r->call.proc, .tiers = r->acct.tiers,
 		.arc_hits = r->acct.arc_hits > 0xffff ? 0xffff : (uint16_t)r->acct.arc_hits,
@@ -355,18 +359,19 @@ static int run_one(struct conn *c, uint8_t *reply, struct strata_nfs_op *op)
 	size_t len;
 	int traced;
 	int bad = net_process(r, reply, &len, &traced);
+	uint64_t sent_ns = 0; /* the clock conn_reply read as the reply went out */
 	pthread_mutex_lock(&c->lock);
 	c->running--;
 	if (bad)
 		conn_fail(c);
-	else if (!c->closing)
-		conn_reply(c, reply, len);
+	else if (!c->closing && conn_reply(c, reply, len))
+		sent_ns = __atomic_load_n(&c->last_active_ns, __ATOMIC_RELAXED);
 	conn_schedule(c);
 	conn_arm(c);
 	pthread_mutex_unlock(&c->lock);
 	traced = !bad && traced;
 	if (traced)
-		probe_op(op, r);
+		probe_op(op, r, sent_ns);
 	free(r->rec);
 	free(r);
 	return traced;
