@@ -14,9 +14,10 @@
  * third of a decade) per entry the few entries a key uses stay hot.
  *
  * A probe hit that carries a batch of events (nfs_ops) adds them to per-CPU pending
- * chunks first (AGG_PEND_WAYS per slot) and merges those into agg_counts once at the
- * end of the hit: a batch's events mostly share a few keys and chunks, so most of them
- * cost an array lookup and a compare instead of a hash lookup.
+ * chunks first (AGG_PEND_WAYS per slot, a key's neighbouring chunks in different ways)
+ * and merges those into agg_counts once at the end of the hit: a batch's events mostly
+ * share a few keys and chunks, so most of them cost an array lookup and a compare
+ * instead of a hash lookup.
  *
  * The structs and constants (everything above the __bpf__ section) are shared
  * with the collector, which includes this header too.
@@ -34,7 +35,7 @@
 #define AGG_CHUNK       32     /* llhist buckets per counts entry (a power of two) */
 #define AGG_COUNTS_MAX  8192   /* {slot, key, chunk} entries, all slots of one layer */
 #define AGG_STARTS_MAX  16384  /* in-flight block requests awaiting completion */
-#define AGG_PEND_WAYS   4      /* pending chunks per slot during one batched hit (a power of two) */
+#define AGG_PEND_WAYS   8      /* pending chunks per slot during one batched hit (a power of two) */
 
 /* Statistics computed in the kernel (gauges come from the engine's stats socket). */
 enum agg_stat {
@@ -309,7 +310,9 @@ static long agg_pending_flush_cb(__u32 i, void *ctx)
 /* Merges every pending chunk into agg_counts: the end of a batched hit. */
 static __always_inline void agg_pending_flush_all(void)
 {
-	bpf_loop(AGG_MAX_SLOTS * AGG_PEND_WAYS, agg_pending_flush_cb, NULL, 0);
+	__u32 n = agg_nslots;
+
+	bpf_loop((n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS) * AGG_PEND_WAYS, agg_pending_flush_cb, NULL, 0);
 }
 
 /* agg_add for batched hits: inc joins the pending chunk of its {slot, key, chunk},
@@ -325,10 +328,11 @@ static __always_inline void agg_add_pending(__u32 slot, __u32 gen, __u32 bucket,
 
 	if (!inc)
 		return;
-	h = x[0] ^ x[1] ^ k.bucket;
+	h = x[0] ^ x[1];
 	h ^= h >> 32;
 	h ^= h >> 16;
 	h ^= h >> 8;
+	h += bucket / AGG_CHUNK;
 	i = (slot & (AGG_MAX_SLOTS - 1)) * AGG_PEND_WAYS + (__u32)(h & (AGG_PEND_WAYS - 1));
 	p = bpf_map_lookup_elem(&agg_pending, &i);
 	if (!p) {
