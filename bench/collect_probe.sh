@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-4}
 ROUNDS=${ROUNDS:-2}
 source bench/collectlib.sh
-build/bench/strata-probe-cost > "$work/lines" &
+"${PROBE_COST_BIN:-build/bench/strata-probe-cost}" > "$work/lines" &
 engine_pid=$! # the collector attaches to the prober as to an engine
 
 # phase NAME: SECS per-second lines (the first one after a change is dropped)

@@ -33,11 +33,13 @@ struct net_limits net_lim;
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cv, idle_cv;
+	pthread_cond_t timer_cv;        /* the worker that keeps the batch timer waits here */
 	struct conn *rq_head, *rq_tail; /* connections with requests to run */
+	int waiting;                    /* workers waiting on cv */
 	int busy, quit;                 /* quit: workers fire the pending probe batch and exit */
 	int workers, exited;
 	struct strata_nfs_batch *batch; /* operations of all workers not yet reported */
-	int batch_timer;                /* a waiting worker fires the batch when it comes due */
+	int batch_timer;                /* a worker waits on timer_cv to fire the batch when due */
 } net = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	  .idle_cv = PTHREAD_COND_INITIALIZER };
 
@@ -116,7 +118,10 @@ void conn_schedule(struct conn *c)
 	else
 		net.rq_head = c;
 	net.rq_tail = c;
-	pthread_cond_signal(&net.cv);
+	if (net.waiting || !net.batch_timer)
+		pthread_cond_signal(&net.cv);
+	else
+		pthread_cond_signal(&net.timer_cv); /* the only idle worker keeps the timer */
 	pthread_mutex_unlock(&net.lock);
 }
 
@@ -311,30 +316,33 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 
 /* Waits for work with net.lock held. While operations wait in the shared batch, one
  * waiting worker keeps its timer: it fires the batch when it comes due
- * (STRATA_NFS_BATCH_NS after its first operation) unless work arrives first, so a
- * busy engine fills its batches and an idle one reports within that bound. */
+ * (STRATA_NFS_BATCH_NS after its first operation), and is woken for work only when no
+ * other worker waits. Only that one wait is timed: arming a timer costs a few us on a
+ * VM, too much to pay on every wait of a busy worker. So a busy engine fills its
+ * batches and an idle one reports within that bound. */
 static void wait_for_work(struct strata_nfs_batch **spare)
 {
 	if (!net.batch->count || net.batch_timer) {
+		net.waiting++;
 		pthread_cond_wait(&net.cv, &net.lock);
+		net.waiting--;
 		return;
 	}
-	uint64_t due = net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
 	net.batch_timer = 1;
-	int rc = 0;
-	if (now_mono_ns() < due) {
-		struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u) };
-		rc = pthread_cond_timedwait(&net.cv, &net.lock, &ts);
+	while (!net.rq_head && !net.quit && net.batch->count) { /* else fired by a worker that filled it */
+		uint64_t due = net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+		if (now_mono_ns() < due) {
+			struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
+					       .tv_nsec = (long)(due % 1000000000u) };
+			pthread_cond_timedwait(&net.timer_cv, &net.lock, &ts);
+			continue;
+		}
+		batch_take(spare);
+		pthread_mutex_unlock(&net.lock);
+		batch_fire(*spare);
+		pthread_mutex_lock(&net.lock);
 	}
 	net.batch_timer = 0;
-	if (rc != 0 && rc != ETIMEDOUT)
-		return;
-	if (!net.batch->count || net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS > now_mono_ns())
-		return; /* fired by another worker meanwhile */
-	batch_take(spare);
-	pthread_mutex_unlock(&net.lock);
-	batch_fire(*spare);
-	pthread_mutex_lock(&net.lock);
 }
 
 /* Runs the next request of a connection taken from the run queue and replies.
@@ -402,6 +410,8 @@ static void *worker(void *arg)
 		int due = traced && batch_add(&op);
 		if (due)
 			batch_take(&spare);
+		else if (traced && net.batch->count == 1 && !net.batch_timer && net.waiting)
+			pthread_cond_signal(&net.cv); /* a waiting worker takes the new batch's timer */
 		net.busy--;
 		if (!net.busy && !net.rq_head)
 			pthread_cond_broadcast(&net.idle_cv);
@@ -429,6 +439,7 @@ int net_start(const int *listen_fds, int nfds, int workers, const struct net_lim
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&net.cv, &ca);
+	pthread_cond_init(&net.timer_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if (!net.batch)
 		net.batch = xcalloc(1, sizeof(*net.batch));
@@ -453,6 +464,7 @@ void net_stop(void)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	net.quit = 1;
 	pthread_cond_broadcast(&net.cv);
+	pthread_cond_broadcast(&net.timer_cv);
 	while (net.exited < net.workers)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	pthread_mutex_unlock(&net.lock);
