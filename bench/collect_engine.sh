@@ -26,8 +26,14 @@ declare -A want=(
 	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
 )
 # bpf_runs: "RUN_COUNT RUN_TIME_NS" of this collector's nfs_ops programs (0 0 when none is
-# loaded); other collectors on the machine load nfs_ops programs of their own
+# loaded); other collectors on the machine load nfs_ops programs of their own (and unload
+# them while bpftool lists them: a failed listing is tried again)
 bpf_runs() {
+	local _
+	for _ in 1 2 3; do bpf_runs_once && return; sleep 0.1; done
+	return 1
+}
+bpf_runs_once() {
 	bpftool prog show -j | python3 -c '
 import json, re, sys, pathlib
 ours = set()

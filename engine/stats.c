@@ -120,6 +120,13 @@ char *stats_json(void)
 		(unsigned long long)ld(&e->txg.syncs), (unsigned long long)ld(&e->txg.failures),
 		(unsigned long long)ld(&p->reads), (unsigned long long)ld(&p->writes),
 		(unsigned long long)ld(&p->bytes_read), (unsigned long long)ld(&p->bytes_written), p->direct);
+	j.len -= 2; /* reopen the object: drop "}\n"; per-vdev I/Os next to the flat groups */
+	jprintf(&j, ",\"vdev_io\":[");
+	for (uint32_t i = 0; i < p->nvdevs; i++)
+		jprintf(&j, "%s{\"reads\":%llu,\"writes\":%llu,\"flushes\":%llu}", i ? "," : "",
+			(unsigned long long)ld(&p->vdevs[i].reads), (unsigned long long)ld(&p->vdevs[i].writes),
+			(unsigned long long)ld(&p->vdevs[i].flushes));
+	jprintf(&j, "]}\n");
 	char *tiers = tiers_stats_json();
 	j.len -= 2; /* reopen the object: drop "}\n" */
 	jprintf(&j, ",%s}\n", tiers);

@@ -9,49 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from collect_util import Collector, counter_totals, heatmap_totals, private_copy
+from collect_util import Collector, Engine, counter_totals, heatmap_totals, private_copy
 from conftest import built
 from strata.datasets import llhist
-
-
-class Engine:
-    """A private copy of strata-engine serving a fresh pool on an ephemeral port."""
-
-    def __init__(self, binary, folder, name, extra=()):
-        self.pool = folder / f"{name}.pool"
-        self.port_file = folder / f"{name}.port"
-        if not self.pool.exists():
-            subprocess.run([str(binary), "mkpool", str(self.pool), "--size", "256m"], check=True,
-                           capture_output=True)
-        self.port_file.unlink(missing_ok=True)
-        self.proc = subprocess.Popen([str(binary), "serve", "--pool", str(self.pool), "--export", "/export:mode=1777",
-                                      "--listen", "127.0.0.1:0", "--port-file", str(self.port_file), *extra],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 10
-        while not (self.port_file.exists() and self.port_file.read_text().strip()):
-            assert self.proc.poll() is None, self.proc.stderr.read()
-            assert time.monotonic() < deadline, "engine did not start"
-            time.sleep(0.05)
-        m = re.search(r"nfs=[\d.]+:(\d+) mount=[\d.]+:(\d+)", self.port_file.read_text())
-        self.nfs_port, self.mount_port = m.group(1), m.group(2)
-        self.pid = self.proc.pid
-
-    def load(self, duration=1, setup=True, clients=2, *more):
-        args = [str(built("bin/strata-load")), "--server", "127.0.0.1", "--nfsport", self.nfs_port,
-                "--mountport", self.mount_port, "--export", "/export", "--profile", "randread",
-                "--io-size", "8k", "--working-set", "8m", "--clients", str(clients), "--threads", "2",
-                "--duration", str(duration), "--json", "-", *more] + (["--setup"] if setup else [])
-        return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
-
-    def stats(self):
-        out = subprocess.run([str(built("bin/strata-engine")), "stats", "--pid", str(self.pid)],
-                             check=True, capture_output=True, text=True, timeout=10).stdout
-        return json.loads(out)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
 
 
 @pytest.fixture
