@@ -165,7 +165,8 @@ struct {
 /* Counts of one {slot, key, chunk} not yet in agg_counts (batched hits only). */
 struct agg_pending {
 	struct agg_key k;
-	__u32 used;    /* holds counts; all zero otherwise */
+	__u16 used;    /* holds counts; all zero otherwise */
+	__u16 listed;  /* in this hit's agg_pending_list */
 	__u32 bounded; /* the key is subject to agg_max_keys */
 	__u64 adds;    /* agg_add calls folded in */
 	struct agg_chunk c;
@@ -177,6 +178,19 @@ struct {
 	__type(key, __u32);
 	__type(value, struct agg_pending);
 } agg_pending SEC(".maps"); /* index slot * AGG_PEND_WAYS + way; empty between hits */
+
+/* The agg_pending entries that hold counts in this hit, in the order they were taken. */
+struct agg_pending_list {
+	__u32 n;
+	__u16 index[AGG_MAX_SLOTS * AGG_PEND_WAYS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct agg_pending_list);
+} agg_pending_used SEC(".maps");
 
 static __always_inline void agg_stat_add(__u32 index, __u64 n)
 {
@@ -271,6 +285,7 @@ static __always_inline void agg_pending_flush(struct agg_pending *p)
 {
 	struct agg_chunk *c = bpf_map_lookup_elem(&agg_counts, &p->k);
 	int added = 0;
+	__u16 listed;
 
 	if (!c && p->bounded) {
 		agg_bound_key(p->k.slot, p->k.gen, p->k.key, p->adds);
@@ -287,24 +302,41 @@ static __always_inline void agg_pending_flush(struct agg_pending *p)
 	} else if (!added) {
 		agg_stat_add(AGG_STATS_DROPS, p->adds);
 	}
+	listed = p->listed;
 	__builtin_memset(p, 0, sizeof(*p));
+	p->listed = listed;
 }
+
+struct agg_flush_ctx {
+	struct agg_pending_list *l;
+};
 
 static long agg_pending_flush_cb(__u32 i, void *ctx)
 {
-	struct agg_pending *p = bpf_map_lookup_elem(&agg_pending, &i);
+	struct agg_pending_list *l = ((struct agg_flush_ctx *)ctx)->l;
+	__u32 index = l->index[i & (AGG_MAX_SLOTS * AGG_PEND_WAYS - 1)];
+	struct agg_pending *p = bpf_map_lookup_elem(&agg_pending, &index);
 
 	if (p && p->used)
 		agg_pending_flush(p);
+	if (p)
+		p->listed = 0;
 	return 0;
 }
 
 /* Merges every pending chunk into agg_counts: the end of a batched hit. */
 static __always_inline void agg_pending_flush_all(void)
 {
-	__u32 n = agg_nslots;
+	__u32 zero = 0;
+	struct agg_flush_ctx ctx = { .l = bpf_map_lookup_elem(&agg_pending_used, &zero) };
+	__u32 n;
 
-	bpf_loop((n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS) * AGG_PEND_WAYS, agg_pending_flush_cb, NULL, 0);
+	if (!ctx.l)
+		return;
+	n = ctx.l->n;
+	bpf_loop(n < AGG_MAX_SLOTS * AGG_PEND_WAYS ? n : AGG_MAX_SLOTS * AGG_PEND_WAYS,
+		 agg_pending_flush_cb, &ctx, 0);
+	ctx.l->n = 0;
 }
 
 /* agg_add for batched hits: inc joins the pending chunk of its {slot, key, chunk},
@@ -315,8 +347,8 @@ static __always_inline void agg_add_pending(__u32 slot, __u32 gen, __u32 bucket,
 	struct agg_key k = { .slot = slot, .gen = gen, .bucket = bucket & ~(AGG_CHUNK - 1) };
 	const __u64 *x = (const __u64 *)keybytes, *y;
 	struct agg_pending *p;
+	__u32 i, zero = 0;
 	__u64 h;
-	__u32 i;
 
 	if (!inc)
 		return;
@@ -336,6 +368,16 @@ static __always_inline void agg_add_pending(__u32 slot, __u32 gen, __u32 bucket,
 			y[0] != x[0] || y[1] != x[1]))
 		agg_pending_flush(p);
 	if (!p->used) {
+		struct agg_pending_list *l = bpf_map_lookup_elem(&agg_pending_used, &zero);
+
+		if (!l) {
+			agg_add(slot, gen, bucket, keybytes, bounded, inc);
+			return;
+		}
+		if (!p->listed && l->n < AGG_MAX_SLOTS * AGG_PEND_WAYS) {
+			l->index[l->n++ & (AGG_MAX_SLOTS * AGG_PEND_WAYS - 1)] = (__u16)i;
+			p->listed = 1;
+		}
 		__builtin_memcpy(k.key, keybytes, AGG_KEY_BYTES);
 		p->k = k;
 		p->used = 1;
