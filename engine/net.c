@@ -236,14 +236,16 @@ static void batch_fire(struct strata_nfs_batch *b)
 }
 
 /* Adds a completed operation to the shared batch (net.lock held). Returns whether the
- * batch is now full or its oldest operation STRATA_NFS_BATCH_NS old: then the caller
- * takes and fires it (strata_probes.h). */
+ * batch is now full or its first operation STRATA_NFS_BATCH_NS old: then the caller
+ * takes and fires it (strata_probes.h). Workers add in about the order their replies
+ * went out, not exactly: an operation may have ended a little before the first one. */
 static int batch_add(const struct strata_nfs_op *op)
 {
 	struct strata_nfs_batch *b = net.batch;
 
 	b->ops[b->count++] = *op;
-	return b->count == STRATA_NFS_BATCH || op->end_ns - b->ops[0].end_ns >= STRATA_NFS_BATCH_NS;
+	return b->count == STRATA_NFS_BATCH ||
+	       (int64_t)(op->end_ns - b->ops[0].end_ns) >= (int64_t)STRATA_NFS_BATCH_NS;
 }
 
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
