@@ -18,9 +18,11 @@ LLVM_PROFDATA ?= llvm-profdata-14
 LLVM_COV ?= llvm-cov-14
 FUZZ := $(BUILD)/fuzz
 FUZZ_TARGETS := rpc l2arc zil
-FUZZ_LIB := net xdr rpc nfs3 nfs3_attr mount3 fh siphash export objset blkmap dir pool cksum util txg \
-	meta probes arc tiers l2arc l2arc_log zil devmodel tierdev
-FUZZ_EXTRA_rpc := fuzz/xdr_mutator
+# The engine objects each target links (beyond its harness).
+FUZZ_LIB_rpc := fuzz/xdr_mutator net xdr rpc nfs3 nfs3_attr mount3 fh siphash export objset blkmap dir \
+	pool cksum util txg meta probes arc tiers l2arc l2arc_log zil devmodel tierdev
+FUZZ_LIB_l2arc := l2arc l2arc_log cksum tierdev devmodel probes util
+FUZZ_LIB_zil := zil cksum tierdev devmodel probes util
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine \
 	-DFUZZ_SESSION='"$(abspath engine/fuzz/rpc/session.rec)"'
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -36,7 +38,7 @@ $(FUZZ)/cov/%.o: engine/%.c $(ENGINE_HDRS)
 
 # fuzz_target(NAME, VARIANT, FLAGS): build/fuzz/VARIANT/fuzz_NAME
 define fuzz_target
-$(FUZZ)/$(2)/fuzz_$(1): $(addprefix $(FUZZ)/$(2)/,$(addsuffix .o,fuzz/$(1) $(FUZZ_EXTRA_$(1)) $(FUZZ_LIB)))
+$(FUZZ)/$(2)/fuzz_$(1): $(addprefix $(FUZZ)/$(2)/,$(addsuffix .o,fuzz/$(1) $(FUZZ_LIB_$(1))))
 	$(FUZZ_CC) $(3) $$^ -o $$@ -pthread -llz4 -lm
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t),san,$(FUZZ_SAN))))
