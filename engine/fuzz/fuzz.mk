@@ -78,7 +78,8 @@ fuzz-coverage: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/cov/fuzz_$(t))
 	@$(LLVM_PROFDATA) merge -sparse $(FUZZ)/cov/*.profraw -o $(FUZZ)/cov/all.profdata
 	@$(LLVM_COV) report $(FUZZ)/cov/fuzz_rpc $(foreach t,$(filter-out rpc,$(FUZZ_TARGETS)),-object $(FUZZ)/cov/fuzz_$(t)) \
 		-instr-profile=$(FUZZ)/cov/all.profdata $(addprefix engine/,$(addsuffix .c,$(FUZZ_COV_FILES))) \
-		| cut -c1-30,112-158
+		| awk 'BEGIN { printf "%-14s %7s %7s %8s\n", "file", "lines", "missed", "cover" } \
+			NF == 13 { printf "%-14s %7s %7s %8s\n", $$1, $$8, $$9, $$10 }'
 
 fuzz-merge: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t))
 	@set -e; for t in $(FUZZ_TARGETS); do rm -rf $(FUZZ)/merged/$$t; mkdir -p $(FUZZ)/merged/$$t $(FUZZ)/corpus/$$t; \

@@ -4,12 +4,14 @@
  * block's checksum are made to match first, unless the fuzzer sets bit 0
  * (superblock) or bit 1 (blocks) of the first block's pad, so replay reaches
  * the records.  Each run: open (scan), replay (every record's bytes are
- * read), checkpoint, commit two records, close; then open and replay again:
- * a commit that returned 0 must come back from replay intact.
+ * read), checkpoint, three threads commit two records each (batched into
+ * shared log blocks), close; then open and replay again: every commit that
+ * returned 0 must come back from replay intact.
  * Seeds: STRATA_FUZZ_SEEDS=DIR fuzz_zil writes regions made by real commits
  * and exits (engine/fuzz/README.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@
 #include "tierdev.h"
 #include "zil.h"
 
-#define REGION (TIERDEV_ALIGN + (128u << 10))
+#define REGION (TIERDEV_ALIGN + (64u << 10))
 #define RING_START TIERDEV_ALIGN
 #define RING_LEN (REGION - RING_START)
 #define OWNER 0x5354524154414655ull
@@ -40,6 +42,8 @@ struct blk_view {
 static char path[64];
 static uint8_t *img;
 
+#define COMMITTERS 3
+
 struct seen { uint64_t sum; int marks; uint32_t salt; };
 
 static int on_record(void *ctx, const struct zil_record *r)
@@ -48,7 +52,7 @@ static int on_record(void *ctx, const struct zil_record *r)
 	const uint8_t *p = r->data;
 	for (uint32_t i = 0; i < r->length; i++)
 		s->sum += p[i];
-	if (r->objid == MARK_OBJ && r->length == 100 && !memcmp(p, &s->salt, sizeof(s->salt)))
+	if (r->objid == MARK_OBJ && r->length >= 100 && !memcmp(p, &s->salt, sizeof(s->salt)))
 		s->marks++;
 	return 0;
 }
@@ -64,16 +68,30 @@ static struct zil *open_log(void)
 	return z;
 }
 
-static int commit(struct zil *z, uint32_t salt, uint64_t txg)
+/* Two records of len bytes (the first starts with salt) at txg. */
+static int commit(struct zil *z, uint32_t salt, uint64_t txg, uint32_t len)
 {
-	uint8_t data[2][100];
+	uint8_t *data[2];
 	struct zil_record r[2];
 	for (int i = 0; i < 2; i++) {
-		memset(data[i], 'a' + i, sizeof(data[i]));
+		data[i] = malloc(len);
+		memset(data[i], 'a' + i, len);
 		memcpy(data[i], &salt, sizeof(salt));
-		r[i] = (struct zil_record){ MARK_OBJ, 4096u * (uint64_t)i, txg, sizeof(data[i]), data[i] };
+		r[i] = (struct zil_record){ MARK_OBJ, 4096u * (uint64_t)i, txg, len, data[i] };
 	}
-	return zil_commit(z, r, 2);
+	int rc = zil_commit(z, r, 2);
+	free(data[0]);
+	free(data[1]);
+	return rc;
+}
+
+struct committer { pthread_t t; struct zil *z; uint32_t salt; int rc; };
+
+static void *committer_main(void *arg)
+{
+	struct committer *c = arg;
+	c->rc = commit(c->z, c->salt, 1000, 100);
+	return NULL;
 }
 
 static void write_img(size_t n)
@@ -84,16 +102,18 @@ static void write_img(size_t n)
 	close(fd);
 }
 
+/* Seeds: a few commits; records over one 4 KiB block; a tail past the
+ * ring's start; a hand that has wrapped around the ring's end. */
 static void write_seeds(const char *dir)
 {
-	for (int s = 0; s < 3; s++) {
+	for (int s = 0; s < 4; s++) {
 		memset(img, 0, REGION);
 		write_img(0);
 		struct zil *z = open_log();
 		for (int c = 0; c < 2 + 3 * s; c++) {
-			if (s == 2 && c == 3)
-				zil_checkpoint(z, 3); /* a tail past the ring's start */
-			commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c);
+			if (s >= 2 && c >= 3)
+				zil_checkpoint(z, 1 + (uint64_t)c); /* a tail past the ring's start */
+			commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 3 ? 6000 : 100);
 		}
 		zil_close(z);
 		int fd = open(path, O_RDONLY);
@@ -173,9 +193,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t salt = (uint32_t)size * 2654435761u;
 	struct zil *z = open_log();
 	struct seen s = { .salt = salt };
-	zil_replay(z, size % 4, on_record, &s);
+	zil_replay(z, 3, on_record, &s);
 	zil_checkpoint(z, 8);
-	int rc = commit(z, salt, 1000);
+	zil_commit(z, NULL, 0);
+	struct committer c[COMMITTERS];
+	for (int i = 0; i < COMMITTERS; i++) {
+		c[i] = (struct committer){ .z = z, .salt = salt };
+		if (pthread_create(&c[i].t, NULL, committer_main, &c[i]))
+			abort();
+	}
+	int durable = 0;
+	for (int i = 0; i < COMMITTERS; i++) {
+		pthread_join(c[i].t, NULL);
+		durable += !c[i].rc;
+	}
 	struct zil_stats st;
 	zil_get_stats(z, &st);
 	zil_close(z);
@@ -184,8 +215,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = (struct seen){ .salt = salt };
 	int n = zil_replay(z, 0, on_record, &s);
 	zil_close(z);
-	if (!rc && (n < 2 || s.marks != 2)) {
-		fprintf(stderr, "fuzz_zil: a durable commit did not replay (replay %d, %d of 2 records)\n", n, s.marks);
+	if (s.marks < 2 * durable) {
+		fprintf(stderr, "fuzz_zil: durable commits did not replay (replay %d, %d of %d records)\n", n,
+			s.marks, 2 * durable);
 		abort();
 	}
 	return 0;
