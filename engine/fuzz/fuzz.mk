@@ -63,7 +63,7 @@ fuzz-smoke: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t)) venv
 		echo "== fuzz-smoke $$t ($(FUZZ_SMOKE_SECONDS) s)"; \
 		$(FUZZ)/san/fuzz_$$t -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ)/crash-$$t- \
 			$$( [ -f engine/fuzz/$$t/$$t.dict ] && echo -dict=engine/fuzz/$$t/$$t.dict ) \
-			$(FUZZ)/smoke/$$t engine/fuzz/$$t/corpus 2>&1 | grep -E "INITED|DONE|ERROR|SUMMARY|==[0-9]+==" ; \
+			$(FUZZ)/smoke/$$t engine/fuzz/$$t/corpus 2>&1 | grep -E "INITED|DONE|ERROR|SUMMARY|==[0-9]+==|fuzz_[a-z0-9]+:" ; \
 		[ $${PIPESTATUS[0]} = 0 ]; done
 	rm -rf $(FUZZ)/smoke/codec; mkdir -p $(FUZZ)/smoke/codec
 	@echo "== fuzz-smoke codec ($(FUZZ_SMOKE_SECONDS) s)"
