@@ -1,6 +1,7 @@
 # strata — top-level build. `make deps` installs, `make` builds C and BPF,
 # `make test` runs the whole suite, `make demo` runs the demo, `make bench`
-# runs the benchmarks. Each folder contributes its rules in a fragment (*.mk).
+# runs the benchmarks, `make install` / `make uninstall` install under PREFIX.
+# Each folder contributes its rules in a fragment (*.mk).
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -37,6 +38,7 @@ include collectors/features.mk
 -include workloads/workloads.mk
 include bench/bench.mk
 include tests/tests.mk
+include contrib/install.mk
 
 .PHONY: all deps venv test test-c test-py demo bench clean
 all: $(ALL_TARGETS)

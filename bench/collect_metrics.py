@@ -22,14 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from heatmaps_util import T0, histogram, seed_latencies     # noqa: E402
-from strata.datasets import catalogue                        # noqa: E402
 from strata.datasets.archive import Archive                  # noqa: E402
 from strata.datasets.openmetrics import Exposition           # noqa: E402
 
 SECONDS = int(os.environ.get("SECONDS_SIMULATED", "60"))
 KEYS = [f"10.0.0.{i}" for i in range(50)]
-HEATMAPS = [f"nfs.latency[op=p{i}][client]" for i in range(10)]
-COUNTERS = [f"nfs.ops[op=p{i}][client]" for i in range(10)]
+OPS = ["read", "write", "getattr", "lookup", "access", "readdir", "create", "remove", "commit", "fsstat"]
+HEATMAPS = [f"nfs.latency[op={op}][client]" for op in OPS]
+COUNTERS = [f"nfs.ops[op={op}][client]" for op in OPS]
 
 
 def records(rng):
@@ -41,7 +41,6 @@ def records(rng):
 
 
 def main():
-    catalogue._cache["value"] = (list(catalogue.BUILTIN), "built-in list")
     heat, count = records(np.random.default_rng(1))
     with tempfile.TemporaryDirectory(prefix="strata-bench-metrics-") as d:
         with Archive.open(str(Path(d) / "a.db"), readonly=False) as archive:

@@ -30,40 +30,32 @@
 #define AGG_COUNTS_MAX  8192   /* {slot, key, chunk} entries, all slots of one layer */
 #define AGG_STARTS_MAX  16384  /* in-flight block requests awaiting completion */
 
-/* Statistics computed in the kernel (gauges come from the engine's stats socket). */
+/* Statistics computed in the kernel (gauges come from the engine's stats socket),
+ * breakdown / filter dimensions and key values: collectors/statistics.def. */
 enum agg_stat {
-	AGG_STAT_NONE = 0,      /* free slot */
-	AGG_STAT_NFS_OPS,       /* counter */
-	AGG_STAT_NFS_LATENCY,   /* llhist of ns */
-	AGG_STAT_NFS_SIZE,      /* llhist of bytes */
-	AGG_STAT_ARC_ACCESSES,  /* counter of records (arc_hits + arc_misses) */
-	AGG_STAT_L2ARC_LATENCY, /* llhist of ns */
-	AGG_STAT_ZIL_LATENCY,   /* llhist of ns */
-	AGG_STAT_DISK_OPS,      /* counter */
-	AGG_STAT_DISK_LATENCY,  /* llhist of ns */
-	AGG_STAT_DISK_SIZE,     /* llhist of bytes */
-	AGG_STAT_DISK_OFFSET,   /* llhist of bytes */
+	AGG_STAT_NONE = 0, /* free slot */
+#define STAT_KERNEL(ID, ...) AGG_STAT_##ID,
+#include "statistics.def"
 	AGG_STAT_COUNT
 };
+_Static_assert(AGG_STAT_COUNT <= 32, "agg_event.stats_mask has a bit per statistic");
 
-/* Breakdown / filter dimensions. The event carries each one as 16 key bytes. */
+/* The event carries each dimension as 16 key bytes: op and tier a __u32 key value
+ * (below), client an IPv6 address (IPv4 as ::ffff:a.b.c.d), file a __u64 object id,
+ * device a __u32 kernel dev_t (major << 20 | minor), vdev a __u32 index in the engine's
+ * pool; hit/miss is not in the event. */
 enum agg_dim {
 	AGG_DIM_NONE = 0,
-	AGG_DIM_OP,      /* nfs: (prog == MOUNT ? 0x10000 : 0) | proc; disk: AGG_DISK_*; l2arc: AGG_TIER_OP_* */
-	AGG_DIM_CLIENT,  /* IPv6 address, IPv4 as ::ffff:a.b.c.d */
-	AGG_DIM_TIER,    /* AGG_TIER_* (deepest tier that served the op) */
-	AGG_DIM_FILE,    /* __u64 object id */
-	AGG_DIM_DEVICE,  /* __u32 kernel dev_t (major << 20 | minor) */
-	AGG_DIM_HITMISS, /* arc.accesses only: 0 = hit, 1 = miss (not stored in the event) */
+#define STAT_DIM(ID, ...) AGG_DIM_##ID,
+#include "statistics.def"
 	AGG_DIM_COUNT
 };
 
-enum agg_tier { AGG_TIER_NONE = 0, AGG_TIER_ARC, AGG_TIER_L2ARC, AGG_TIER_POOL, AGG_TIER_ZIL };
-enum agg_disk_op { AGG_DISK_READ = 0, AGG_DISK_WRITE, AGG_DISK_SYNC, AGG_DISK_FLUSH,
-		   AGG_DISK_DISCARD, AGG_DISK_OTHER };
-enum agg_tier_op { AGG_TIER_OP_READ = 0, AGG_TIER_OP_WRITE, AGG_TIER_OP_COMMIT };
-#define AGG_HIT  0
-#define AGG_MISS 1
+/* Key values of the closed key sets: AGG_TIER_ARC, AGG_DISK_READ, AGG_HITMISS_MISS, ... */
+enum agg_key_value {
+#define STAT_KEY(SET, ID, value, text) AGG_##SET##_##ID = value,
+#include "statistics.def"
+};
 
 /* Key bytes of the explicit overflow key ("other"). */
 #define AGG_OTHER_BYTE 0xff
@@ -297,14 +289,15 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
 	case AGG_STAT_DISK_OPS:
+	case AGG_STAT_VDEV_OPS:
 		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
 		if (bd == AGG_DIM_HITMISS) {
-			__u8 hm[AGG_KEY_BYTES] = { AGG_HIT };
+			__u8 hm[AGG_KEY_BYTES] = { AGG_HITMISS_HIT };
 
 			agg_add(i, gen, 0, hm, 0, ev->hits);
-			hm[0] = AGG_MISS;
+			hm[0] = AGG_HITMISS_MISS;
 			agg_add(i, gen, 0, hm, 0, ev->misses);
 		} else {
 			agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, (__u64)ev->hits + ev->misses);
@@ -312,6 +305,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
+	case AGG_STAT_VDEV_SIZE:
 		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

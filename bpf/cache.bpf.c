@@ -40,17 +40,17 @@ static __always_inline int tier_io(void *arg, __u32 op, __u32 stat)
 SEC("usdt")
 int BPF_USDT(l2arc_read, void *arg)
 {
-	return tier_io(arg, AGG_TIER_OP_READ, AGG_STAT_L2ARC_LATENCY);
+	return tier_io(arg, AGG_L2ARC_OP_READ, AGG_STAT_L2ARC_LATENCY);
 }
 
 SEC("usdt")
 int BPF_USDT(l2arc_write, void *arg)
 {
-	return tier_io(arg, AGG_TIER_OP_WRITE, AGG_STAT_L2ARC_LATENCY);
+	return tier_io(arg, AGG_L2ARC_OP_WRITE, AGG_STAT_L2ARC_LATENCY);
 }
 
 SEC("usdt")
 int BPF_USDT(zil_commit, void *arg)
 {
-	return tier_io(arg, AGG_TIER_OP_COMMIT, AGG_STAT_ZIL_LATENCY);
+	return tier_io(arg, 0, AGG_STAT_ZIL_LATENCY); /* zil.latency has no op dimension */
 }

@@ -1,17 +1,62 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import signal
+import sys
 
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
 from strata.cli.binaries import MissingBinary, find_binary
+from strata.cli.collect_config import FLAGS, ConfigError, load, merged
 from strata.datasets.collector import Collector
+from strata.datasets.ensure import ensure
+from strata.datasets.errors import ArchiveError
 from strata.datasets.lock import CollectorLock
 from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
 from strata.datasets.paths import default_archive
 
 
+# `strata collect` parameter -> the strata-collect option it is passed on as (collectors/FORMAT.md);
+# a repeatable parameter is passed once per value. Parameters this build lacks are skipped.
+PASSED_ON = {
+    "engine": "--engine",
+    "engine_pid": "--engine-pid",
+    "wire_ifaces": "--wire-iface",
+    "wire_ports": "--wire-port",
+    "fs_pids": "--fs-pid",
+    "fs_comms": "--fs-comm",
+    "fs_cgroup": "--fs-cgroup",
+}
+
+
+def collector_args(options: dict) -> list:
+    """strata-collect's command-line options for the given `strata collect` parameters."""
+    args = []
+    for name, flag in PASSED_ON.items():
+        value = options.get(name)
+        for v in value if isinstance(value, tuple) else [value]:
+            if v not in (None, ""):
+                args += [flag, str(v)]
+    return args
+
+
+class ListenAddress(click.ParamType):
+    """ADDRESS:PORT to serve metrics on, checked when given (flag or file); "" serves none."""
+    name = "address"
+
+    def convert(self, value, param, ctx):
+        try:
+            if value:
+                parse_address(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return value
+
+
 @click.command()
+@click.option("--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="TOML configuration (e.g. /etc/strata/collect.toml): archive, datasets to keep "
+                   "active, their retention, metrics, probe options. Flags given here win; "
+                   "SIGHUP re-reads it.")
 @archive_option
 @click.option("--engine", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-engine binary whose USDT probes NFS, ARC, L2ARC and ZIL statistics use "
@@ -20,13 +65,14 @@ from strata.datasets.paths import default_archive
               help="The one strata-engine process to probe (default: the newest one running).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
-@click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT",
+@click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT", type=ListenAddress(),
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")
 @click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
               help="Significant digits of the exported histogram bounds: llhist's own 2 "
                    "(90 a decade), or 1 (9 a decade, a tenth of the series).")
-def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, metrics_digits):
+@click.pass_context
+def collect(ctx, config_path, **given):
     """Collect the archive's active datasets every second until stopped.
 
     Runs strata-collect (which loads and attaches only the probes the active
@@ -41,36 +87,92 @@ def collect(archive_path, engine, engine_pid, collector_bin, metrics_address, me
     Prometheus to scrape: heat maps as histograms (llhist bucket bounds as
     `le`), counters and gauges as themselves, counted since the collector
     started.
+
+    With --config FILE, the file gives the options (a flag on the command
+    line wins) and lists datasets that are created or resumed at start.
+    SIGHUP re-reads it: datasets added are collected, datasets removed are
+    suspended (data kept), other datasets and the running collection are
+    untouched. A mistake in the file is one line naming the key and its line:
+    at start nothing runs; on reload the running configuration stays.
     """
+    config = load(config_path, ctx.command) if config_path else None
+    options = merged(config, ctx, given) if config else given
+    _collect(options, config, lambda: _reloaded(ctx, config_path, given))
+
+
+def _reloaded(ctx, config_path, given):
+    """The file re-read on SIGHUP, or None (with one line said) when it is wrong now."""
+    try:
+        config = load(config_path, ctx.command)
+    except ConfigError as e:
+        _say(f"reload: {e.format_message()}; keeping the running configuration")
+        return None
+    return config, merged(config, ctx, given)
+
+
+def _say(msg):
+    click.echo(f"strata collect: {msg}", err=True)
+    sys.stderr.flush()
+
+
+def _collect(options, config, reread):
+    archive_path, collector_bin = options["archive_path"], options["collector_bin"]
+    metrics_address, metrics_digits = options["metrics_address"], options["metrics_digits"]
     path = archive_path or default_archive(for_reading=False)
     with archive_errors():
         try:
             program = collector_bin or find_binary("strata-collect")
         except MissingBinary as e:
             raise click.ClickException(str(e)) from None
-        if engine and engine_pid:
+        if options["engine"] and options["engine_pid"]:
             raise click.UsageError("give --engine or --engine-pid, not both")
-        command = [program] + (["--engine", engine] if engine else []) \
-            + (["--engine-pid", str(engine_pid)] if engine_pid else [])
-        try:
-            listen = parse_address(metrics_address) if metrics_address else None
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--metrics") from None
+        command = [program] + collector_args(options)
+        listen = parse_address(metrics_address) if metrics_address else None
         with CollectorLock(path), open_archive(path, readonly=False) as archive:
             exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
-            collector = Collector(archive, command, exposition=exposition)
+            if config:
+                for line in ensure(archive, config.datasets, config.retention):
+                    _say(line)
+            collector = Collector(archive, command, exposition=exposition,
+                                  on_reload=_Reload(archive, config, options, reread) if config else None)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
-            click.echo(f"strata collect: archiving to {path}", err=True)
+            if config:
+                signal.signal(signal.SIGHUP, collector.reload)
+            _say(f"archiving to {path}")
             if server:
-                click.echo(f"strata collect: serving OpenMetrics at {server.url}", err=True)
+                _say(f"serving OpenMetrics at {server.url}")
             try:
                 status = collector.run()
             finally:
                 if server:
                     server.close()
     raise SystemExit(status)
+
+
+class _Reload:
+    """SIGHUP: the file read again; its datasets applied, other changes named (they need a restart)."""
+
+    def __init__(self, archive, config, options, reread):
+        self.archive, self.config, self.options, self.reread = archive, config, options, reread
+
+    def __call__(self):
+        again = self.reread()
+        if again is None:
+            return
+        new, options = again
+        keys = {param: key for key, param in FLAGS.items()}
+        for name in [n for n in options if options[n] != self.options[n]]:
+            _say(f"reload: {keys.get(name, name)} changed to {options[name]!r}: takes effect when "
+                 "strata collect restarts")
+        try:
+            for line in ensure(self.archive, new.datasets, new.retention, dropped=self.config.datasets):
+                _say(f"reload: {line}")
+        except ArchiveError as e:
+            _say(f"reload: {e}")
+        self.config = new
+        _say(f"reload: {len(new.datasets)} dataset(s) from {new.path}")
 
 
 def _serve(exposition, host, port):

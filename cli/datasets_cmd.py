@@ -1,11 +1,12 @@
 """`strata datasets`: list, create, suspend, resume, destroy, prune, archive and import datasets."""
 import json
+import os
 import time
 
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
-from strata.datasets import catalogue, cost, transfer
+from strata.datasets import cost, transfer
 from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
 
 
@@ -45,12 +46,14 @@ def _rate(r) -> str:
 @archive_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_(archive_path, as_json):
-    """List datasets: state, since when, size on disk, event rate and probe cost.
+    """List datasets: state, since when, size on disk, how long each level keeps
+    data, event rate and probe cost.
 
     RATE is events per second over the last minute collected. COST estimates
     the CPU the dataset's probe costs at that rate (about 0.6 us per probe
     hit, as a percent of one CPU); the total counts a probe shared by several
-    datasets once. ONDISK is approximate.
+    datasets once. ONDISK is approximate. KEEPS is the retention of the
+    second/minute/hour levels ("all": never pruned), the limit ONDISK grows to.
     """
     with open_archive(archive_path) as archive:
         infos = archive.datasets()
@@ -66,13 +69,14 @@ def list_(archive_path, as_json):
     if not infos:
         click.echo(f"no datasets in {archive.path} (create one: strata datasets create 'nfs.ops[op]')")
         return
-    rows = [("NAME", "STATE", "SINCE", "ONDISK", "RATE", "COST")]
+    rows = [("NAME", "STATE", "SINCE", "ONDISK", "KEEPS", "RATE", "COST")]
     for i, r in zip(infos, rates):
         rows.append((i.name, i.state, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.state_since)),
-                     _human_bytes(i.ondisk), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
+                     _human_bytes(i.ondisk), i.retention.short(), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    click.echo(f"archive file: {_human_bytes(os.path.getsize(archive.path))} ({archive.path})")
     click.echo(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)")
 
 
@@ -81,24 +85,26 @@ def list_(archive_path, as_json):
 @click.argument("name")
 @click.option("--keep", "keep", multiple=True, metavar="LEVEL=DURATION",
               help="Retention of one level: second, minute or hour = a duration (30m, 48h, 7d, 2w) "
-                   "or 'all'. Repeatable. Default: second=7d, minute=all, hour=all.")
+                   "or 'all'. Repeatable. Default: second=7d, minute=90d, hour=104w.")
 @click.option("--suspended", is_flag=True, help="Create it suspended (not collected until resumed).")
-def create(archive_path, name, keep, suspended):
+@click.option("--allow-absent-device", is_flag=True,
+              help="Accept a device filter naming a block device this host does not have (yet).")
+def create(archive_path, name, keep, suspended, allow_absent_device):
     """Create dataset NAME, e.g. 'nfs.ops[op=read][client]'.
 
-    The statistic and the fields must be ones `strata statistics` lists;
-    filters may be given in any order (the name is stored canonically).
-    A running `strata collect` starts collecting it within two seconds. A
-    statistic this host cannot collect now is created with a warning.
+    The statistic, the fields and the filter values must be ones the
+    catalogue has (`strata statistics --json` lists them; a wrong one is
+    refused with the valid ones named); a device filter must name a block
+    device this host has, unless --allow-absent-device. Filters may be given
+    in any order (the name is stored canonically). A running `strata collect`
+    starts collecting it within two seconds; `strata statistics` says what
+    this host can collect.
     """
     with archive_errors():
         retention = parse_keep(keep)
     with open_archive(archive_path, readonly=False) as archive:
-        info = archive.create(name, retention, active=not suspended)
+        info = archive.create(name, retention, active=not suspended, allow_absent_device=allow_absent_device)
     click.echo(f"created {info.name} ({info.kind}, {info.unit}; keeps {info.retention})")
-    stat = catalogue.by_name().get(info.statistic)
-    if stat is not None and stat.supported is False:
-        click.echo(f"strata: warning: {info.statistic} cannot be collected here now: {stat.reason}", err=True)
 
 
 def _state_command(state, verb, past):

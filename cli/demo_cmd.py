@@ -95,6 +95,7 @@ def _epilogue(facts, written, seconds):
     click.echo("Explore the archive it left (the random reads; widen --since to see the setup writes):")
     for cmd in (f"strata heatmap 'nfs.latency[tier]' --log {rng}",
                 f"strata heatmap 'nfs.latency[tier=arc]' {rng}",
+                f"strata heatmap 'vdev.latency[vdev]' --log {rng}",
                 f"strata heatmap 'disk.latency[device={facts.pool_devices[0]}]' {rng}",
                 f"strata breakdown 'nfs.latency[tier]' --range 1ms.. {rng}",
                 f"strata breakdown 'nfs.ops[client]' --top 10 {rng}",

@@ -1,5 +1,6 @@
-/* catalogue.h — the statistics strata-collect can collect (collectors/STATISTICS.md),
- * and `--catalogue`: the list as JSON with, per statistic, whether this host supports it. */
+/* catalogue.h — the statistics strata-collect can collect, compiled from
+ * collectors/statistics.def, and `--catalogue`: the list as JSON with, per statistic,
+ * whether this host supports it. */
 #ifndef STRATA_COLLECT_CATALOGUE_H
 #define STRATA_COLLECT_CATALOGUE_H
 
@@ -8,7 +9,11 @@
 #include "keys.h"
 
 enum stat_kind { KIND_COUNTER, KIND_HEATMAP, KIND_GAUGE };
-enum layer_id { LAYER_NFS, LAYER_CACHE, LAYER_DISK, LAYER_GAUGE, LAYER_COUNT };
+enum layer_id {
+#define STAT_LAYER(ID, name) LAYER_##ID,
+#include "statistics.def"
+	LAYER_COUNT
+};
 
 #define STAT_MAX_PROBES 2
 
@@ -18,7 +23,7 @@ struct statistic {
 	enum stat_kind kind;
 	enum layer_id layer;     /* which bpf/ program (or the engine stats socket) */
 	int agg_stat;            /* enum agg_stat; 0 for gauges */
-	enum op_family ops;      /* names of the "op" dimension */
+	enum keyset ops;         /* names of the "op" dimension */
 	unsigned breakdowns;     /* 1 << AGG_DIM_* */
 	unsigned filters;        /* 1 << AGG_DIM_* */
 	const char *probes[STAT_MAX_PROBES]; /* engine USDT probe names, or tracepoints */
@@ -32,10 +37,16 @@ const struct statistic *statistic_find(const char *name);
 /* "nfs", "cache", "disk", "engine" */
 const char *layer_name(enum layer_id layer);
 
+/* Writes the catalogue as one JSON object: its dimensions, key sets and statistics
+ * (collectors/FORMAT.md). host, when not NULL, adds this host's fields: once with
+ * s == NULL to the top-level object, then to each statistic's object. */
+typedef void catalogue_host_fn(FILE *out, const struct statistic *s, void *arg);
+void catalogue_write(FILE *out, catalogue_host_fn *host, void *arg);
+
 /* Whether this host can collect s; reason (if not) in why. engine_path may be NULL. */
 bool statistic_supported(const struct statistic *s, const char *engine_path, char *why, size_t n);
 
-/* The catalogue as one JSON object on out. */
+/* `strata-collect --catalogue`: the catalogue with this host's support of each statistic. */
 void catalogue_print(FILE *out, const char *engine_path);
 
 #endif

@@ -279,7 +279,7 @@ static bool engine_alive(pid_t pid, const char *exe)
 static bool uses_usdt(const struct collector *c)
 {
 	for (size_t i = 0; i < c->ndatasets; i++)
-		if (c->datasets[i].stat->layer == LAYER_NFS || c->datasets[i].stat->layer == LAYER_CACHE)
+		if (c->datasets[i].stat->layer != LAYER_DISK && c->datasets[i].stat->layer != LAYER_GAUGE)
 			return true;
 	return false;
 }
@@ -296,10 +296,9 @@ static void watch_engine(struct collector *c)
 		c->engine_pid = engine_find_pid(c->engine_path);
 	if (!c->by_pid)
 		return;
-	if (c->engine_pid != old) {
-		layer_usdt_detach(&c->layers[LAYER_NFS]);
-		layer_usdt_detach(&c->layers[LAYER_CACHE]);
-	}
+	if (c->engine_pid != old)
+		for (int l = 0; l < LAYER_GAUGE; l++)
+			layer_usdt_detach(&c->layers[l]);
 	if (c->engine_pid <= 0) {
 		if (uses_usdt(c)) {
 			snprintf(err, sizeof(err), "engine %s is not running: waiting for it to start", c->engine_path);
@@ -307,7 +306,7 @@ static void watch_engine(struct collector *c)
 		}
 		return;
 	}
-	for (int l = LAYER_NFS; l <= LAYER_CACHE; l++) {
+	for (int l = 0; l < LAYER_GAUGE; l++) { /* only USDT probes: the block tracepoints stay */
 		struct engine_target t = target(c);
 
 		if (layer_usdt_attach(&c->layers[l], &t, err, sizeof(err)) < 0)

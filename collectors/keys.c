@@ -1,5 +1,7 @@
-/* keys.c — breakdown key bytes (as the bpf/ programs fill them) to text and back. */
+/* keys.c — breakdown key bytes (as the bpf/ programs fill them) to text and back; the
+ * dimension names and closed key sets come from statistics.def. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,36 +9,78 @@
 #include <string.h>
 #include "keys.h"
 
-static const char *const dim_names[AGG_DIM_COUNT] = {
-	[AGG_DIM_NONE] = "-", [AGG_DIM_OP] = "op", [AGG_DIM_CLIENT] = "client",
-	[AGG_DIM_TIER] = "tier", [AGG_DIM_FILE] = "file", [AGG_DIM_DEVICE] = "device",
-	[AGG_DIM_HITMISS] = "hit/miss",
+static const struct {
+	const char *name, *values, *doc;
+} dims[AGG_DIM_COUNT] = {
+	[AGG_DIM_NONE] = { "-", "", "" },
+#define STAT_DIM(ID, name, values, doc) [AGG_DIM_##ID] = { name, values, doc },
+#include "statistics.def"
 };
 
-/* NFSv3 procedures 0..21 (RFC 1813). */
-static const char *const nfs_procs[] = {
-	"null", "getattr", "setattr", "lookup", "access", "readlink", "read", "write",
-	"create", "mkdir", "symlink", "mknod", "remove", "rmdir", "rename", "link",
-	"readdir", "readdirplus", "fsstat", "fsinfo", "pathconf", "commit",
+static const struct {
+	const char *name, *doc;
+} keysets[KEYSET_COUNT] = {
+#define STAT_KEYSET(ID, name, doc) [KEYSET_##ID] = { name, doc },
+#include "statistics.def"
 };
-/* MOUNT v3 procedures 0..5 (RFC 1813 appendix I). */
-static const char *const mount_procs[] = { "mnt_null", "mnt", "dump", "umnt", "umntall", "export" };
-static const char *const disk_ops[] = { "read", "write", "sync", "flush", "discard", "other" };
-static const char *const tier_ops[] = { "read", "write", "commit" };
-static const char *const tiers[] = { "none", "arc", "l2arc", "pool", "zil" };
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+const struct key_text key_texts[] = {
+#define STAT_KEY(SET, ID, value, text) { KEYSET_##SET, value, text },
+#include "statistics.def"
+};
+const size_t nkey_texts = sizeof(key_texts) / sizeof(key_texts[0]);
 
 const char *dim_name(int dim)
 {
-	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dim_names[dim] : NULL;
+	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dims[dim].name : NULL;
+}
+
+const char *dim_values(int dim)
+{
+	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dims[dim].values : NULL;
+}
+
+const char *dim_doc(int dim)
+{
+	return dim > AGG_DIM_NONE && dim < AGG_DIM_COUNT ? dims[dim].doc : NULL;
 }
 
 int dim_parse(const char *name)
 {
 	for (int d = 0; d < AGG_DIM_COUNT; d++)
-		if (strcmp(name, dim_names[d]) == 0)
+		if (strcmp(name, dims[d].name) == 0)
 			return d;
+	return -1;
+}
+
+const char *keyset_name(enum keyset set)
+{
+	return keysets[set].name;
+}
+
+const char *keyset_doc(enum keyset set)
+{
+	return keysets[set].doc;
+}
+
+/* The text of value in set, or NULL. */
+static const char *key_text_of(enum keyset set, uint32_t value)
+{
+	for (size_t i = 0; i < nkey_texts; i++)
+		if (key_texts[i].set == set && key_texts[i].value == value)
+			return key_texts[i].text;
+	return NULL;
+}
+
+/* The value of text in set; -1 if the set has no such text. */
+static int key_value_of(enum keyset set, const char *text, uint32_t *value)
+{
+	for (size_t i = 0; i < nkey_texts; i++) {
+		if (key_texts[i].set == set && strcmp(key_texts[i].text, text) == 0) {
+			*value = key_texts[i].value;
+			return 0;
+		}
+	}
 	return -1;
 }
 
@@ -64,11 +108,6 @@ static int is_other(const uint8_t *key)
 	return 1;
 }
 
-static const char *name_of(const char *const *names, size_t n, uint32_t v)
-{
-	return v < n ? names[v] : NULL;
-}
-
 /* kernel dev_t (major << 20 | minor) -> "loop3" via /sys/dev/block/MAJ:MIN/uevent. */
 static void device_name(uint32_t dev, char *out, size_t n)
 {
@@ -91,24 +130,17 @@ static void device_name(uint32_t dev, char *out, size_t n)
 	fclose(f);
 }
 
-static void op_format(enum op_family ops, uint32_t v, char *out, size_t n)
+static void op_format(enum keyset ops, uint32_t v, char *out, size_t n)
 {
-	const char *name = NULL;
+	const char *name = key_text_of(ops, v);
 
-	if (ops == OPS_NFS)
-		name = v & 0x10000 ? name_of(mount_procs, NELEM(mount_procs), v & 0xffff)
-				   : name_of(nfs_procs, NELEM(nfs_procs), v);
-	else if (ops == OPS_DISK)
-		name = name_of(disk_ops, NELEM(disk_ops), v);
-	else
-		name = name_of(tier_ops, NELEM(tier_ops), v);
 	if (name)
 		snprintf(out, n, "%s", name);
 	else
 		snprintf(out, n, "%s%u", v & 0x10000 ? "mnt_proc" : "proc", v & 0xffff);
 }
 
-void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
+void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
 {
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	const char *name;
@@ -132,52 +164,25 @@ void key_format(int dim, enum op_family ops, const uint8_t key[AGG_KEY_BYTES], c
 			inet_ntop(AF_INET6, key, out, n);
 		return;
 	case AGG_DIM_TIER:
-		name = name_of(tiers, NELEM(tiers), key_u32(key));
+		name = key_text_of(KEYSET_TIER, key_u32(key));
 		snprintf(out, n, "%s", name ? name : "unknown");
 		return;
 	case AGG_DIM_FILE:
 		snprintf(out, n, "%" PRIu64, key_u64(key));
 		return;
+	case AGG_DIM_VDEV:
+		snprintf(out, n, "%" PRIu32, key_u32(key));
+		return;
 	case AGG_DIM_DEVICE:
 		device_name(key_u32(key), out, n);
 		return;
 	case AGG_DIM_HITMISS:
-		snprintf(out, n, "%s", key_u32(key) == AGG_HIT ? "hit" : "miss");
+		name = key_text_of(KEYSET_HITMISS, key_u32(key));
+		snprintf(out, n, "%s", name ? name : "unknown");
 		return;
 	default:
 		snprintf(out, n, "%s", "?");
 	}
-}
-
-static int index_of(const char *const *names, size_t n, const char *text)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(names[i], text) == 0)
-			return (int)i;
-	return -1;
-}
-
-static int op_parse(enum op_family ops, const char *text, uint32_t *v)
-{
-	int i;
-
-	if (ops == OPS_NFS) {
-		if ((i = index_of(nfs_procs, NELEM(nfs_procs), text)) >= 0) {
-			*v = (uint32_t)i;
-			return 0;
-		}
-		if ((i = index_of(mount_procs, NELEM(mount_procs), text)) >= 0) {
-			*v = 0x10000u | (uint32_t)i;
-			return 0;
-		}
-		return -1;
-	}
-	i = ops == OPS_DISK ? index_of(disk_ops, NELEM(disk_ops), text)
-			    : index_of(tier_ops, NELEM(tier_ops), text);
-	if (i < 0)
-		return -1;
-	*v = (uint32_t)i;
-	return 0;
 }
 
 /* "loop3" -> kernel dev_t via /sys/class/block/loop3/dev ("7:3"). */
@@ -202,17 +207,16 @@ static int device_parse(const char *name, uint32_t *dev)
 	return 0;
 }
 
-int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t errlen)
+int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t errlen)
 {
 	uint32_t v32;
 	uint64_t v64;
 	char *end;
-	int i;
 
 	memset(key, 0, AGG_KEY_BYTES);
 	switch (dim) {
 	case AGG_DIM_OP:
-		if (op_parse(ops, text, &v32) < 0)
+		if (key_value_of(ops, text, &v32) < 0)
 			break;
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
@@ -225,17 +229,24 @@ int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY
 			return 0;
 		break;
 	case AGG_DIM_TIER:
-		if ((i = index_of(tiers, NELEM(tiers), text)) < 0)
+		if (key_value_of(KEYSET_TIER, text, &v32) < 0)
 			break;
-		v32 = (uint32_t)i;
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_FILE:
 		errno = 0;
 		v64 = strtoull(text, &end, 10);
-		if (errno || end == text || *end || text[0] == '-')
+		if (errno || !isdigit((unsigned char)text[0]) || *end)
 			break;
 		memcpy(key, &v64, sizeof(v64));
+		return 0;
+	case AGG_DIM_VDEV:
+		errno = 0;
+		v64 = strtoull(text, &end, 10);
+		if (errno || !isdigit((unsigned char)text[0]) || *end || v64 > UINT32_MAX)
+			break;
+		v32 = (uint32_t)v64;
+		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_DEVICE:
 		if (device_parse(text, &v32) < 0) {
@@ -245,9 +256,9 @@ int key_parse(int dim, enum op_family ops, const char *text, uint8_t key[AGG_KEY
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_HITMISS:
-		if (strcmp(text, "hit") && strcmp(text, "miss"))
+		if (key_value_of(KEYSET_HITMISS, text, &v32) < 0)
 			break;
-		key[0] = strcmp(text, "hit") ? AGG_MISS : AGG_HIT;
+		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	}
 	snprintf(err, errlen, "'%s' is not a valid %s", text, dim_name(dim) ? dim_name(dim) : "key");

@@ -1,4 +1,4 @@
-/* layers.c — loads the nfs / cache / disk skeletons, manages their dataset slots and
+/* layers.c — loads the nfs / cache / disk / vdev skeletons, manages their dataset slots and
  * probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include "nfs.skel.h"
 #include "cache.skel.h"
 #include "disk.skel.h"
+#include "vdev.skel.h"
 
 #define READ_CHUNK 4096
 
@@ -72,6 +73,26 @@ static int load_cache(struct layer *L, unsigned max_keys)
 	return 0;
 }
 
+static int load_vdev(struct layer *L, unsigned max_keys)
+{
+	struct vdev_bpf *s = vdev_bpf__open();
+	int err;
+
+	if (!s)
+		return -errno;
+	s->rodata->agg_max_keys = max_keys;
+	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
+	if ((err = vdev_bpf__load(s))) {
+		vdev_bpf__destroy(s);
+		return err;
+	}
+	L->skel = s;
+	L->destroy = (void (*)(void *))vdev_bpf__destroy;
+	BIND_COMMON(L, s);
+	add_probe(L, "vdev_io_done", s->progs.vdev_io_done, true);
+	return 0;
+}
+
 /* tp_btf first; raw_tp (same code, untyped arguments) when the kernel refuses it. */
 static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 {
@@ -121,6 +142,8 @@ int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, 
 		rc = load_nfs(L, max_keys);
 	else if (id == LAYER_CACHE)
 		rc = load_cache(L, max_keys);
+	else if (id == LAYER_VDEV)
+		rc = load_vdev(L, max_keys);
 	else
 		rc = load_disk(L, max_keys, err, n);
 	if (rc) {

@@ -1,4 +1,4 @@
-/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk): its dataset slots,
+/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev): its dataset slots,
  * attaching and detaching its probes as datasets come and go, and reading its
  * cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H

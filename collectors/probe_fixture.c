@@ -1,9 +1,10 @@
 /* probe_fixture.c — TEST FIXTURE (built to build/tests/strata-probe-fixture): a tiny
  * stand-in for the engine that fires its USDT probes (engine/strata_probes.h) on
- * command, so the collector's nfs/cache paths can be tested without the engine.
+ * command, so the collector's nfs/cache/vdev paths can be tested without the engine.
  * Optionally serves a fixed engine stats socket. Commands on stdin, one per line:
  *   nfs COUNT PROC CLIENT LATENCY_US TIERS HITS MISSES BYTES FILE [mount]
  *   tier l2arc_read|l2arc_write|zil_commit COUNT LATENCY_US
+ *   vdev VDEV OP COUNT LATENCY_US SIZE   (strata:vdev_io_done; OP is STRATA_VDEV_*)
  *   spin OPS_PER_SECOND        (background nfs getattr ops from 127.0.0.1; 0 stops)
  *   sem PROBE                  (prints the probe's semaphore)
  * Each reply is one line: "fired N" (operations or tier events reported: semaphore set),
@@ -140,6 +141,8 @@ static unsigned short semaphore(const char *name)
 		return strata_l2arc_write_semaphore;
 	if (!strcmp(name, "zil_commit"))
 		return strata_zil_commit_semaphore;
+	if (!strcmp(name, "vdev_io_done"))
+		return strata_vdev_io_done_semaphore;
 	return 0xffff;
 }
 
@@ -201,6 +204,28 @@ static void cmd_tier(char *args)
 	printf("fired %d\n", fired);
 }
 
+static void cmd_vdev(char *args)
+{
+	struct strata_vdev_io io = { 0 };
+	unsigned count, size;
+	unsigned long long lat_us;
+	int fired = 0;
+
+	if (sscanf(args, "%u %u %u %llu %u", &io.vdev, &io.op, &count, &lat_us, &size) != 5) {
+		printf("error usage: vdev VDEV OP COUNT LATENCY_US SIZE\n");
+		return;
+	}
+	io.size = size;
+	io.latency_ns = lat_us * 1000;
+	for (unsigned i = 0; i < count && STRATA_PROBE_ENABLED(vdev_io_done); i++) {
+		io.start_ns = mono_ns() - io.latency_ns;
+		io.offset = (__u64)i * size;
+		STRATA_PROBE(vdev_io_done, &io);
+		fired++;
+	}
+	printf("fired %d\n", fired);
+}
+
 int main(int argc, char **argv)
 {
 	char line[512];
@@ -225,6 +250,8 @@ int main(int argc, char **argv)
 			cmd_nfs(arg);
 		else if (!strcmp(line, "tier"))
 			cmd_tier(arg);
+		else if (!strcmp(line, "vdev"))
+			cmd_vdev(arg);
 		else if (!strcmp(line, "spin")) {
 			spin_rate = atoi(arg);
 			printf("spin %lu\n", spin_fired);

@@ -139,10 +139,12 @@ class Archive:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def create(self, name: str, retention: Retention | None = None, active: bool = True,
-               now: int | None = None) -> DatasetInfo:
-        """Create a dataset from its name, validated against the statistics catalogue."""
+               now: int | None = None, allow_absent_device: bool = False) -> DatasetInfo:
+        """Create a dataset from its name, validated against the statistics catalogue (a
+        device filter: a device this host has, unless allow_absent_device)."""
         stats = catalogue.by_name()
         parsed = names.parse(name, stats)
+        names.check_values(parsed, stats, allow_absent_device)
         stat = stats[parsed.statistic]
         keep = (retention or Retention()).check()
         now = int(time.time()) if now is None else now

@@ -1,20 +1,20 @@
-"""What can be collected: the statistics catalogue.
+"""What can be collected: the statistics catalogue, and the key texts each field takes.
 
-The truth is `strata-collect --catalogue` (collectors/FORMAT.md: {"v":1,
-"statistics":[{"name","unit","kind","layer","breakdowns","filters","source",
-"description","supported","reason"}]});
-when that program is not built, the documented built-in list stands in, with
-`supported` unknown (None). Dataset names are validated against it.
+The one source is collectors/statistics.def. `make` compiles it into the collector and
+writes it as catalogue.json next to this module (package data): the same JSON that
+`strata-collect --catalogue` prints (collectors/FORMAT.md), less this host's support.
+Reading it starts no program. with_support() merges what the collector says about this
+host into it, and refuses a collector whose catalogue is not this one.
 """
+import ipaddress
 import json
-import subprocess
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
+from importlib import resources
 
-from ..cli.binaries import MissingBinary, find_binary
 from .errors import ArchiveError
 
-NFS = ["op", "client", "tier", "file"]
-DISK = ["device", "op"]
+SYS_BLOCK = "/sys/class/block"
 
 
 @dataclass(frozen=True)
@@ -26,78 +26,108 @@ class Statistic:
     filters: list = field(default_factory=list)
     layer: str = ""
     probe: str = ""                # probes that fire per event ("" when sampled, e.g. gauges)
-    supported: bool | None = None  # None: unknown (collector not built)
+    supported: bool | None = None  # None: not asked (this host's support comes from the collector)
     reason: str = ""
     description: str = ""
+    ops: str = ""                  # the key set of the "op" field
 
 
-def _builtin(name, unit, kind, breakdowns, layer, probe, filters=None):
-    return Statistic(name, unit, kind, list(breakdowns), list(breakdowns if filters is None else filters),
-                     layer, probe, None, "strata-collect is not built: support unknown")
+@dataclass(frozen=True)
+class Catalogue:
+    statistics: tuple              # Statistic, in catalogue order
+    dimensions: dict               # field -> its values: "op", a key set, "address", "u64", "u32", "device"
+    keysets: dict                  # key set -> tuple of its texts
+
+    def by_name(self) -> dict:
+        return {s.statistic: s for s in self.statistics}
 
 
-NFS_OP = "usdt strata:nfs_ops"
-BLOCK = "tracepoints block:block_rq_issue, block:block_rq_complete"
-BUILTIN = [
-    _builtin("nfs.ops", "operations", "counter", NFS, "nfs", NFS_OP),
-    _builtin("nfs.latency", "ns", "heatmap", NFS, "nfs", NFS_OP),
-    _builtin("nfs.size", "bytes", "heatmap", NFS, "nfs", NFS_OP),
-    _builtin("arc.accesses", "records", "counter", NFS + ["hit/miss"], "nfs", NFS_OP, NFS),
-    _builtin("l2arc.latency", "ns", "heatmap", ["op", "file"], "cache",
-             "usdt strata:l2arc_read, strata:l2arc_write"),
-    _builtin("zil.latency", "ns", "heatmap", ["file"], "cache", "usdt strata:zil_commit"),
-    _builtin("disk.ops", "operations", "counter", DISK, "disk", BLOCK),
-    _builtin("disk.latency", "ns", "heatmap", DISK, "disk", BLOCK),
-    _builtin("disk.size", "bytes", "heatmap", DISK, "disk", BLOCK),
-    _builtin("disk.offset", "bytes", "heatmap", DISK, "disk", BLOCK),
-] + [_builtin(g, "bytes", "gauge", [], "cache", "")
-     for g in ("arc.size", "arc.c", "arc.p", "arc.hdr_size", "arc.data_size", "l2arc.size")]
+def _statistic(it: dict) -> Statistic:
+    source = str(it["source"])
+    return Statistic(str(it["name"]), str(it["unit"]), str(it["kind"]), [str(b) for b in it["breakdowns"]],
+                     [str(f) for f in it["filters"]], str(it["layer"]),
+                     source if source.startswith(("usdt", "tracepoint")) else "",
+                     None, "", str(it["description"]), str(it["ops"]))
 
 
-def _probe(source: str) -> str:
-    """The probes of a catalogue `source`; sampled sources (engine stats socket) fire no probe."""
-    return source if source.startswith(("usdt", "tracepoint")) else ""
-
-
-def parse(text: str) -> list:
-    """Statistics from the collector's --catalogue JSON (collectors/FORMAT.md); ArchiveError if malformed."""
+def parse(text: str) -> Catalogue:
+    """A catalogue from its JSON (catalogue.json or `strata-collect --catalogue`); ArchiveError if malformed."""
     try:
         doc = json.loads(text)
-        items = doc["statistics"] if isinstance(doc, dict) else doc
-        out = []
-        for it in items:
-            kind = it["kind"]
-            if kind not in ("heatmap", "counter", "gauge"):
-                raise ValueError(f"unknown kind {kind!r}")
-            breakdowns = [str(b) for b in it.get("breakdowns", [])]
-            out.append(Statistic(str(it.get("name") or it["statistic"]), str(it.get("unit", "")), kind,
-                                 breakdowns, [str(f) for f in it.get("filters", breakdowns)],
-                                 str(it.get("layer", "")), _probe(str(it.get("source") or it.get("probe", ""))),
-                                 bool(it.get("supported", True)), str(it.get("reason", "")),
-                                 str(it.get("description", ""))))
-        return out
+        stats = tuple(_statistic(it) for it in doc["statistics"])
+        for s in stats:
+            if s.kind not in ("heatmap", "counter", "gauge"):
+                raise ValueError(f"unknown kind {s.kind!r}")
+        return Catalogue(stats, {str(d["name"]): str(d["values"]) for d in doc["dimensions"]},
+                         {str(k["name"]): tuple(str(t["text"]) for t in k["keys"]) for k in doc["keysets"]})
     except (ValueError, KeyError, TypeError) as e:
-        raise ArchiveError(f"strata-collect --catalogue printed an unreadable catalogue ({e})") from None
+        raise ArchiveError(f"unreadable statistics catalogue ({e})") from None
 
 
 _cache = {}
 
 
-def load() -> tuple:
-    """(statistics, source): from strata-collect when built, else the built-in list."""
-    if "value" in _cache:
-        return _cache["value"]
+def load() -> Catalogue:
+    """This package's catalogue (catalogue.json)."""
+    if "value" not in _cache:
+        try:
+            text = resources.files(__package__).joinpath("catalogue.json").read_text()
+        except OSError as e:
+            raise ArchiveError(f"the statistics catalogue is missing ({e}): run `make`") from None
+        _cache["value"] = parse(text)
+    return _cache["value"]
+
+
+def by_name() -> dict:
+    return load().by_name()
+
+
+def with_support(text: str) -> list:
+    """The statistics with this host's support, from `strata-collect --catalogue` output;
+    ArchiveError if that collector was built from another catalogue."""
+    theirs = parse(text)
+    ours = load()
+    if theirs != ours:
+        raise ArchiveError("strata-collect was built from another statistics catalogue than this "
+                           "strata package's: rebuild both (`make`)")
+    support = {it["name"]: it for it in json.loads(text)["statistics"]}
+    return [replace(s, supported=bool(support[s.statistic].get("supported")),
+                    reason=str(support[s.statistic].get("reason", ""))) for s in ours.statistics]
+
+
+def host_devices() -> list:
+    """Block devices this host has now (names under /sys/class/block)."""
     try:
-        binary = find_binary("strata-collect")
-        proc = subprocess.run([binary, "--catalogue"], capture_output=True, text=True, timeout=20)
-        if proc.returncode != 0:
-            raise ArchiveError(f"strata-collect --catalogue failed: {proc.stderr.strip()[:200]}")
-        value = (parse(proc.stdout), binary)
-    except (MissingBinary, OSError, subprocess.TimeoutExpired):
-        value = (list(BUILTIN), "built-in list")
-    _cache["value"] = value
-    return value
+        return sorted(os.listdir(SYS_BLOCK))
+    except OSError:
+        return []
 
 
-def by_name(statistics=None) -> dict:
-    return {s.statistic: s for s in (statistics if statistics is not None else load()[0])}
+def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool = False):
+    """ArchiveError naming the valid values unless `value` is one that field `fld` of `stat` takes."""
+    cat = load()
+    kind = cat.dimensions.get(fld, "")
+    if kind == "op":
+        kind = stat.ops
+    if kind in cat.keysets:
+        valid = cat.keysets[kind]
+        if value not in valid:
+            raise ArchiveError(f"{stat.statistic} has no {fld} {value!r}; valid: {', '.join(valid)}")
+    elif kind == "address":
+        try:
+            ipaddress.ip_address(value)
+            if "%" in value:
+                raise ValueError("a scoped address")
+        except ValueError:
+            raise ArchiveError(f"{fld} {value!r} is not an IPv4 or IPv6 address") from None
+    elif kind in ("u64", "u32"):
+        bits = int(kind[1:])
+        if not value.isascii() or not value.isdigit() or int(value) >= 2**bits:
+            raise ArchiveError(f"{fld} {value!r} is not a decimal number below 2^{bits}")
+    elif kind == "device":
+        if "/" in value or value in (".", ".."):
+            raise ArchiveError(f"device {value!r} is not a block device name")
+        if not allow_absent_device and not os.path.exists(os.path.join(SYS_BLOCK, value)):
+            have = ", ".join(host_devices()) or "none"
+            raise ArchiveError(f"this host has no block device {value!r}; valid devices: {have} "
+                               "(--allow-absent-device for one that will appear later)")

@@ -6,7 +6,9 @@ JSON lines on its stdout (ack / error replies, one data record per dataset per
 second, status). Every batch of lines read is one archive transaction, so a
 kill -9 loses at most the second in flight. Dataset changes made by other
 commands are seen through the archive's change counter, polled every second;
-retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly.
+retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly;
+reload() (SIGHUP) runs the `on_reload` callback between two batches, without
+stopping the daemon, then applies the dataset changes it made at once.
 Given an openmetrics.Exposition, every committed second is added to it as well.
 """
 import json
@@ -31,8 +33,9 @@ def control_line(info) -> str:
 
 class Collector:
     def __init__(self, archive: Archive, command: list, log=None, poll: float = 1.0, prune_every: float = 60,
-                 exposition=None):
+                 exposition=None, on_reload=None):
         self.archive, self.command, self.exposition = archive, command, exposition
+        self.on_reload, self.reloading = on_reload, False
         self.log = log or (lambda msg: print(f"strata collect: {msg}", file=sys.stderr, flush=True))
         self.poll, self.prune_every = poll, prune_every
         self.ingest = archive.ingestor()
@@ -46,6 +49,9 @@ class Collector:
 
     def stop(self, *_):
         self.stopping = True
+
+    def reload(self, *_):
+        self.reloading = True
 
     # -- talking to the daemon ---------------------------------------------------------------
 
@@ -157,6 +163,12 @@ class Collector:
                 lines = [ln.decode(errors="replace") for ln in lines if ln.strip()]
                 if lines:
                     self.handle(lines)
+            if self.reloading and self.on_reload:
+                self.reloading = False
+                self.on_reload()
+                changes = self.archive.changes()
+                self.failed.clear()
+                self.sync()
             now = time.monotonic()
             if now >= next_poll:
                 next_poll = now + self.poll

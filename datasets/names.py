@@ -3,11 +3,13 @@
 Filters come first, sorted by field; the breakdown, if any, comes last:
 `nfs.ops[op=read][client=10.0.0.3][file]` is canonically
 `nfs.ops[client=10.0.0.3][op=read][file]`. parse() checks the statistic and
-fields against the catalogue and names the valid ones when they are wrong.
+fields against the catalogue, and check_values() the filter values, naming the valid
+ones when they are wrong.
 """
 import re
 from dataclasses import dataclass
 
+from . import catalogue
 from .errors import ArchiveError
 
 _STAT = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+")
@@ -71,3 +73,10 @@ def validate(name: DatasetName, statistics: dict):
     if name.breakdown and name.breakdown not in stat.breakdowns:
         valid = ", ".join(stat.breakdowns) if stat.breakdowns else "none"
         raise ArchiveError(f"{name.statistic} has no breakdown {name.breakdown!r}; valid breakdowns: {valid}")
+
+
+def check_values(name: DatasetName, statistics: dict, allow_absent_device: bool = False):
+    """ArchiveError naming the valid values unless every filter value is one its field takes
+    (a device: one this host has, unless allow_absent_device)."""
+    for fld, value in name.filters:
+        catalogue.check_value(statistics[name.statistic], fld, value, allow_absent_device)

@@ -44,7 +44,7 @@ class PrometheusReader:
     def __init__(self, url: str):
         self.url = url.rstrip("/")
         self.path = self.url          # what messages call the source
-        self.statistics = {s.statistic: s for s in catalogue.BUILTIN}
+        self.statistics = catalogue.by_name()
 
     def __enter__(self):
         return self

@@ -1,7 +1,10 @@
 """Archive levels (second, minute, hour) and how long each keeps data.
 
 A retention is "all" (None) or at least N seconds, per level; coarser levels
-must keep data at least as long as finer ones. Durations read and print as
+must keep data at least as long as finer ones. The default bounds every level
+(a week of seconds, 90 days of minutes, two years of hours), so an archive
+nobody tends stops growing: its size then follows the number of datasets and
+their breakdown keys (bounded by the collector), not the time it has run. Durations read and print as
 30s, 90m, 48h, 7d, 2w.
 """
 import re
@@ -38,8 +41,8 @@ def format_duration(seconds) -> str:
 @dataclass(frozen=True)
 class Retention:
     second: int | None = 7 * 86400
-    minute: int | None = None
-    hour: int | None = None
+    minute: int | None = 90 * 86400
+    hour: int | None = 104 * 7 * 86400
 
     def of(self, level: str):
         return getattr(self, level)
@@ -56,6 +59,10 @@ class Retention:
 
     def __str__(self):
         return " ".join(f"{lv}={format_duration(self.of(lv))}" for lv in LEVELS)
+
+    def short(self) -> str:
+        """second/minute/hour durations, e.g. 7d/90d/104w."""
+        return "/".join(format_duration(self.of(lv)) for lv in LEVELS)
 
 
 def parse_keep(specs, base: Retention | None = None) -> Retention:

@@ -22,6 +22,15 @@ struct engine_counters { /* all updated with relaxed atomics */
 	uint64_t read_bytes, write_bytes;
 	uint64_t connections, connections_open;
 	uint64_t bad_records;      /* oversized/truncated records (connection closed) */
+	/* the front-end's limits (net.h) */
+	uint64_t net_refused;          /* connections refused: max_conns or no descriptor left */
+	uint64_t net_refused_per_addr; /* connections refused: max_conns_per_addr */
+	uint64_t net_evicted;          /* idle connections closed to admit a new one */
+	uint64_t net_idle_closed;      /* closed after idle_timeout */
+	uint64_t net_record_timeouts;  /* closed with a record unfinished after record_timeout */
+	uint64_t net_record_waits;     /* reads paused: unfinished records reached record_mem */
+	uint64_t net_backpressure;     /* reads paused: unsent replies reached reply_queue */
+	uint64_t unfinished_record_bytes, queued_reply_bytes; /* gauges */
 };
 
 struct engine {

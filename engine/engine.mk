@@ -5,6 +5,8 @@ ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c siphash.c export.c rpcbind.c pool.c cksum.c \
 	objset.c blkmap.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
+ENGINE_NET_SRCS := netloop.c netaddr.c # the front-end's event loop and its per-address table
+ENGINE_SRCS += $(ENGINE_NET_SRCS)
 ENGINE_OBJ := $(OBJ)/engine
 ENGINE_OBJS := $(addprefix $(ENGINE_OBJ)/,$(ENGINE_SRCS:.c=.o))
 ENGINE_SAN_OBJS := $(addprefix $(BUILD)/san/engine/,$(ENGINE_SRCS:.c=.o))
@@ -35,6 +37,7 @@ test-san: $(BUILD)/san/strata-engine
 	# The server keeps its state until exit by design: leak checking is off.
 	STRATA_ENGINE=$(abspath $(BUILD)/san/strata-engine) ASAN_OPTIONS=detect_leaks=0 \
 		$(PY) -m pytest -q $(ENGINE_SAN_TESTS)
+ENGINE_SAN_TESTS += tests/test_engine_limits.py
 
 # ARC (the ARC engineer's part): the unit test (arcsim is in strata-engine).
 TEST_BINS += $(BUILD)/tests/arc_test

@@ -1,5 +1,6 @@
 /* mount3.c — MOUNT v3: NULL, MNT, DUMP, UMNT, UMNTALL, EXPORT.  MNT hands out
- * the root handle of an export to allowed clients; DUMP lists who mounted. */
+ * the root handle of an export to allowed clients; DUMP lists who mounted and
+ * EXPORT the allow-lists, both only to an address some export allows. */
 #include "mount3.h"
 
 #include <arpa/inet.h>
@@ -142,15 +143,30 @@ static int export_list(struct xdr_out *o)
 	return RPC_SUCCESS;
 }
 
+int mount3_client_allowed(const struct sockaddr_storage *client)
+{
+	for (int i = 0; i < g_engine.nexports; i++)
+		if (export_allows(&g_engine.exports[i], client))
+			return 1;
+	return 0;
+}
+
+/* DUMP and EXPORT to an address no export allows. */
+static int denied(struct rpc_req *r)
+{
+	r->status = MNT3ERR_ACCES;
+	return MOUNT3_DENIED;
+}
+
 int mount3_dispatch(struct rpc_req *r, struct xdr_out *o)
 {
 	switch (r->call.proc) {
 	case 0: return RPC_SUCCESS;
 	case 1: return mnt(r, o);
-	case 2: return dump(o);
+	case 2: return mount3_client_allowed(r->client) ? dump(o) : denied(r);
 	case 3: return umnt(r);
 	case 4: return umntall(r);
-	case 5: return export_list(o);
+	case 5: return mount3_client_allowed(r->client) ? export_list(o) : denied(r);
 	default: return RPC_PROC_UNAVAIL;
 	}
 }

@@ -1,14 +1,15 @@
-/* net.c — listeners, connections, record marking, worker pool, replies.
- * One reader thread per connection splits the byte stream into RPC records
- * and queues them; worker threads decode, run the procedure and write the
- * reply (record mark and body in one send) under the connection's write lock. */
+/* net.c — listeners, the worker pool and replies.  A fixed pool of workers
+ * takes runnable connections (netconn.h) round-robin off one run queue, runs
+ * one request of each (decode, procedure, encode, one probe hit) and sends the
+ * reply without blocking: what the socket does not take now waits in the
+ * connection's reply queue, which the event loop (netloop.c) drains.  A
+ * connection whose unsent replies could pass reply_queue is not scheduled. */
 #include "net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,31 +20,19 @@
 
 #include "engine.h"
 #include "mount3.h"
+#include "netconn.h"
 #include "nfs3.h"
 #include "strata_probes.h"
 #include "util.h"
 
-#define CONN_MAX_INFLIGHT 64
-#define MAX_FRAGMENTS 1024
-
-struct conn {
-	int fd;
-	struct sockaddr_storage peer;
-	pthread_mutex_t wlock;     /* serialises replies */
-	pthread_mutex_t lock;      /* refs, inflight */
-	pthread_cond_t cv;
-	int refs, inflight, dead;
-	struct conn *next, *prev;  /* all connections, for shutdown */
-};
+struct net_limits net_lim;
 
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cv, idle_cv;
-	struct rpc_req *head, *tail;
-	int busy, stopping;
-	int workers, exited, quit; /* quit: workers flush their probe batch and exit */
-	struct conn *conns;
-	int *listen_fds, nlisten;
+	struct conn *rq_head, *rq_tail; /* connections with requests to run */
+	int busy, quit;                 /* quit: workers flush their probe batch and exit */
+	int workers, exited;
 } net = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	  .idle_cv = PTHREAD_COND_INITIALIZER };
 
@@ -61,7 +50,7 @@ int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, cha
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1024)) {
 		snprintf(err, errsz, "cannot listen on %s:%u: %s", host, port, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -86,50 +75,108 @@ int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, cha
 	return fd;
 }
 
-static void conn_put(struct conn *c)
+void conn_put(struct conn *c)
 {
 	pthread_mutex_lock(&c->lock);
 	int last = --c->refs == 0;
 	pthread_mutex_unlock(&c->lock);
 	if (!last)
 		return;
-	pthread_mutex_lock(&net.lock);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		net.conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	pthread_mutex_unlock(&net.lock);
 	close(c->fd);
-	pthread_mutex_destroy(&c->wlock);
 	pthread_mutex_destroy(&c->lock);
-	pthread_cond_destroy(&c->cv);
-	__atomic_sub_fetch(&g_engine.ctr.connections_open, 1, __ATOMIC_RELAXED);
 	free(c);
 }
 
-static void conn_kill(struct conn *c)
+/* Whether a worker may run the connection's next request (c->lock held): not
+ * while its unsent replies and the largest replies of its running requests
+ * could pass reply_queue (one request at a time always runs), nor add to its
+ * unsent replies while all connections' reach reply_mem. */
+static int runnable(const struct conn *c)
 {
-	c->dead = 1;
+	uint64_t pending = c->out_bytes + (uint64_t)c->running * NET_REPLY_CAP;
+	return !c->closing && c->nreq > 0 && pending < net_lim.reply_queue &&
+	       (!c->out_bytes || GAUGE(queued_reply_bytes) < net_lim.reply_mem);
+}
+
+void conn_schedule(struct conn *c)
+{
+	if (c->queued || !runnable(c))
+		return;
+	c->queued = 1;
+	c->refs++;
+	c->rq_next = NULL;
+	pthread_mutex_lock(&net.lock);
+	if (net.rq_tail)
+		net.rq_tail->rq_next = c;
+	else
+		net.rq_head = c;
+	net.rq_tail = c;
+	pthread_cond_signal(&net.cv);
+	pthread_mutex_unlock(&net.lock);
+}
+
+void conn_fail(struct conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
 	shutdown(c->fd, SHUT_RDWR);
 }
 
-static void conn_send(struct conn *c, const uint8_t *buf, size_t len)
+int conn_flush(struct conn *c)
 {
-	pthread_mutex_lock(&c->wlock);
-	size_t done = 0;
-	while (!c->dead && done < len) {
-		ssize_t w = send(c->fd, buf + done, len - done, MSG_NOSIGNAL);
+	while (c->out) {
+		struct outbuf *b = c->out;
+		ssize_t w = send(c->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			conn_kill(c);
+		if (w < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		b->off += (size_t)w;
+		c->out_bytes -= (uint64_t)w;
+		GAUGE_SUB(queued_reply_bytes, (uint64_t)w);
+		conn_touch(c);
+		if (b->off == b->len) {
+			c->out = b->next;
+			if (!c->out)
+				c->out_tail = NULL;
+			free(b);
+		}
+	}
+	return 0;
+}
+
+/* Sends a reply, or what the socket does not take now joins the reply queue (c->lock held). */
+static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+	while (!c->out && done < len) {
+		ssize_t w = send(c->fd, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
+		if (w <= 0) {
+			conn_fail(c);
+			return;
 		}
 		done += (size_t)w;
+		conn_touch(c);
 	}
-	pthread_mutex_unlock(&c->wlock);
+	if (done == len)
+		return;
+	struct outbuf *b = xmalloc(sizeof(*b) + len - done);
+	b->next = NULL;
+	b->len = len - done;
+	b->off = 0;
+	memcpy(b->data, buf + done, b->len);
+	if (c->out_tail)
+		c->out_tail->next = b;
+	else
+		c->out = b;
+	c->out_tail = b;
+	c->out_bytes += b->len;
+	GAUGE_ADD(queued_reply_bytes, b->len);
 }
 
 /* Fires the worker's pending strata:nfs_ops batch, if a tracer still listens. */
@@ -207,7 +254,11 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 		}
 		rpc_put_accepted(&o, r->call.xid, RPC_SUCCESS, 0, 0);
 		int stat = prog == STRATA_PROG_NFS ? nfs3_dispatch(r, &o) : mount3_dispatch(r, &o);
-		if (stat != RPC_SUCCESS || o.err) {
+		if (stat == MOUNT3_DENIED) {
+			xdr_out_init(&o, reply + 4, NET_REPLY_CAP - 4);
+			rpc_put_denied_auth(&o, r->call.xid, RPC_AUTH_TOOWEAK);
+			CTR_INC(rpc_rejects);
+		} else if (stat != RPC_SUCCESS || o.err) {
 			/* Re-write the reply as an RPC-level error. */
 			xdr_out_init(&o, reply + 4, NET_REPLY_CAP - 4);
 			rpc_put_accepted(&o, r->call.xid, o.err ? RPC_SYSTEM_ERR : (uint32_t)stat, 0, 0);
@@ -233,19 +284,6 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 	return 0;
 }
 
-/* Runs one request and sends its reply; -1 when the connection must close. */
-static int serve(struct rpc_req *r, uint8_t *reply, struct strata_nfs_batch *batch)
-{
-	size_t len;
-	int traced;
-	if (net_process(r, reply, &len, &traced))
-		return -1;
-	conn_send(r->conn, reply, len);
-	if (traced)
-		probe_add(batch, r);
-	return 0;
-}
-
 /* Waits for work with net.lock held. A pending probe batch is fired when it comes due
  * (STRATA_NFS_BATCH_NS after its first operation) unless work arrives first, so a
  * busy engine fills its batches and an idle one reports within that bound. */
@@ -266,38 +304,65 @@ static void wait_for_work(struct strata_nfs_batch *b)
 	pthread_mutex_lock(&net.lock);
 }
 
+/* Runs the next request of a connection taken from the run queue and replies. */
+static void run_one(struct conn *c, uint8_t *reply, struct strata_nfs_batch *batch)
+{
+	pthread_mutex_lock(&c->lock);
+	c->queued = 0;
+	struct rpc_req *r = c->closing ? NULL : c->reqs;
+	if (r) {
+		c->reqs = r->next;
+		if (!c->reqs)
+			c->reqs_tail = NULL;
+		c->nreq--;
+		c->req_bytes -= r->reclen;
+		c->running++;
+		conn_schedule(c); /* its next request goes to another worker */
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!r)
+		return;
+	size_t len;
+	int traced;
+	int bad = net_process(r, reply, &len, &traced);
+	pthread_mutex_lock(&c->lock);
+	c->running--;
+	if (bad)
+		conn_fail(c);
+	else if (!c->closing)
+		conn_reply(c, reply, len);
+	conn_schedule(c);
+	conn_arm(c);
+	pthread_mutex_unlock(&c->lock);
+	if (!bad && traced)
+		probe_add(batch, r);
+	free(r->rec);
+	free(r);
+}
+
 static void *worker(void *arg)
 {
 	uint8_t *reply = xmalloc(NET_REPLY_CAP);
 	struct strata_nfs_batch *batch = xcalloc(1, sizeof(*batch));
 	for (;;) {
 		pthread_mutex_lock(&net.lock);
-		while (!net.head && !net.quit)
+		while (!net.rq_head && !net.quit)
 			wait_for_work(batch);
-		if (!net.head)
+		if (!net.rq_head)
 			break;
-		struct rpc_req *r = net.head;
-		net.head = r->next;
-		if (!net.head)
-			net.tail = NULL;
+		struct conn *c = net.rq_head;
+		net.rq_head = c->rq_next;
+		if (!net.rq_head)
+			net.rq_tail = NULL;
 		net.busy++;
 		pthread_mutex_unlock(&net.lock);
 
-		struct conn *c = r->conn;
-		if (serve(r, reply, batch))
-			conn_kill(c);
-		free(r->rec);
-		free(r);
-
-		pthread_mutex_lock(&c->lock);
-		c->inflight--;
-		pthread_cond_signal(&c->cv);
-		pthread_mutex_unlock(&c->lock);
-		conn_put(c);
+		run_one(c, reply, batch);
+		conn_put(c); /* the run queue's reference */
 
 		pthread_mutex_lock(&net.lock);
 		net.busy--;
-		if (!net.busy && !net.head)
+		if (!net.busy && !net.rq_head)
 			pthread_cond_broadcast(&net.idle_cv);
 		pthread_mutex_unlock(&net.lock);
 	}
@@ -313,155 +378,9 @@ static void *worker(void *arg)
 	return arg;
 }
 
-static int read_full(int fd, void *buf, size_t n)
+int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim)
 {
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = recv(fd, (uint8_t *)buf + done, n - done, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
-/* Reads one RPC record (all fragments); NULL on EOF, error or oversize. */
-static uint8_t *read_record(struct conn *c, uint32_t *len)
-{
-	uint8_t *rec = NULL;
-	uint32_t total = 0;
-	for (int frag = 0; frag < MAX_FRAGMENTS; frag++) {
-		uint8_t hdr[4];
-		if (read_full(c->fd, hdr, 4))
-			break;
-		uint32_t h = (uint32_t)hdr[0] << 24 | hdr[1] << 16 | hdr[2] << 8 | hdr[3];
-		uint32_t flen = h & 0x7fffffffu;
-		if (flen > NET_MAX_RECORD - total) {
-			CTR_INC(bad_records);
-			break;
-		}
-		rec = xrealloc(rec, total + flen);
-		if (read_full(c->fd, rec + total, flen)) {
-			if (total + flen)
-				CTR_INC(bad_records);
-			break;
-		}
-		total += flen;
-		if (h & 0x80000000u) {
-			*len = total;
-			return rec;
-		}
-	}
-	free(rec);
-	return NULL;
-}
-
-static void *reader(void *arg)
-{
-	struct conn *c = arg;
-	for (;;) {
-		pthread_mutex_lock(&c->lock);
-		while (c->inflight >= CONN_MAX_INFLIGHT && !c->dead)
-			pthread_cond_wait(&c->cv, &c->lock);
-		pthread_mutex_unlock(&c->lock);
-		if (c->dead)
-			break;
-		uint32_t len;
-		uint8_t *rec = read_record(c, &len);
-		if (!rec)
-			break;
-		struct rpc_req *r = xcalloc(1, sizeof(*r));
-		r->conn = c;
-		r->client = &c->peer;
-		r->rec = rec;
-		r->reclen = len;
-		pthread_mutex_lock(&c->lock);
-		c->refs++;
-		c->inflight++;
-		pthread_mutex_unlock(&c->lock);
-		pthread_mutex_lock(&net.lock);
-		if (net.stopping) { /* net_stop began: the workers may be gone; this one is not served */
-			pthread_mutex_unlock(&net.lock);
-			pthread_mutex_lock(&c->lock);
-			c->refs--; /* never the last: this reader holds its own */
-			c->inflight--;
-			pthread_mutex_unlock(&c->lock);
-			free(rec);
-			free(r);
-			break;
-		}
-		if (net.tail)
-			net.tail->next = r;
-		else
-			net.head = r;
-		net.tail = r;
-		pthread_cond_signal(&net.cv);
-		pthread_mutex_unlock(&net.lock);
-	}
-	conn_kill(c);
-	conn_put(c);
-	return NULL;
-}
-
-static void *acceptor(void *arg)
-{
-	int lfd = (int)(intptr_t)arg;
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) {
-				if (errno == EMFILE || errno == ENFILE)
-					usleep(10000);
-				continue;
-			}
-			break; /* listener shut down */
-		}
-		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		struct conn *c = xcalloc(1, sizeof(*c));
-		c->fd = fd;
-		c->peer = ss;
-		c->refs = 1;
-		pthread_mutex_init(&c->wlock, NULL);
-		pthread_mutex_init(&c->lock, NULL);
-		pthread_cond_init(&c->cv, NULL);
-		pthread_mutex_lock(&net.lock);
-		if (net.stopping) {
-			pthread_mutex_unlock(&net.lock);
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->next = net.conns;
-		if (net.conns)
-			net.conns->prev = c;
-		net.conns = c;
-		pthread_mutex_unlock(&net.lock);
-		CTR_INC(connections);
-		CTR_INC(connections_open);
-		pthread_t t;
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 256 * 1024);
-		if (pthread_create(&t, &attr, reader, c)) {
-			conn_kill(c);
-			conn_put(c);
-		}
-		pthread_attr_destroy(&attr);
-	}
-	return NULL;
-}
-
-int net_start(const int *listen_fds, int nfds, int workers)
-{
-	net.listen_fds = xcalloc((size_t)nfds, sizeof(int));
-	memcpy(net.listen_fds, listen_fds, (size_t)nfds * sizeof(int));
-	net.nlisten = nfds;
+	net_lim = *lim;
 	pthread_condattr_t ca; /* work waits are timed on the probes' clock (wait_for_work) */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -476,28 +395,27 @@ int net_start(const int *listen_fds, int nfds, int workers)
 			return -1;
 		net.workers++;
 	}
-	for (int i = 0; i < nfds; i++) {
-		pthread_t t;
-		if (pthread_create(&t, &attr, acceptor, (void *)(intptr_t)listen_fds[i]))
-			return -1;
-	}
 	pthread_attr_destroy(&attr);
-	return 0;
+	return netloop_start(listen_fds, nfds);
 }
 
 void net_stop(void)
 {
+	netloop_stop_reading();
 	pthread_mutex_lock(&net.lock);
-	net.stopping = 1;
-	for (int i = 0; i < net.nlisten; i++)
-		shutdown(net.listen_fds[i], SHUT_RDWR);
-	for (struct conn *c = net.conns; c; c = c->next)
-		shutdown(c->fd, SHUT_RD);
-	while (net.busy || net.head)
+	while (net.busy || net.rq_head)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	net.quit = 1;
 	pthread_cond_broadcast(&net.cv);
 	while (net.exited < net.workers)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	pthread_mutex_unlock(&net.lock);
+	netloop_quit();
+	/* Connections queued after the workers left: only their references remain. */
+	while (net.rq_head) {
+		struct conn *c = net.rq_head;
+		net.rq_head = c->rq_next;
+		conn_put(c);
+	}
+	net.rq_tail = NULL;
 }

@@ -322,6 +322,8 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 		}
 		done += (size_t)r;
 	}
+	__atomic_add_fetch(op == STRATA_VDEV_READ ? &p->vdevs[vdev].reads : &p->vdevs[vdev].writes, 1,
+			   __ATOMIC_RELAXED);
 	if (op == STRATA_VDEV_READ) {
 		__atomic_add_fetch(&p->reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&p->bytes_read, done, __ATOMIC_RELAXED);
@@ -364,6 +366,7 @@ int pool_flush(struct pool *p)
 			STRATA_PROBE(vdev_io_start, &io);
 		}
 		int e = fdatasync(p->vdevs[i].fd) ? -errno : 0;
+		__atomic_add_fetch(&p->vdevs[i].flushes, 1, __ATOMIC_RELAXED);
 		devmodel_service(p->vdevs[i].model, DEVMODEL_FLUSH, 0, 0, 0);
 		if (traced) {
 			io.latency_ns = now_mono_ns() - io.start_ns;

@@ -42,6 +42,7 @@ struct vdev {
 	uint64_t rotor;
 	uint64_t free_blocks;
 	struct devmodel *model; /* latency model of this device, e.g. its own spindle (NULL: none) */
+	uint64_t reads, writes, flushes; /* atomics: I/Os issued, one per vdev_io probe pair */
 };
 
 struct pool_extent { uint32_t vdev; uint64_t offset, size; };

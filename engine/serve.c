@@ -30,7 +30,12 @@ struct serve_opts {
 	int workers, rpcbind;
 	enum arc_policy policy;
 	struct tier_opts tiers;
+	struct net_limits net;
 };
+
+/* Long-only options of the network limits (net.h). */
+enum { OPT_MAX_CONNS = 256, OPT_MAX_CONNS_ADDR, OPT_RECORD_MEM, OPT_RECORD_TIMEOUT, OPT_IDLE_TIMEOUT,
+       OPT_REPLY_QUEUE, OPT_REPLY_MEM };
 
 static void usage(FILE *f)
 {
@@ -47,6 +52,15 @@ static void usage(FILE *f)
 		"  --port-file FILE        write 'listening nfs=ADDR:PORT mount=ADDR:PORT' there\n"
 		"  --no-rpcbind            do not register with rpcbind\n"
 		"  --config FILE           read 'option value' lines (command-line options win)\n"
+		"limits (a client's share of the front-end):\n"
+		"  --max-connections N     connections at once, default 4096 (fitted to the descriptor limit)\n"
+		"  --max-connections-per-addr N  from one address, default 256; from addresses no export\n"
+		"                          allows: 4 each, 1/8 of --max-connections in all\n"
+		"  --record-mem-max SIZE   bytes of unfinished records, all clients, default 64M\n"
+		"  --record-timeout DUR    a record's first byte to its last, default 30s\n"
+		"  --idle-timeout DUR      a connection moving no byte is closed, default 10m\n"
+		"  --reply-queue-max SIZE  unsent replies at which a connection stops being read, default 4M\n"
+		"  --reply-mem-max SIZE    unsent replies, all connections, default 128M\n"
 		"tiers:\n"
 		"  --cache PATH[:SIZE]     L2ARC cache device (repeatable; a missing file is created, 1G default)\n"
 		"  --l2arc on|off          start with the L2ARC serving and feeding (default on)\n"
@@ -145,6 +159,13 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
 		{ "vdev-model", required_argument, 0, 'V' },
 		{ "cache-model", required_argument, 0, 'M' },
 		{ "log-model", required_argument, 0, 'G' },
+		{ "max-connections", required_argument, 0, OPT_MAX_CONNS },
+		{ "max-connections-per-addr", required_argument, 0, OPT_MAX_CONNS_ADDR },
+		{ "record-mem-max", required_argument, 0, OPT_RECORD_MEM },
+		{ "record-timeout", required_argument, 0, OPT_RECORD_TIMEOUT },
+		{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
+		{ "reply-queue-max", required_argument, 0, OPT_REPLY_QUEUE },
+		{ "reply-mem-max", required_argument, 0, OPT_REPLY_MEM },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -156,6 +177,7 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
 	o->sync_ms = 5000;
 	o->workers = 8;
 	o->rpcbind = 1;
+	o->net = (struct net_limits)NET_LIMITS_DEFAULT;
 	o->exports = xcalloc((size_t)argc + 1, sizeof(char *));
 	int c;
 	uint64_t v;
@@ -220,6 +242,28 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
 		case 'V': o->tiers.vdev_model = optarg; break;
 		case 'M': o->tiers.cache_model = optarg; break;
 		case 'G': o->tiers.log_model = optarg; break;
+		case OPT_MAX_CONNS:
+		case OPT_MAX_CONNS_ADDR:
+			if (parse_size(optarg, &v) || v < 1 || v > 1000000)
+				return bad("bad connection limit '%s' (1..1000000)", optarg);
+			*(c == OPT_MAX_CONNS ? &o->net.max_conns : &o->net.max_conns_per_addr) = (uint32_t)v;
+			break;
+		case OPT_RECORD_MEM:
+		case OPT_REPLY_MEM:
+			if (parse_size(optarg, &v) || v < (1u << 20))
+				return bad("bad memory limit '%s' (a size, at least 1M)", optarg);
+			*(c == OPT_RECORD_MEM ? &o->net.record_mem : &o->net.reply_mem) = v;
+			break;
+		case OPT_REPLY_QUEUE:
+			if (parse_size(optarg, &o->net.reply_queue) || o->net.reply_queue < (64u << 10))
+				return bad("bad --reply-queue-max '%s' (at least 64K)", optarg);
+			break;
+		case OPT_RECORD_TIMEOUT:
+		case OPT_IDLE_TIMEOUT:
+			if (parse_duration_ms(optarg, &v) || v < 100 || v > 86400000)
+				return bad("bad timeout '%s' (100ms..24h, e.g. 30s)", optarg);
+			*(c == OPT_RECORD_TIMEOUT ? &o->net.record_timeout_ms : &o->net.idle_timeout_ms) = v;
+			break;
 		case 'h': usage(stdout); exit(0);
 		case ':':
 		default:
@@ -375,7 +419,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	uint64_t verf = now_mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	memcpy(e->write_verf, &verf, 8);
-	if (txg_start(&e->txg, o.sync_ms, o.dirty_max) || net_start(fds, nfds, o.workers)) {
+	if (txg_start(&e->txg, o.sync_ms, o.dirty_max) || net_start(fds, nfds, o.workers, &o.net)) {
 		fprintf(stderr, "strata-engine serve: cannot start threads\n");
 		stats_stop();
 		return 1;

@@ -102,6 +102,14 @@ char *stats_json(void)
 		(unsigned long long)ld(&e->ctr.bad_records), (unsigned long long)ld(&e->ctr.connections),
 		(unsigned long long)ld(&e->ctr.connections_open),
 		(unsigned long long)ld(&e->ctr.read_bytes), (unsigned long long)ld(&e->ctr.write_bytes));
+	jprintf(&j, "\"net\":{\"refused\":%llu,\"refused_per_addr\":%llu,\"evicted_idle\":%llu,"
+		"\"closed_idle\":%llu,\"record_timeouts\":%llu,\"record_mem_waits\":%llu,\"backpressure\":%llu,"
+		"\"unfinished_record_bytes\":%llu,\"queued_reply_bytes\":%llu},",
+		(unsigned long long)ld(&e->ctr.net_refused), (unsigned long long)ld(&e->ctr.net_refused_per_addr),
+		(unsigned long long)ld(&e->ctr.net_evicted), (unsigned long long)ld(&e->ctr.net_idle_closed),
+		(unsigned long long)ld(&e->ctr.net_record_timeouts), (unsigned long long)ld(&e->ctr.net_record_waits),
+		(unsigned long long)ld(&e->ctr.net_backpressure), (unsigned long long)ld(&e->ctr.unfinished_record_bytes),
+		(unsigned long long)ld(&e->ctr.queued_reply_bytes));
 	struct pool *p = e->pool;
 	jprintf(&j, "\"pool\":{\"vdevs\":%u,\"total_bytes\":%llu,\"free_bytes\":%llu,\"dirty_bytes\":%llu,"
 		"\"objects\":%llu,\"open_txg\":%llu,\"synced_txg\":%llu,\"syncs\":%llu,\"sync_failures\":%llu,"
@@ -112,6 +120,13 @@ char *stats_json(void)
 		(unsigned long long)ld(&e->txg.syncs), (unsigned long long)ld(&e->txg.failures),
 		(unsigned long long)ld(&p->reads), (unsigned long long)ld(&p->writes),
 		(unsigned long long)ld(&p->bytes_read), (unsigned long long)ld(&p->bytes_written), p->direct);
+	j.len -= 2; /* reopen the object: drop "}\n"; per-vdev I/Os next to the flat groups */
+	jprintf(&j, ",\"vdev_io\":[");
+	for (uint32_t i = 0; i < p->nvdevs; i++)
+		jprintf(&j, "%s{\"reads\":%llu,\"writes\":%llu,\"flushes\":%llu}", i ? "," : "",
+			(unsigned long long)ld(&p->vdevs[i].reads), (unsigned long long)ld(&p->vdevs[i].writes),
+			(unsigned long long)ld(&p->vdevs[i].flushes));
+	jprintf(&j, "]}\n");
 	char *tiers = tiers_stats_json();
 	j.len -= 2; /* reopen the object: drop "}\n" */
 	jprintf(&j, ",%s}\n", tiers);

@@ -1,9 +1,11 @@
 """Helpers for the collector tests: drive build/bin/strata-collect over its stdin/stdout
-protocol (collectors/FORMAT.md), the USDT probe fixture, and private loop devices."""
+protocol (collectors/FORMAT.md), the USDT probe fixture, a private engine under load, and
+private loop devices."""
 import contextlib
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import threading
@@ -187,3 +189,44 @@ def process_links(pid):
             continue
         links += [line.split()[1] for line in info.splitlines() if line.startswith("link_type:")]
     return links
+
+
+class Engine:
+    """A private copy of strata-engine serving a pool on an ephemeral port: a fresh file
+    folder/NAME.pool, or the vdevs given (which it makes a pool of first)."""
+
+    def __init__(self, binary, folder, name, extra=(), vdevs=None):
+        self.pool = ",".join(map(str, vdevs)) if vdevs else folder / f"{name}.pool"
+        self.port_file = folder / f"{name}.port"
+        if vdevs or not self.pool.exists():
+            subprocess.run([str(binary), "mkpool", str(self.pool), "--size", "256m"], check=True,
+                           capture_output=True)
+        self.port_file.unlink(missing_ok=True)
+        self.proc = subprocess.Popen([str(binary), "serve", "--pool", str(self.pool), "--export", "/export:mode=1777",
+                                      "--listen", "127.0.0.1:0", "--port-file", str(self.port_file), *extra],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while not (self.port_file.exists() and self.port_file.read_text().strip()):
+            assert self.proc.poll() is None, self.proc.stderr.read()
+            assert time.monotonic() < deadline, "engine did not start"
+            time.sleep(0.05)
+        m = re.search(r"nfs=[\d.]+:(\d+) mount=[\d.]+:(\d+)", self.port_file.read_text())
+        self.nfs_port, self.mount_port = m.group(1), m.group(2)
+        self.pid = self.proc.pid
+
+    def load(self, duration=1, setup=True, clients=2, *more):
+        args = [str(built("bin/strata-load")), "--server", "127.0.0.1", "--nfsport", self.nfs_port,
+                "--mountport", self.mount_port, "--export", "/export", "--profile", "randread",
+                "--io-size", "8k", "--working-set", "8m", "--clients", str(clients), "--threads", "2",
+                "--duration", str(duration), "--json", "-", *more] + (["--setup"] if setup else [])
+        return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+
+    def stats(self):
+        out = subprocess.run([str(built("bin/strata-engine")), "stats", "--pid", str(self.pid)],
+                             check=True, capture_output=True, text=True, timeout=10).stdout
+        return json.loads(out)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strata.datasets import catalogue, llhist
+from strata.datasets import llhist
 from strata.datasets.archive import Archive
 from strata.datasets.query import QueryResult
 
@@ -51,9 +51,6 @@ def seed_latencies(rng, n: int) -> list:
 def build_archive(path, datasets: dict, start: int = T0, seconds: int = 60):
     """Write an archive: datasets maps name -> fn(t) returning that second's record data
     ({key: {bucket: count}} for heat maps, {key: count} for counters), or None to skip."""
-    # Pin the documented built-in statistics list: these tests render archives, and must not
-    # depend on whether (or which version of) strata-collect is built right now.
-    catalogue._cache["value"] = (list(catalogue.BUILTIN), "built-in list")
     with Archive.open(str(path), readonly=False) as archive:
         ids = {}
         for name in datasets:

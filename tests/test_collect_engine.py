@@ -5,52 +5,13 @@ import json
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from collect_util import Collector, counter_totals, heatmap_totals, private_copy
+from collect_util import Collector, Engine, counter_totals, heatmap_totals, private_copy
 from conftest import built
 from strata.datasets import llhist
-
-
-class Engine:
-    """A private copy of strata-engine serving a fresh pool on an ephemeral port."""
-
-    def __init__(self, binary, folder, name, extra=()):
-        self.pool = folder / f"{name}.pool"
-        self.port_file = folder / f"{name}.port"
-        if not self.pool.exists():
-            subprocess.run([str(binary), "mkpool", str(self.pool), "--size", "256m"], check=True,
-                           capture_output=True)
-        self.port_file.unlink(missing_ok=True)
-        self.proc = subprocess.Popen([str(binary), "serve", "--pool", str(self.pool), "--export", "/export:mode=1777",
-                                      "--listen", "127.0.0.1:0", "--port-file", str(self.port_file), *extra],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 10
-        while not (self.port_file.exists() and self.port_file.read_text().strip()):
-            assert self.proc.poll() is None, self.proc.stderr.read()
-            assert time.monotonic() < deadline, "engine did not start"
-            time.sleep(0.05)
-        m = re.search(r"nfs=[\d.]+:(\d+) mount=[\d.]+:(\d+)", self.port_file.read_text())
-        self.nfs_port, self.mount_port = m.group(1), m.group(2)
-        self.pid = self.proc.pid
-
-    def load(self, duration=1, setup=True, clients=2, *more):
-        args = [str(built("bin/strata-load")), "--server", "127.0.0.1", "--nfsport", self.nfs_port,
-                "--mountport", self.mount_port, "--export", "/export", "--profile", "randread",
-                "--io-size", "8k", "--working-set", "8m", "--clients", str(clients), "--threads", "2",
-                "--duration", str(duration), "--json", "-", *more] + (["--setup"] if setup else [])
-        return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
-
-    def stats(self):
-        out = subprocess.run([str(built("bin/strata-engine")), "stats", "--pid", str(self.pid)],
-                             check=True, capture_output=True, text=True, timeout=10).stdout
-        return json.loads(out)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
 
 
 @pytest.fixture
@@ -100,11 +61,18 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     assert all(s["drops"] == 0 for s in c.statuses())
 
 
-def nfs_ops_program_runs():
-    """Runs of the loaded nfs_ops BPF programs so far (kernel BPF statistics)."""
+def nfs_ops_program_runs(collector_pid):
+    """Runs so far of the nfs_ops BPF program this collector loaded (kernel BPF statistics);
+    other collectors on the machine have nfs_ops programs of their own."""
+    ours = set()
+    for fdinfo in Path(f"/proc/{collector_pid}/fdinfo").iterdir():
+        try:
+            ours.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", fdinfo.read_text(), re.M))
+        except OSError:
+            continue
     progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                                       text=True).stdout)
-    return sum(p.get("run_cnt", 0) for p in progs if p.get("name") == "nfs_ops")
+    return sum(p.get("run_cnt", 0) for p in progs if p.get("name") == "nfs_ops" and p.get("id") in ours)
 
 
 def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
@@ -121,7 +89,7 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
         c.add("op", "nfs.ops", "op")
         report = engine.load(2, False, 4)
         c.flush_now()
-        runs = nfs_ops_program_runs()
+        runs = nfs_ops_program_runs(c.proc.pid)
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(was)

@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 
 from strata.datasets import codec, names, varint
-from strata.datasets.catalogue import BUILTIN, by_name
+from strata.datasets.catalogue import by_name
 from strata.datasets.errors import ArchiveError
 from strata.datasets.retention import Retention, format_duration, parse_duration, parse_keep
 
-STATS = by_name(BUILTIN)
+STATS = by_name()
 
 
 def test_varint_roundtrip_edges():

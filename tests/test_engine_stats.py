@@ -17,8 +17,12 @@ def test_stats_json_contract(engine, tmp_path):
         assert isinstance(s["arc"][key], int), key
     assert s["nfs"]["write"] >= 1 and s["nfs"]["create"] == 1
     assert s["mount"]["mnt"] >= 1
-    for group in ("arc", "nfs", "mount", "rpc", "pool"):
+    for group in ("arc", "nfs", "mount", "rpc", "net", "pool"):
         assert all(isinstance(v, (int, float)) for v in s[group].values()), group
+    assert len(s["vdev_io"]) == s["pool"]["vdevs"]
+    # per vdev, counted before the pool's totals and printed after them: never fewer
+    assert sum(v["writes"] for v in s["vdev_io"]) >= s["pool"]["writes"] > 0
+    assert sum(v["reads"] for v in s["vdev_io"]) >= s["pool"]["reads"]
     cli = subprocess.run([engine_binary(), "stats", "--socket", str(engine.stats_socket)],
                          capture_output=True, check=True, timeout=10)
     assert b'"version":1' in cli.stdout

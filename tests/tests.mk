@@ -18,3 +18,11 @@ $(TESTOUT)/llhist_bpf_test: tests/llhist_bpf_test.c $(TESTOUT)/llhist_vectors.sk
 
 TEST_BINS   += $(TESTOUT)/llhist_test
 ALL_TARGETS += $(TESTOUT)/llhist_bpf_test
+
+# The compiled catalogue against the pinned vectors (tests/vectors/catalogue.json).
+CATALOGUE_TEST_SRCS := tests/catalogue_test.c collectors/catalogue.c collectors/keys.c collectors/emit.c
+$(TESTOUT)/catalogue_test: $(CATALOGUE_TEST_SRCS) collectors/catalogue.h collectors/keys.h \
+		collectors/statistics.def bpf/aggregate.h | $(TESTOUT)
+	$(CC) $(CFLAGS) -Icollectors $(CATALOGUE_TEST_SRCS) -o $@ $(LDFLAGS)
+
+TEST_BINS += $(TESTOUT)/catalogue_test

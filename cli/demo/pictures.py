@@ -1,7 +1,8 @@
-"""The demo's pictures, drawn from its archive with the heatmaps renderers: NFS and
-disk latency heat maps (same y-range, so the DRAM band shows on one and not
-the other), linear and log, NFS ops/s by client, and the cache sizes over
-time. HTML and PNG files, plus the two heat maps in the terminal.
+"""The demo's pictures, drawn from its archive with the heatmaps renderers: NFS, vdev
+and disk latency heat maps (same y-range, so the DRAM band shows at the NFS layer
+only, and the modelled disk band at the vdev layer but not at the block layer of
+the loop devices below it), NFS and disk also on a log axis, NFS ops/s by client, and the cache
+sizes over time. HTML and PNG files, plus the heat maps in the terminal.
 """
 import datetime as dt
 import os
@@ -27,15 +28,18 @@ def _query(archive, name, start, end, max_cols):
 
 
 def _grids(archive, start, end, facts, max_cols, ncells, axis):
-    """(NFS grid, disk grid of the engine's devices on the same y-range)."""
+    """(NFS grid, vdev grid, disk grid of the engine's devices), the last two on the NFS
+    grid's y-range."""
     nfs_q = _query(archive, "nfs.latency[tier]", start, end, max_cols)
     nfs = build_grid(nfs_q, start, end, max_cols=max_cols, ncells=ncells, axis=axis,
                      outliers=CROP if axis == "linear" else None)
+    same_y = dict(max_cols=max_cols, ncells=ncells, axis=axis, ymax=float(nfs.edges[-1]),
+                  ymin=float(nfs.edges[0]) if axis == "log" else None)
+    vdev = build_grid(_query(archive, "vdev.latency[vdev]", start, end, max_cols), start, end, **same_y)
     disk_q = _query(archive, "disk.latency[device]", start, end, max_cols)
     devices = [d for d in facts.pool_devices + [facts.cache_device] if d in disk_q.keys]
-    disk = build_grid(disk_q, start, end, max_cols=max_cols, ncells=ncells, keys=devices or None, axis=axis,
-                      ymin=float(nfs.edges[0]) if axis == "log" else None, ymax=float(nfs.edges[-1]))
-    return nfs, disk
+    disk = build_grid(disk_q, start, end, keys=devices or None, **same_y)
+    return nfs, vdev, disk
 
 
 def _clients(archive, start, end, max_cols):
@@ -64,10 +68,11 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) ->
     """Writes NAME.html and NAME.png for each picture; returns the paths written."""
     with Archive.open(archive_path) as archive:
         size = (plot_heatmap.HTML_MAX_COLS, plot_heatmap.HTML_CELLS)
-        nfs, disk = _grids(archive, start, end, facts, *size, "linear")
-        nfs_log, disk_log = _grids(archive, start, end, facts, *size, "log")
+        nfs, vdev, disk = _grids(archive, start, end, facts, *size, "linear")
+        nfs_log, _, disk_log = _grids(archive, start, end, facts, *size, "log")
         figures = {
             "nfs-latency": plot_heatmap.figure(nfs),
+            "vdev-latency": plot_heatmap.figure(vdev),
             "disk-latency": plot_heatmap.figure(disk),
             "nfs-latency-log": plot_heatmap.figure(nfs_log),
             "disk-latency-log": plot_heatmap.figure(disk_log),
@@ -102,16 +107,16 @@ def _write_pngs(figs, paths):
 
 
 def terminal(archive_path: str, facts, start: int, end: int, colour: str = "auto") -> str:
-    """The NFS and disk heat maps (log axis: a terminal has few rows) and the by-client
-    table, as terminal text."""
+    """The NFS, vdev and disk heat maps (log axis: a terminal has few rows) and the
+    by-client table, as terminal text."""
     mode = termcaps.colour_mode(sys.stdout, colour)
     width, height = termcaps.size()
     per_line = 1 if mode == "none" else 2
     max_cols, _ = term_heatmap.geometry(width, height, mode)
-    ncells = max(min((height - 12) // 2, 16), 6) * per_line
+    ncells = max(min((height - 12) // 3, 16), 6) * per_line
     with Archive.open(archive_path) as archive:
-        nfs, disk = _grids(archive, start, end, facts, max_cols, ncells, "log")
+        nfs, vdev, disk = _grids(archive, start, end, facts, max_cols, ncells, "log")
         clients = _clients(archive, start, end, width - term_breakdown.LEFT - 1)
-    parts = [term_heatmap.render(nfs, mode, width), "", term_heatmap.render(disk, mode, width), "",
-             term_breakdown.table(clients, mode, width)]
+    parts = [term_heatmap.render(nfs, mode, width), "", term_heatmap.render(vdev, mode, width), "",
+             term_heatmap.render(disk, mode, width), "", term_breakdown.table(clients, mode, width)]
     return "\n".join(parts)

@@ -17,12 +17,12 @@ from strata.cli.lab import engine as lab_engine
 from strata.cli.lab import loopdev
 from strata.cli.lab.collect import Collection, create_datasets
 from strata.cli.lab.load import Load, LoadError, arguments
-from strata.datasets import catalogue
 from strata.heatmaps.units import parse_value
 
 EXPORT = "/demo"
 CLIENT_NET = "10.213.0.0/16"   # strata-load --netns client addresses
-DATASETS = ["nfs.latency[tier]", "nfs.ops[client]", "nfs.ops[op]", "disk.latency[device]", "arc.size", "l2arc.size"]
+DATASETS = ["nfs.latency[tier]", "nfs.ops[client]", "nfs.ops[op]", "vdev.latency[vdev]", "disk.latency[device]",
+            "arc.size", "l2arc.size", "arc.accesses[hit/miss]"]
 MiB = 1 << 20
 
 
@@ -56,13 +56,6 @@ class Facts:
     load_end: int = 0
     run_start: int | None = None         # first second with READs (after setup)
     notes: list = field(default_factory=list)
-
-
-def hit_miss_dataset() -> str | None:
-    """arc.accesses broken down into hits and misses, under the catalogue's name for that breakdown."""
-    stat = catalogue.by_name().get("arc.accesses")
-    names = [b for b in (stat.breakdowns if stat else []) if b in ("hit/miss", "result")]
-    return f"arc.accesses[{names[0]}]" if names else None
 
 
 def say(echo, text: str):
@@ -125,12 +118,11 @@ def run(settings: Settings, undo, echo) -> Facts:
     archive = Path(facts.archive)
     for stale in (archive, Path(f"{archive}-wal"), Path(f"{archive}-shm")):
         stale.unlink(missing_ok=True)
-    datasets = DATASETS + [d for d in [hit_miss_dataset()] if d]
-    create_datasets(facts.archive, datasets)
+    create_datasets(facts.archive, DATASETS)
     coll = Collection(work, facts.archive, eng.pid).start()
     undo.callback(coll.stop)
     coll.wait_for_data("arc.size")
-    say(echo, f"collecting {', '.join(datasets)} into {facts.archive}")
+    say(echo, f"collecting {', '.join(DATASETS)} into {facts.archive}")
 
     _run_load(settings, facts, eng, coll, work, out, undo, echo)
     time.sleep(1.5)   # the collector writes the last second of load, then stops

@@ -37,7 +37,7 @@ def export_window(src: str, names: list, start: int, end: int, dest: str):
         with Archive.open(src) as source, Archive.open(scratch, readonly=False) as out:
             ingest = out.ingestor()
             for name in names:
-                info = out.create(name, now=start)
+                info = out.create(name, now=start, allow_absent_device=True)
                 qr = source.query(name, start, end, 1)
                 with ingest.transaction():
                     for t, data in _records(qr):

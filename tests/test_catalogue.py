@@ -1,0 +1,134 @@
+"""The one catalogue (collectors/statistics.def): the JSON the Python package reads, the
+tables of STATISTICS.md and what `strata-collect --catalogue` reports are the same; the
+compiled C and the Python validation both follow the pinned vectors; and `datasets
+create` refuses a wrong filter value at once, naming the valid ones."""
+import ast
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO, built
+from datasets_util import strata
+from strata.datasets import catalogue
+from strata.datasets.errors import ArchiveError
+
+VECTORS = json.loads((REPO / "tests" / "vectors" / "catalogue.json").read_text())
+PACKAGE_JSON = REPO / "datasets" / "catalogue.json"
+HOST_FIELDS = ("engine", "supported", "reason")
+
+
+def without_host(doc: dict) -> dict:
+    doc = {k: v for k, v in doc.items() if k not in HOST_FIELDS}
+    doc["statistics"] = [{k: v for k, v in s.items() if k not in HOST_FIELDS} for s in doc["statistics"]]
+    return doc
+
+
+def test_package_json_is_what_statistics_def_compiles_to():
+    out = subprocess.run([str(built("tools/strata-catalogue")), "json"], capture_output=True, text=True, check=True)
+    assert out.stdout == PACKAGE_JSON.read_text(), "datasets/catalogue.json is stale: run `make`"
+
+
+def test_statistics_md_tables_are_what_statistics_def_compiles_to():
+    out = subprocess.run([str(built("tools/strata-catalogue")), "markdown"], capture_output=True, text=True,
+                         check=True)
+    text = (REPO / "collectors" / "STATISTICS.md").read_text()
+    m = re.search(r"<!-- catalogue begin[^\n]*-->\n(.*)<!-- catalogue end -->", text, re.S)
+    assert m and m.group(1) == out.stdout, "collectors/STATISTICS.md is stale: run `make`"
+    assert "| `nfs.latency` | ns | heatmap |" in out.stdout
+
+
+def test_collector_reports_the_catalogue_python_uses():
+    out = subprocess.run([str(built("bin/strata-collect")), "--catalogue"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0, out.stderr
+    reported = json.loads(out.stdout)
+    assert without_host(reported) == json.loads(PACKAGE_JSON.read_text())
+    assert all("supported" in s for s in reported["statistics"])
+    merged = catalogue.with_support(out.stdout)
+    assert [s.statistic for s in merged] == [s.statistic for s in catalogue.load().statistics]
+    assert all(s.supported in (True, False) for s in merged)
+
+
+def test_a_collector_built_from_another_catalogue_is_refused():
+    doc = json.loads(PACKAGE_JSON.read_text())
+    doc["keysets"][0]["keys"].append({"text": "reed", "value": 99})
+    with pytest.raises(ArchiveError, match="another statistics catalogue"):
+        catalogue.with_support(json.dumps(doc))
+
+
+def test_python_catalogue_follows_the_pinned_statistics():
+    pinned = {(s["statistic"], s["kind"], s["unit"], s["layer"]) for s in VECTORS["statistics"]}
+    ours = {(s.statistic, s.kind, s.unit, s.layer) for s in catalogue.load().statistics}
+    assert ours == pinned
+
+
+@pytest.mark.parametrize("case", VECTORS["keys"], ids=lambda c: f"{c['statistic']}[{c['field']}={c['text']}]")
+def test_python_validation_follows_the_pinned_keys(case):
+    stat = catalogue.by_name()[case["statistic"]]
+    if case["key"] is None:
+        with pytest.raises(ArchiveError):
+            catalogue.check_value(stat, case["field"], case["text"])
+    else:
+        catalogue.check_value(stat, case["field"], case["text"])
+
+
+def test_compiled_catalogue_follows_the_pinned_vectors():
+    out = subprocess.run([str(built("tests/catalogue_test")), str(REPO / "tests" / "vectors" / "catalogue.json")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f"{len(VECTORS['statistics'])} statistics, {len(VECTORS['keys'])} key cases, 0 failed" in out.stdout
+
+
+@pytest.mark.parametrize("name,needle", [
+    ("nfs.ops[op=reed]", "nfs.ops has no op 'reed'; valid: null, getattr,"),
+    ("nfs.latency[tier=flash]", "valid: none, arc, l2arc, pool, zil"),
+    ("disk.ops[op=getattr]", "valid: read, write, sync, flush, discard, other"),
+    ("l2arc.latency[op=commit]", "valid: read, write"),
+    ("nfs.latency[client=10.0.0.300][op]", "client '10.0.0.300' is not an IPv4 or IPv6 address"),
+    ("nfs.ops[file=-3]", "is not a decimal number"),
+    ("disk.ops[device=nope0]", "this host has no block device 'nope0'; valid devices: "),
+])
+def test_create_refuses_a_wrong_value_naming_the_valid_ones(tmp_path, name, needle):
+    p = strata("datasets", "create", name, "--archive", str(tmp_path / "a.db"))
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1 and lines[0].startswith("strata: "), p.stderr
+    assert needle in lines[0], lines[0]
+    if "device" in name:
+        assert all(d in lines[0] for d in os.listdir("/sys/class/block"))
+    assert "no datasets" in strata("datasets", "list", "--archive", str(tmp_path / "a.db")).stdout
+
+
+def test_create_takes_a_device_that_will_appear_later_when_asked(tmp_path):
+    a = ["--archive", str(tmp_path / "a.db")]
+    p = strata("datasets", "create", "disk.ops[device=nope0][op]", "--allow-absent-device", *a)
+    assert p.returncode == 0 and "created disk.ops[device=nope0][op]" in p.stdout, p.stderr
+    present = sorted(os.listdir("/sys/class/block"))[0]
+    p = strata("datasets", "create", f"disk.latency[device={present}]", *a)
+    assert p.returncode == 0, p.stderr
+
+
+def test_creating_a_dataset_starts_no_program(tmp_path):
+    """A stand-in strata-collect first in every place strata looks for it records any start."""
+    bindir, marker = tmp_path / "bin", tmp_path / "started"
+    bindir.mkdir()
+    fake = bindir / "strata-collect"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    fake.chmod(0o755)
+    env = {"STRATA_BIN_DIR": str(bindir), "PATH": f"{bindir}:{os.environ['PATH']}"}
+    p = strata("datasets", "create", "nfs.ops[op=read][client]", "--archive", str(tmp_path / "a.db"), env=env)
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("folder", ["datasets", "heatmaps"])
+def test_lower_layers_never_import_cli(folder):
+    for path in (REPO / folder).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = ("." * node.level) + (node.module or "")
+                assert not re.match(r"(strata\.cli|\.\.cli)\b", target), f"{path.name} imports {target}"
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("strata.cli") for a in node.names), path.name
