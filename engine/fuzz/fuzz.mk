@@ -85,7 +85,9 @@ fuzz-merge: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t))
 	@set -e; for t in $(FUZZ_TARGETS); do rm -rf $(FUZZ)/merged/$$t; mkdir -p $(FUZZ)/merged/$$t $(FUZZ)/corpus/$$t; \
 		$(FUZZ)/san/fuzz_$$t -merge=1 $(FUZZ)/merged/$$t engine/fuzz/$$t/corpus $(FUZZ)/corpus/$$t; done
 
-# The libnfs client session the RPC corpus is recorded from (record_rpc_corpus.py).
-$(FUZZ)/strata-rpc-session: engine/fuzz/rpc_session.c
+# The libnfs client session the RPC corpus is recorded from (record_rpc_corpus.py;
+# tests/test_fuzz_corpus.py runs it).
+ALL_TARGETS += $(BUILD)/tests/strata-rpc-session
+$(BUILD)/tests/strata-rpc-session: engine/fuzz/rpc_session.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ -lnfs

@@ -14,7 +14,7 @@ procedure) through it, and writes what the client sent:
 
 Run by hand (then minimise with `make fuzz-merge`):
   .venv/bin/python engine/fuzz/record_rpc_corpus.py --engine build/bin/strata-engine \\
-      --session build/fuzz/strata-rpc-session --out engine/fuzz/rpc
+      --session build/tests/strata-rpc-session --out engine/fuzz/rpc
 """
 import argparse
 import hashlib
