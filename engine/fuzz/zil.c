@@ -106,14 +106,14 @@ static void write_img(size_t n)
  * ring's start; a hand that has wrapped around the ring's end. */
 static void write_seeds(const char *dir)
 {
-	for (int s = 0; s < 4; s++) {
+	for (int s = 0; s < 3; s++) {
 		memset(img, 0, REGION);
 		write_img(0);
 		struct zil *z = open_log();
-		for (int c = 0; c < 2 + 3 * s; c++) {
+		for (int c = 0; c < (s == 2 ? 8 : 2); c++) {
 			if (s >= 2 && c >= 3)
 				zil_checkpoint(z, 1 + (uint64_t)c); /* a tail past the ring's start */
-			commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 3 ? 6000 : 100);
+			commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 2 ? 6000 : 100);
 		}
 		zil_close(z);
 		int fd = open(path, O_RDONLY);
