@@ -42,10 +42,11 @@ load_cost() {
 	echo "$ops $(( (c1 - c0) / (ops * $1) ))"
 }
 
-# collect_start COMMANDS: strata-collect attached to the engine, COMMANDS written to its stdin
+# collect_start COMMANDS: strata-collect attached to the engine (plus $COLLECT_ARGS), COMMANDS
+# written to its stdin
 collect_start() {
 	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	build/bin/strata-collect --engine-pid "$engine_pid" < "$work/ctl" > "$work/collect.out" &
+	build/bin/strata-collect --engine-pid "$engine_pid" ${COLLECT_ARGS:-} < "$work/ctl" > "$work/collect.out" &
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$1" >&3

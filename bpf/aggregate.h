@@ -1,6 +1,6 @@
 /* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
  *
- * Every layer program (nfs, cache, disk) includes this header once and gets its own
+ * Every layer program (nfs, cache, disk, vdev, wire, fs) includes this header once and gets its own
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
@@ -43,7 +43,8 @@ _Static_assert(AGG_STAT_COUNT <= 32, "agg_event.stats_mask has a bit per statist
 /* The event carries each dimension as 16 key bytes: op and tier a __u32 key value
  * (below), client an IPv6 address (IPv4 as ::ffff:a.b.c.d), file a __u64 object id,
  * device a __u32 kernel dev_t (major << 20 | minor), vdev a __u32 index in the engine's
- * pool; hit/miss is not in the event. */
+ * pool; for fs.*, file a struct agg_fs_file and process a struct agg_fs_process (below);
+ * hit/miss is not in the event. */
 enum agg_dim {
 	AGG_DIM_NONE = 0,
 #define STAT_DIM(ID, ...) AGG_DIM_##ID,
@@ -55,6 +56,31 @@ enum agg_dim {
 enum agg_key_value {
 #define STAT_KEY(SET, ID, value, text) AGG_##SET##_##ID = value,
 #include "statistics.def"
+};
+
+/* fs file key: the inode, as (device, inode number); dev is the kernel's dev_t
+ * (major << 20 | minor) of the inode's super block. */
+struct agg_fs_file {
+	__u64 ino;
+	__u32 dev;
+	__u32 zero;
+};
+
+/* fs ring buffer record: the path an openat was given for a file it opened (relative
+ * to dirfd, AT_FDCWD for the working directory), for naming file keys. */
+#define AGG_FS_PATH_BYTES 512
+struct agg_fs_name {
+	struct agg_fs_file file;
+	__u32 tgid;
+	__s32 dirfd;
+	char path[AGG_FS_PATH_BYTES];
+};
+
+/* fs process key: the thread group id and the first bytes of its leader's comm. */
+#define AGG_FS_COMM_BYTES 12
+struct agg_fs_process {
+	__u32 tgid;
+	char comm[AGG_FS_COMM_BYTES];
 };
 
 /* Key bytes of the explicit overflow key ("other"). */
@@ -289,7 +315,9 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
 	case AGG_STAT_DISK_OPS:
+	case AGG_STAT_WIRE_OPS:
 	case AGG_STAT_VDEV_OPS:
+	case AGG_STAT_FS_OPS:
 		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
@@ -305,7 +333,9 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
+	case AGG_STAT_WIRE_SIZE:
 	case AGG_STAT_VDEV_SIZE:
+	case AGG_STAT_FS_SIZE:
 		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

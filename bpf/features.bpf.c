@@ -11,6 +11,12 @@ int BPF_PROG(tp_btf_probe)
 	return 0;
 }
 
+SEC("tp_btf/sys_enter")
+int BPF_PROG(syscalls_probe)
+{
+	return 0;
+}
+
 SEC("tracepoint/block/block_rq_complete")
 int tracepoint_probe(void *ctx)
 {
@@ -33,6 +39,12 @@ SEC("fentry/do_nanosleep")
 int BPF_PROG(fentry_probe)
 {
 	return 0;
+}
+
+SEC("tc")
+int tc_probe(struct __sk_buff *skb)
+{
+	return -1; /* TC_ACT_UNSPEC: the next filter decides */
 }
 
 char LICENSE[] SEC("license") = "GPL";

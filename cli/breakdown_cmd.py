@@ -8,13 +8,13 @@ import sys
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
-from strata.datasets import names
+from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps import source, termcaps, value_range
 from strata.heatmaps.breakdown import compute, to_json
 from strata.heatmaps.timebins import choose_bins
 
-BY = ("client", "op", "tier", "device", "file", "result")
+BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
 
 
 def dataset_name(text: str, by: str | None) -> str:
@@ -28,7 +28,7 @@ def dataset_name(text: str, by: str | None) -> str:
             raise click.UsageError(f"{text} is broken down by {parsed.breakdown}, not {by}")
         return str(parsed)
     if not by:
-        raise click.UsageError(f"say what to break {text} down by: --by {'|'.join(BY[:5])}")
+        raise click.UsageError(f"say what to break {text} down by: --by {'|'.join(BY)}")
     return str(names.DatasetName(parsed.statistic, parsed.filters, by))
 
 
@@ -47,7 +47,7 @@ def _value_range(text, info):
 
 @click.command("breakdown")
 @click.argument("dataset")
-@click.option("--by", type=click.Choice(BY), help="Breakdown: one series per client, op, tier, device or file.")
+@click.option("--by", type=click.Choice(BY), help="Breakdown: one series per key of this field (client, op, tier, device, file, ...).")
 @click.option("--graph", "style", type=click.Choice(("stacked", "line")),
               help="Stacked areas (counters' default) or lines (percentiles' default).")
 @click.option("--top", type=click.IntRange(1, 50), default=8, show_default=True,
@@ -69,7 +69,7 @@ def _value_range(text, info):
 @prometheus_option
 def breakdown(dataset, by, style, top, percentile, range_text, last, since, until, fmt, as_json, output, colour,
               archive_path, prometheus_url):
-    """Break DATASET down by client, op, tier, device or file.
+    """Break DATASET down by client, op, tier, device, file or process.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
     heat-map statistics (nfs.latency...) show a percentile per key as lines.

@@ -68,9 +68,12 @@ def check_memlock() -> Check:
 FEATURES = [  # (key in strata-features output, row name, required, what needs it)
     ("tp_btf", "tp_btf attach", False, "disk layer (else classic tracepoints)"),
     ("tracepoint", "tracepoint attach", True, "disk layer"),
+    ("syscalls", "syscall tracepoints", False,
+     "fs view of any server process (strata collect --fs-pid/--fs-comm/--fs-cgroup)"),
     ("uprobe", "uprobe/USDT attach", True, "NFS and cache layers (engine probes)"),
     ("kprobe", "kprobe attach", False, "not used by strata"),
     ("fentry", "fentry/fexit attach", False, "not used by strata"),
+    ("tc", "TC clsact attach", False, "wire layer (NFS of any server, from its interfaces)"),
 ]
 
 
@@ -95,6 +98,15 @@ def check_kernel_features() -> list[Check]:
         fix = "" if res["ok"] or not required else "needs a kernel with this attach type"
         rows.append(Check(name, res["ok"], detail, fix, required))
     return rows
+
+
+def check_nfsd() -> Check:
+    """Kernel nfsd: the wire layer sees it unchanged; sunrpc:svc_stats_latency is its in-kernel cross-check."""
+    if os.path.exists("/proc/net/rpc/nfsd"):
+        return Check("kernel nfsd", True, "running: wire.* on port 2049 (add its mountd port) sees it",
+                     required=False)
+    return Check("kernel nfsd", False, "not in this kernel (or not started): wire.* still sees any "
+                 "user-space server (nfs-ganesha, strata-engine)", required=False)
 
 
 def check_binaries() -> list[Check]:
@@ -124,7 +136,7 @@ def check_tools() -> list[Check]:
 def run_checks() -> list[Check]:
     return ([Check("kernel", True, f"Linux {platform.release()} {platform.machine()}"),
              check_privileges(), check_btf(), check_tracefs(), check_memlock()]
-            + check_kernel_features() + check_binaries() + check_tools())
+            + check_kernel_features() + [check_nfsd()] + check_binaries() + check_tools())
 
 
 @click.command()
@@ -133,8 +145,8 @@ def doctor(as_json):
     """Check what this kernel and machine offer for collection.
 
     Prints one row per check: BTF, tracefs, BPF program load, tp_btf,
-    tracepoint, uprobe/USDT, kprobe and fentry attach, memlock, and strata's
-    own programs. Each failing row says how to fix it.
+    tracepoint, uprobe/USDT, kprobe, fentry and TC attach, kernel nfsd,
+    memlock, and strata's own programs. Each failing row says how to fix it.
 
     Exits 0 when collection can run here, 1 otherwise.
     """

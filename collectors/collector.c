@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,11 @@ static void add_error(struct collector *c, const char *msg)
 			return;
 	if (c->nerrors < ERRORS_MAX)
 		snprintf(c->errors[c->nerrors++], ERROR_LEN, "%s", msg);
+}
+
+static void report_error(void *c, const char *msg)
+{
+	add_error(c, msg);
 }
 
 static void reply_ack(struct collector *c, const char *id)
@@ -45,13 +51,13 @@ void collector_reply_error(struct collector *c, const char *id, const char *msg)
 	reply_error(c, id, msg);
 }
 
-void collector_init(struct collector *c, FILE *out, long interval, unsigned max_keys, char *engine_path, pid_t pid,
-		    bool by_pid)
+void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg, char *engine_path,
+		    pid_t pid, bool by_pid)
 {
 	memset(c, 0, sizeof(*c));
 	c->out = out;
 	c->interval = interval;
-	c->max_keys = max_keys;
+	c->cfg = *cfg;
 	c->engine_path = engine_path;
 	c->engine_pid = pid;
 	c->by_pid = by_pid;
@@ -134,7 +140,7 @@ static bool enable_kernel(struct collector *c, struct dataset *d, const struct a
 
 	if (s->layer != LAYER_DISK && !statistic_supported(s, c->engine_path, err, n))
 		return false;
-	if (!L->loaded && layer_load(L, s->layer, c->max_keys, err, n) < 0)
+	if (!L->loaded && layer_load(L, s->layer, &c->cfg, err, n) < 0)
 		return false;
 	if ((d->slot = layer_slot_alloc(L, cfg)) < 0) {
 		snprintf(err, n, "all %d %s dataset slots are in use", AGG_MAX_SLOTS, layer_name(s->layer));
@@ -279,7 +285,7 @@ static bool engine_alive(pid_t pid, const char *exe)
 static bool uses_usdt(const struct collector *c)
 {
 	for (size_t i = 0; i < c->ndatasets; i++)
-		if (c->datasets[i].stat->layer != LAYER_DISK && c->datasets[i].stat->layer != LAYER_GAUGE)
+		if (strcmp(probe_provider(c->datasets[i].stat), "strata") == 0 && c->datasets[i].stat->layer != LAYER_GAUGE)
 			return true;
 	return false;
 }
@@ -349,7 +355,7 @@ static void emit_kernel(struct collector *c, const struct dataset *d)
 	const struct layer *L = &c->layers[d->stat->layer];
 	const struct count_entry *e = L->deltas, *end = L->deltas + L->ndeltas;
 	bool heat = d->stat->kind == KIND_HEATMAP, first_key = true;
-	char text[INET6_ADDRSTRLEN + 64];
+	char text[PATH_MAX + 64];
 
 	while (e < end && e->key.slot < d->slot)
 		e++;
@@ -393,8 +399,30 @@ static void emit_dataset(struct collector *c, long long t, const struct dataset 
 	fprintf(c->out, "}}\n");
 }
 
+/* The wire layer's interfaces and stream counters (bpf/wire_rpc.h). */
+static void emit_wire(struct collector *c)
+{
+	const struct layer *L = &c->layers[LAYER_WIRE];
+	uint64_t counters[WIRE_COUNTERS];
+
+	if (!L->loaded)
+		return;
+	wire_counters_read(L, counters);
+	fprintf(c->out, ",\"wire\":{\"interfaces\":[");
+	for (int i = 0; i < L->wire->natt; i++) {
+		fprintf(c->out, "%s", i ? "," : "");
+		emit_json_string(c->out, L->wire->att[i].name);
+	}
+	fprintf(c->out, "]");
+	for (int i = 0; i < WIRE_COUNTERS; i++)
+		fprintf(c->out, ",\"%s\":%" PRIu64, wire_counter_name(i), counters[i]);
+	fprintf(c->out, "}");
+}
+
 static void emit_status(struct collector *c, long long t)
 {
+	static const char *const prefixes[] = { [PROBE_TRACEPOINT] = "block:", [PROBE_USDT] = "strata:",
+						[PROBE_TC] = "tc:" };
 	uint64_t drops = 0;
 	bool first = true;
 
@@ -423,19 +451,38 @@ static void emit_status(struct collector *c, long long t)
 	first = true;
 	for (int l = 0; l < LAYER_GAUGE; l++) {
 		for (int p = 0; c->layers[l].loaded && p < c->layers[l].nprobes; p++) {
-			if (!c->layers[l].probes[p].link)
+			if (!c->layers[l].probes[p].on)
 				continue;
-			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",", c->layers[l].probes[p].usdt ? "strata:" : "block:",
+			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",",
+				l == LAYER_FS ? "raw_syscalls:" : prefixes[c->layers[l].probes[p].kind],
 				c->layers[l].probes[p].name);
 			first = false;
 		}
 	}
-	fprintf(c->out, "],\"engine_pid\":%d,\"errors\":[", (int)c->engine_pid);
+	fprintf(c->out, "],\"engine_pid\":%d", (int)c->engine_pid);
+	emit_wire(c);
+	fprintf(c->out, ",\"errors\":[");
 	for (int i = 0; i < c->nerrors; i++) {
 		fprintf(c->out, "%s", i ? "," : "");
 		emit_json_string(c->out, c->errors[i]);
 	}
 	fprintf(c->out, "]}\n");
+}
+
+int collector_event_fds(const struct collector *c, int *fds, int max)
+{
+	int n = 0;
+
+	for (int l = 0; l < LAYER_GAUGE && n < max; l++)
+		if ((fds[n] = layer_event_fd(&c->layers[l])) >= 0)
+			n++;
+	return n;
+}
+
+void collector_events(struct collector *c)
+{
+	for (int l = 0; l < LAYER_GAUGE; l++)
+		layer_events(&c->layers[l], false);
 }
 
 void collector_tick(struct collector *c, long long t)
@@ -444,6 +491,14 @@ void collector_tick(struct collector *c, long long t)
 
 	c->nerrors = 0;
 	watch_engine(c);
+	for (int l = 0; l < LAYER_GAUGE; l++) {
+		layer_events(&c->layers[l], true);
+		layer_refresh(&c->layers[l], report_error, c);
+	}
+	if (c->layers[LAYER_WIRE].loaded && c->layers[LAYER_WIRE].wire->error[0]) {
+		add_error(c, c->layers[LAYER_WIRE].wire->error);
+		c->layers[LAYER_WIRE].wire->error[0] = 0;
+	}
 	for (int l = 0; l < LAYER_GAUGE; l++)
 		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)
 			add_error(c, err);

@@ -25,7 +25,7 @@ struct dataset {
 
 struct collector {
 	FILE *out;
-	unsigned max_keys;
+	struct layer_config cfg;      /* key bounds, wire interfaces and ports */
 	long interval;                /* seconds per record */
 	char *engine_path;            /* realpath of the engine binary, or NULL */
 	pid_t engine_pid;             /* running engine (gauges; USDT target when by_pid), or -1 */
@@ -39,8 +39,8 @@ struct collector {
 	int nerrors;
 };
 
-void collector_init(struct collector *c, FILE *out, long interval, unsigned max_keys, char *engine_path, pid_t pid,
-		    bool by_pid);
+void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg, char *engine_path,
+		    pid_t pid, bool by_pid);
 void collector_fini(struct collector *c);
 
 /* Runs one control line; writes the ack or error record. Returns false on "quit". */
@@ -48,6 +48,11 @@ bool collector_command(struct collector *c, char *line);
 
 /* Writes an error record (e.g. for an input line that is too long). */
 void collector_reply_error(struct collector *c, const char *id, const char *msg);
+
+/* File descriptors to poll for layer events (at most max); returns how many. */
+int collector_event_fds(const struct collector *c, int *fds, int max);
+/* Handles the layers' pending events (e.g. attaches to a new interface at once). */
+void collector_events(struct collector *c);
 
 /* Reads every layer and emits the records for the interval starting at unix second t. */
 void collector_tick(struct collector *c, long long t);

@@ -7,7 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include "keys.h"
+#include "wire_rpc.h"
+
+static key_file_namer *file_namer;
+
+void key_set_file_namer(key_file_namer *namer)
+{
+	file_namer = namer;
+}
 
 static const struct {
 	const char *name, *values, *doc;
@@ -130,6 +140,78 @@ static void device_name(uint32_t dev, char *out, size_t n)
 	fclose(f);
 }
 
+/* fs file key -> a path (from the namer, which checks it names the inode), else inode:MAJ,MIN:INO. */
+static void fs_file_format(const uint8_t *key, char *out, size_t n)
+{
+	struct agg_fs_file f;
+
+	memcpy(&f, key, sizeof(f));
+	if (file_namer && file_namer(&f, out, n))
+		return;
+	snprintf(out, n, "inode:%u,%u:%" PRIu64, f.dev >> 20, f.dev & 0xfffff, (uint64_t)f.ino);
+}
+
+/* fs process key -> "comm:pid", with the full comm while the same-named process runs. */
+static void fs_process_format(const uint8_t *key, char *out, size_t n)
+{
+	char comm[AGG_FS_COMM_BYTES + 1], full[32] = "", path[64];
+	struct agg_fs_process p;
+	FILE *f;
+
+	memcpy(&p, key, sizeof(p));
+	memcpy(comm, p.comm, AGG_FS_COMM_BYTES);
+	comm[AGG_FS_COMM_BYTES] = 0;
+	snprintf(path, sizeof(path), "/proc/%u/comm", p.tgid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(full, sizeof(full), f))
+			full[strcspn(full, "\n")] = 0;
+		fclose(f);
+	}
+	snprintf(out, n, "%s:%u", full[0] && strncmp(full, comm, AGG_FS_COMM_BYTES) == 0 ? full : comm, p.tgid);
+}
+
+/* An existing regular file's path (its inode) or inode:MAJ,MIN:INO -> fs file key. */
+static int fs_file_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
+{
+	struct agg_fs_file f = { 0 };
+	unsigned maj, min;
+	uint64_t ino;
+	struct stat st;
+	int used = 0;
+
+	if (sscanf(text, "inode:%u,%u:%" SCNu64 "%n", &maj, &min, &ino, &used) == 3 && !text[used]) {
+		f.ino = ino;
+		f.dev = maj << 20 | (min & 0xfffff);
+	} else if (text[0] == '/' && stat(text, &st) == 0 && S_ISREG(st.st_mode)) {
+		f.ino = st.st_ino;
+		f.dev = major(st.st_dev) << 20 | minor(st.st_dev);
+	} else {
+		return -1;
+	}
+	memcpy(key, &f, sizeof(f));
+	return 0;
+}
+
+/* "comm:pid" -> fs process key (the comm's first AGG_FS_COMM_BYTES bytes). */
+static int fs_process_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
+{
+	struct agg_fs_process p = { 0 };
+	const char *colon = strrchr(text, ':');
+	char *end;
+	unsigned long pid;
+
+	if (!colon || colon == text || colon - text > 15)
+		return -1;
+	errno = 0;
+	pid = strtoul(colon + 1, &end, 10);
+	if (errno || !isdigit((unsigned char)colon[1]) || *end || pid == 0 || pid > INT32_MAX)
+		return -1;
+	p.tgid = (uint32_t)pid;
+	memcpy(p.comm, text, (size_t)(colon - text) < AGG_FS_COMM_BYTES ? (size_t)(colon - text) : AGG_FS_COMM_BYTES);
+	memcpy(key, &p, sizeof(p));
+	return 0;
+}
+
 static void op_format(enum keyset ops, uint32_t v, char *out, size_t n)
 {
 	const char *name = key_text_of(ops, v);
@@ -138,6 +220,46 @@ static void op_format(enum keyset ops, uint32_t v, char *out, size_t n)
 		snprintf(out, n, "%s", name);
 	else
 		snprintf(out, n, "%s%u", v & 0x10000 ? "mnt_proc" : "proc", v & 0xffff);
+}
+
+/* "10.0.0.1:2049" (IPv4, port in the bytes the mapped form leaves zero), "fd00::1" (IPv6);
+ * bpf/wire_rpc.h. */
+static void server_format(const uint8_t *key, char *out, size_t n)
+{
+	static const uint8_t zero[8] = { 0 };
+	char addr[INET6_ADDRSTRLEN];
+
+	if (memcmp(key + 2, zero, 8) == 0 && key[10] == 0xff && key[11] == 0xff) {
+		inet_ntop(AF_INET, key + 12, addr, sizeof(addr));
+		snprintf(out, n, "%s:%u", addr, (unsigned)key[0] << 8 | key[1]);
+		return;
+	}
+	inet_ntop(AF_INET6, key, out, n);
+}
+
+/* "10.0.0.1:2049" or "fd00::1" (see server_format); -1 if neither. */
+static int server_parse(const char *text, uint8_t *key)
+{
+	char addr[INET6_ADDRSTRLEN];
+	const char *colon = strrchr(text, ':');
+	unsigned long port;
+	char *end;
+
+	if (inet_pton(AF_INET6, text, key) == 1)
+		return key[10] == 0xff && key[11] == 0xff && !key[0] && !key[1] ? -1 : 0; /* mapped: give a port */
+	memset(key, 0, AGG_KEY_BYTES);
+	if (!colon || (size_t)(colon - text) >= sizeof(addr))
+		return -1;
+	memcpy(addr, text, (size_t)(colon - text));
+	addr[colon - text] = 0;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || !isdigit((unsigned char)colon[1]) || *end || port > 65535 || inet_pton(AF_INET, addr, key + 12) != 1)
+		return -1;
+	key[10] = key[11] = 0xff;
+	key[0] = (uint8_t)(port >> 8);
+	key[1] = (uint8_t)port;
+	return 0;
 }
 
 void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
@@ -168,7 +290,13 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 		snprintf(out, n, "%s", name ? name : "unknown");
 		return;
 	case AGG_DIM_FILE:
-		snprintf(out, n, "%" PRIu64, key_u64(key));
+		if (ops == KEYSET_FS_OP)
+			fs_file_format(key, out, n);
+		else
+			snprintf(out, n, "%" PRIu64, key_u64(key));
+		return;
+	case AGG_DIM_PROCESS:
+		fs_process_format(key, out, n);
 		return;
 	case AGG_DIM_VDEV:
 		snprintf(out, n, "%" PRIu32, key_u32(key));
@@ -179,6 +307,24 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 	case AGG_DIM_HITMISS:
 		name = key_text_of(KEYSET_HITMISS, key_u32(key));
 		snprintf(out, n, "%s", name ? name : "unknown");
+		return;
+	case AGG_DIM_VERSION:
+		name = key_text_of(KEYSET_RPC_VERSION, key_u32(key));
+		if (name)
+			snprintf(out, n, "%s", name);
+		else
+			snprintf(out, n, "%s%u", key_u32(key) & WIRE_OP_MOUNT ? "mount" : "nfs", key_u32(key) & 0xffff);
+		return;
+	case AGG_DIM_STATUS:
+		name = key_text_of(KEYSET_RPC_STATUS, key_u32(key));
+		if (name)
+			snprintf(out, n, "%s", name);
+		else
+			snprintf(out, n, "%s%u", key_u32(key) & WIRE_STATUS_DENIED ? "denied"
+						 : key_u32(key) & WIRE_STATUS_RPC ? "rpc" : "err", key_u32(key) & 0xffff);
+		return;
+	case AGG_DIM_SERVER:
+		server_format(key, out, n);
 		return;
 	default:
 		snprintf(out, n, "%s", "?");
@@ -234,6 +380,12 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
 	case AGG_DIM_FILE:
+		if (ops == KEYSET_FS_OP) {
+			if (fs_file_parse(text, key) == 0)
+				return 0;
+			snprintf(err, errlen, "'%s' is not a regular file's path or inode:MAJ,MIN:INO", text);
+			return -1;
+		}
 		errno = 0;
 		v64 = strtoull(text, &end, 10);
 		if (errno || !isdigit((unsigned char)text[0]) || *end)
@@ -255,10 +407,28 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 		}
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
+	case AGG_DIM_PROCESS:
+		if (fs_process_parse(text, key) < 0)
+			break;
+		return 0;
 	case AGG_DIM_HITMISS:
 		if (key_value_of(KEYSET_HITMISS, text, &v32) < 0)
 			break;
 		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_VERSION:
+		if (key_value_of(KEYSET_RPC_VERSION, text, &v32) < 0)
+			break;
+		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_STATUS:
+		if (key_value_of(KEYSET_RPC_STATUS, text, &v32) < 0)
+			break;
+		memcpy(key, &v32, sizeof(v32));
+		return 0;
+	case AGG_DIM_SERVER:
+		if (server_parse(text, key) < 0)
+			break;
 		return 0;
 	}
 	snprintf(err, errlen, "'%s' is not a valid %s", text, dim_name(dim) ? dim_name(dim) : "key");

@@ -1,5 +1,5 @@
-/* layers.c — loads the nfs / cache / disk / vdev skeletons, manages their dataset slots and
- * probe links, and turns their cumulative per-CPU counts into per-interval deltas
+/* layers.c — loads the nfs / cache / disk / vdev / fs skeletons (and the wire layer through
+ * wire.c), manages their dataset slots and probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +13,9 @@
 #include "cache.skel.h"
 #include "disk.skel.h"
 #include "vdev.skel.h"
+#include "fs.h"
+#include "fs_names.h"
+#include "fs.skel.h"
 
 #define READ_CHUNK 4096
 
@@ -26,9 +29,9 @@
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
 	} while (0)
 
-static void add_probe(struct layer *L, const char *name, struct bpf_program *prog, bool usdt)
+static void add_probe(struct layer *L, const char *name, struct bpf_program *prog, enum probe_kind kind)
 {
-	L->probes[L->nprobes++] = (struct probe){ .name = name, .prog = prog, .usdt = usdt };
+	L->probes[L->nprobes++] = (struct probe){ .name = name, .prog = prog, .kind = kind };
 }
 
 static int load_nfs(struct layer *L, unsigned max_keys)
@@ -47,7 +50,7 @@ static int load_nfs(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))nfs_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "nfs_ops", s->progs.nfs_ops, true);
+	add_probe(L, "nfs_ops", s->progs.nfs_ops, PROBE_USDT);
 	return 0;
 }
 
@@ -67,9 +70,9 @@ static int load_cache(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))cache_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "l2arc_read", s->progs.l2arc_read, true);
-	add_probe(L, "l2arc_write", s->progs.l2arc_write, true);
-	add_probe(L, "zil_commit", s->progs.zil_commit, true);
+	add_probe(L, "l2arc_read", s->progs.l2arc_read, PROBE_USDT);
+	add_probe(L, "l2arc_write", s->progs.l2arc_write, PROBE_USDT);
+	add_probe(L, "zil_commit", s->progs.zil_commit, PROBE_USDT);
 	return 0;
 }
 
@@ -89,7 +92,7 @@ static int load_vdev(struct layer *L, unsigned max_keys)
 	L->skel = s;
 	L->destroy = (void (*)(void *))vdev_bpf__destroy;
 	BIND_COMMON(L, s);
-	add_probe(L, "vdev_io_done", s->progs.vdev_io_done, true);
+	add_probe(L, "vdev_io_done", s->progs.vdev_io_done, PROBE_USDT);
 	return 0;
 }
 
@@ -122,17 +125,69 @@ static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 		L->skel = s;
 		L->destroy = (void (*)(void *))disk_bpf__destroy;
 		BIND_COMMON(L, s);
-		add_probe(L, "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf, false);
+		add_probe(L, "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf, PROBE_TRACEPOINT);
 		add_probe(L, "block_rq_complete", raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf,
-			  false);
+			  PROBE_TRACEPOINT);
 		return 0;
 	}
 	snprintf(why, n, "the kernel refused the block tracepoint programs (%s)", strerror(-err));
 	return err;
 }
 
-int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, size_t n)
+static void ignore(void *ctx, const char *msg)
 {
+	(void)ctx;
+	(void)msg;
+}
+
+/* Once per interval: the processes followed, and the paths their openat calls gave. */
+static void refresh_fs(void (*report)(void *ctx, const char *msg), void *ctx)
+{
+	fs_refresh(report, ctx);
+	fs_names_drain();
+}
+
+static void destroy_fs(void *skel)
+{
+	fs_names_unbind();
+	fs_bpf__destroy(skel);
+}
+
+/* Needs processes to follow (fs.h); their map is filled before any probe attaches. */
+static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
+{
+	struct fs_bpf *s;
+	int err;
+
+	if (!fs_chosen_any()) {
+		snprintf(why, n, "no processes chosen: start the collector with --fs-pid PID, --fs-comm NAME "
+				 "or --fs-cgroup PATH");
+		return -EINVAL;
+	}
+	if (!fs_supported(why, n))
+		return -ENOTSUP;
+	if (!(s = fs_bpf__open()))
+		return -errno;
+	s->rodata->agg_max_keys = max_keys;
+	s->rodata->ns_per_tick = fs_ns_per_tick();
+	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
+	if ((err = fs_bpf__load(s)) || (err = fs_names_bind(bpf_map__fd(s->maps.fs_names)) ? -errno : 0)) {
+		fs_bpf__destroy(s);
+		return err;
+	}
+	L->skel = s;
+	L->destroy = destroy_fs;
+	BIND_COMMON(L, s);
+	add_probe(L, "sys_enter", s->progs.fs_enter, PROBE_TRACEPOINT);
+	add_probe(L, "sys_exit", s->progs.fs_exit, PROBE_TRACEPOINT);
+	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
+	L->refresh = refresh_fs;
+	return 0;
+}
+
+int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n)
+{
+	unsigned max_keys = cfg->max_keys;
 	int rc;
 
 	memset(L, 0, sizeof(*L));
@@ -142,8 +197,13 @@ int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, 
 		rc = load_nfs(L, max_keys);
 	else if (id == LAYER_CACHE)
 		rc = load_cache(L, max_keys);
-	else if (id == LAYER_VDEV)
+	else if (id == LAYER_WIRE) {
+		if ((rc = wire_load(L, &cfg->wire, max_keys, err, n)) == 0)
+			add_probe(L, "wire", NULL, PROBE_TC);
+	} else if (id == LAYER_VDEV)
 		rc = load_vdev(L, max_keys);
+	else if (id == LAYER_FS)
+		rc = load_fs(L, max_keys, err, n);
 	else
 		rc = load_disk(L, max_keys, err, n);
 	if (rc) {
@@ -162,6 +222,7 @@ void layer_unload(struct layer *L)
 		return;
 	for (int i = 0; i < L->nprobes; i++)
 		bpf_link__destroy(L->probes[i].link);
+	wire_unload(L);
 	L->destroy(L->skel);
 	free(L->prev);
 	free(L->cur);
@@ -227,6 +288,12 @@ int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg)
 	return -1;
 }
 
+void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx)
+{
+	if (L->loaded && L->refresh && layer_attached(L))
+		L->refresh(report, ctx);
+}
+
 /* Deletes every counts / keyset entry of slot (any generation): collect, then delete. */
 static void delete_slot_entries(int fd, size_t key_size, int slot)
 {
@@ -277,30 +344,47 @@ static struct probe *probe_find(struct layer *L, const char *name)
 	return NULL;
 }
 
-static int probe_attach(struct probe *p, const struct engine_target *t, char *err, size_t n)
+static int probe_attach(struct layer *L, struct probe *p, const struct engine_target *t, char *err, size_t n)
 {
 	struct bpf_link *link;
 
-	if (p->usdt && !t->path) {
+	if (p->kind == PROBE_TC) {
+		if (wire_attach(L, err, n) < 0)
+			return -1;
+		p->on = true;
+		return 0;
+	}
+	if (p->kind == PROBE_USDT && !t->path) {
 		snprintf(err, n, "no engine binary to attach strata:%s to", p->name);
 		return -1;
 	}
-	if (p->usdt)
+	if (p->kind == PROBE_USDT)
 		link = bpf_program__attach_usdt(p->prog, t->pid, t->path, "strata", p->name, NULL);
 	else
 		link = bpf_program__attach(p->prog);
 	if (!link) {
 		int e = errno;
 
-		if (p->usdt)
+		if (p->kind == PROBE_USDT)
 			snprintf(err, n, "cannot attach strata:%s in %s (pid %d): %s", p->name, t->path, (int)t->pid,
 				 strerror(e));
 		else
-			snprintf(err, n, "cannot attach tracepoint block:%s: %s", p->name, strerror(e));
+			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", L->id == LAYER_FS ? "raw_syscalls" : "block",
+				 p->name, strerror(e));
 		return -1;
 	}
 	p->link = link;
+	p->on = true;
 	return 0;
+}
+
+static void probe_detach(struct layer *L, struct probe *p)
+{
+	if (p->kind == PROBE_TC && p->on)
+		wire_detach(L);
+	bpf_link__destroy(p->link);
+	p->link = NULL;
+	p->on = false;
 }
 
 int layer_probe_get(struct layer *L, const char *name, const struct engine_target *t, char *err, size_t n)
@@ -311,7 +395,9 @@ int layer_probe_get(struct layer *L, const char *name, const struct engine_targe
 		snprintf(err, n, "the %s program has no probe %s", layer_name(L->id), name);
 		return -1;
 	}
-	if (!p->link && probe_attach(p, t, err, n) < 0)
+	if (!p->on && L->refresh && !layer_attached(L))
+		L->refresh(ignore, NULL); /* up to date before the first probe attaches */
+	if (!p->on && probe_attach(L, p, t, err, n) < 0)
 		return -1;
 	p->users++;
 	return 0;
@@ -323,19 +409,15 @@ void layer_probe_put(struct layer *L, const char *name)
 
 	if (!p || p->users <= 0)
 		return;
-	if (--p->users == 0) {
-		bpf_link__destroy(p->link);
-		p->link = NULL;
-	}
+	if (--p->users == 0)
+		probe_detach(L, p);
 }
 
 void layer_usdt_detach(struct layer *L)
 {
 	for (int i = 0; L->loaded && i < L->nprobes; i++) {
-		if (L->probes[i].usdt && L->probes[i].link) {
-			bpf_link__destroy(L->probes[i].link);
-			L->probes[i].link = NULL;
-		}
+		if (L->probes[i].kind == PROBE_USDT && L->probes[i].on)
+			probe_detach(L, &L->probes[i]);
 	}
 }
 
@@ -346,16 +428,27 @@ int layer_usdt_attach(struct layer *L, const struct engine_target *t, char *err,
 	for (int i = 0; L->loaded && i < L->nprobes; i++) {
 		struct probe *p = &L->probes[i];
 
-		if (p->usdt && p->users > 0 && !p->link && probe_attach(p, t, err, n) < 0)
+		if (p->kind == PROBE_USDT && p->users > 0 && !p->on && probe_attach(L, p, t, err, n) < 0)
 			rc = -1;
 	}
 	return rc;
 }
 
+int layer_event_fd(const struct layer *L)
+{
+	return L->loaded ? wire_event_fd(L) : -1;
+}
+
+void layer_events(struct layer *L, bool rescan)
+{
+	if (L->loaded)
+		wire_refresh(L, rescan);
+}
+
 bool layer_attached(const struct layer *L)
 {
 	for (int i = 0; L->loaded && i < L->nprobes; i++)
-		if (L->probes[i].link)
+		if (L->probes[i].on)
 			return true;
 	return false;
 }

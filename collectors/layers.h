@@ -1,6 +1,6 @@
-/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev): its dataset slots,
- * attaching and detaching its probes as datasets come and go, and reading its
- * cumulative per-CPU counts into per-second deltas. */
+/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev, wire, fs): its dataset
+ * slots, attaching and detaching its probes (USDT, tracepoints, TC) as datasets come and
+ * go, and reading its cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H
 #define STRATA_COLLECT_LAYERS_H
 
@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "aggregate.h"
 #include "catalogue.h"
+#include "wire.h"
 
 #define LAYER_MAX_PROBES 3
 
@@ -17,12 +18,21 @@ struct bpf_object;
 struct bpf_program;
 struct bpf_link;
 
+enum probe_kind { PROBE_TRACEPOINT, PROBE_USDT, PROBE_TC };
+
 struct probe {
-	const char *name;          /* USDT probe name, or tracepoint name */
+	const char *name;          /* USDT probe name, tracepoint name, or "wire" (TC programs) */
 	struct bpf_program *prog;
-	struct bpf_link *link;     /* NULL while detached */
-	bool usdt;
+	struct bpf_link *link;     /* USDT and tracepoints: NULL while detached */
+	enum probe_kind kind;
+	bool on;                   /* attached */
 	int users;                 /* datasets that need it */
+};
+
+/* What layers are loaded with: key bounds, and where the wire layer looks. */
+struct layer_config {
+	unsigned max_keys;
+	struct wire_config wire;
 };
 
 struct count_entry {
@@ -40,11 +50,14 @@ struct layer {
 	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
+	/* once per interval before reading, or NULL; problems go to report */
+	void (*refresh)(void (*report)(void *ctx, const char *msg), void *ctx);
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
 	struct count_entry *prev, *cur;        /* last and current snapshot, sorted */
 	size_t nprev, ncur, cap;
 	struct count_entry *deltas;            /* this interval's non-zero deltas, sorted */
 	size_t ndeltas;
+	struct wire_state *wire;               /* the wire layer's interfaces and counters */
 };
 
 /* Where USDT probes attach: the engine binary, one process or all (-1). */
@@ -53,7 +66,7 @@ struct engine_target {
 	pid_t pid;
 };
 
-int layer_load(struct layer *L, enum layer_id id, unsigned max_keys, char *err, size_t n);
+int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n);
 void layer_unload(struct layer *L);
 
 /* A slot configured as cfg (its gen is set here); returns the slot or -1 if all are taken. */
@@ -69,9 +82,17 @@ void layer_probe_put(struct layer *L, const char *probe);
 void layer_usdt_detach(struct layer *L);
 /* Attaches USDT probes that have users but no link; 0, or -1 with the first failure. */
 int layer_usdt_attach(struct layer *L, const struct engine_target *t, char *err, size_t n);
+/* A file descriptor to poll for the layer's events (interfaces appearing), or -1. */
+int layer_event_fd(const struct layer *L);
+/* Handles the layer's pending events; with rescan, re-checks its targets anyway. */
+void layer_events(struct layer *L, bool rescan);
 /* True while any of the layer's probes is attached. */
 bool layer_attached(const struct layer *L);
 
+/* The layer's own upkeep before a read while any of its probes is attached (fs: the
+ * processes it follows); each problem worth reporting is passed to report as one
+ * sentence. */
+void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx);
 /* Reads the counts map and fills L->deltas. 0, or -1 with a message. */
 int layer_read(struct layer *L, char *err, size_t n);
 /* Fills L->deltas for one slot only, leaving the others' baseline alone (a dataset's

@@ -17,6 +17,7 @@
 #include "catalogue.h"
 #include "collector.h"
 #include "engine.h"
+#include "fs.h"
 #include "privileges.h"
 
 #define EXIT_USAGE 2
@@ -43,7 +44,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: strata-collect [--engine PATH] [--engine-pid PID] [--catalogue] [--interval SECONDS]\n"
-		"                      [--max-keys N]\n"
+		"                      [--max-keys N] [--wire-iface PATTERN ...] [--wire-port PORT ...]\n"
+		"                      [--fs-pid PID]... [--fs-comm NAME]... [--fs-cgroup PATH]\n"
 		"Reads `add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit` on stdin and\n"
 		"writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n");
 }
@@ -116,10 +118,15 @@ static int run(struct collector *c, long interval)
 
 	while (!stopping && input_open) {
 		long long now = now_ns();
-		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+		struct pollfd pfd[1 + LAYER_COUNT] = { { .fd = STDIN_FILENO, .events = POLLIN } };
+		int fds[LAYER_COUNT], nfds = collector_event_fds(c, fds, LAYER_COUNT);
 		int timeout = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
 
-		if (poll(&pfd, 1, timeout) > 0) {
+		for (int i = 0; i < nfds; i++)
+			pfd[1 + i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (poll(pfd, (nfds_t)(1 + nfds), timeout) > 0 && nfds > 0)
+			collector_events(c);
+		if (pfd[0].revents) {
 			ssize_t got = read(STDIN_FILENO, buf + len, sizeof(buf) - 1 - len);
 
 			if (got <= 0) {
@@ -150,11 +157,15 @@ int main(int argc, char **argv)
 		{ "engine", required_argument, NULL, 'e' }, { "engine-pid", required_argument, NULL, 'p' },
 		{ "catalogue", no_argument, NULL, 'c' },    { "interval", required_argument, NULL, 'i' },
 		{ "max-keys", required_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
+		{ "wire-iface", required_argument, NULL, 'w' }, { "wire-port", required_argument, NULL, 'P' },
+		{ "fs-pid", required_argument, NULL, 'F' },  { "fs-comm", required_argument, NULL, 'C' },
+		{ "fs-cgroup", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *engine_arg = NULL;
-	char *engine_path = NULL, why[256];
-	long pid = -1, interval = 1, max_keys = 1024;
+	char *engine_path = NULL, why[256], fserr[256];
+	long pid = -1, interval = 1, max_keys = 1024, port;
+	struct layer_config cfg = { 0 };
 	bool catalogue = false;
 	struct collector c;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -179,6 +190,32 @@ int main(int argc, char **argv)
 		case 'k':
 			if ((max_keys = parse_long(optarg, 1, 65536)) < 0)
 				return die_usage("--max-keys needs a number 1-65536, not ", optarg);
+			break;
+		case 'F':
+			if (fs_choose_pid(optarg, fserr, sizeof(fserr)) < 0)
+				return die_usage(fserr, NULL);
+			break;
+		case 'C':
+			if (fs_choose_comm(optarg, fserr, sizeof(fserr)) < 0)
+				return die_usage(fserr, NULL);
+			break;
+		case 'G':
+			if (fs_choose_cgroup(optarg, fserr, sizeof(fserr)) < 0)
+				return die_usage(fserr, NULL);
+			break;
+		case 'w':
+			if (cfg.wire.nifaces == WIRE_PATTERNS_MAX)
+				return die_usage("too many --wire-iface patterns", NULL);
+			if (!optarg[0] || strlen(optarg) >= 64)
+				return die_usage("--wire-iface needs an interface name or pattern, not ", optarg);
+			cfg.wire.ifaces[cfg.wire.nifaces++] = optarg;
+			break;
+		case 'P':
+			if ((port = parse_long(optarg, 1, 65535)) < 0)
+				return die_usage("--wire-port needs a TCP port (1-65535), not ", optarg);
+			if (cfg.wire.nports == WIRE_PORTS_MAX)
+				return die_usage("too many --wire-port ports", NULL);
+			cfg.wire.ports[cfg.wire.nports++] = (uint16_t)port;
 			break;
 		case 'h':
 			usage(stdout);
@@ -213,7 +250,10 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	collector_init(&c, stdout, interval, (unsigned)max_keys, engine_path,
+	cfg.max_keys = (unsigned)max_keys;
+	if (cfg.wire.nports == 0)
+		cfg.wire.ports[cfg.wire.nports++] = 2049;
+	collector_init(&c, stdout, interval, &cfg, engine_path,
 		       pid > 0 ? (pid_t)pid : (engine_path ? engine_find_pid(engine_path) : -1), pid > 0);
 	rc = run(&c, interval);
 	collector_fini(&c);

@@ -2,6 +2,7 @@
  * per attach type (bpf/features.bpf.c) and prints what worked as JSON, for
  * `strata doctor`. Each check is independent: one failure never hides another. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,7 +44,21 @@ static void check(const char *label, const char *name, int last)
 	if ((err = features_bpf__load(skel)))
 		goto out;
 	stage = "attach";
-	if (strcmp(name, "uprobe_probe") == 0) {
+	if (strcmp(name, "tc_probe") == 0) { /* TC clsact on lo ingress, as the wire layer attaches */
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = (int)if_nametoindex("lo"), .attach_point = BPF_TC_INGRESS);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(want));
+
+		err = bpf_tc_hook_create(&hook);
+		if (err == -EEXIST)
+			err = 0;
+		if (!err && !(err = bpf_tc_attach(&hook, &opts))) {
+			opts.prog_fd = 0;
+			opts.prog_id = 0;
+			opts.flags = 0;
+			bpf_tc_detach(&hook, &opts);
+		}
+		goto out;
+	} else if (strcmp(name, "uprobe_probe") == 0) {
 		LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "strata_features_uprobe_target");
 		link = bpf_program__attach_uprobe_opts(want, getpid(), "/proc/self/exe", 0, &opts);
 	} else {
@@ -65,9 +80,11 @@ int main(void)
 	printf("{\n");
 	check("tp_btf", "tp_btf_probe", 0);
 	check("tracepoint", "tracepoint_probe", 0);
+	check("syscalls", "syscalls_probe", 0);
 	check("uprobe", "uprobe_probe", 0);
 	check("kprobe", "kprobe_probe", 0);
-	check("fentry", "fentry_probe", 1);
+	check("fentry", "fentry_probe", 0);
+	check("tc", "tc_probe", 1);
 	printf("}\n");
 	return 0;
 }

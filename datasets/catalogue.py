@@ -7,6 +7,7 @@ Reading it starts no program. with_support() merges what the collector says abou
 host into it, and refuses a collector whose catalogue is not this one.
 """
 import ipaddress
+import re
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -46,7 +47,7 @@ def _statistic(it: dict) -> Statistic:
     source = str(it["source"])
     return Statistic(str(it["name"]), str(it["unit"]), str(it["kind"]), [str(b) for b in it["breakdowns"]],
                      [str(f) for f in it["filters"]], str(it["layer"]),
-                     source if source.startswith(("usdt", "tracepoint")) else "",
+                     source if source.startswith(("usdt", "tracepoint", "tc ")) else "",
                      None, "", str(it["description"]), str(it["ops"]))
 
 
@@ -120,7 +121,14 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
                 raise ValueError("a scoped address")
         except ValueError:
             raise ArchiveError(f"{fld} {value!r} is not an IPv4 or IPv6 address") from None
-    elif kind in ("u64", "u32"):
+    elif kind == "file" and stat.layer == "fs":
+        if not (value.startswith("/") or re.fullmatch(r"inode:\d+,\d+:\d+", value)):
+            raise ArchiveError(f"file {value!r} is not an absolute path or inode:MAJ,MIN:INO")
+    elif kind == "process":
+        if not re.fullmatch(r"[^:]{1,15}:[1-9]\d*", value):
+            raise ArchiveError(f"process {value!r} is not comm:pid")
+    elif kind in ("u64", "u32", "file"):
+        kind = "u64" if kind == "file" else kind
         bits = int(kind[1:])
         if not value.isascii() or not value.isdigit() or int(value) >= 2**bits:
             raise ArchiveError(f"{fld} {value!r} is not a decimal number below 2^{bits}")
@@ -131,3 +139,22 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
             have = ", ".join(host_devices()) or "none"
             raise ArchiveError(f"this host has no block device {value!r}; valid devices: {have} "
                                "(--allow-absent-device for one that will appear later)")
+    elif kind == "server":
+        _check_server(fld, value)
+
+
+def _check_server(fld: str, value: str):
+    """A wire server key: IPv4 ADDRESS:PORT, or an IPv6 address (no port: bpf/wire_rpc.h)."""
+    try:
+        addr = ipaddress.ip_address(value)
+        if addr.version == 6 and addr.ipv4_mapped is None and "%" not in value:
+            return
+    except ValueError:
+        host, sep, port = value.rpartition(":")
+        try:
+            if sep and port.isascii() and port.isdigit() and int(port) < 65536 and \
+                    ipaddress.ip_address(host).version == 4:
+                return
+        except ValueError:
+            pass
+    raise ArchiveError(f"{fld} {value!r} is neither IPv4 ADDRESS:PORT nor an IPv6 address")

@@ -9,7 +9,7 @@ import time
 
 import click
 
-from strata.datasets import names
+from strata.datasets import catalogue, names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.prometheus import PrometheusReader
@@ -58,12 +58,15 @@ def resolve(archive: Archive, text: str, key: str | None = None) -> tuple:
     return found, keys
 
 
-DRILL_BY = ("client", "op", "file", "device", "tier")
+def _drill_by() -> tuple:
+    """Breakdowns a drill-down looks for, clients first, then the catalogue's order."""
+    fields = [f for f in catalogue.load().dimensions if f != "hit/miss"]
+    return tuple(sorted(fields, key=lambda f: f != "client"))
 
 
 def drill_target(archive, info) -> str | None:
     """The dataset that breaks info's statistic (same filters) down by key: info itself when
-    it has a breakdown, else the first of client, op, file, device, tier the archive holds."""
+    it has a breakdown, else the first breakdown the archive holds (clients first)."""
     if info.breakdown:
         return info.name
     try:
@@ -71,7 +74,7 @@ def drill_target(archive, info) -> str | None:
     except ArchiveError:
         return None
     filters = tuple(sorted(info.filters.items()))
-    for by in DRILL_BY:
+    for by in _drill_by():
         name = str(names.DatasetName(info.statistic, filters, by))
         if name in have:
             return name

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "load_client.h"
@@ -39,6 +40,9 @@ static void *client_thread(void *arg)
 	if (c->sh->netns_block >= 0 &&
 	    netns_enter(c->sh->netns_block, c->idx, err, sizeof(err)) < 0)
 		client_fail(c, "%s", err);
+	if (o->netns_delay > 0) /* observers of new interfaces (strata's wire layer) attach meanwhile */
+		nanosleep(&(struct timespec){ (time_t)o->netns_delay,
+					      (long)((o->netns_delay - (double)(time_t)o->netns_delay) * 1e9) }, NULL);
 	if (!c->broken)
 		client_connect(c);
 	pthread_barrier_wait(&c->sh->barrier);          /* 1: connected */

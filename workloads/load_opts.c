@@ -21,7 +21,7 @@ static const char USAGE[] =
 	"                   [--io-size 8k] [--files N] [--file-size SIZE | --working-set SIZE]\n"
 	"                   [--clients N] [--threads T] [--duration SECS] [--rate OPS]\n"
 	"                   [--stable unstable|data_sync|file_sync] [--step-interval SECS]\n"
-	"                   [--read-pct P] [--netns] [--seed S] [--setup|--setup-only]\n"
+	"                   [--read-pct P] [--netns [--netns-delay SECS]] [--seed S] [--setup|--setup-only]\n"
 	"                   [--json FILE|-]\n"
 	"Sizes accept k/m/g suffixes (powers of 1024). See workloads/PROFILES.md.\n";
 
@@ -105,7 +105,7 @@ static int lookup_name(const char *flag, const char *s, const char *const *names
 enum {
 	O_SERVER = 256, O_NFSPORT, O_MOUNTPORT, O_EXPORT, O_PROFILE, O_IOSIZE, O_FILES,
 	O_FILESIZE, O_WORKINGSET, O_CLIENTS, O_THREADS, O_DURATION, O_RATE, O_STABLE,
-	O_STEP, O_READPCT, O_NETNS, O_SEED, O_SETUP, O_SETUPONLY, O_JSON, O_HELP,
+	O_STEP, O_READPCT, O_NETNS, O_NETNS_DELAY, O_SEED, O_SETUP, O_SETUPONLY, O_JSON, O_HELP,
 };
 
 static const struct option LONGOPTS[] = {
@@ -126,6 +126,7 @@ static const struct option LONGOPTS[] = {
 	{ "step-interval", required_argument, NULL, O_STEP },
 	{ "read-pct", required_argument, NULL, O_READPCT },
 	{ "netns", no_argument, NULL, O_NETNS },
+	{ "netns-delay", required_argument, NULL, O_NETNS_DELAY },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "setup", no_argument, NULL, O_SETUP },
 	{ "setup-only", no_argument, NULL, O_SETUPONLY },
@@ -172,6 +173,7 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 		case O_STEP: o->step_interval = parse_secs("--step-interval", optarg, 0.1); break;
 		case O_READPCT: o->read_pct = parse_int("--read-pct", optarg, 0, 100); break;
 		case O_NETNS: o->netns = true; break;
+		case O_NETNS_DELAY: o->netns_delay = parse_secs("--netns-delay", optarg, 0.001); break;
 		case O_SEED: o->seed = parse_int("--seed", optarg, 0, LONG_MAX); break;
 		case O_SETUP: o->setup = true; break;
 		case O_SETUPONLY: o->setup = o->setup_only = true; break;
@@ -192,6 +194,8 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 		die_usage("--profile is required (unless --setup-only)");
 	if ((o->nfsport == 0) != (o->mountport == 0))
 		die_usage("--nfsport and --mountport go together");
+	if (o->netns_delay > 0 && !o->netns)
+		die_usage("--netns-delay needs --netns");
 	if (o->netns && o->clients > MAX_NETNS_CLIENTS)
 		die_usage("--netns supports at most %d clients", MAX_NETNS_CLIENTS);
 	if (working_set) {

@@ -34,6 +34,7 @@ struct load_opts {
 	double step_interval;      /* stepup: seconds between thread increments */
 	int read_pct;              /* mixed: percentage of reads */
 	bool netns;                /* one network namespace + veth per client */
+	double netns_delay;        /* seconds between a client's veth appearing and its first RPC */
 	uint64_t seed;             /* RNG seed, also tags the data that run writes carry */
 	bool setup, setup_only;    /* create the working set first (and stop there) */
 	const char *json;          /* report path, "-" = stdout, NULL = none */

@@ -1,0 +1,667 @@
+/* wire.bpf.c — the wire layer: NFS (and MOUNT) seen from the network. TC clsact
+ * programs on the server's interfaces follow ONC RPC over TCP (RFC 5531 record
+ * marking) in both directions: calls arriving (ingress, to a server port) and
+ * replies leaving (egress, from a server port). A call's header is remembered per
+ * (connection, xid); its reply's header completes the operation, which feeds
+ * wire.ops, wire.latency (reply leaving - call arriving) and wire.size (call record
+ * + reply record bytes) through bpf/aggregate.h. Contracts: bpf/wire_rpc.h.
+ *
+ * Each direction of a connection is a byte stream with its own state (LRU map):
+ * the next sequence number expected, where the current record fragment ends, and
+ * the first header bytes of a record gathered across packets. Several records in
+ * one packet, one record over many packets and multi-fragment records all walk the
+ * same state machine (marker -> header -> body). A stream that cannot be followed
+ * (a sequence gap, a record marker or header that is not RPC, a stream joined
+ * mid-way) stops counting until a packet starts with a plausible call header (or,
+ * for replies, the reply of a call still pending); both events are counted in
+ * wire_counters, so a lost stretch is visible and never counted as wrong data.
+ * Reordering is tolerated without loss where it can be: bytes missing inside a
+ * record's body need not be seen at all; a segment that arrives ahead of its
+ * predecessor at a record boundary, starting with a plausible header, is walked at
+ * once and leaves a hole, which the late segment fills when it holds whole records
+ * (the common case: one call per send). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "llhist.h"
+#include "aggregate.h"
+#include "wire_rpc.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define TC_ACT_UNSPEC (-1) /* let the next filter decide: the wire view never drops */
+#define ETH_P_IP   0x0800
+#define ETH_P_IPV6 0x86DD
+#define PROTO_TCP  6
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_RST 0x04
+
+enum { DIR_CALL = 0, DIR_REPLY = 1 };
+enum { PH_MARKER = 0, PH_HEADER, PH_BODY, PH_UNSYNCED };
+
+struct wire_flow {
+	__u8 client[16]; /* IPv4 as ::ffff:a.b.c.d */
+	__u8 server[16];
+	__u16 cport;     /* host order */
+	__u16 sport;
+	__u32 dir;       /* stream key: DIR_*; pending key: the call's xid */
+};
+
+/* A reply whose record continues in further fragments: counted at its last marker. */
+struct wire_done {
+	__u64 latency_ns;
+	__u64 bytes;
+	__u32 op, version, status, valid;
+};
+
+struct wire_stream {
+	__u32 next_seq;   /* sequence number of the next byte not yet walked */
+	__u32 frag_left;  /* bytes of the current fragment still to walk */
+	__u32 xid;        /* xid of the record in progress (once its header was read) */
+	__u32 npending;   /* call streams: calls awaiting a reply */
+	__u32 rec_bytes;  /* bytes of the record in progress, markers included */
+	__u8 phase;       /* PH_* */
+	__u8 have;        /* bytes gathered in buf (marker or header) */
+	__u8 want;        /* header bytes wanted */
+	__u8 last_frag;   /* the current fragment ends its record */
+	__u8 rec_start;   /* the next marker starts a record (its header follows) */
+	__u8 in_call;     /* call streams: the record in progress is a followed call */
+	__u8 has_hole;    /* bytes hole_seq..hole_end not seen yet (a reordered segment) */
+	__u8 pad;
+	__u32 hole_seq, hole_end;
+	struct wire_done done;
+	__u8 buf[64];     /* gathering room: have < 32 and a read of at most 32 */
+};
+
+struct wire_call {
+	__u64 start_ns;   /* first packet of the call arriving */
+	__u64 bytes;      /* call record bytes (markers included) */
+	__u32 op, version;
+	__u32 has_status; /* the reply's result begins with a status word */
+	__u32 pad;
+};
+
+/* Server ports followed, one bit per port (set by userspace): a load, not a map lookup,
+ * for every packet the interface carries. */
+__u8 wire_port_bits[65536 / 8];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WIRE_IFACES_MAX);
+	__type(key, __u32);  /* ifindex */
+	__type(value, __u32); /* bytes before the IP header (14 on Ethernet and lo, 0 on tun) */
+} wire_l2len SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WIRE_STREAMS_MAX);
+	__type(key, struct wire_flow);
+	__type(value, struct wire_stream);
+} wire_streams SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WIRE_PENDING_MAX);
+	__type(key, struct wire_flow);
+	__type(value, struct wire_call);
+} wire_pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WIRE_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} wire_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wire_stream);
+} wire_new_stream SEC(".maps"); /* a zeroed stream state to start from */
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&wire_counters, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u32 be32(const __u8 *p)
+{
+	return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+}
+
+/* --- RPC headers (the bytes after a record marker) --- */
+
+/* A call header's fields; 1 if NFS v3/v4 or MOUNT v1-v3, 0 for another program or
+ * version, -1 if the bytes are not an RPC call at all. */
+static __always_inline int parse_call(const __u8 *h, struct wire_call *c)
+{
+	__u32 prog = be32(h + 12), vers = be32(h + 16), proc = be32(h + 20);
+
+	if (be32(h + 4) != 0 || be32(h + 8) != 2) /* msg_type CALL, rpcvers 2 */
+		return -1;
+	if (prog == WIRE_PROG_NFS && vers == 3 && proc <= 21) {
+		c->op = proc;
+		c->has_status = proc != 0;
+	} else if (prog == WIRE_PROG_NFS && vers == 4 && proc <= 1) {
+		c->op = proc ? WIRE_OP_V4 : 0;
+		c->has_status = proc != 0;
+	} else if (prog == WIRE_PROG_MOUNT && vers >= 1 && vers <= 3 && proc <= 5) {
+		c->op = WIRE_OP_MOUNT | proc;
+		c->has_status = proc == 1; /* only MNT's result starts with a status */
+	} else {
+		return 0;
+	}
+	c->version = (prog == WIRE_PROG_MOUNT ? WIRE_OP_MOUNT : 0) | vers;
+	return 1;
+}
+
+/* Status of a reply header of len bytes (bpf/wire_rpc.h); -1 if not an RPC reply. */
+static __always_inline int parse_reply(const __u8 *h, __u32 len, __u32 has_status, __u32 *status)
+{
+	__u32 astat;
+
+	if (len < 16 || be32(h + 4) != 1) /* msg_type REPLY */
+		return -1;
+	if (be32(h + 8) == 1) { /* MSG_DENIED: reject_stat follows */
+		*status = WIRE_STATUS_DENIED | (be32(h + 12) & 0xffff);
+		return 0;
+	}
+	if (be32(h + 8) != 0 || len < 24)
+		return -1;
+	if (be32(h + 16) != 0) { /* a verifier body (RPCSEC_GSS): the status lies beyond what was read */
+		*status = 0;
+		return 0;
+	}
+	astat = be32(h + 20);
+	if (astat) {
+		*status = WIRE_STATUS_RPC | (astat & 0xffff);
+		return 0;
+	}
+	*status = has_status && len >= 28 ? be32(h + 24) & 0xffff : 0;
+	return 0;
+}
+
+/* --- one operation, counted --- */
+
+static __always_inline void server_key(__u8 *key, const struct wire_flow *f)
+{
+	__builtin_memcpy(key, f->server, 16);
+	if (f->server[10] == 0xff && f->server[11] == 0xff && !f->server[0] && !f->server[1]) {
+		key[0] = f->sport >> 8;
+		key[1] = f->sport & 0xff;
+	}
+}
+
+static __always_inline void emit(const struct wire_flow *f, const struct wire_done *d)
+{
+	struct agg_event *ev = agg_event_get();
+
+	if (!ev)
+		return;
+	*(__u32 *)ev->dims[AGG_DIM_OP] = d->op;
+	*(__u32 *)ev->dims[AGG_DIM_VERSION] = d->version;
+	*(__u32 *)ev->dims[AGG_DIM_STATUS] = d->status;
+	__builtin_memcpy(ev->dims[AGG_DIM_CLIENT], f->client, 16);
+	server_key(ev->dims[AGG_DIM_SERVER], f);
+	ev->latency_ns = d->latency_ns;
+	ev->bytes = d->bytes;
+	ev->stats_mask = 1u << AGG_STAT_WIRE_OPS | 1u << AGG_STAT_WIRE_LATENCY | 1u << AGG_STAT_WIRE_SIZE;
+	count(WIRE_REPLIES);
+	agg_event_apply(ev);
+}
+
+/* --- the stream walk --- */
+
+struct walk {
+	struct __sk_buff *skb;
+	struct wire_stream *st;
+	struct wire_flow *flow;
+	__u32 pos, end;       /* skb offsets of the payload still to walk */
+	__u64 now;
+	int lost;             /* the stream lost sync in this packet */
+};
+
+static __always_inline void lose_sync(struct walk *w)
+{
+	w->st->phase = PH_UNSYNCED;
+	w->lost = 1;
+	count(WIRE_DESYNCS);
+}
+
+/* Gathers up to `want` bytes into st->buf; 1 once all are there. */
+static __always_inline int gather(struct walk *w, __u32 want)
+{
+	struct wire_stream *st = w->st;
+	__u32 have = st->have & 31, n = want - have, left = w->end - w->pos;
+
+	if (want > 32 || have >= want)
+		return have >= want;
+	if (n > left)
+		n = left;
+	n &= 31;
+	if (n == 0)
+		return 0;
+	if (bpf_skb_load_bytes(w->skb, w->pos, &st->buf[have], n)) {
+		w->pos = w->end;
+		return 0;
+	}
+	w->pos += n;
+	st->have = have + n;
+	return have + n >= want;
+}
+
+static __always_inline void call_header(struct walk *w)
+{
+	struct wire_stream *st = w->st;
+	struct wire_call c = {}, *old;
+	struct wire_flow key = *w->flow;
+	int rc = parse_call(st->buf, &c);
+
+	st->in_call = 0;
+	if (rc < 0) {
+		lose_sync(w);
+		return;
+	}
+	if (rc == 0) {
+		count(WIRE_FOREIGN);
+		return;
+	}
+	count(WIRE_CALLS);
+	st->xid = be32(st->buf);
+	key.dir = st->xid;
+	c.start_ns = w->now;
+	c.bytes = st->rec_bytes;
+	old = bpf_map_lookup_elem(&wire_pending, &key);
+	if (old) { /* the same xid again on this connection: a retransmission */
+		*old = c;
+		st->in_call = 1;
+		return;
+	}
+	if (st->npending >= WIRE_PENDING_PER_FLOW) {
+		count(WIRE_PENDING_FULL);
+		return;
+	}
+	if (bpf_map_update_elem(&wire_pending, &key, &c, BPF_NOEXIST) == 0) {
+		st->npending++;
+		st->in_call = 1;
+	}
+}
+
+static __always_inline void reply_header(struct walk *w)
+{
+	struct wire_stream *st = w->st;
+	struct wire_flow key = *w->flow;
+	struct wire_stream *calls;
+	struct wire_call *c;
+	__u32 status = 0;
+
+	st->done.valid = 0;
+	key.dir = be32(st->buf);
+	c = bpf_map_lookup_elem(&wire_pending, &key);
+	if (parse_reply(st->buf, st->want, c ? c->has_status : 0, &status) < 0) {
+		lose_sync(w);
+		return;
+	}
+	if (!c) {
+		count(WIRE_UNMATCHED);
+		return;
+	}
+	st->done.latency_ns = w->now > c->start_ns ? w->now - c->start_ns : 0;
+	st->done.bytes = c->bytes + st->rec_bytes;
+	st->done.op = c->op;
+	st->done.version = c->version;
+	st->done.status = status;
+	st->done.valid = 1;
+	bpf_map_delete_elem(&wire_pending, &key);
+	key.dir = DIR_CALL;
+	calls = bpf_map_lookup_elem(&wire_streams, &key);
+	if (calls && calls->npending)
+		calls->npending--;
+	if (st->last_frag) {
+		emit(w->flow, &st->done);
+		st->done.valid = 0;
+	}
+}
+
+/* A record marker was read: the fragment that follows. */
+static __always_inline void marker(struct walk *w)
+{
+	struct wire_stream *st = w->st;
+	__u32 m = be32(st->buf), len = m & 0x7fffffff;
+
+	st->have = 0;
+	if (len > WIRE_FRAGMENT_MAX || (st->rec_start && len < 16)) {
+		lose_sync(w);
+		return;
+	}
+	st->last_frag = m >> 31;
+	st->frag_left = len;
+	if (st->rec_start) {
+		st->rec_start = 0;
+		st->rec_bytes = len + 4;
+		st->want = len < WIRE_HEADER_BYTES ? len : WIRE_HEADER_BYTES;
+		st->phase = PH_HEADER;
+		return;
+	}
+	st->phase = PH_BODY;
+	if (w->flow->dir == DIR_CALL && st->in_call) {
+		struct wire_flow key = *w->flow;
+		struct wire_call *c;
+
+		key.dir = st->xid;
+		c = bpf_map_lookup_elem(&wire_pending, &key);
+		if (c)
+			c->bytes += (__u64)len + 4;
+	} else if (w->flow->dir == DIR_REPLY && st->done.valid) {
+		st->done.bytes += (__u64)len + 4;
+		if (st->last_frag) {
+			emit(w->flow, &st->done);
+			st->done.valid = 0;
+		}
+	}
+}
+
+/* One step of the state machine; 1 to stop. */
+static long walk_step(__u32 i, void *ctx)
+{
+	struct walk *w = ctx;
+	struct wire_stream *st = w->st;
+	__u32 n;
+	int done;
+
+	if (w->pos >= w->end || w->lost)
+		return 1;
+	switch (st->phase) {
+	case PH_MARKER:
+		if (gather(w, 4))
+			marker(w);
+		return 0;
+	case PH_HEADER:
+		n = w->pos;
+		done = gather(w, st->want);
+		st->frag_left -= w->pos - n;
+		if (done) {
+			st->have = 0;
+			st->phase = PH_BODY;
+			if (w->flow->dir == DIR_CALL)
+				call_header(w);
+			else
+				reply_header(w);
+		}
+		return 0;
+	case PH_BODY:
+		n = w->end - w->pos;
+		if (n > st->frag_left)
+			n = st->frag_left;
+		w->pos += n;
+		st->frag_left -= n;
+		if (st->frag_left == 0) {
+			st->phase = PH_MARKER;
+			st->have = 0;
+			if (st->last_frag)
+				st->rec_start = 1;
+		}
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* --- resync: a packet that starts with a plausible record --- */
+
+static __always_inline int plausible(struct walk *w)
+{
+	struct wire_stream *st = w->st;
+	__u8 *h = st->buf;
+	struct wire_call c = {};
+	__u32 len;
+
+	if (w->end - w->pos < 4 + 24 ||
+	    bpf_skb_load_bytes(w->skb, w->pos, h, 4 + 24))
+		return 0;
+	len = be32(h) & 0x7fffffff;
+	if (len < 24 || len > WIRE_FRAGMENT_MAX)
+		return 0;
+	if (w->flow->dir == DIR_CALL)
+		return len >= 40 && parse_call(h + 4, &c) == 1;
+	{
+		struct wire_flow key = *w->flow;
+
+		key.dir = be32(h + 4);
+		return be32(h + 8) == 1 && bpf_map_lookup_elem(&wire_pending, &key) != NULL;
+	}
+}
+
+/* --- packets --- */
+
+struct pkt {
+	struct wire_flow flow;
+	__u32 seq, payload, end;
+	__u8 flags;
+};
+
+/* Fills p from the IPv4/IPv6 + TCP headers; 0 if this is a server's TCP packet. */
+static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, struct pkt *p)
+{
+	__u32 ifindex = skb->ifindex, *l2 = bpf_map_lookup_elem(&wire_l2len, &ifindex);
+	__u32 off = l2 ? *l2 & 0xff : 14, iplen, tcpoff;
+	__u8 ip[40], tcp[20], *src, *dst;
+	__u16 sport, dport, cport, server;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, off, ip, 20) || (ip[0] >> 4) != 4 || ip[9] != PROTO_TCP ||
+		    (ip[6] & 0x3f) || ip[7]) /* fragments are not followed */
+			return -1;
+		iplen = (__u32)ip[2] << 8 | ip[3];
+		tcpoff = off + (ip[0] & 0xf) * 4;
+		__builtin_memset(p->flow.client, 0, 32);
+		p->flow.client[10] = p->flow.client[11] = 0xff;
+		p->flow.server[10] = p->flow.server[11] = 0xff;
+		src = ip + 12;
+		dst = ip + 16;
+		p->end = iplen ? off + iplen : skb->len; /* 0: a GSO packet larger than 64 KiB */
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, off, ip, 40) || ip[6] != PROTO_TCP) /* extension headers: not followed */
+			return -1;
+		iplen = (__u32)ip[4] << 8 | ip[5];
+		tcpoff = off + 40;
+		src = ip + 8;
+		dst = ip + 24;
+		p->end = iplen ? tcpoff + iplen : skb->len;
+	} else {
+		return -1;
+	}
+	if (p->end > skb->len)
+		p->end = skb->len;
+	if (bpf_skb_load_bytes(skb, tcpoff, tcp, 20))
+		return -1;
+	sport = (__u16)tcp[0] << 8 | tcp[1];
+	dport = (__u16)tcp[2] << 8 | tcp[3];
+	server = ingress ? dport : sport;
+	cport = ingress ? sport : dport;
+	if (!(wire_port_bits[server >> 3] & (1u << (server & 7))))
+		return -1;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		__builtin_memcpy(&p->flow.client[12], ingress ? src : dst, 4);
+		__builtin_memcpy(&p->flow.server[12], ingress ? dst : src, 4);
+	} else {
+		__builtin_memcpy(p->flow.client, ingress ? src : dst, 16);
+		__builtin_memcpy(p->flow.server, ingress ? dst : src, 16);
+	}
+	p->flow.cport = cport;
+	p->flow.sport = server;
+	p->flow.dir = ingress ? DIR_CALL : DIR_REPLY;
+	p->seq = be32(tcp + 4);
+	p->flags = tcp[13];
+	p->payload = tcpoff + (tcp[12] >> 4) * 4;
+	return 0;
+}
+
+/* The stream's state, created for a SYN (in sync) or a mid-stream packet with data
+ * (not yet in sync); NULL for anything else without state (the last ACK after a FIN). */
+static __always_inline struct wire_stream *stream_get(struct pkt *p)
+{
+	struct wire_stream *st = bpf_map_lookup_elem(&wire_streams, &p->flow), *fresh;
+	__u32 zero = 0;
+
+	if (st && !(p->flags & TCP_SYN))
+		return st;
+	if (!(p->flags & TCP_SYN) && (p->end <= p->payload || (p->flags & (TCP_RST | TCP_FIN))))
+		return NULL;
+	fresh = bpf_map_lookup_elem(&wire_new_stream, &zero);
+	if (!fresh)
+		return NULL;
+	if (p->flags & TCP_SYN) { /* a new connection (or a reused port): in sync from the start */
+		fresh->phase = PH_MARKER;
+		fresh->rec_start = 1;
+		fresh->next_seq = p->seq + 1;
+	} else {
+		fresh->phase = PH_UNSYNCED;
+		fresh->next_seq = p->seq;
+		count(WIRE_JOINED);
+	}
+	bpf_map_update_elem(&wire_streams, &p->flow, fresh, BPF_ANY);
+	__builtin_memset(fresh, 0, sizeof(*fresh));
+	return bpf_map_lookup_elem(&wire_streams, &p->flow);
+}
+
+/* A segment ahead of the stream: bytes missing inside a record's body are skipped
+ * (the body is never parsed); otherwise the segment is walked at once if the stream
+ * sits at a record boundary, the gap is small and the segment starts with a plausible
+ * record, leaving a hole for the late segment. */
+static __always_inline int hole_open(struct walk *w, __u32 seq)
+{
+	struct wire_stream *st = w->st;
+	__u32 gap = seq - st->next_seq;
+
+	if (st->phase == PH_BODY && gap <= st->frag_left) {
+		st->frag_left -= gap;
+		return 1;
+	}
+	if (st->has_hole || st->phase != PH_MARKER || !st->rec_start || st->have || gap > WIRE_HOLE_MAX ||
+	    !plausible(w))
+		return 0;
+	st->has_hole = 1;
+	st->hole_seq = st->next_seq;
+	st->hole_end = seq;
+	return 1;
+}
+
+/* The late segment at the start of the hole: walked with a fresh state up to the hole's
+ * end; it must end on a record boundary, else the rest of the hole is given up. */
+static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
+{
+	struct wire_stream *st = w->st, *tmp;
+	__u32 zero = 0, room = st->hole_end - seq, walked;
+	int whole;
+
+	tmp = bpf_map_lookup_elem(&wire_new_stream, &zero);
+	if (!tmp)
+		return;
+	if (len > room)
+		w->end = w->pos + room; /* a retransmission spanning the hole: the rest was walked */
+	w->st = tmp;
+	whole = plausible(w);
+	if (whole) {
+		tmp->phase = PH_MARKER;
+		tmp->rec_start = 1;
+		tmp->have = 0;
+		bpf_loop(WIRE_STEPS_MAX, walk_step, w, 0);
+		whole = !w->lost && w->pos >= w->end && tmp->phase == PH_MARKER && tmp->rec_start && !tmp->have;
+	}
+	__builtin_memset(tmp, 0, sizeof(*tmp));
+	w->st = st;
+	walked = len > room ? room : len;
+	if (whole && walked < room) {
+		st->hole_seq = seq + walked;
+		return;
+	}
+	st->has_hole = 0;
+	if (!whole)
+		count(WIRE_DESYNCS);
+}
+
+static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
+{
+	struct pkt p;
+	struct wire_stream *st;
+	struct walk w = { .skb = skb };
+	__u32 len, skip = 0;
+
+	if (parse_packet(skb, ingress, &p) < 0)
+		return TC_ACT_UNSPEC;
+	if (p.end <= p.payload && !(p.flags & (TCP_SYN | TCP_FIN | TCP_RST)))
+		return TC_ACT_UNSPEC; /* a pure ACK: nothing to walk */
+	st = stream_get(&p);
+	if (!st)
+		return TC_ACT_UNSPEC;
+	if (p.flags & TCP_RST) {
+		bpf_map_delete_elem(&wire_streams, &p.flow);
+		return TC_ACT_UNSPEC;
+	}
+	len = p.end > p.payload ? p.end - p.payload : 0;
+	if (len == 0)
+		goto done;
+	if (p.flags & TCP_SYN)
+		p.seq++; /* data on a SYN (TCP fast open) follows the SYN's sequence number */
+	w.st = st;
+	w.flow = &p.flow;
+	w.pos = p.payload;
+	w.end = p.end;
+	w.now = bpf_ktime_get_ns();
+	if (st->phase != PH_UNSYNCED) {
+		__s32 ahead = (__s32)(p.seq - st->next_seq);
+
+		if (ahead > 0 && !hole_open(&w, p.seq)) { /* bytes we never saw */
+			st->phase = PH_UNSYNCED;
+			st->has_hole = 0;
+			count(WIRE_DESYNCS);
+		} else if (ahead < 0) {
+			if (st->has_hole && p.seq == st->hole_seq) { /* a reordered segment, late */
+				hole_fill(&w, p.seq, len);
+				goto done;
+			}
+			if ((__u32)-ahead >= len) /* a retransmission: walk only what is new */
+				goto done;
+			skip = (__u32)-ahead;
+			w.pos += skip;
+		}
+	}
+	if (st->phase == PH_UNSYNCED) {
+		if (skip || !plausible(&w))
+			goto advance;
+		st->phase = PH_MARKER;
+		st->rec_start = 1;
+		st->have = 0;
+		st->in_call = 0;
+		st->done.valid = 0;
+		st->has_hole = 0;
+		count(WIRE_RESYNCS);
+	}
+	bpf_loop(WIRE_STEPS_MAX, walk_step, &w, 0);
+	if (w.pos < w.end && !w.lost) /* more records in one packet than the walk allows */
+		lose_sync(&w);
+advance:
+	st->next_seq = p.seq + len;
+done:
+	if (p.flags & TCP_FIN)
+		bpf_map_delete_elem(&wire_streams, &p.flow);
+	return TC_ACT_UNSPEC;
+}
+
+SEC("tc")
+int wire_ingress(struct __sk_buff *skb)
+{
+	return on_packet(skb, 1);
+}
+
+SEC("tc")
+int wire_egress(struct __sk_buff *skb)
+{
+	return on_packet(skb, 0);
+}

@@ -1,0 +1,288 @@
+/* wire.c — the wire layer (bpf/wire.bpf.c): loading it with the server ports, and
+ * keeping its TC programs on the chosen interfaces. Interfaces are chosen by
+ * --wire-iface patterns, or are every interface with an address; an rtnetlink
+ * socket reports links and addresses as they appear, so interfaces created later
+ * (a container's veth, a client namespace) are attached within one poll. TC filters
+ * made through netlink are not owned by a file descriptor: detach removes ours by
+ * handle and priority, and leaves the clsact qdisc (other filters may use it). */
+#include <errno.h>
+#include <fnmatch.h>
+#include <ifaddrs.h>
+#include <net/if_arp.h>
+#include <linux/rtnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "layers.h"
+#include "wire.h"
+#include "wire.skel.h"
+
+static const char *const counter_names[WIRE_COUNTERS] = {
+	[WIRE_CALLS] = "calls",         [WIRE_REPLIES] = "replies",     [WIRE_JOINED] = "joined",
+	[WIRE_DESYNCS] = "desyncs",     [WIRE_RESYNCS] = "resyncs",     [WIRE_UNMATCHED] = "unmatched",
+	[WIRE_FOREIGN] = "foreign",     [WIRE_PENDING_FULL] = "pending_full",
+};
+
+const char *wire_counter_name(int i)
+{
+	return i >= 0 && i < WIRE_COUNTERS ? counter_names[i] : "?";
+}
+
+int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys, char *why, size_t n)
+{
+	struct wire_bpf *s = wire_bpf__open();
+	struct wire_state *w;
+	int err;
+
+	if (!s)
+		return -errno;
+	if (!(w = calloc(1, sizeof(*w)))) {
+		wire_bpf__destroy(s);
+		return -ENOMEM;
+	}
+	s->rodata->agg_max_keys = max_keys;
+	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
+	if ((err = wire_bpf__load(s))) {
+		snprintf(why, n, "the kernel refused the wire TC programs (%s)", strerror(-err));
+		wire_bpf__destroy(s);
+		free(w);
+		return err;
+	}
+	w->cfg = *cfg;
+	w->nl_fd = -1;
+	w->prog_fd[0] = bpf_program__fd(s->progs.wire_ingress);
+	w->prog_fd[1] = bpf_program__fd(s->progs.wire_egress);
+	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
+	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
+	for (int i = 0; i < cfg->nports; i++)
+		s->bss->wire_port_bits[cfg->ports[i] >> 3] |= (__u8)(1u << (cfg->ports[i] & 7));
+	L->skel = s;
+	L->destroy = (void (*)(void *))wire_bpf__destroy;
+	L->wire = w;
+	L->slots = s->bss->agg_slots;
+	L->nslots = &s->bss->agg_nslots;
+	L->counts_fd = bpf_map__fd(s->maps.agg_counts);
+	L->keyset_fd = bpf_map__fd(s->maps.agg_keyset);
+	L->nkeys_fd = bpf_map__fd(s->maps.agg_nkeys);
+	L->stats_fd = bpf_map__fd(s->maps.agg_stats);
+	return 0;
+}
+
+void wire_unload(struct layer *L)
+{
+	if (!L->wire)
+		return;
+	wire_detach(L);
+	free(L->wire);
+	L->wire = NULL;
+}
+
+/* Bytes before the IP header on this interface: 14 for Ethernet-like (and lo), 0 for
+ * IP-only devices (tun, wireguard); -1 for link types not followed. */
+static int l2_length(const char *name)
+{
+	char path[64 + IF_NAMESIZE];
+	unsigned type;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/type", name);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	ok = fscanf(f, "%u", &type) == 1;
+	fclose(f);
+	if (!ok)
+		return -1;
+	if (type == ARPHRD_ETHER || type == ARPHRD_LOOPBACK)
+		return 14;
+	if (type == ARPHRD_NONE || type == 519 /* ARPHRD_RAWIP */)
+		return 0;
+	return -1;
+}
+
+static bool chosen(const struct wire_state *w, const char *name, const struct ifaddrs *addrs)
+{
+	if (w->cfg.nifaces) {
+		for (int i = 0; i < w->cfg.nifaces; i++)
+			if (fnmatch(w->cfg.ifaces[i], name, 0) == 0)
+				return true;
+		return false;
+	}
+	for (const struct ifaddrs *a = addrs; a; a = a->ifa_next)
+		if (a->ifa_addr && (a->ifa_addr->sa_family == AF_INET || a->ifa_addr->sa_family == AF_INET6) &&
+		    strcmp(a->ifa_name, name) == 0)
+			return true;
+	return false;
+}
+
+static void detach_one(struct wire_state *w, struct wire_attachment *a)
+{
+	for (int d = 0; d < 2; d++) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex,
+			    .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .handle = a->handle[d], .priority = a->priority[d]);
+
+		if (a->handle[d])
+			bpf_tc_detach(&hook, &opts);
+	}
+	(void)w;
+}
+
+static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+/* The clsact qdisc, created unless it exists; libbpf's warning about an existing one is muted. */
+static int hook_create(struct bpf_tc_hook *hook)
+{
+	libbpf_print_fn_t old = libbpf_set_print(silent);
+	int err = bpf_tc_hook_create(hook);
+
+	libbpf_set_print(old);
+	return err == -EEXIST ? 0 : err;
+}
+
+static int attach_one(struct wire_state *w, int ifindex, const char *name)
+{
+	struct wire_attachment *a = &w->att[w->natt];
+	__u32 key = (__u32)ifindex, l2;
+	int len = l2_length(name), err;
+
+	if (len < 0 || w->natt >= WIRE_ATTACH_MAX)
+		return 0; /* not an interface the program can parse, or too many: skipped */
+	l2 = (__u32)len;
+	bpf_map_update_elem(w->l2len_fd, &key, &l2, BPF_ANY);
+	memset(a, 0, sizeof(*a));
+	a->ifindex = ifindex;
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	for (int d = 0; d < 2; d++) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[d]);
+
+		if ((err = hook_create(&hook)))
+			goto fail;
+		if ((err = bpf_tc_attach(&hook, &opts)))
+			goto fail;
+		a->handle[d] = opts.handle;
+		a->priority[d] = opts.priority;
+	}
+	w->natt++;
+	return 0;
+fail:
+	detach_one(w, a);
+	snprintf(w->error, sizeof(w->error), "cannot attach the wire TC programs to %s: %s", name, strerror(-err));
+	return -1;
+}
+
+/* Attaches to chosen interfaces not yet attached; forgets interfaces that are gone. */
+static int sync_interfaces(struct wire_state *w)
+{
+	struct if_nameindex *names = if_nameindex(), *ni;
+	struct ifaddrs *addrs = NULL;
+	int rc = 0, keep = 0;
+
+	if (!names)
+		return -1;
+	if (!w->cfg.nifaces && getifaddrs(&addrs) < 0)
+		addrs = NULL;
+	for (int i = 0; i < w->natt; i++) {
+		bool present = false;
+
+		for (ni = names; ni->if_index; ni++)
+			if ((int)ni->if_index == w->att[i].ifindex && strcmp(ni->if_name, w->att[i].name) == 0)
+				present = true;
+		if (present)
+			w->att[keep++] = w->att[i];
+	}
+	w->natt = keep;
+	for (ni = names; ni->if_index; ni++) {
+		bool have = false;
+
+		for (int i = 0; i < w->natt; i++)
+			have |= w->att[i].ifindex == (int)ni->if_index;
+		if (!have && chosen(w, ni->if_name, addrs) && attach_one(w, (int)ni->if_index, ni->if_name) < 0)
+			rc = -1;
+	}
+	freeifaddrs(addrs);
+	if_freenameindex(names);
+	return rc;
+}
+
+static int events_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
+				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR };
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int wire_attach(struct layer *L, char *err, size_t n)
+{
+	struct wire_state *w = L->wire;
+
+	w->error[0] = 0;
+	if (w->nl_fd < 0)
+		w->nl_fd = events_open(); /* before the scan: nothing created in between is missed */
+	if (sync_interfaces(w) < 0 && w->natt == 0) {
+		snprintf(err, n, "%s", w->error[0] ? w->error : "cannot list the network interfaces");
+		wire_detach(L);
+		return -1;
+	}
+	return 0;
+}
+
+void wire_detach(struct layer *L)
+{
+	struct wire_state *w = L->wire;
+
+	for (int i = 0; i < w->natt; i++)
+		detach_one(w, &w->att[i]);
+	w->natt = 0;
+	if (w->nl_fd >= 0)
+		close(w->nl_fd);
+	w->nl_fd = -1;
+}
+
+int wire_event_fd(const struct layer *L)
+{
+	return L->wire ? L->wire->nl_fd : -1;
+}
+
+void wire_refresh(struct layer *L, bool rescan)
+{
+	struct wire_state *w = L->wire;
+	char buf[8192];
+	bool any = rescan;
+
+	if (!w || w->nl_fd < 0)
+		return;
+	while (recv(w->nl_fd, buf, sizeof(buf), 0) > 0)
+		any = true;
+	if (any || errno == ENOBUFS) /* ENOBUFS: events overflowed, rescan anyway */
+		sync_interfaces(w);
+}
+
+void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+
+	memset(out, 0, WIRE_COUNTERS * sizeof(out[0]));
+	if (!L->wire || ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+		return;
+	for (__u32 i = 0; i < WIRE_COUNTERS; i++)
+		if (bpf_map_lookup_elem(L->wire->counters_fd, &i, vals) == 0)
+			for (int c = 0; c < ncpu; c++)
+				out[i] += vals[c];
+	free(vals);
+}

@@ -1,0 +1,61 @@
+/* wire.h — the wire layer's collector side: loads bpf/wire.bpf.c, keeps its TC clsact
+ * programs attached (ingress and egress) on the chosen interfaces as interfaces come
+ * and go (rtnetlink), and reads the program's stream counters. */
+#ifndef STRATA_COLLECT_WIRE_H
+#define STRATA_COLLECT_WIRE_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "wire_rpc.h"
+
+#define WIRE_PATTERNS_MAX 32
+#define WIRE_ATTACH_MAX   WIRE_IFACES_MAX
+
+struct layer;
+
+/* --wire-iface patterns (fnmatch; none = every interface with an address) and --wire-port. */
+struct wire_config {
+	const char *ifaces[WIRE_PATTERNS_MAX];
+	int nifaces;
+	uint16_t ports[WIRE_PORTS_MAX];
+	int nports;
+};
+
+struct wire_attachment {
+	int ifindex;
+	char name[IF_NAMESIZE];
+	uint32_t handle[2], priority[2]; /* ingress, egress filters */
+};
+
+struct wire_state {
+	struct wire_config cfg;
+	int prog_fd[2];                   /* ingress, egress */
+	int l2len_fd, counters_fd;
+	int nl_fd;                        /* rtnetlink link/address events while attached, else -1 */
+	struct wire_attachment att[WIRE_ATTACH_MAX];
+	int natt;
+	char error[256];                  /* the last attach problem, for the status record */
+};
+
+/* Loads the program into L (a LAYER_WIRE layer). 0, or a negative errno with a reason in why. */
+int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys, char *why, size_t n);
+void wire_unload(struct layer *L);
+
+/* Attaches to every chosen interface and follows new ones. 0, or -1 with a message. */
+int wire_attach(struct layer *L, char *err, size_t n);
+/* Detaches from every interface. */
+void wire_detach(struct layer *L);
+/* The rtnetlink socket to poll while attached, else -1. */
+int wire_event_fd(const struct layer *L);
+/* Drains rtnetlink events and, after any (or with rescan), attaches to interfaces
+ * that appeared and forgets those gone. */
+void wire_refresh(struct layer *L, bool rescan);
+
+/* Cumulative stream counters (enum wire_counter), summed over CPUs. */
+void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS]);
+/* Names of the counters, as the status record prints them. */
+const char *wire_counter_name(int i);
+
+#endif

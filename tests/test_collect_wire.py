@@ -1,0 +1,288 @@
+"""The wire layer (bpf/wire.bpf.c on TC clsact) against the real engine: strata-load clients
+in their own network namespaces, real TCP through veth pairs, and the engine's own USDT view
+(nfs.*) as the peer. Kernel nfsd is not in this VM's kernel, so it cannot be a peer here: the
+wire view needs nothing from the server, and on a host with nfsd it applies unchanged
+(collectors/STATISTICS.md, "Wire layer")."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import built
+
+from collect_util import heatmap_totals
+from strata.datasets import llhist
+from wire_util import PINNED, WireEngine, p50, totals, wire_collector, wire_status
+
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="BPF, TC and network namespaces need root"),
+              pytest.mark.skipif(not shutil.which("ip"), reason="--netns needs iproute2's ip")]
+
+NFS_OPS = ["null", "getattr", "setattr", "lookup", "access", "readlink", "read", "write", "create", "mkdir",
+           "symlink", "mknod", "remove", "rmdir", "rename", "link", "readdir", "readdirplus", "fsstat", "fsinfo",
+           "pathconf", "commit", "mnt", "umnt"]
+
+
+@pytest.fixture
+def engine(tmp_path):
+    e = WireEngine(tmp_path)
+    yield e
+    e.stop()
+
+
+def per_client_op(collector, prefix):
+    """{(client, op): count} from the datasets PREFIX-OP (breakdown client, filter op=OP)."""
+    out = {}
+    for op in NFS_OPS:
+        for client, n in totals(collector, f"{prefix}-{op}").items():
+            out[(client, op)] = n
+    return out
+
+
+def test_wire_matches_engine_per_client_and_op(engine):
+    """10 clients in network namespaces, mixed load: over the whole run (quiet before and
+    after), wire.ops per client and op equals the engine's own nfs.ops exactly, and the
+    wire's median latency per op is at or above the engine's (it adds the network stack)."""
+    c = wire_collector([engine.nfs_port, engine.mount_port], ["stl*"], "--engine", engine.binary)
+    try:
+        for op in NFS_OPS:
+            c.add(f"w-{op}", "wire.ops", "client", f"op={op}")
+            c.add(f"n-{op}", "nfs.ops", "client", f"op={op}")
+        c.add("wlat", "wire.latency", "op")
+        c.add("nlat", "nfs.latency", "op")
+        c.flush_now()
+        report = json.loads(subprocess.run(
+            engine.load_args("--profile", "mixed", "--setup", "--netns", "--netns-delay", 0.5, "--clients", 10, "--threads", 2,
+                             "--files", 8, "--file-size", "256k", "--io-size", "16k", "--duration", 2),
+            check=True, capture_output=True, text=True, timeout=120).stdout)
+        time.sleep(0.1)  # the engine's probe batches flush within 5 ms of a reply
+        c.flush_now()
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    wire, nfs = per_client_op(c, "w"), per_client_op(c, "n")
+    clients = {cl["addr"] for cl in report["clients"]}
+    assert len(clients) == 10 and {client for client, _ in nfs} == clients
+    assert sum(nfs.values()) > 1000, nfs
+    st = wire_status(c)
+    assert wire == nfs, (json.dumps(st), {k: (wire.get(k), nfs.get(k)) for k in set(wire) | set(nfs)
+                                          if wire.get(k) != nfs.get(k)})
+    assert st["unmatched"] == 0 and st["joined"] == 0, st
+    # The same operations, timed twice. The engine stamps its end after send() returns, a few
+    # microseconds after the reply's first packet passed TC egress, so per op the wire can be
+    # shorter by that much: its median may sit one llhist bucket lower, never more; for the
+    # busiest op (thousands of samples) it is at or above the engine's.
+    wlat, nlat = heatmap_totals(c.data("wlat")), heatmap_totals(c.data("nlat"))
+    assert set(wlat) == set(nlat)
+    for op in nlat:
+        assert llhist.bucket(p50(wlat[op])) >= llhist.bucket(p50(nlat[op])) - 1, (op, wlat[op], nlat[op])
+    busiest = max(nlat, key=lambda op: sum(nlat[op].values()))
+    assert p50(wlat[busiest]) >= p50(nlat[busiest]), busiest
+
+
+def client_sent(report):
+    """{client: RPCs} and {op: RPCs} strata-load sent: setup (MOUNT included) and run."""
+    per_client, per_op = {}, {}
+    for cl in report["clients"]:
+        ops = dict(cl["ops"])
+        for op, n in cl["setup"]["ops"].items():
+            ops[op] = ops.get(op, 0) + n
+        for op, n in cl["setup"]["mount_ops"].items():
+            ops[op] = ops.get(op, 0) + n
+        per_client[cl["addr"]] = sum(ops.values())
+        for op, n in ops.items():
+            per_op[op] = per_op.get(op, 0) + n
+    return per_client, {op: n for op, n in per_op.items() if n}
+
+
+@pytest.fixture
+def ganesha():
+    from load_util import Ganesha
+    why = Ganesha.missing()
+    if why:
+        pytest.skip(why)
+    g = Ganesha()
+    g.start()
+    subprocess.run(["taskset", "-a", "-p", "-c", "0", str(g.proc.pid)], check=True, capture_output=True)
+    yield g
+    g.close()
+
+
+def test_wire_counts_what_clients_sent_to_ganesha(ganesha, tmp_path):
+    """A server no one here wrote: nfs-ganesha (FSAL_VFS, NFSv3/TCP) and 4 strata-load
+    clients in network namespaces. wire.ops[client] and wire.ops[op] equal what strata-load
+    reports it sent, exactly; every call's status word is read."""
+    c = wire_collector([ganesha.nfsport, ganesha.mountport], ["stl*", "lo"])
+    try:
+        c.add("clients", "wire.ops", "client")
+        c.add("ops", "wire.ops", "op")
+        c.add("lat", "wire.latency", "op")
+        c.add("status", "wire.ops", "status")
+        c.flush_now()
+        report = json.loads(subprocess.run(
+            [*PINNED, str(built("bin/strata-load")), *ganesha.args(), "--files", "4", "--file-size", "1m",
+             "--profile", "mixed", "--setup", "--netns", "--netns-delay", "0.5", "--clients", "4", "--threads", "2",
+             "--duration", "2", "--json", "-"], check=True, capture_output=True, text=True, timeout=120).stdout)
+        assert report["errors"] == 0
+        c.flush_now()
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    per_client, per_op = client_sent(report)
+    assert totals(c, "clients") == per_client
+    assert totals(c, "ops") == per_op
+    # every file created was first looked up and not found (NFS3ERR_NOENT): the status word is read
+    assert totals(c, "status") == {"ok": sum(per_op.values()) - per_op["create"], "noent": per_op["create"]}
+    lat = heatmap_totals(c.data("lat"))
+    assert {op: sum(b.values()) for op, b in lat.items()} == per_op
+    st = wire_status(c)
+    assert st["desyncs"] == 0 and st["unmatched"] == 0, st
+
+
+def test_mebibyte_io_and_many_outstanding_calls_per_connection(engine):
+    """1 MiB WRITEs and READs (one record over many skbs) from strata-load on loopback, and
+    one raw connection with 400 calls written at once (many records per skb, many pending
+    on one connection): wire.ops per op equals the engine's nfs.ops, and the 1 MiB ops'
+    wire.size lies at or above 1 MiB."""
+    from engine_util import MOUNT_PROG, NFS_PROG, RpcClient, call_header
+    c = wire_collector([engine.nfs_port, engine.mount_port], ["lo"], "--engine", engine.binary)
+    try:
+        c.add("w", "wire.ops", "op")
+        c.add("n", "nfs.ops", "op")
+        c.add("size", "wire.size", "op")
+        c.flush_now()
+        subprocess.run(engine.load_args("--profile", "mixed", "--setup", "--clients", 2, "--threads", 2,
+                                        "--files", 2, "--file-size", "4m", "--io-size", "1m", "--duration", 2),
+                       check=True, capture_output=True, timeout=120)
+        rpc = RpcClient(engine.nfs_port)
+        root = rpc.mount("/export")
+        burst = b""
+        for i in range(400):
+            body = call_header(50000 + i, NFS_PROG, 3, 1 if i % 2 else 0) + (
+                struct.pack(">I", len(root)) + root + b"\0" * (-len(root) % 4) if i % 2 else b"")
+            burst += struct.pack(">I", 0x80000000 | len(body)) + body
+        rpc.s.sendall(burst)
+        for _ in range(400):
+            rpc.recv_record()
+        rpc.close()
+        time.sleep(0.1)
+        c.flush_now()
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    wire, nfs = totals(c, "w"), totals(c, "n")
+    assert wire == nfs
+    assert wire["read"] > 0 and wire["write"] > 0 and wire["null"] >= 200 and wire["getattr"] >= 200
+    from strata.datasets import llhist
+    sizes = heatmap_totals(c.data("size"))
+    big = [b for op in ("read", "write") for b, n in sizes[op].items() if llhist.upper(b) > 1 << 20]
+    assert big, sizes["write"]
+    assert wire_status(c)["desyncs"] == 0
+
+
+def test_reset_mid_record_and_hostile_clients_leave_other_flows_exact(engine):
+    """Raw TCP clients on loopback send garbage, truncated headers, huge record markers, an
+    xid flood, and reset a connection in the middle of a WRITE record; meanwhile 3 strata-load
+    clients in network namespaces run a mixed load. Their wire.ops per client equals the
+    engine's nfs.ops exactly, the collector keeps running, and the lost streams are counted."""
+    import socket
+    import threading
+    from engine_util import NFS_PROG, call_header
+    c = wire_collector([engine.nfs_port, engine.mount_port], ["lo", "stl*"], "--engine", engine.binary)
+
+    def hostile():
+        port = engine.nfs_port
+        payloads = [os.urandom(3000), b"\x80\x00\x00", struct.pack(">I", 0xffffffff) + os.urandom(64),
+                    struct.pack(">I", 0x80000000 | 200) + call_header(1, NFS_PROG, 3, 1)[:10],
+                    b"".join(struct.pack(">I", 0x80000000 | 40) + call_header(x, NFS_PROG, 3, 0)[:40]
+                             for x in range(2000))]
+        for i in range(40):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=2)
+                s.sendall(payloads[i % len(payloads)])
+                s.settimeout(0.2)
+                try:
+                    s.recv(65536)
+                except OSError:
+                    pass
+                s.close()
+            except OSError:
+                pass
+        # a WRITE record of 64 KiB of which 10 KiB arrive, then a reset
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        s.sendall(struct.pack(">I", 0x80000000 | 65536) + call_header(7, NFS_PROG, 3, 7) + b"\0" * 10000)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+
+    try:
+        c.add("w", "wire.ops", "client")
+        c.add("n", "nfs.ops", "client")
+        c.flush_now()
+        t = threading.Thread(target=hostile)
+        t.start()
+        report = json.loads(subprocess.run(
+            engine.load_args("--profile", "mixed", "--setup", "--netns", "--netns-delay", 0.5, "--clients", 3,
+                             "--threads", 2, "--files", 4, "--file-size", "256k", "--duration", 2),
+            check=True, capture_output=True, text=True, timeout=120).stdout)
+        t.join()
+        time.sleep(0.1)
+        c.flush_now()
+        c.flush_now()
+        assert c.proc.poll() is None
+    finally:
+        assert c.stop() == 0
+    wire, nfs = totals(c, "w"), totals(c, "n")
+    clients = {cl["addr"] for cl in report["clients"]}
+    assert len(clients) == 3
+    assert {k: wire.get(k) for k in clients} == {k: nfs[k] for k in clients}, json.dumps(wire_status(c))
+    assert wire_status(c)["desyncs"] > 0
+
+
+def test_wire_attached_under_load_resyncs_and_never_overcounts(engine):
+    """strata-load is already running when the wire layer attaches: its streams are joined
+    mid-way, resync on the next call header, and from then on count; no op is counted that
+    the engine did not see (wire <= nfs per op: nfs.ops was collecting all along)."""
+    c = wire_collector([engine.nfs_port, engine.mount_port], ["lo"], "--engine", engine.binary)
+    load = None
+    try:
+        c.add("n", "nfs.ops", "op")
+        # load (verify) the wire program now and detach it: below, attaching happens under load
+        c.add("warm", "wire.ops", "op")
+        c.remove("warm")
+        load = subprocess.Popen(engine.load_args("--profile", "mixed", "--setup", "--clients", 2, "--threads", 2,
+                                                 "--files", 4, "--file-size", "1m", "--io-size", "64k",
+                                                 "--duration", 4),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        c.add("w", "wire.ops", "op")
+        assert load.poll() is None, "the load ended before the wire layer attached: machine too slow"
+        out, err = load.communicate(timeout=120)
+        assert load.returncode == 0, err
+        time.sleep(0.1)
+        c.flush_now()
+        c.flush_now()
+    finally:
+        if load and load.poll() is None:
+            load.kill()
+        assert c.stop() == 0
+    wire, nfs = totals(c, "w"), totals(c, "n")
+    st = wire_status(c)
+    assert all(n <= nfs.get(op, 0) for op, n in wire.items()), (wire, nfs)
+    assert sum(wire.values()) > 0, (wire, nfs, json.dumps(st))
+    assert st["joined"] > 0 and st["resyncs"] > 0, st
+
+
+def test_wire_keys_parse_as_filters_and_bad_values_are_one_error():
+    c = wire_collector([2049], ["lo"])
+    try:
+        c.add("a", "wire.ops", "op", "server=127.0.0.1:2049", "status=noent", "version=nfs3", "client=10.0.0.3")
+        c.add("b", "wire.latency", "client", "server=fd00::1", "op=compound")
+        for bad in ("server=127.0.0.1", "server=10.0.0.1:70000", "status=fine", "version=smb2", "op=frobnicate"):
+            reply = c.send(f"add x wire.ops - {bad}")
+            assert reply["type"] == "error" and bad.split("=")[1] in reply["message"], reply
+        assert c.send("add y wire.ops tier")["type"] == "error"  # not a wire breakdown
+    finally:
+        assert c.stop() == 0

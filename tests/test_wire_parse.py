@@ -1,0 +1,372 @@
+"""bpf/wire.bpf.c's parser in the kernel, through BPF_PROG_TEST_RUN (build/tests/wire_test_run):
+crafted TCP segments carrying ONC RPC records — several per packet, one over many packets,
+split headers, multi-fragment records, retransmissions, gaps, streams joined mid-way, garbage
+— with the expected operations, statuses and stream counters checked; then 100,000 mutated
+packets run without a failure."""
+import json
+import os
+import random
+import socket
+import struct
+import subprocess
+
+import pytest
+
+from conftest import built
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="BPF_PROG_TEST_RUN needs root (or CAP_BPF)")
+
+PORT, NFS, MOUNT, NLM = 2049, 100003, 100005, 100021
+GETATTR, LOOKUP, READ, WRITE = 1, 3, 6, 7
+COUNTERS = ["calls", "replies", "joined", "desyncs", "resyncs", "unmatched", "foreign", "pending_full"]
+SYN, ACK, RST, FIN = 0x02, 0x10, 0x04, 0x01
+
+
+class Harness:
+    def __init__(self):
+        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), str(PORT)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def run(self, packets):
+        for direction, frame in packets:
+            self.proc.stdin.write(f"{direction} {frame.hex()}\n")
+
+    def stats(self):
+        self.proc.stdin.write("stats\n")
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "wire_test_run died"
+            if line.startswith("{"):
+                break
+            lines.append(line)
+        assert not lines, lines  # a "fail" line: a run failed or did not return TC_ACT_UNSPEC
+        s = json.loads(line)
+        s["counters"] = dict(zip(COUNTERS, s["counters"]))
+        s["ops"] = {int(k): v for k, v in s["ops"].items()}
+        s["status"] = {int(k): v for k, v in s["status"].items()}
+        return s
+
+    def close(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+
+@pytest.fixture
+def kernel():
+    h = Harness()
+    yield h
+    h.close()
+
+
+def tcp_frame(src, dst, sport, dport, seq, payload=b"", flags=ACK, v6=False):
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xffffffff, 0, 5 << 4, flags, 65535, 0, 0)
+    if v6:
+        ip = struct.pack("!IHBB16s16s", 6 << 28, len(tcp) + len(payload), 6, 64, src, dst)
+        return b"\0" * 12 + b"\x86\xdd" + ip + tcp + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\0" * 12 + b"\x08\x00" + ip + tcp + payload
+
+
+def record(body, last=True):
+    return struct.pack("!I", (0x80000000 if last else 0) | len(body)) + body
+
+
+def call(xid, proc, prog=NFS, vers=3, args=b"", msg_type=0):
+    return struct.pack("!IIIIIIIIII", xid, msg_type, 2, prog, vers, proc, 0, 0, 0, 0) + args
+
+
+def reply(xid, status=0, accept=0, denied=None, body=b""):
+    if denied is not None:
+        return struct.pack("!IIII", xid, 1, 1, denied) + struct.pack("!II", 0, 0)
+    head = struct.pack("!IIIIII", xid, 1, 0, 0, 0, accept)
+    return head + (struct.pack("!I", status) + body if accept == 0 else b"")
+
+
+class Conn:
+    """Both directions of one TCP connection, client 10.0.0.2:cport -> server 10.0.0.1:2049."""
+
+    def __init__(self, cport=40000, v6=False):
+        self.cport, self.v6 = cport, v6
+        if v6:
+            self.client, self.server = socket.inet_pton(socket.AF_INET6, "fd00::2"), socket.inet_pton(
+                socket.AF_INET6, "fd00::1")
+        else:
+            self.client, self.server = socket.inet_aton("10.0.0.2"), socket.inet_aton("10.0.0.1")
+        self.cseq, self.sseq = 1000, 900000
+
+    def syn(self):
+        out = [("i", tcp_frame(self.client, self.server, self.cport, PORT, self.cseq, flags=SYN, v6=self.v6)),
+               ("e", tcp_frame(self.server, self.client, PORT, self.cport, self.sseq, flags=SYN | ACK, v6=self.v6))]
+        self.cseq += 1
+        self.sseq += 1
+        return out
+
+    def send(self, data, flags=ACK, advance=True):
+        f = ("i", tcp_frame(self.client, self.server, self.cport, PORT, self.cseq, data, flags, self.v6))
+        if advance:
+            self.cseq += len(data)
+        return [f]
+
+    def answer(self, data, flags=ACK):
+        f = ("e", tcp_frame(self.server, self.client, PORT, self.cport, self.sseq, data, flags, self.v6))
+        self.sseq += len(data)
+        return [f]
+
+
+def pieces(data, sizes):
+    """data cut after each of sizes bytes (the rest last)."""
+    out, at = [], 0
+    for n in sizes:
+        out.append(data[at:at + n])
+        at += n
+    return out + [data[at:]]
+
+
+def test_one_call_and_reply(kernel):
+    c = Conn()
+    kernel.run(c.syn() + c.send(record(call(1, GETATTR, args=b"\0" * 36))) + c.answer(record(reply(1, body=b"\0" * 84))))
+    s = kernel.stats()
+    assert s["ops"] == {GETATTR: 1} and s["status"] == {0: 1}
+    size = (4 + 40 + 36) + (4 + 28 + 84)  # call record + reply record, markers included
+    from strata.datasets import llhist
+    assert s["size"] == {str(llhist.bucket(size)): 1}
+    assert s["counters"]["calls"] == 1 and s["counters"]["replies"] == 1
+    assert sum(s["counters"][k] for k in ("joined", "desyncs", "resyncs", "unmatched")) == 0
+
+
+def test_several_records_per_packet_both_ways(kernel):
+    c = Conn()
+    procs = [GETATTR, LOOKUP, READ, READ, WRITE] * 8  # a test-run frame holds at most ~3.5 KiB
+    calls = b"".join(record(call(100 + i, p, args=b"\1" * 20)) for i, p in enumerate(procs))
+    replies = b"".join(record(reply(100 + i, body=b"\0" * 8)) for i in range(len(procs)))
+    kernel.run(c.syn() + c.send(calls) + c.answer(replies))
+    s = kernel.stats()
+    assert s["ops"] == {GETATTR: 8, LOOKUP: 8, READ: 16, WRITE: 8}
+    assert s["counters"]["desyncs"] == 0
+
+
+def test_one_record_over_many_packets_and_split_headers(kernel):
+    """A 1 MiB WRITE in 1448-byte segments, its marker and header cut mid-way; a reply split
+    inside its header; then the next call still parses."""
+    c = Conn()
+    big = record(call(7, WRITE, args=os.urandom(1 << 20)))
+    packets = c.syn() + c.send(big[:2]) + c.send(big[2:11])
+    for at in range(11, len(big), 1448):
+        packets += c.send(big[at:at + 1448])
+    for chunk in pieces(record(reply(7, body=b"\0" * 100)), [13]):
+        packets += c.answer(chunk)
+    packets += c.send(record(call(8, LOOKUP))) + c.answer(record(reply(8, status=2)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {WRITE: 1, LOOKUP: 1}
+    assert s["status"] == {0: 1, 2: 1}  # ok, noent
+    assert s["counters"]["desyncs"] == 0
+
+
+def test_multi_fragment_records(kernel):
+    c = Conn()
+    body = call(9, WRITE, args=b"\2" * 2500)
+    frags = record(body[:1000], last=False) + record(body[1000:2000], last=False) + record(body[2000:])
+    rbody = reply(9, body=b"\0" * 500)
+    rfrags = record(rbody[:30], last=False) + record(rbody[30:])
+    kernel.run(c.syn() + c.send(frags) + c.answer(rfrags) + c.send(record(call(10, GETATTR)))
+               + c.answer(record(reply(10))))
+    s = kernel.stats()
+    assert s["ops"] == {WRITE: 1, GETATTR: 1}
+    from strata.datasets import llhist
+    assert str(llhist.bucket(len(frags) + len(rfrags))) in s["size"]
+
+
+def test_retransmission_counts_once(kernel):
+    c = Conn()
+    first = record(call(11, READ))
+    packets = c.syn() + c.send(first)
+    packets += [packets[-1]]  # the same segment again
+    packets += c.answer(record(reply(11))) + c.send(record(call(12, READ))) + c.answer(record(reply(12)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {READ: 2} and s["counters"]["desyncs"] == 0
+
+
+def test_gap_desyncs_then_resyncs_on_a_call(kernel):
+    """A segment never seen: at a record boundary, the next call is followed at once (the
+    missing call's reply is unmatched); in the middle of a record, the stream loses sync and
+    finds it again on the next call header."""
+    c = Conn()
+    packets = c.syn() + c.send(record(call(20, READ))) + c.answer(record(reply(20)))
+    lost = record(call(21, READ, args=b"\0" * 100))
+    c.cseq += len(lost)  # the host never saw this segment
+    packets += c.answer(record(reply(21)))  # its reply: no pending call
+    packets += c.send(record(call(22, LOOKUP))) + c.answer(record(reply(22)))
+    two = record(call(23, WRITE, args=b"\0" * 1000)) + record(call(24, READ))
+    packets += c.send(two[:200])
+    c.cseq += 900  # lost: the WRITE's end and the READ's marker and header
+    packets += c.send(two[1100:])
+    packets += c.answer(record(reply(23)) + record(reply(24)))
+    packets += c.send(record(call(25, GETATTR))) + c.answer(record(reply(25)))
+    kernel.run(packets)
+    s = kernel.stats()
+    # the WRITE's header was seen before the loss and its reply matched: it happened, it counts;
+    # the READ's header was lost: its reply is unmatched
+    assert s["ops"] == {READ: 1, LOOKUP: 1, WRITE: 1, GETATTR: 1}
+    assert s["counters"]["desyncs"] == 1 and s["counters"]["resyncs"] == 1
+    assert s["counters"]["unmatched"] == 2
+
+
+def test_reordered_segments_are_bridged(kernel):
+    """Segment B arrives before A (two CPUs' backlogs, a multi-queue NIC): B is walked at
+    once, A fills the hole when it comes; nothing is lost or counted twice."""
+    c = Conn()
+    packets = c.syn()
+    a = c.send(record(call(80, READ)) + record(call(81, LOOKUP)))
+    b = c.send(record(call(82, GETATTR)))
+    packets += b + a + a  # B, then A, then A again (a retransmission)
+    packets += c.answer(record(reply(80)) + record(reply(81)) + record(reply(82)))
+    packets += c.send(record(call(83, READ))) + c.answer(record(reply(83)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {READ: 2, LOOKUP: 1, GETATTR: 1}
+    assert s["counters"]["desyncs"] == 0 and s["counters"]["unmatched"] == 0
+
+
+def test_body_bytes_out_of_order_are_not_needed(kernel):
+    """Segments of one WRITE's body arriving out of order lose nothing: the body is not parsed."""
+    c = Conn()
+    whole = record(call(95, WRITE, args=b"\0" * 3000))
+    syn = c.syn()
+    p1, p2, p3 = c.send(whole[:1000]), c.send(whole[1000:2000]), c.send(whole[2000:])
+    packets = syn + p1 + p3 + p2 + c.send(record(call(96, READ)))
+    packets += c.answer(record(reply(95)) + record(reply(96)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {WRITE: 1, READ: 1} and s["counters"]["desyncs"] == 0
+
+
+def test_late_segment_ending_mid_record_gives_the_hole_up(kernel):
+    c = Conn()
+    packets = c.syn()
+    whole = record(call(90, WRITE, args=b"\0" * 600))
+    a1 = c.send(whole[:300])
+    a2 = c.send(whole[300:])
+    b = c.send(record(call(91, GETATTR)))
+    packets += b + a1 + a2
+    packets += c.answer(record(reply(91)) + record(reply(90)))
+    kernel.run(packets)
+    s = kernel.stats()
+    # the WRITE's header was in the late segment, so it is followed; the hole's rest is given up
+    assert s["ops"] == {GETATTR: 1, WRITE: 1}
+    assert s["counters"]["desyncs"] == 1 and s["counters"]["unmatched"] == 0
+
+
+def test_stream_joined_midway_waits_for_a_call_header(kernel):
+    """No SYN seen (collector started under load): a segment starting inside a record is not
+    counted; the next one that starts with a call is."""
+    c = Conn()
+    big = record(call(30, WRITE, args=b"\0" * 2500))
+    c.cseq += 100
+    packets = c.send(big[100:])  # the tail of a record
+    packets += c.answer(record(reply(30)))  # no call seen for it
+    packets += c.send(record(call(31, GETATTR))) + c.answer(record(reply(31)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {GETATTR: 1}
+    assert s["counters"]["joined"] == 2 and s["counters"]["resyncs"] == 2 and s["counters"]["unmatched"] == 0
+
+
+def test_statuses_mount_and_foreign_programs(kernel):
+    c = Conn()
+    packets = c.syn()
+    packets += c.send(record(call(40, READ))) + c.answer(record(reply(40, accept=1)))  # PROG_UNAVAIL
+    packets += c.send(record(call(41, READ))) + c.answer(record(reply(41, denied=1)))  # AUTH_ERROR
+    packets += c.send(record(call(42, 1, prog=MOUNT, vers=3))) + c.answer(record(reply(42, status=13)))
+    packets += c.send(record(call(43, 2, prog=NLM, vers=4))) + c.answer(record(reply(43)))
+    packets += c.send(record(call(44, 0, prog=NFS, vers=4))) + c.answer(record(reply(44)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {READ: 2, 0x10001: 1, 0: 1}
+    assert s["status"] == {0x10001: 1, 0x20001: 1, 13: 1, 0: 1}
+    assert s["counters"]["foreign"] == 1 and s["counters"]["unmatched"] == 1 and s["counters"]["desyncs"] == 0
+
+
+def test_garbage_and_huge_markers_desync_without_counting(kernel):
+    c = Conn(40001)
+    packets = c.syn() + c.send(record(call(50, READ, msg_type=7))) + c.answer(record(reply(50)))
+    d = Conn(40002)
+    packets += d.syn() + d.send(struct.pack("!I", 0xffffffff) + b"\0" * 40)
+    e = Conn(40003)
+    packets += e.syn() + e.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    f = Conn(40004)  # a healthy neighbour
+    packets += f.syn() + f.send(record(call(51, GETATTR))) + f.answer(record(reply(51)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {GETATTR: 1}
+    assert s["counters"]["desyncs"] == 3
+
+
+def test_reset_mid_record_then_new_connection(kernel):
+    c = Conn(40010)
+    half = record(call(60, WRITE, args=b"\0" * 4000))[:1500]
+    packets = c.syn() + c.send(half) + c.send(b"", flags=RST | ACK)
+    d = Conn(40010)  # the same ports again: a new connection
+    d.cseq, d.sseq = 77777, 55555
+    packets += d.syn() + d.send(record(call(61, READ))) + d.answer(record(reply(61)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {READ: 1} and s["counters"]["desyncs"] == 0
+
+
+def test_ipv6(kernel):
+    c = Conn(v6=True)
+    kernel.run(c.syn() + c.send(record(call(70, LOOKUP))) + c.answer(record(reply(70))))
+    assert kernel.stats()["ops"] == {LOOKUP: 1}
+
+
+def scenario_packets():
+    """Every crafted packet of a mixed scenario, to mutate."""
+    c, out = Conn(41000), []
+    out += c.syn()
+    for i in range(20):
+        out += c.send(record(call(1000 + i, [GETATTR, READ, WRITE, LOOKUP][i % 4], args=b"\3" * (i * 37))))
+        out += c.answer(record(reply(1000 + i, body=b"\0" * (i * 11))))
+    out += c.send(record(call(2000, WRITE, args=b"\0" * 2000), last=False) + record(b"\0" * 10))
+    out += Conn(41001, v6=True).syn()
+    return out
+
+
+def mutate(rng, frame):
+    b = bytearray(frame)
+    kind = rng.randrange(5)
+    if kind == 0:  # flip bytes anywhere after the Ethernet header
+        for _ in range(rng.randrange(1, 8)):
+            b[rng.randrange(14, len(b))] = rng.randrange(256)
+    elif kind == 1:  # truncate (test runs need a whole IP header: the kernel refuses less)
+        del b[rng.randrange(54, max(55, len(b))):]
+    elif kind == 2:  # random payload after the TCP header
+        at = min(len(b), 54)
+        b[at:] = rng.randbytes(rng.randrange(0, 200))
+    elif kind == 3:  # a record marker anywhere
+        at = rng.randrange(14, max(15, len(b) - 4))
+        b[at:at + 4] = struct.pack("!I", rng.choice([0, 0x80000000, 0xffffffff, 0x7fffffff, rng.getrandbits(32)]))
+    else:  # sequence number shifted
+        if len(b) >= 54:
+            b[38:42] = struct.pack("!I", rng.getrandbits(32))
+    return bytes(b)
+
+
+def test_100000_mutated_packets(kernel):
+    rng = random.Random(1405)
+    base = scenario_packets()
+    n = 0
+    while n < 100_000:
+        batch = []
+        for _ in range(5000):
+            direction, frame = rng.choice(base)
+            batch.append((rng.choice("ie") if rng.random() < 0.1 else direction, mutate(rng, frame)))
+        kernel.run(batch)
+        n += len(batch)
+        s = kernel.stats()  # raises on any failed run
+    assert s["runs"] == n
+    assert s["counters"]["replies"] <= s["counters"]["calls"]
+    assert sum(s["ops"].values()) == s["counters"]["replies"]

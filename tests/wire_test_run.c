@@ -1,0 +1,142 @@
+/* wire_test_run.c — runs bpf/wire.bpf.c's TC programs on packets given on stdin
+ * (BPF_PROG_TEST_RUN), for tests/test_wire_parse.py. Needs root (or CAP_BPF).
+ *
+ * usage: wire_test_run PORT...   (the server ports the program follows)
+ * stdin, one command a line:
+ *   i HEX | e HEX   run the ingress / egress program on the Ethernet frame HEX; a run
+ *                   that fails, or returns anything but TC_ACT_UNSPEC, prints "fail ..."
+ *   stats           one JSON line: {"runs":N,"ops":{OPKEY:N},"status":{KEY:N},
+ *                   "size":{BUCKET:N},"counters":[...]} (keys are the u32 key bytes)
+ * Dataset slots: 0 = wire.ops by op, 1 = wire.ops by status, 2 = wire.size. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "aggregate.h"
+#include "wire_rpc.h"
+#include "wire.skel.h"
+
+#define FRAME_MAX 65536
+
+static int unhex(const char *s, unsigned char *out, size_t max)
+{
+	size_t n = 0;
+
+	for (; s[0] && s[0] != '\n' && s[1]; s += 2) {
+		unsigned v;
+
+		if (n == max || sscanf(s, "%2x", &v) != 1)
+			return -1;
+		out[n++] = (unsigned char)v;
+	}
+	return (int)n;
+}
+
+static void print_stats(struct wire_bpf *s, unsigned long runs)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->maps.agg_counts);
+	struct agg_chunk *vals = calloc((size_t)ncpu, sizeof(*vals));
+	struct agg_key key, next;
+	const char *sep[3] = { "", "", "" };
+	uint64_t counters[WIRE_COUNTERS] = { 0 }, *cv = calloc((size_t)ncpu, sizeof(*cv));
+	int started = 0;
+	char *parts[3];
+	size_t lens[3];
+	FILE *out[3];
+
+	for (int i = 0; i < 3; i++)
+		out[i] = open_memstream(&parts[i], &lens[i]);
+	while (bpf_map_get_next_key(fd, started ? &key : NULL, &next) == 0) {
+		key = next;
+		started = 1;
+		if (key.slot > 2 || bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		for (int b = 0; b < AGG_CHUNK; b++) {
+			uint64_t sum = 0;
+			uint32_t k;
+
+			for (int c = 0; c < ncpu; c++)
+				sum += vals[c].counts[b];
+			if (!sum)
+				continue;
+			memcpy(&k, key.key, sizeof(k));
+			if (key.slot == 2)
+				k = key.bucket + (uint32_t)b;
+			fprintf(out[key.slot], "%s\"%u\":%" PRIu64, sep[key.slot], k, sum);
+			sep[key.slot] = ",";
+		}
+	}
+	for (__u32 i = 0; i < WIRE_COUNTERS; i++)
+		if (bpf_map_lookup_elem(bpf_map__fd(s->maps.wire_counters), &i, cv) == 0)
+			for (int c = 0; c < ncpu; c++)
+				counters[i] += cv[c];
+	for (int i = 0; i < 3; i++)
+		fclose(out[i]);
+	printf("{\"runs\":%lu,\"ops\":{%s},\"status\":{%s},\"size\":{%s},\"counters\":[", runs, parts[0], parts[1],
+	       parts[2]);
+	for (int i = 0; i < WIRE_COUNTERS; i++)
+		printf("%s%" PRIu64, i ? "," : "", counters[i]);
+	printf("]}\n");
+	fflush(stdout);
+	for (int i = 0; i < 3; i++)
+		free(parts[i]);
+	free(vals);
+	free(cv);
+}
+
+int main(int argc, char **argv)
+{
+	static char line[2 * FRAME_MAX + 16];
+	static unsigned char frame[FRAME_MAX];
+	static const __u32 stats[3] = { AGG_STAT_WIRE_OPS, AGG_STAT_WIRE_OPS, AGG_STAT_WIRE_SIZE };
+	static const __u32 dims[3] = { AGG_DIM_OP, AGG_DIM_STATUS, AGG_DIM_NONE };
+	struct wire_bpf *s = wire_bpf__open();
+	unsigned long runs = 0;
+	int err;
+
+	if (!s || (err = wire_bpf__load(s))) {
+		fprintf(stderr, "wire_test_run: cannot load bpf/wire.bpf.c: %s\n", strerror(errno));
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		__u16 port = (__u16)atoi(argv[i]);
+
+		s->bss->wire_port_bits[port >> 3] |= (__u8)(1u << (port & 7));
+	}
+	for (int i = 0; i < 3; i++) {
+		s->bss->agg_slots[i].breakdown = dims[i];
+		s->bss->agg_slots[i].gen = 1;
+		s->bss->agg_slots[i].stat = stats[i];
+	}
+	s->bss->agg_nslots = 3;
+	while (fgets(line, sizeof(line), stdin)) {
+		int n, prog;
+		LIBBPF_OPTS(bpf_test_run_opts, run);
+
+		if (strncmp(line, "stats", 5) == 0) {
+			print_stats(s, runs);
+			continue;
+		}
+		if ((line[0] != 'i' && line[0] != 'e') || line[1] != ' ' ||
+		    (n = unhex(line + 2, frame, sizeof(frame))) < 14) {
+			printf("fail bad command\n");
+			fflush(stdout);
+			continue;
+		}
+		prog = bpf_program__fd(line[0] == 'i' ? s->progs.wire_ingress : s->progs.wire_egress);
+		run.data_in = frame;
+		run.data_size_in = (__u32)n;
+		run.repeat = 1;
+		err = bpf_prog_test_run_opts(prog, &run);
+		runs++;
+		if (err || (int)run.retval != -1) {
+			printf("fail run %lu: err %d retval %d\n", runs, err, (int)run.retval);
+			fflush(stdout);
+		}
+	}
+	wire_bpf__destroy(s);
+	return 0;
+}
