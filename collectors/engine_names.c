@@ -7,8 +7,10 @@
  * is printed only while the R the engine reports at the start of the record (one
  * "removed" request per record, made only when a file key is printed) equals the R it
  * was found under; otherwise it is asked again, and its generation compared: a cached
- * entry of another generation (an id reused by a new pool) is never printed. An object
- * the engine cannot name has no name here (keys.c prints object:ID). */
+ * entry of another generation (an id reused by a new pool) is never printed. At most
+ * ASKS_PER_RECORD names are asked per record (the engine searches its namespace under
+ * its namespace lock); keys beyond them, and objects the engine cannot name, have no
+ * name here for that record (keys.c prints object:ID). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 
 #define CACHE_SLOTS 4096 /* a power of two */
 #define PATH_MAX_TEXT 4200
+#define ASKS_PER_RECORD 64 /* name requests per record: each holds the engine's ns_lock a while */
 
 struct name {
 	uint64_t id, gen, removed;
@@ -29,6 +32,7 @@ static struct name cache[CACHE_SLOTS];
 static pid_t engine_pid = -1;
 static uint64_t removed_now;
 static bool removed_known, removed_asked;
+static int asks_left;
 
 static struct name *slot_of(uint64_t id)
 {
@@ -50,12 +54,13 @@ void engine_names_use(pid_t pid)
 	engine_pid = pid;
 	key_set_object_namer(pid > 0 ? engine_object_name : NULL);
 	key_set_object_finder(pid > 0 ? engine_object_find : NULL);
-	removed_asked = false;
+	engine_names_tick();
 }
 
 void engine_names_tick(void)
 {
 	removed_asked = false;
+	asks_left = ASKS_PER_RECORD;
 }
 
 static bool member_u64(const char *json, size_t len, const char *key, uint64_t *v)
@@ -124,7 +129,7 @@ bool engine_object_name(uint64_t id, char *out, size_t n)
 	if (engine_pid <= 0 || !removed_count(&r))
 		return false;
 	if (!s->text || s->id != id || s->removed != r)
-		s = ask(id);
+		s = asks_left-- > 0 ? ask(id) : NULL;
 	if (!s || s->removed != r) /* a removal between the two answers: not sure of this name */
 		return false;
 	snprintf(out, n, "%s", s->text);
