@@ -8,7 +8,13 @@ machine falls on both sides of every pair. Each round's measured seconds are
 exported as a self-contained archive (kept with -o DIR), and the statistics
 (strata.datasets.compare_rounds) are computed from those archives alone.
 Exit codes as `strata check`: 0 same or better, 1 regression, 2 error.
+
+A side may instead be a server that is not the engine (--a-server CMD,
+cli/check_servers.py). Then both sides are measured through the wire layer
+(TC on lo, each collector following only its own side's ports), and the
+profile's nfs.* datasets are read as their wire.* equivalents.
 """
+import json
 import math
 import os
 import shutil
@@ -20,7 +26,7 @@ from pathlib import Path
 
 import click
 
-from strata.cli import check_engines, check_profile
+from strata.cli import check_engines, check_profile, check_servers
 from strata.cli.check_run import EXPORT, FAILURES, private_engine
 from strata.cli.lab.collect import Collection, create_datasets
 from strata.cli.lab.load import Load, arguments
@@ -63,9 +69,11 @@ def parse_delays(specs) -> dict:
 class Side:
     name: str            # A or B
     label: str           # what the user gave: a path or a revision
-    binary: str
+    binary: str | None   # None: a foreign server
     work: Path
     delays: dict
+    server: check_servers.Server | None = None
+    export: str = EXPORT
     archive: str = ""
     host: str = ""
     ports: tuple = ()
@@ -79,6 +87,11 @@ class Side:
 @click.option("--b", "b_path", help="Engine B: a strata-engine binary or a build folder.")
 @click.option("--a-rev", help="Engine A from this git revision, built in a temporary folder.")
 @click.option("--b-rev", help="Engine B from this git revision, built in a temporary folder.")
+@click.option("--a-server", help="Side A is this server command instead of an engine; it must listen on "
+              "127.0.0.1:{nfsport} (placeholders {nfsport} {mountport} {dir} {export}, @TEMPLATE files).")
+@click.option("--b-server", help="Side B is this server command (as --a-server).")
+@click.option("--server-export", metavar="PATH", help="The path clients mount on a --a/--b-server "
+              "(default {dir}/export, made world-writable).")
 @click.option("--repo", default=".", show_default=True, help="The git checkout --a-rev/--b-rev come from.")
 @click.option("--b-inject-delay", "b_delays", multiple=True, metavar="TIER:DUR",
               help="Plant a regression in B: `strata-engine ctl inject-delay TIER DUR` (e.g. nfs:20us).")
@@ -91,7 +104,7 @@ class Side:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
-def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round_seconds, threshold, confidence,
+def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_export, repo, b_delays, rounds, round_seconds, threshold, confidence,
        correction, output, as_json, junit, markdown):
     """Run engines A and B in alternating rounds under PROFILE's load and judge B against A.
 
@@ -100,6 +113,12 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
     pairs gives its p-value and interval, adjusted over all datasets, keys and
     metrics. B is worse where the adjusted p-value is below 1 - confidence and
     the effect exceeds the threshold. Needs root (BPF probes).
+
+    A side given as --a-server/--b-server CMD is a server other than the engine:
+    strata fills {nfsport}, {mountport}, {dir} and {export} in CMD (and in any
+    @FILE word, a config template copied into {dir}), runs it with sh, waits for
+    it to listen on 127.0.0.1:{nfsport}, and measures both sides from the wire
+    (wire.* datasets; the profile's nfs.ops/latency/size are read as wire.*).
 
     Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
     """
@@ -117,9 +136,21 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
         _fail(f"--rounds must be even (pairs of A and B rounds), not {settings['rounds']}")
     if prof.server is not None:
         _fail("check ab starts both engines itself: give a profile with [engine], not [server]")
+    servers = {"A": a_server, "B": b_server}
     for side, path, rev in (("A", a_path, a_rev), ("B", b_path, b_rev)):
-        if bool(path) == bool(rev):
-            _fail(f"give engine {side} as --{side.lower()} PATH or --{side.lower()}-rev REV (one of them)")
+        if sum(map(bool, (path, rev, servers[side]))) != 1:
+            s = side.lower()
+            _fail(f"give side {side} as --{s} PATH, --{s}-rev REV or --{s}-server CMD (one of them)")
+    if delays and b_server:
+        _fail("--b-inject-delay needs B to be an engine, not --b-server")
+    if a_server or b_server:
+        try:
+            for side, cmd in servers.items():
+                if cmd:
+                    check_servers.check_template(cmd, side)
+            prof.datasets = check_servers.wire_datasets(prof.datasets)
+        except check_servers.ServerError as e:
+            _fail(str(e))
     if os.geteuid() != 0:
         _fail("needs root (BPF probes); run it with sudo")
 
@@ -134,6 +165,10 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
         for name, path, rev, d in (("A", a_path, a_rev, {}), ("B", b_path, b_rev, delays)):
             work = scratch / name
             work.mkdir()
+            if servers[name]:
+                sides[name] = Side(name, servers[name], None, work, d,
+                                   check_servers.Server(name, servers[name], work, server_export))
+                continue
             try:
                 if rev:
                     _say(f"building engine {name} from {rev}")
@@ -151,7 +186,7 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
         except KeyboardInterrupt:
             _say("interrupted; everything it started has been stopped and removed")
             sys.exit(130)
-        except FAILURES as e:
+        except (*FAILURES, check_servers.ServerError) as e:
             _fail(str(e))
         try:
             results, series = judge_rounds(prof, archives, order, pct, settings["confidence"],
@@ -173,15 +208,21 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, repo, b_delays, rounds, round
 
 
 def measure(prof, sides: dict, order: str, settings: dict, undo) -> list:
-    """Starts both engines and collectors, writes and warms the working sets, runs
-    the rounds; returns (side, start, end) of each round's measured seconds."""
+    """Starts both sides and their collectors, writes and warms the working sets, runs
+    the rounds; returns (side, start, end, strata-load's report) of each round."""
     options = {k: v for k, v in prof.load.items() if k != "setup"}
+    wire = any(s.server for s in sides.values())
     for s in sides.values():
-        host, nfsport, mountport, _, pid = private_engine(prof, s.work, undo, s.binary, s.delays)
-        s.host, s.ports = host, (nfsport, mountport)
+        if s.server:
+            undo.callback(s.server.stop)
+            s.server.start()
+            s.host, s.ports, s.export, pid = check_servers.HOST, s.server.ports(), s.server.export, None
+        else:
+            s.host, nfsport, mountport, _, pid = private_engine(prof, s.work, undo, s.binary, s.delays)
+            s.ports = (nfsport, mountport)
         s.archive = str(s.work / "collect.db")
         create_datasets(s.archive, prof.datasets)
-        s.coll = Collection(s.work, s.archive, pid).start()
+        s.coll = Collection(s.work, s.archive, pid, _wire_options(s, options) if wire else ()).start()
         undo.callback(s.coll.stop)
     for s in sides.values():
         s.coll.wait_for_data(prof.datasets[0])
@@ -198,22 +239,28 @@ def measure(prof, sides: dict, order: str, settings: dict, undo) -> list:
          f"{options['profile']}")
     windows = []
     for r, name in enumerate(order):
-        began = _run_load(sides[name], options, warm + seconds + 1, f"round{r + 1}", sides)
+        began, sent = _run_load(sides[name], options, warm + seconds + 1, f"round{r + 1}", sides)
         start = math.ceil(began) + warm
-        windows.append((name, start, start + seconds))
+        windows.append((name, start, start + seconds, sent))
     time.sleep(max(0.0, windows[-1][2] + 1.5 - time.time()))   # the collectors write second end-1
     for s in sides.values():
         s.coll.stop()
     return windows
 
 
+def _wire_options(side: Side, options: dict) -> list:
+    """The wire layer on lo (and the client namespaces' veths), following this side's ports only."""
+    ifaces = ["lo"] + (["stl*"] if options.get("netns") else [])
+    return [a for p in side.ports if p for a in ("--wire-port", p)] + [a for i in ifaces for a in ("--wire-iface", i)]
+
+
 def _args(side: Side, options: dict) -> list:
     nfsport, mountport = side.ports
-    return arguments(side.host, nfsport, mountport, EXPORT, options)
+    return arguments(side.host, nfsport, mountport, side.export, options)
 
 
-def _run_load(side: Side, options: dict, duration: int, tag: str, sides: dict) -> float:
-    """Runs the load against one side for `duration` seconds; returns when it began."""
+def _run_load(side: Side, options: dict, duration: int, tag: str, sides: dict) -> tuple:
+    """Runs the load against one side for `duration` seconds; returns when it began and its report."""
     began = time.time()
     load = Load(side.work, tag).start(_args(side, {**options, "duration": duration}))
     try:
@@ -221,17 +268,22 @@ def _run_load(side: Side, options: dict, duration: int, tag: str, sides: dict) -
             time.sleep(0.25)
             for s in sides.values():
                 s.coll.check()
-        load.wait(timeout=60)
+                if s.server:
+                    s.server.check()
+        report = load.wait(timeout=60)
     finally:
         load.stop()
-    return began
+    return began, report
 
 
 def export_rounds(prof, sides: dict, windows: list, outdir: Path) -> list:
+    """round-NN-S.archive per round, with strata-load's report of that round (the whole
+    load, warm-up second included) beside it as round-NN-S.load.json."""
     out = []
-    for r, (name, start, end) in enumerate(windows):
+    for r, (name, start, end, sent) in enumerate(windows):
         dest = outdir / f"round-{r + 1:02d}-{name}.archive"
         export_window(sides[name].archive, prof.datasets, start, end, str(dest))
+        dest.with_suffix(".load.json").write_text(json.dumps(sent, indent=1))
         out.append(dest)
     return out
 

@@ -31,10 +31,12 @@ def create_datasets(archive_path: str, names: list):
 
 
 class Collection:
-    def __init__(self, workdir: Path, archive_path: str, engine_pid: int | None):
-        """engine_pid None: the collector's default (the newest strata-engine process)."""
+    def __init__(self, workdir: Path, archive_path: str, engine_pid: int | None, extra: list = ()):
+        """engine_pid None: the collector's default (the newest strata-engine process);
+        extra: more `strata collect` options (e.g. --wire-port)."""
         self.archive_path = str(archive_path)
         self.engine_pid = engine_pid
+        self.extra = [str(a) for a in extra]
         self.log_path = Path(workdir) / "collect.log"
         self.proc = None
 
@@ -42,6 +44,7 @@ class Collection:
         cmd = [*STRATA, "collect", "--archive", self.archive_path]
         if self.engine_pid:
             cmd += ["--engine-pid", str(self.engine_pid)]
+        cmd += self.extra
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          start_new_session=True)

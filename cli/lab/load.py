@@ -15,10 +15,12 @@ class LoadError(RuntimeError):
 
 def arguments(server: str, nfsport: int, mountport: int, export: str, options: dict) -> list:
     """strata-load's command line: options maps flag names (without --, '_' or '-') to
-    values; True is a bare flag, False/None leave it out."""
+    values; True is a bare flag, False/None leave it out. A port left None: the portmapper's."""
     args = [find_binary("strata-load"), "--server", server, "--export", export]
     if nfsport:
-        args += ["--nfsport", str(nfsport), "--mountport", str(mountport)]
+        args += ["--nfsport", str(nfsport)]
+    if mountport:
+        args += ["--mountport", str(mountport)]
     for name, value in options.items():
         flag = "--" + name.replace("_", "-")
         if value is True:

@@ -1,0 +1,138 @@
+"""`strata check ab --a-server/--b-server`: a server no one here wrote (nfs-ganesha,
+FSAL_VFS, NFSv3/TCP), the same config on both sides, started by strata from a
+command template and a config template, loaded by strata-load and measured
+through the wire layer (real TC BPF on lo). The run ends with a verdict, and every
+round archive holds wire data from its own side: its read count is at most what
+that round's strata-load reports it sent, and most of it. Bad server commands give
+one line and exit 2."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from strata.datasets.archive import Archive
+
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="BPF and TC need root"),
+              pytest.mark.skipif(not (shutil.which("ganesha.nfsd") and shutil.which("rpcbind")),
+                                 reason="nfs-ganesha (nfs-ganesha, nfs-ganesha-vfs) and rpcbind are not installed")]
+
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+GANESHA_CONF = """
+NFS_CORE_PARAM {
+    NFS_Port = {nfsport};
+    MNT_Port = {mountport};
+    Bind_Addr = 127.0.0.1;
+    Protocols = 3;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+}
+NFSV4 { Graceless = true; }
+EXPORT {
+    Export_Id = 1;
+    Path = {export};
+    Pseudo = /strata;
+    Protocols = 3;
+    Transports = TCP;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL { Name = VFS; }
+}
+"""
+GANESHA = "exec ganesha.nfsd -F -L {dir}/ganesha.log -p {dir}/ganesha.pid -f @ganesha.conf"
+PROFILE = """
+description = "check ab server test: reads from ganesha"
+[load]
+profile = "randread"
+io_size = "8k"
+files = 2
+file_size = "1m"
+clients = 2
+threads = 1
+rate = 400
+setup = true
+[measure]
+warmup = 1
+datasets = ["nfs.latency[op]", "nfs.ops[op]"]
+[check]
+metrics = ["p50", "mean"]
+[ab]
+rounds = 6
+round_seconds = 2
+round_warmup = 1
+confidence = 0.9
+"""
+
+
+def _listening(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def rpcbind():
+    """ganesha registers with the portmapper at start and exits without one."""
+    proc = None
+    if not _listening(111):
+        proc = subprocess.Popen(["rpcbind", "-f"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not _listening(111):
+            assert proc.poll() is None and time.monotonic() < deadline, "rpcbind did not start"
+            time.sleep(0.1)
+    yield
+    if proc:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def run(tmp_path, *args, timeout=120):
+    (tmp_path / "ab.toml").write_text(PROFILE)
+    (tmp_path / "ganesha.conf").write_text(GANESHA_CONF)
+    return subprocess.run([*STRATA, "check", "ab", "--profile", "ab.toml", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+def reads(path) -> int:
+    with Archive.open(str(path)) as ar:
+        first, last = ar.extent("wire.ops[op]")
+        ops = ar.query("wire.ops[op]", first, last + 1)
+        lat = ar.query("wire.latency[op]", first, last + 1)
+    assert "read" in ops.keys and "read" in lat.keys
+    n = int(ops.values[ops.keys.index("read")].sum())
+    assert int(lat.counts[lat.keys.index("read")].sum()) == n     # one latency per operation counted
+    return n
+
+
+def test_same_ganesha_on_both_sides_gives_a_verdict_from_wire_rounds(tmp_path, rpcbind):
+    proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA, "--json", "-o", "rounds")
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"] in ("same", "better", "worse") and report["order"] == "ABBAAB"
+    assert {r["dataset"] for r in report["results"]} == {"wire.latency[op]", "wire.ops[op]"}
+    [lat] = [r for r in report["results"] if r["dataset"] == "wire.latency[op]" and r["key"] == "read"]
+    assert lat["intervals"] == [3, 3]
+    rounds = [tmp_path / p for p in report["rounds"]]
+    assert [p.name for p in rounds] == [f"round-{r + 1:02d}-{s}.archive" for r, s in enumerate("ABBAAB")]
+    for path in rounds:
+        # the 2 measured seconds of a round's 4 s of load: at most what strata-load sent, and a good part of it
+        sent = json.loads(path.with_suffix(".load.json").read_text())
+        sent_reads = sum(c["ops"].get("read", 0) for c in sent["clients"])
+        n = reads(path)
+        assert sent["errors"] == 0 and 0.25 * sent_reads <= n <= sent_reads, (path.name, n, sent_reads)
+
+
+def test_bad_server_commands_are_one_line_and_exit_2(tmp_path, rpcbind):
+    for args, why in ((["--a-server", "ganesha.nfsd", "--b-server", GANESHA], "{nfsport}"),
+                      (["--a-server", "no-such-server-here {nfsport}", "--b-server", GANESHA], "server A exited 127"),
+                      (["--a-server", "exec true {nfsport}", "--b-server", GANESHA], "server A exited 0"),
+                      (["--a-server", GANESHA, "--b-server", GANESHA, "--b-inject-delay", "nfs:1ms"], "engine"),
+                      (["--a-server", "cat @missing.conf {nfsport}", "--b-server", GANESHA], "missing.conf")):
+        proc = run(tmp_path, *args, timeout=60)
+        assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
+        assert proc.stderr.strip().count("\n") == 0, proc.stderr
