@@ -145,9 +145,6 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
         _fail("--b-inject-delay needs B to be an engine, not --b-server")
     if a_server or b_server:
         try:
-            for side, cmd in servers.items():
-                if cmd:
-                    check_servers.check_template(cmd, side)
             prof.datasets = check_servers.wire_datasets(prof.datasets)
         except check_servers.ServerError as e:
             _fail(str(e))
@@ -165,17 +162,17 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
         for name, path, rev, d in (("A", a_path, a_rev, {}), ("B", b_path, b_rev, delays)):
             work = scratch / name
             work.mkdir()
-            if servers[name]:
-                sides[name] = Side(name, servers[name], None, work, d,
-                                   check_servers.Server(name, servers[name], work, server_export))
-                continue
             try:
+                if servers[name]:
+                    sides[name] = Side(name, servers[name], None, work, d,
+                                       check_servers.Server(name, servers[name], work, server_export))
+                    continue
                 if rev:
                     _say(f"building engine {name} from {rev}")
                     binary = check_engines.build_revision(check_engines.repo_root(repo), rev, scratch / f"src-{name}")
                 else:
                     binary = check_engines.from_path(path)
-            except check_engines.EngineSourceError as e:
+            except (check_engines.EngineSourceError, check_servers.ServerError) as e:
                 _fail(str(e))
             sides[name] = Side(name, rev or path, binary, work, d)
         order = round_order(settings["rounds"])

@@ -25,16 +25,12 @@ from strata.cli.lab.logs import last_line
 HOST = "127.0.0.1"
 READY_TIMEOUT = 30
 STOP_TIMEOUT = 10
+TEMPLATE_WORD = re.compile(r"(?<!\S)@(\S+)")
 WIRE_OF = {"nfs.ops": "wire.ops", "nfs.latency": "wire.latency", "nfs.size": "wire.size"}
 
 
 class ServerError(RuntimeError):
     """The server command is wrong, or its server did not start; the message is one line."""
-
-
-def check_template(cmd: str, side: str):
-    if "{nfsport}" not in cmd:
-        raise ServerError(f"--{side.lower()}-server must contain {{nfsport}}: the port strata gives the server")
 
 
 def wire_datasets(names: list) -> list:
@@ -69,9 +65,22 @@ class Server:
     """One side's server: the filled command running in its own session, logging to {dir}/server.log."""
 
     def __init__(self, side: str, template: str, work: Path, export: str | None):
+        """Reads the @FILE templates (relative to the current folder); ServerError when one
+        is unreadable or {nfsport} is nowhere."""
         self.side, self.template, self.work = side, template, Path(work)
+        self.files = {}
+        for word in TEMPLATE_WORD.findall(template):
+            try:
+                self.files[word] = Path(word).read_text()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ServerError(f"server {side}: cannot read template {word}: "
+                                  f"{getattr(e, 'strerror', None) or e}") from None
+        text = template + "".join(self.files.values())
+        if "{nfsport}" not in text:
+            raise ServerError(f"--{side.lower()}-server: {{nfsport}} (the port strata gives the server) "
+                              "is neither in the command nor in an @FILE template")
         self.nfsport, self.mountport = free_port(), free_port()
-        self.uses_mountport = "{mountport}" in template
+        self.uses_mountport = "{mountport}" in text
         self.export = self._fill(export or "{dir}/export")
         self.log_path = self.work / "server.log"
         self.proc = None
@@ -82,16 +91,12 @@ class Server:
         return text.replace("{export}", getattr(self, "export", ""))
 
     def command(self) -> str:
+        """The filled command; each @FILE word becomes the path of its filled copy in {dir}."""
         def template(m):
-            src = Path(m.group(1))
-            try:
-                text = src.read_text()
-            except OSError as e:
-                raise ServerError(f"server {self.side}: cannot read template {src}: {e.strerror}") from None
-            dest = self.work / src.name
-            dest.write_text(self._fill(text))
+            dest = self.work / Path(m.group(1)).name
+            dest.write_text(self._fill(self.files[m.group(1)]))
             return shlex.quote(str(dest))
-        return re.sub(r"(?<![^\s])@(\S+)", template, self._fill(self.template))
+        return self._fill(TEMPLATE_WORD.sub(template, self.template))
 
     def start(self):
         if self.export.startswith(str(self.work)):
