@@ -128,7 +128,7 @@ def test_same_binary_on_both_sides_is_not_worse(tmp_path, engine_bin):
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, engine_bin):
     profile = tmp_path / "ab.toml"
     profile.write_text(PROFILE)
-    for args, why in ((["--a", engine_bin], "engine B"),
+    for args, why in ((["--a", engine_bin], "side B"),
                       (["--a", engine_bin, "--b", str(tmp_path)], "no strata-engine"),
                       (["--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "disk:1ms"], "TIER:DURATION"),
                       (["--a", engine_bin, "--b", engine_bin, "--rounds", "7"], "even")):
