@@ -91,8 +91,8 @@ def rpcbind():
         proc.wait(timeout=10)
 
 
-def run(tmp_path, *args, timeout=120):
-    (tmp_path / "ab.toml").write_text(PROFILE)
+def run(tmp_path, *args, timeout=120, profile=PROFILE):
+    (tmp_path / "ab.toml").write_text(profile)
     (tmp_path / "ganesha.conf").write_text(GANESHA_CONF)
     return subprocess.run([*STRATA, "check", "ab", "--profile", "ab.toml", *args],
                           capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
@@ -136,3 +136,8 @@ def test_bad_server_commands_are_one_line_and_exit_2(tmp_path, rpcbind):
         proc = run(tmp_path, *args, timeout=60)
         assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
         assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    # a dataset the wire cannot see
+    proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA,
+               profile=PROFILE.replace('"nfs.ops[op]"', '"arc.accesses[tier]"'))
+    assert proc.returncode == 2 and "arc.accesses[tier]: no wire view" in proc.stderr, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
