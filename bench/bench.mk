@@ -6,6 +6,12 @@ $(BUILD)/bench/strata-probe-cost: bench/probe_cost.c engine/strata_probes.h
 
 ALL_TARGETS += $(BUILD)/bench/strata-probe-cost
 
+$(BUILD)/bench/strata-wait-cost: bench/wait_cost.c
+	mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)
+
+ALL_TARGETS += $(BUILD)/bench/strata-wait-cost
+
 $(BUILD)/bench/strata-syscall-cost: bench/syscall_cost.c
 	mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)

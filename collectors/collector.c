@@ -11,6 +11,7 @@
 #include <time.h>
 #include "collector.h"
 #include "emit.h"
+#include "engine_names.h"
 #include "keys.h"
 
 static void add_error(struct collector *c, const char *msg)
@@ -61,6 +62,7 @@ void collector_init(struct collector *c, FILE *out, long interval, const struct 
 	c->engine_path = engine_path;
 	c->engine_pid = pid;
 	c->by_pid = by_pid;
+	engine_names_use(pid);
 }
 
 void collector_fini(struct collector *c)
@@ -491,6 +493,7 @@ void collector_tick(struct collector *c, long long t)
 
 	c->nerrors = 0;
 	watch_engine(c);
+	engine_names_use(c->engine_pid);
 	for (int l = 0; l < LAYER_GAUGE; l++) {
 		layer_events(&c->layers[l], true);
 		layer_refresh(&c->layers[l], report_error, c);
@@ -503,6 +506,7 @@ void collector_tick(struct collector *c, long long t)
 		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)
 			add_error(c, err);
 	sample_gauges(c);
+	engine_names_tick();
 	for (size_t i = 0; i < c->ndatasets; i++)
 		emit_dataset(c, t, &c->datasets[i]);
 	emit_status(c, t);

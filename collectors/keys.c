@@ -13,10 +13,22 @@
 #include "wire_rpc.h"
 
 static key_file_namer *file_namer;
+static key_object_namer *object_namer;
+static key_object_finder *object_finder;
 
 void key_set_file_namer(key_file_namer *namer)
 {
 	file_namer = namer;
+}
+
+void key_set_object_namer(key_object_namer *namer)
+{
+	object_namer = namer;
+}
+
+void key_set_object_finder(key_object_finder *finder)
+{
+	object_finder = finder;
 }
 
 static const struct {
@@ -149,6 +161,42 @@ static void fs_file_format(const uint8_t *key, char *out, size_t n)
 	if (file_namer && file_namer(&f, out, n))
 		return;
 	snprintf(out, n, "inode:%u,%u:%" PRIu64, f.dev >> 20, f.dev & 0xfffff, (uint64_t)f.ino);
+}
+
+/* engine file key (object id) -> "EXPORT:/path" from the namer (the engine's name now), else object:ID. */
+static void object_format(uint64_t id, char *out, size_t n)
+{
+	if (object_namer && object_namer(id, out, n))
+		return;
+	snprintf(out, n, "object:%" PRIu64, id);
+}
+
+/* object:ID, a bare ID, or EXPORT:/path (asked of the engine) -> engine file key. */
+static int object_parse(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t errlen)
+{
+	const char *digits = strncmp(text, "object:", 7) == 0 ? text + 7 : text;
+	const char *colon = strchr(text, ':');
+	uint64_t id;
+	char *end;
+
+	errno = 0;
+	id = strtoull(digits, &end, 10);
+	if (isdigit((unsigned char)digits[0]) && !*end && !errno) {
+		memcpy(key, &id, sizeof(id));
+		return 0;
+	}
+	if (!colon || colon == text || colon[1] != '/') {
+		snprintf(err, errlen, "file '%s' is not EXPORT:/path or object:ID", text);
+		return -1;
+	}
+	if (!object_finder) {
+		snprintf(err, errlen, "file '%s': no running engine to find it in (object:ID works without one)", text);
+		return -1;
+	}
+	if (object_finder(text, &id, err, errlen) < 0)
+		return -1;
+	memcpy(key, &id, sizeof(id));
+	return 0;
 }
 
 /* fs process key -> "comm:pid", with the full comm while the same-named process runs. */
@@ -293,7 +341,7 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 		if (ops == KEYSET_FS_OP)
 			fs_file_format(key, out, n);
 		else
-			snprintf(out, n, "%" PRIu64, key_u64(key));
+			object_format(key_u64(key), out, n);
 		return;
 	case AGG_DIM_PROCESS:
 		fs_process_format(key, out, n);
@@ -386,12 +434,7 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 			snprintf(err, errlen, "'%s' is not a regular file's path or inode:MAJ,MIN:INO", text);
 			return -1;
 		}
-		errno = 0;
-		v64 = strtoull(text, &end, 10);
-		if (errno || !isdigit((unsigned char)text[0]) || *end)
-			break;
-		memcpy(key, &v64, sizeof(v64));
-		return 0;
+		return object_parse(text, key, err, errlen);
 	case AGG_DIM_VDEV:
 		errno = 0;
 		v64 = strtoull(text, &end, 10);

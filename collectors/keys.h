@@ -43,6 +43,15 @@ const char *keyset_doc(enum keyset set);
 typedef bool key_file_namer(const struct agg_fs_file *f, char *out, size_t n);
 void key_set_file_namer(key_file_namer *namer);
 
+/* Names an engine file key (object id): true with "EXPORT:/path", the object's name in
+ * the engine now, in out. collectors/engine_names.c sets one while an engine runs;
+ * without it (or when the engine has no name) the key prints as object:ID. */
+typedef bool key_object_namer(uint64_t id, char *out, size_t n);
+void key_set_object_namer(key_object_namer *namer);
+/* The object id "EXPORT:/path" names now (a filter value): 0, or -1 with a message. */
+typedef int key_object_finder(const char *path, uint64_t *id, char *err, size_t n);
+void key_set_object_finder(key_object_finder *finder);
+
 /* Text of key bytes for dimension dim into out (size n). "" without breakdown, "other" for the overflow key. */
 void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n);
 /* Key bytes of a filter value; 0 on success, -1 (with a message in err) if the value is not valid. */

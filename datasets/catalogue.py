@@ -124,11 +124,14 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
     elif kind == "file" and stat.layer == "fs":
         if not (value.startswith("/") or re.fullmatch(r"inode:\d+,\d+:\d+", value)):
             raise ArchiveError(f"file {value!r} is not an absolute path or inode:MAJ,MIN:INO")
+    elif kind == "file":
+        number = re.fullmatch(r"(?:object:)?(\d+)", value)
+        if (not re.fullmatch(r"[^:/\s]+:/[^\n]*", value)) and not (number and int(number[1]) < 2**64):
+            raise ArchiveError(f"file {value!r} is not EXPORT:/path or object:ID")
     elif kind == "process":
         if not re.fullmatch(r"[^:]{1,15}:[1-9]\d*", value):
             raise ArchiveError(f"process {value!r} is not comm:pid")
-    elif kind in ("u64", "u32", "file"):
-        kind = "u64" if kind == "file" else kind
+    elif kind in ("u64", "u32"):
         bits = int(kind[1:])
         if not value.isascii() or not value.isdigit() or int(value) >= 2**bits:
             raise ArchiveError(f"{fld} {value!r} is not a decimal number below 2^{bits}")

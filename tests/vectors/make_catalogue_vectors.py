@@ -56,6 +56,7 @@ REFUSED = [("nfs.ops", "op", "reed"), ("nfs.ops", "op", "READ"), ("nfs.ops", "op
            ("nfs.ops", "client", "10.0.0.300"), ("nfs.ops", "client", "host.example"),
            ("nfs.ops", "client", "1.2.3"), ("nfs.ops", "client", "fe80::1%eth0"), ("nfs.ops", "file", "-1"), ("nfs.ops", "file", "+5"),
            ("nfs.ops", "file", "18446744073709551616"), ("nfs.ops", "file", "0x10"),
+           ("nfs.ops", "file", "object:-1"), ("nfs.ops", "file", "object:"), ("nfs.ops", "file", "export:dir/f"),
            ("vdev.ops", "vdev", "4294967296"), ("vdev.ops", "vdev", "a"), ("vdev.ops", "op", "discard"),
            ("wire.ops", "server", "10.0.0.1"), ("wire.ops", "server", "10.0.0.1:65536"),
            ("wire.ops", "server", "10.0.0.1:"), ("wire.ops", "server", "::ffff:10.0.0.1"),
@@ -80,7 +81,7 @@ def cases():
     for text in ["10.0.0.3", "127.0.0.1", "0.0.0.0", "255.255.255.255", "::1", "fd00::7", "::ffff:10.0.0.3"]:
         yield "nfs.ops", "client", text, address(text)
     for n in [0, 1, 42, 2**32, 2**64 - 1]:
-        yield "nfs.ops", "file", str(n), struct.pack("<Q", n).ljust(16, b"\0")
+        yield "nfs.ops", "file", f"object:{n}", struct.pack("<Q", n).ljust(16, b"\0")
     for n in [0, 3, 2**32 - 1]:
         yield "vdev.ops", "vdev", str(n), u32(n)
     # server: IPv4 as the mapped address with the port (big endian) in bytes 0-1; IPv6 alone
