@@ -15,11 +15,11 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
+from strata.cli.lab.ganesha import free_port, port_open
 from strata.cli.lab.logs import last_line
 
 HOST = "127.0.0.1"
@@ -47,18 +47,6 @@ def wire_datasets(names: list) -> list:
             raise ServerError(f"{name}: no wire view of it for a server other than the engine; "
                               "list nfs.ops/latency/size or wire.* datasets in [measure]")
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((HOST, port)) == 0
 
 
 class Server:
@@ -108,7 +96,7 @@ class Server:
                                          cwd=self.work, start_new_session=True)
         ports = [self.nfsport] + ([self.mountport] if self.uses_mountport else [])
         deadline = time.monotonic() + READY_TIMEOUT
-        while not all(_listening(p) for p in ports):
+        while not all(port_open(p, HOST) for p in ports):
             if self.proc.poll() is not None:
                 raise ServerError(f"server {self.side} exited {self.proc.returncode}: {last_line(self.log_path)}")
             if time.monotonic() > deadline:
