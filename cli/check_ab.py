@@ -68,7 +68,7 @@ def parse_delays(specs) -> dict:
 @dataclass
 class Side:
     name: str            # A or B
-    label: str           # what the user gave: a path or a revision
+    label: str           # what the user gave: a path, a revision or a server command
     binary: str | None   # None: a foreign server
     work: Path
     delays: dict
@@ -104,8 +104,8 @@ class Side:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
-def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_export, repo, b_delays, rounds, round_seconds, threshold, confidence,
-       correction, output, as_json, junit, markdown):
+def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_export, repo, b_delays, rounds,
+       round_seconds, threshold, confidence, correction, output, as_json, junit, markdown):
     """Run engines A and B in alternating rounds under PROFILE's load and judge B against A.
 
     Each metric (p50, p99, p99.9, mean, shape; rate for counters) gives one B/A
