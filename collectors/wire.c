@@ -58,6 +58,7 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	w->prog_fd[1] = bpf_program__fd(s->progs.wire_egress);
 	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
 	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
+	w->l2_table = s->bss->wire_l2_table;
 	for (int i = 0; i < cfg->nports; i++)
 		s->bss->wire_port_bits[cfg->ports[i] >> 3] |= (__u8)(1u << (cfg->ports[i] & 7));
 	L->skel = s;
@@ -156,7 +157,10 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 	if (len < 0 || w->natt >= WIRE_ATTACH_MAX)
 		return 0; /* not an interface the program can parse, or too many: skipped */
 	l2 = (__u32)len;
-	bpf_map_update_elem(w->l2len_fd, &key, &l2, BPF_ANY);
+	if (key < WIRE_L2_TABLE)
+		w->l2_table[key] = (uint8_t)(l2 + 1);
+	else
+		bpf_map_update_elem(w->l2len_fd, &key, &l2, BPF_ANY);
 	memset(a, 0, sizeof(*a));
 	a->ifindex = ifindex;
 	snprintf(a->name, sizeof(a->name), "%s", name);
