@@ -530,9 +530,10 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, stru
 	ip = off ? data + 14 : data;
 	if (off != 0 && off != 14)
 		return -1;
-	if (ip + 60 + 20 > (__u8 *)data_end && skb->len > (__u32)(data_end - data)) {
-		/* headers perhaps beyond the linear part (rare: drivers put them there) */
-		if (bpf_skb_pull_data(skb, skb->len < off + 80 ? skb->len : off + 80))
+	if (ip + (v4 ? 40 : 60) > (__u8 *)data_end && skb->len > (__u32)(data_end - data)) {
+		/* the headers not in the linear part (rare: the payload usually is not, and
+		 * pulling it would copy a cloned skb's head) */
+		if (bpf_skb_pull_data(skb, skb->len < off + 100 ? skb->len : off + 100))
 			return -1;
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
