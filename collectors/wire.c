@@ -3,8 +3,9 @@
  * --wire-iface patterns, or are every interface with an address; an rtnetlink
  * socket reports links and addresses as they appear, so interfaces created later
  * (a container's veth, a client namespace) are attached within one poll. TC filters
- * made through netlink are not owned by a file descriptor: detach removes ours by
- * handle and priority, and leaves the clsact qdisc (other filters may use it). */
+ * made through netlink are not owned by a file descriptor: ours carry our pid as
+ * handle and strata's priority (collectors/wire_tc.c reaps those of a killed
+ * collector); detach removes ours and leaves the clsact qdisc (other filters may use it). */
 #include <errno.h>
 #include <fnmatch.h>
 #include <ifaddrs.h>
@@ -166,10 +167,13 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	for (int d = 0; d < 2; d++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[d]);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[d], .handle = (__u32)getpid(),
+			    .priority = WIRE_TC_PRIORITY);
 
 		if ((err = hook_create(&hook)))
 			goto fail;
+		if (d == 0)
+			wire_tc_reap(ifindex);
 		if ((err = bpf_tc_attach(&hook, &opts)))
 			goto fail;
 		a->handle[d] = opts.handle;

@@ -12,6 +12,7 @@
 
 #define WIRE_PATTERNS_MAX 32
 #define WIRE_ATTACH_MAX   WIRE_IFACES_MAX
+#define WIRE_TC_PRIORITY  0xc057 /* strata's TC filters: this priority, handle = collector pid */
 
 struct layer;
 
@@ -58,5 +59,9 @@ void wire_refresh(struct layer *L, bool rescan);
 void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS]);
 /* Names of the counters, as the status record prints them. */
 const char *wire_counter_name(int i);
+
+/* Removes the wire filters on ifindex left by strata collectors no longer running
+ * (collectors/wire_tc.c); the number removed. */
+int wire_tc_reap(int ifindex);
 
 #endif

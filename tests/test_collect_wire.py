@@ -286,3 +286,52 @@ def test_wire_keys_parse_as_filters_and_bad_values_are_one_error():
         assert c.send("add y wire.ops tier")["type"] == "error"  # not a wire breakdown
     finally:
         assert c.stop() == 0
+
+
+def strata_filters(dev):
+    """{(direction, handle)} of the wire filters at strata's TC priority on dev, and the
+    number of other filters there."""
+    ours, others = set(), 0
+    for direction in ("ingress", "egress"):
+        out = subprocess.run(["tc", "filter", "show", "dev", dev, direction], check=True, capture_output=True,
+                             text=True).stdout
+        for line in out.splitlines():
+            words = line.split()
+            if "handle" not in words:
+                continue
+            if f"pref {0xc057}" in line and "wire_" in line:
+                ours.add((direction, int(words[words.index("handle") + 1], 16)))
+            else:
+                others += 1
+    return ours, others
+
+
+def test_killed_collector_filters_are_reaped():
+    """A SIGKILLed collector cannot detach its TC filters; the next collector that attaches
+    to the interface removes them (strata's priority, the dead collector's pid as handle, a
+    wire_ program) and leaves other filters alone, even one at strata's priority."""
+    dev = "stwreap0"
+    subprocess.run(["ip", "link", "del", dev], capture_output=True)
+    subprocess.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", "stwreap1"], check=True)
+    try:
+        subprocess.run(["tc", "qdisc", "add", "dev", dev, "clsact"], check=True)
+        for pref, handle in (("100", "1"), (str(0xc057), "999999")):  # not ours: classic BPF, no wire_ program
+            subprocess.run(["tc", "filter", "add", "dev", dev, "ingress", "pref", pref, "handle", handle, "bpf",
+                            "bytecode", "1,6 0 0 0,"], check=True)
+        first = wire_collector([2049], [dev])
+        first.add("w", "wire.ops", "op")
+        first.flush_now()
+        assert strata_filters(dev) == ({("ingress", first.proc.pid), ("egress", first.proc.pid)}, 2)
+        first.proc.kill()
+        first.proc.wait(timeout=10)
+        assert strata_filters(dev)[0] == {("ingress", first.proc.pid), ("egress", first.proc.pid)}
+        second = wire_collector([2049], [dev])
+        try:
+            second.add("w", "wire.ops", "op")
+            second.flush_now()
+            assert strata_filters(dev) == ({("ingress", second.proc.pid), ("egress", second.proc.pid)}, 2)
+        finally:
+            assert second.stop() == 0
+        assert strata_filters(dev) == (set(), 2)
+    finally:
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
