@@ -32,6 +32,7 @@ $(BIN) $(BPFOUT) $(OBJ):
 include bpf/bpf.mk
 -include engine/engine.mk
 -include engine/tiers.mk
+-include engine/fuzz/fuzz.mk
 -include collectors/collectors.mk
 include collectors/features.mk
 -include workloads/workloads.mk
@@ -39,7 +40,7 @@ include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk
 
-.PHONY: all deps venv test test-c test-py demo bench clean fuzz
+.PHONY: all deps venv test test-c test-py demo bench clean
 all: $(ALL_TARGETS)
 
 deps:
@@ -51,12 +52,14 @@ $(VENV)/.installed: pyproject.toml
 	bash scripts/venv.sh
 	touch $@
 
-# The whole suite: deps, build, C unit tests, the engine under ASan/UBSan, then
-# pytest (its summary line ends the run).
+# The whole suite: deps, build, C unit tests, the engine under ASan/UBSan, a
+# short fuzz run of every target from its corpus, then pytest (its summary
+# line ends the run).
 test: deps
 	$(MAKE) all
 	$(MAKE) test-c
 	$(MAKE) test-san
+	$(MAKE) fuzz-smoke
 	$(MAKE) test-py
 
 test-c: $(TEST_BINS)

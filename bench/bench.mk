@@ -5,3 +5,25 @@ $(BUILD)/bench/strata-probe-cost: bench/probe_cost.c engine/strata_probes.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)
 
 ALL_TARGETS += $(BUILD)/bench/strata-probe-cost
+
+$(BUILD)/bench/strata-wait-cost: bench/wait_cost.c
+	mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)
+
+ALL_TARGETS += $(BUILD)/bench/strata-wait-cost
+
+$(BUILD)/bench/strata-syscall-cost: bench/syscall_cost.c
+	mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)
+
+ALL_TARGETS += $(BUILD)/bench/strata-syscall-cost
+
+# The syscall hook flavours compared by bench/collect_fs.sh (a BPF object of the bench's own).
+$(BPFOUT)/syscall_hooks.bpf.o: bench/syscall_hooks.bpf.c $(VMLINUX_H) | $(BPFOUT)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/strata-syscall-hooks: bench/syscall_hooks.c $(BPFOUT)/syscall_hooks.skel.h
+	mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf) -lelf -lz
+
+ALL_TARGETS += $(BUILD)/bench/strata-syscall-hooks

@@ -25,12 +25,25 @@ declare -A want=(
 	[one]='add a nfs.ops op\n'
 	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
 )
-# bpf_runs: "RUN_COUNT RUN_TIME_NS" of the nfs_ops program (0 0 when none is loaded)
+# bpf_runs: "RUN_COUNT RUN_TIME_NS" of this collector's nfs_ops programs (0 0 when none is
+# loaded); other collectors on the machine load nfs_ops programs of their own (and unload
+# them while bpftool lists them: a failed listing is tried again)
 bpf_runs() {
+	local _
+	for _ in 1 2 3; do bpf_runs_once && return; sleep 0.1; done
+	return 1
+}
+bpf_runs_once() {
 	bpftool prog show -j | python3 -c '
-import json, sys
-ps = [p for p in json.load(sys.stdin) if p.get("name") == "nfs_ops"]
-print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))'
+import json, re, sys, pathlib
+ours = set()
+for f in pathlib.Path(f"/proc/{sys.argv[1]}/fdinfo").iterdir():
+    try:
+        ours.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", f.read_text(), re.M))
+    except OSError:
+        pass
+ps = [p for p in json.load(sys.stdin) if p.get("name") == "nfs_ops" and p.get("id") in ours]
+print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))' "$collect_pid"
 }
 configs=(none one four)
 cfg=none

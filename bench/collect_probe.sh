@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-4}
 ROUNDS=${ROUNDS:-2}
 source bench/collectlib.sh
-build/bench/strata-probe-cost > "$work/lines" &
+"${PROBE_COST_BIN:-build/bench/strata-probe-cost}" > "$work/lines" &
 engine_pid=$! # the collector attaches to the prober as to an engine
 
 # phase NAME: SECS per-second lines (the first one after a change is dropped)
@@ -40,7 +40,7 @@ for line in open(sys.argv[1]):
 med = {k: [statistics.median(col) for col in zip(*rows)] for k, rows in by.items()}
 bare = med["bare"]
 print("strata:nfs_ops, ns per operation added to the probed thread (median of per-second loops):")
-print(f"  {'':26s} {'1 op/hit, int3':>16s} {'1 op/hit, nop5':>16s} {'32 ops/hit':>12s}")
+print(f"  {'':26s} {'1 op/hit, int3':>16s} {'1 op/hit, nop5':>16s} {'full batch':>12s}")
 for k, label in (("one", "nfs.ops[op]"), ("four", "4 datasets (3 on nfs_ops)")):
     single, nop5, batch = (m - b for m, b in zip(med[k], bare))
     print(f"  {label:26s} {single:16.0f} {nop5:16.0f} {batch:12.0f}")

@@ -1,5 +1,6 @@
 # collectlib.sh — sourced by bench/collect_*.sh (no underscore: run.sh does not run it):
 # a private engine on an ephemeral port, the load generator, strata-collect through a fifo.
+# ENGINE_BIN and COLLECT_BIN pick other engine and collector binaries (before/after runs).
 work=$(mktemp -d)
 engine_pid=""
 collect_pid=""
@@ -11,7 +12,7 @@ collect_cleanup() {
 trap collect_cleanup EXIT
 
 engine_start() {
-	cp build/bin/strata-engine "$work/" # private inode: nobody else's probes land in ours
+	cp "${ENGINE_BIN:-build/bin/strata-engine}" "$work/strata-engine" # private inode: nobody else's probes land in ours
 	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
 	"$work/strata-engine" serve --pool "$work/pool" --export /export:mode=1777 --listen 127.0.0.1:0 \
 		--port-file "$work/ports" > "$work/engine.log" 2>&1 &
@@ -46,7 +47,7 @@ load_cost() {
 # written to its stdin
 collect_start() {
 	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	build/bin/strata-collect --engine-pid "$engine_pid" ${COLLECT_ARGS:-} < "$work/ctl" > "$work/collect.out" &
+	"${COLLECT_BIN:-build/bin/strata-collect}" --engine-pid "$engine_pid" ${COLLECT_ARGS:-} < "$work/ctl" > "$work/collect.out" &
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$1" >&3

@@ -1,6 +1,6 @@
 /* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
  *
- * Every layer program (nfs, cache, disk, wire) includes this header once and gets its own
+ * Every layer program (nfs, cache, disk, vdev, wire, fs) includes this header once and gets its own
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
@@ -12,6 +12,12 @@
  * per key. With one hash entry per bucket every event is a lookup of a cold entry
  * (a cache and TLB miss in a busy server, ~0.2 us on a VM); with 32 buckets (about a
  * third of a decade) per entry the few entries a key uses stay hot.
+ *
+ * A probe hit that carries a batch of events (nfs_ops) adds them to per-CPU pending
+ * chunks first (AGG_PEND_WAYS per slot, a key's neighbouring chunks in different ways)
+ * and merges those into agg_counts once at the end of the hit: a batch's events mostly
+ * share a few keys and chunks, so most of them cost an array lookup and a compare
+ * instead of a hash lookup.
  *
  * The structs and constants (everything above the __bpf__ section) are shared
  * with the collector, which includes this header too.
@@ -29,6 +35,7 @@
 #define AGG_CHUNK       32     /* llhist buckets per counts entry (a power of two) */
 #define AGG_COUNTS_MAX  8192   /* {slot, key, chunk} entries, all slots of one layer */
 #define AGG_STARTS_MAX  16384  /* in-flight block requests awaiting completion */
+#define AGG_PEND_WAYS   8      /* pending chunks per slot during one batched hit (a power of two) */
 
 /* Statistics computed in the kernel (gauges come from the engine's stats socket),
  * breakdown / filter dimensions and key values: collectors/statistics.def. */
@@ -43,7 +50,8 @@ _Static_assert(AGG_STAT_COUNT <= 32, "agg_event.stats_mask has a bit per statist
 /* The event carries each dimension as 16 key bytes: op and tier a __u32 key value
  * (below), client an IPv6 address (IPv4 as ::ffff:a.b.c.d), file a __u64 object id,
  * device a __u32 kernel dev_t (major << 20 | minor), vdev a __u32 index in the engine's
- * pool; hit/miss is not in the event. */
+ * pool; for fs.*, file a struct agg_fs_file and process a struct agg_fs_process (below);
+ * hit/miss is not in the event. */
 enum agg_dim {
 	AGG_DIM_NONE = 0,
 #define STAT_DIM(ID, ...) AGG_DIM_##ID,
@@ -55,6 +63,31 @@ enum agg_dim {
 enum agg_key_value {
 #define STAT_KEY(SET, ID, value, text) AGG_##SET##_##ID = value,
 #include "statistics.def"
+};
+
+/* fs file key: the inode, as (device, inode number); dev is the kernel's dev_t
+ * (major << 20 | minor) of the inode's super block. */
+struct agg_fs_file {
+	__u64 ino;
+	__u32 dev;
+	__u32 zero;
+};
+
+/* fs ring buffer record: the path an openat was given for a file it opened (relative
+ * to dirfd, AT_FDCWD for the working directory), for naming file keys. */
+#define AGG_FS_PATH_BYTES 512
+struct agg_fs_name {
+	struct agg_fs_file file;
+	__u32 tgid;
+	__s32 dirfd;
+	char path[AGG_FS_PATH_BYTES];
+};
+
+/* fs process key: the thread group id and the first bytes of its leader's comm. */
+#define AGG_FS_COMM_BYTES 12
+struct agg_fs_process {
+	__u32 tgid;
+	char comm[AGG_FS_COMM_BYTES];
 };
 
 /* Key bytes of the explicit overflow key ("other"). */
@@ -155,6 +188,36 @@ struct {
 	__type(value, struct agg_chunk);
 } agg_new_chunk SEC(".maps"); /* all zero between uses: a new entry's first value */
 
+/* Counts of one {slot, key, chunk} not yet in agg_counts (batched hits only). */
+struct agg_pending {
+	struct agg_key k;
+	__u16 used;    /* holds counts; all zero otherwise */
+	__u16 listed;  /* in this hit's agg_pending_list */
+	__u32 bounded; /* the key is subject to agg_max_keys */
+	__u64 adds;    /* agg_add calls folded in */
+	struct agg_chunk c;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, AGG_MAX_SLOTS * AGG_PEND_WAYS);
+	__type(key, __u32);
+	__type(value, struct agg_pending);
+} agg_pending SEC(".maps"); /* index slot * AGG_PEND_WAYS + way; empty between hits */
+
+/* The agg_pending entries that hold counts in this hit, in the order they were taken. */
+struct agg_pending_list {
+	__u32 n;
+	__u16 index[AGG_MAX_SLOTS * AGG_PEND_WAYS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct agg_pending_list);
+} agg_pending_used SEC(".maps");
+
 static __always_inline void agg_stat_add(__u32 index, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&agg_stats, &index);
@@ -174,8 +237,9 @@ static __always_inline struct agg_event *agg_event_get(void)
 	return ev;
 }
 
-/* Replaces key by its slot's "other" key once the slot holds agg_max_keys keys. */
-static __always_inline void agg_bound_key(__u32 slot, __u32 gen, __u8 *key)
+/* Replaces key by its slot's "other" key once the slot holds agg_max_keys keys;
+ * adds counts the hits so folded. */
+static __always_inline void agg_bound_key(__u32 slot, __u32 gen, __u8 *key, __u64 adds)
 {
 	struct agg_keyset_key kk = { .slot = slot, .gen = gen };
 	__u8 one = 1;
@@ -192,7 +256,7 @@ static __always_inline void agg_bound_key(__u32 slot, __u32 gen, __u8 *key)
 	if (bpf_map_lookup_elem(&agg_keyset, &kk)) /* another CPU added it meanwhile */
 		return;
 	__builtin_memset(key, AGG_OTHER_BYTE, AGG_KEY_BYTES);
-	agg_stat_add(1 + slot, 1);
+	agg_stat_add(1 + slot, adds);
 }
 
 /* The bucket's counter in its chunk, masked where it is used so the verifier sees
@@ -220,7 +284,7 @@ static __always_inline void agg_add(__u32 slot, __u32 gen, __u32 bucket, const _
 		return;
 	}
 	if (bounded) {
-		agg_bound_key(slot, gen, k.key);
+		agg_bound_key(slot, gen, k.key, 1);
 		c = bpf_map_lookup_elem(&agg_counts, &k);
 		if (c) {
 			*agg_chunk_counter(c, bucket) += inc;
@@ -240,6 +304,113 @@ static __always_inline void agg_add(__u32 slot, __u32 gen, __u32 bucket, const _
 		*agg_chunk_counter(c, bucket) += inc;
 	else
 		agg_stat_add(AGG_STATS_DROPS, 1);
+}
+
+/* Merges a pending chunk into agg_counts and empties it. */
+static __always_inline void agg_pending_flush(struct agg_pending *p)
+{
+	struct agg_chunk *c = bpf_map_lookup_elem(&agg_counts, &p->k);
+	int added = 0;
+	__u16 listed;
+
+	if (!c && p->bounded) {
+		agg_bound_key(p->k.slot, p->k.gen, p->k.key, p->adds);
+		c = bpf_map_lookup_elem(&agg_counts, &p->k);
+	}
+	if (!c) {
+		added = bpf_map_update_elem(&agg_counts, &p->k, &p->c, BPF_NOEXIST) == 0;
+		if (!added) /* raced with another CPU's insert */
+			c = bpf_map_lookup_elem(&agg_counts, &p->k);
+	}
+	if (c) {
+		for (int j = 0; j < AGG_CHUNK; j++)
+			c->counts[j] += p->c.counts[j];
+	} else if (!added) {
+		agg_stat_add(AGG_STATS_DROPS, p->adds);
+	}
+	listed = p->listed;
+	__builtin_memset(p, 0, sizeof(*p));
+	p->listed = listed;
+}
+
+struct agg_flush_ctx {
+	struct agg_pending_list *l;
+};
+
+static long agg_pending_flush_cb(__u32 i, void *ctx)
+{
+	struct agg_pending_list *l = ((struct agg_flush_ctx *)ctx)->l;
+	__u32 index = l->index[i & (AGG_MAX_SLOTS * AGG_PEND_WAYS - 1)];
+	struct agg_pending *p = bpf_map_lookup_elem(&agg_pending, &index);
+
+	if (p && p->used)
+		agg_pending_flush(p);
+	if (p)
+		p->listed = 0;
+	return 0;
+}
+
+/* Merges every pending chunk into agg_counts: the end of a batched hit. */
+static __always_inline void agg_pending_flush_all(void)
+{
+	__u32 zero = 0;
+	struct agg_flush_ctx ctx = { .l = bpf_map_lookup_elem(&agg_pending_used, &zero) };
+	__u32 n;
+
+	if (!ctx.l)
+		return;
+	n = ctx.l->n;
+	bpf_loop(n < AGG_MAX_SLOTS * AGG_PEND_WAYS ? n : AGG_MAX_SLOTS * AGG_PEND_WAYS,
+		 agg_pending_flush_cb, &ctx, 0);
+	ctx.l->n = 0;
+}
+
+/* agg_add for batched hits: inc joins the pending chunk of its {slot, key, chunk},
+ * which first evicts (merges) a different chunk that holds the same way. */
+static __always_inline void agg_add_pending(__u32 slot, __u32 gen, __u32 bucket, const __u8 *keybytes,
+					    int bounded, __u64 inc)
+{
+	struct agg_key k = { .slot = slot, .gen = gen, .bucket = bucket & ~(AGG_CHUNK - 1) };
+	const __u64 *x = (const __u64 *)keybytes, *y;
+	struct agg_pending *p;
+	__u32 i, zero = 0;
+	__u64 h;
+
+	if (!inc)
+		return;
+	h = x[0] ^ x[1];
+	h ^= h >> 32;
+	h ^= h >> 16;
+	h ^= h >> 8;
+	h += bucket / AGG_CHUNK;
+	i = (slot & (AGG_MAX_SLOTS - 1)) * AGG_PEND_WAYS + (__u32)(h & (AGG_PEND_WAYS - 1));
+	p = bpf_map_lookup_elem(&agg_pending, &i);
+	if (!p) {
+		agg_add(slot, gen, bucket, keybytes, bounded, inc);
+		return;
+	}
+	y = (const __u64 *)p->k.key;
+	if (p->used && (p->k.slot != slot || p->k.gen != (__u16)gen || p->k.bucket != k.bucket ||
+			y[0] != x[0] || y[1] != x[1]))
+		agg_pending_flush(p);
+	if (!p->used) {
+		struct agg_pending_list *l = bpf_map_lookup_elem(&agg_pending_used, &zero);
+
+		if (!l) {
+			agg_add(slot, gen, bucket, keybytes, bounded, inc);
+			return;
+		}
+		if (!p->listed && l->n < AGG_MAX_SLOTS * AGG_PEND_WAYS) {
+			l->index[l->n++ & (AGG_MAX_SLOTS * AGG_PEND_WAYS - 1)] = (__u16)i;
+			p->listed = 1;
+		}
+		__builtin_memcpy(k.key, keybytes, AGG_KEY_BYTES);
+		p->k = k;
+		p->used = 1;
+		p->bounded = bounded;
+	}
+	*agg_chunk_counter(&p->c, bucket) += inc;
+	p->adds++;
 }
 
 static __always_inline int agg_key_equal(const __u8 *a, const __u8 *b)
@@ -265,8 +436,18 @@ static __always_inline int agg_slot_matches(struct agg_slot *s, struct agg_event
 	return 1;
 }
 
+/* agg_add, or agg_add_pending in a batched hit. */
+static __always_inline void agg_add_to(int pending, __u32 slot, __u32 gen, __u32 bucket, const __u8 *key,
+				       int bounded, __u64 inc)
+{
+	if (pending)
+		agg_add_pending(slot, gen, bucket, key, bounded, inc);
+	else
+		agg_add(slot, gen, bucket, key, bounded, inc);
+}
+
 /* Applies one event to slot i if the slot's statistic is fed by it and its filters match. */
-static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
+static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pending)
 {
 	struct agg_slot *s;
 	__u32 stat, bd, gen;
@@ -291,30 +472,32 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev)
 	case AGG_STAT_DISK_OPS:
 	case AGG_STAT_WIRE_OPS:
 	case AGG_STAT_VDEV_OPS:
-		agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, 1);
+	case AGG_STAT_FS_OPS:
+		agg_add_to(pending, i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
 		if (bd == AGG_DIM_HITMISS) {
 			__u8 hm[AGG_KEY_BYTES] = { AGG_HITMISS_HIT };
 
-			agg_add(i, gen, 0, hm, 0, ev->hits);
+			agg_add_to(pending, i, gen, 0, hm, 0, ev->hits);
 			hm[0] = AGG_HITMISS_MISS;
-			agg_add(i, gen, 0, hm, 0, ev->misses);
+			agg_add_to(pending, i, gen, 0, hm, 0, ev->misses);
 		} else {
-			agg_add(i, gen, 0, key, bd != AGG_DIM_NONE, (__u64)ev->hits + ev->misses);
+			agg_add_to(pending, i, gen, 0, key, bd != AGG_DIM_NONE, (__u64)ev->hits + ev->misses);
 		}
 		break;
 	case AGG_STAT_NFS_SIZE:
 	case AGG_STAT_DISK_SIZE:
 	case AGG_STAT_WIRE_SIZE:
 	case AGG_STAT_VDEV_SIZE:
-		agg_add(i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
+	case AGG_STAT_FS_SIZE:
+		agg_add_to(pending, i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:
-		agg_add(i, gen, llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
+		agg_add_to(pending, i, gen, llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
 		break;
 	default: /* the latency statistics */
-		agg_add(i, gen, llhist_bucket(ev->latency_ns), key, bd != AGG_DIM_NONE, 1);
+		agg_add_to(pending, i, gen, llhist_bucket(ev->latency_ns), key, bd != AGG_DIM_NONE, 1);
 		break;
 	}
 }
@@ -325,7 +508,13 @@ struct agg_loop_ctx {
 
 static long agg_slot_cb(__u32 i, void *ctx)
 {
-	agg_slot_apply(i, ((struct agg_loop_ctx *)ctx)->ev);
+	agg_slot_apply(i, ((struct agg_loop_ctx *)ctx)->ev, 0);
+	return 0;
+}
+
+static long agg_slot_pending_cb(__u32 i, void *ctx)
+{
+	agg_slot_apply(i, ((struct agg_loop_ctx *)ctx)->ev, 1);
 	return 0;
 }
 
@@ -337,6 +526,16 @@ static __always_inline void agg_event_apply(struct agg_event *ev)
 	__u32 n = agg_nslots;
 
 	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_cb, &ctx, 0);
+}
+
+/* agg_event_apply for one event of a batched hit: its counts stay pending until
+ * agg_pending_flush_all() at the end of the hit. */
+static __always_inline void agg_event_apply_pending(struct agg_event *ev)
+{
+	struct agg_loop_ctx ctx = { .ev = ev };
+	__u32 n = agg_nslots;
+
+	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_pending_cb, &ctx, 0);
 }
 
 #endif /* __bpf__ */

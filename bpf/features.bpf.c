@@ -11,6 +11,12 @@ int BPF_PROG(tp_btf_probe)
 	return 0;
 }
 
+SEC("tp_btf/sys_enter")
+int BPF_PROG(syscalls_probe)
+{
+	return 0;
+}
+
 SEC("tracepoint/block/block_rq_complete")
 int tracepoint_probe(void *ctx)
 {

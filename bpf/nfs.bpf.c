@@ -35,23 +35,25 @@ struct {
 
 struct nfs_loop_ctx {
 	struct strata_nfs_batch *b;
+	struct agg_event *ev;
 };
 
-/* Describes operation i of the batch once and applies it to every slot. */
+/* Describes operation i of the batch once and applies it to every slot. The event was
+ * zeroed once for the hit; every field an operation sets is set whole for each one. */
 static long nfs_op_apply(__u32 i, void *ctx)
 {
-	struct strata_nfs_batch *b = ((struct nfs_loop_ctx *)ctx)->b;
+	struct nfs_loop_ctx *lctx = ctx;
+	struct strata_nfs_batch *b = lctx->b;
+	struct agg_event *ev = lctx->ev;
 	struct strata_nfs_op *op;
-	struct agg_event *ev;
 
 	if (i >= STRATA_NFS_BATCH)
 		return 1;
 	op = &b->ops[i];
-	ev = agg_event_get();
-	if (!ev)
-		return 1;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = (op->prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op->proc;
 	if (op->family == 2) { /* AF_INET: ::ffff:a.b.c.d */
+		*(__u64 *)ev->dims[AGG_DIM_CLIENT] = 0;
+		*(__u32 *)&ev->dims[AGG_DIM_CLIENT][8] = 0;
 		ev->dims[AGG_DIM_CLIENT][10] = 0xff;
 		ev->dims[AGG_DIM_CLIENT][11] = 0xff;
 		__builtin_memcpy(&ev->dims[AGG_DIM_CLIENT][12], op->client, 4);
@@ -66,7 +68,7 @@ static long nfs_op_apply(__u32 i, void *ctx)
 	ev->misses = op->arc_misses;
 	ev->stats_mask = 1u << AGG_STAT_NFS_OPS | 1u << AGG_STAT_NFS_LATENCY |
 			 1u << AGG_STAT_NFS_SIZE | 1u << AGG_STAT_ARC_ACCESSES;
-	agg_event_apply(ev);
+	agg_event_apply_pending(ev);
 	return 0;
 }
 
@@ -75,9 +77,9 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 {
 	__u32 zero = 0, n;
 	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
-	struct nfs_loop_ctx lctx = { .b = b };
+	struct nfs_loop_ctx lctx = { .b = b, .ev = agg_event_get() };
 
-	if (!b)
+	if (!b || !lctx.ev)
 		return 0;
 	if (bpf_probe_read_user(&b->count, sizeof(b->count), &arg->count)) {
 		agg_stat_add(AGG_STATS_DROPS, 1);
@@ -90,5 +92,6 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 		return 0;
 	}
 	bpf_loop(n, nfs_op_apply, &lctx, 0);
+	agg_pending_flush_all();
 	return 0;
 }

@@ -69,7 +69,7 @@ def _value_range(text, info):
 @prometheus_option
 def breakdown(dataset, by, style, top, percentile, range_text, last, since, until, fmt, as_json, output, colour,
               archive_path, prometheus_url):
-    """Break DATASET down by client, op, tier, device or file.
+    """Break DATASET down by client, op, tier, device, file or process.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
     heat-map statistics (nfs.latency...) show a percentile per key as lines.

@@ -1,8 +1,12 @@
 """`strata check`: did a change move the latency distribution?
 
-Compares two archives (written by `strata datasets archive`) dataset by dataset
-and key by key with the statistics of strata.datasets.compare, and prints a
-verdict per key. Exit codes: 0 same or better, 1 regression, 2 error.
+Compares a candidate archive with one or more baseline archives (written by
+`strata datasets archive` or `strata check run -o`) dataset by dataset and key
+by key, each run reduced to one value per metric (strata.datasets.compare_runs):
+with 3+ baseline runs their spread is the noise of the test; with fewer no
+significance can be claimed, says so, and calls changes on the threshold alone.
+`strata check ab` (cli/check_ab.py) is the paired A/B design.
+Exit codes: 0 same or better, 1 regression, 2 error.
 """
 import sys
 
@@ -10,9 +14,10 @@ import click
 import numpy as np
 
 from strata.cli import check_report
-from strata.cli.archive_option import open_archive
+from strata.cli.archive_option import archive_errors
 from strata.datasets.archive import Archive
-from strata.datasets.compare import METRICS, KeyVerdict, align_buckets, compare_counts, compare_histograms, interval_metric
+from strata.datasets.compare import CORRECTIONS, METRICS, KeyVerdict, align_buckets, interval_metric, judge, stack
+from strata.datasets.compare_runs import MIN_RUNS, compare_runs_counts, compare_runs_histograms
 from strata.datasets.errors import ArchiveError
 
 
@@ -59,85 +64,122 @@ def one_sided(key: str, base, cand, threshold) -> KeyVerdict:
                       reason=f"key {where}: {n:,} events, {share:.1%} of the {side}'s")
 
 
-def compare_dataset(name: str, base, cand, metrics, threshold, confidence):
-    """(dataset, KeyVerdict) for every key of one dataset, and p99 series for pictures."""
+def compare_dataset(name: str, bases: list, cand, metrics, threshold, confidence):
+    """(dataset, KeyVerdict) for every key of one dataset (verdicts still unjudged),
+    and per-second p99 series of the first baseline and the candidate for pictures."""
     out, series = [], {}
-    keys = sorted(set(base.keys) | set(cand.keys))
+    keys = sorted(set().union(*(qr.keys for qr in bases)) | set(cand.keys))
     for key in keys:
-        if key not in base.keys or key not in cand.keys:
-            out.append((name, one_sided(key, base, cand, threshold)))
+        having = [qr for qr in bases if key in qr.keys]
+        if not having or key not in cand.keys:
+            out.append((name, one_sided(key, having[0] if having else bases[0], cand, threshold)))
             continue
-        i, j = base.keys.index(key), cand.keys.index(key)
-        if base.kind == "heatmap":
-            buckets, a, b = align_buckets(base.buckets, base.counts[i], cand.buckets, cand.counts[j])
-            out.append((name, compare_histograms(key, a, b, buckets, metrics, threshold, confidence)))
-            series[(name, key)] = (interval_metric(a, buckets, "p99"), interval_metric(b, buckets, "p99"))
-        elif base.kind == "counter":
-            out.append((name, compare_counts(key, base.values[i], cand.values[j], threshold, confidence)))
+        buckets, rows = stack([*bases, cand], key)
+        if cand.kind == "heatmap":
+            out.append((name, compare_runs_histograms(key, rows[:-1], rows[-1], buckets, metrics, confidence)))
+            first = having[0]
+            ub, a, b = align_buckets(first.buckets, first.counts[first.keys.index(key)],
+                                     cand.buckets, cand.counts[cand.keys.index(key)])
+            series[(name, key)] = (interval_metric(a, ub, "p99"), interval_metric(b, ub, "p99"))
+        elif cand.kind == "counter":
+            out.append((name, compare_runs_counts(key, rows[:-1], rows[-1], confidence)))
     return out, series
 
 
+def warn_few_baselines(n: int, threshold: float):
+    if n < MIN_RUNS:
+        click.echo(f"strata check: warning: {n} baseline run{'s' if n > 1 else ''}: the spread between runs is "
+                   f"unknown, so no significance is claimed and changes are called on the threshold "
+                   f"({threshold:.0%}) alone; it must exceed the run-to-run spread measured on this machine "
+                   f"(bench/check_ab.py). Give {MIN_RUNS}+ --baseline runs, or use `strata check ab`.", err=True)
+
+
 @click.group(invoke_without_command=True)
-@click.option("--baseline", type=click.Path(dir_okay=False), help="Archive of the reference run.")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False),
+              help="Archive of a reference run (repeatable: 3+ runs let their spread enter the test).")
 @click.option("--candidate", type=click.Path(dir_okay=False), help="Archive of the run under test.")
 @click.option("--dataset", "datasets", multiple=True, help="Compare only this dataset (repeatable). Default: all in both.")
 @click.option("--metric", "metrics", default=",".join(METRICS), show_default=True,
-              help="Per-interval metrics to test, comma-separated (p50, p99, p99.9, mean).")
+              help="Per-run metrics to test, comma-separated (p50, p99, p99.9, mean).")
 @click.option("--threshold", default="5%", show_default=True, help="Smallest change that counts as a regression.")
 @click.option("--confidence", default=0.99, show_default=True, type=click.FloatRange(0.5, 0.9999),
               help="Confidence required before calling a change.")
+@click.option("--correction", type=click.Choice(CORRECTIONS), default="bh", show_default=True,
+              help="Multiple-comparison control over all datasets, keys and metrics: "
+                   "Benjamini-Hochberg or Holm.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
 @click.pass_context
-def check(ctx, baseline, candidate, datasets, metrics, threshold, confidence, as_json, junit, markdown):
-    """Compare the latency distributions of two runs.
+def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, correction, as_json, junit,
+          markdown):
+    """Compare the latency distributions of a run with stored baseline runs.
 
-    Each dataset and key is judged better, same or worse from per-interval
-    percentiles (Mann-Whitney U, bootstrap intervals) and from the shape of
-    the whole distribution (Wasserstein distance on log latency, permutation
-    test), so a new slow mode is caught even when p99 does not move.
+    Each run gives one value per metric (p50, p99, p99.9, mean of its pooled
+    histogram, and a shape distance on log latency that catches a new slow
+    mode when p99 does not move). With 3+ baseline runs the candidate is
+    tested against their spread (t prediction interval), with Benjamini-Hochberg
+    or Holm control over all datasets, keys and metrics. With fewer baseline
+    runs no significance can be claimed: a warning is printed and changes are
+    called on the threshold alone. For a verdict that holds on a noisy machine,
+    use `strata check ab` (interleaved rounds of both builds).
 
     Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
     """
     if ctx.invoked_subcommand:
         return
-    if not baseline or not candidate:
+    if not baselines or not candidate:
         raise click.UsageError("give --baseline FILE and --candidate FILE (or use `strata check run`)")
     metric_list = [m.strip() for m in metrics.split(",") if m.strip()]
     unknown = [m for m in metric_list if m not in METRICS]
     if unknown:
         raise click.BadParameter(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}", param_hint="--metric")
-    results, series = run_comparison(baseline, candidate, datasets, metric_list, _percent(threshold), confidence)
-    report(results, series, baseline, candidate, as_json, junit, markdown)
+    pct = _percent(threshold)
+    results, series = run_comparison(baselines, candidate, datasets, metric_list, pct, confidence, correction)
+    warn_few_baselines(len(baselines), pct)
+    report(results, series, baselines[0] if len(baselines) == 1 else list(baselines), candidate, as_json, junit,
+           markdown)
 
 
-def run_comparison(baseline, candidate, datasets, metrics, threshold, confidence):
-    """Verdicts and p99 series for the datasets of two archives; an archive that cannot be
-    read, or datasets missing, are one-line errors with exit status 2."""
-    with open_archive(baseline, exit_code=2) as base_ar, open_archive(candidate, exit_code=2) as cand_ar:
-        base_names = {d.name for d in base_ar.datasets()}
-        cand_names = {d.name for d in cand_ar.datasets()}
-        names = list(datasets) or sorted(base_names & cand_names)
-        if not names:
-            raise ArchiveError("the two archives have no dataset in common")
-        results, series = [], {}
-        for name in names:
-            for side, have in (("baseline", base_names), ("candidate", cand_names)):
-                if name not in have:
-                    raise ArchiveError(f"dataset {name!r} is not in the {side} archive")
-            out, s = compare_dataset(name, _whole(base_ar, name), _whole(cand_ar, name), metrics, threshold, confidence)
-            results += out
-            series.update(s)
-    return results, series
+def run_comparison(baselines, candidate, datasets, metrics, threshold, confidence, correction="bh"):
+    """Judged (dataset, KeyVerdict) pairs and p99 series; an archive that cannot be read,
+    or datasets missing, are one-line errors with exit status 2."""
+    with archive_errors(exit_code=2):
+        return _compare_archives(baselines, candidate, datasets, metrics, threshold, confidence, correction)
 
 
-def report(results, series, baseline, candidate, as_json, junit, markdown):
+def _compare_archives(baselines, candidate, datasets, metrics, threshold, confidence, correction):
+    names_of = {}
+    for path in [*baselines, candidate]:
+        with Archive.open(path) as ar:
+            names_of[path] = {d.name for d in ar.datasets()}
+    names = list(datasets) or sorted(set.intersection(*names_of.values()))
+    if not names:
+        raise ArchiveError("the archives have no dataset in common")
+    results, series = [], {}
+    for name in names:
+        for path, have in names_of.items():
+            if name not in have:
+                side = "candidate" if path == candidate else "baseline"
+                raise ArchiveError(f"dataset {name!r} is not in the {side} archive {path}")
+        bases = []
+        for path in baselines:
+            with Archive.open(path) as ar:
+                bases.append(_whole(ar, name))
+        with Archive.open(candidate) as ar:
+            cand = _whole(ar, name)
+        out, s = compare_dataset(name, bases, cand, metrics, threshold, confidence)
+        results += out
+        series.update(s)
+    return judge(results, threshold, confidence, correction), series
+
+
+def report(results, series, baseline, candidate, as_json, junit, markdown, unit="runs", extra=None):
     if as_json:
-        click.echo(check_report.as_json(results, baseline, candidate))
+        click.echo(check_report.as_json(results, baseline, candidate, extra))
     else:
         from rich.console import Console
-        check_report.print_table(results, Console())
+        check_report.print_table(results, Console(), unit)
     if junit:
         check_report.write_junit(results, junit)
     if markdown:
@@ -147,4 +189,6 @@ def report(results, series, baseline, candidate, as_json, junit, markdown):
 
 
 from strata.cli.check_run import run as _check_run  # noqa: E402  `strata check run` (cli/check_run.py)
+from strata.cli.check_ab import ab as _check_ab      # noqa: E402  `strata check ab` (cli/check_ab.py)
 check.add_command(_check_run)
+check.add_command(_check_ab)

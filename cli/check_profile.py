@@ -1,8 +1,9 @@
-"""Profiles for `strata check run`: one TOML file says what to start, what load to
+"""Profiles for `strata check run` and `strata check ab`: one TOML file says what to start, what load to
 run, what to measure and how to judge it.
 
     description = "randread from the ARC"          # optional, shown in reports
-    baseline = "../../tests/baselines/x.archive"   # default --baseline, relative to this file
+    baseline = "../../tests/baselines/x.archive"   # default --baseline, relative to this file;
+                                                   # a list of several runs lets their spread enter the test
 
     [engine]              # a private strata-engine on a temporary pool (the default)
     arc_max = "256M"      # --arc-max
@@ -11,7 +12,7 @@ run, what to measure and how to judge it.
     recordsize = "8k"
     cache_size = "128M"   # an L2ARC cache device of that size (a scratch file); default none
     inject_delay = { l2arc = "50us" }   # `strata-engine ctl inject-delay` once started:
-                          # a regression on purpose (tiers l2arc, zil, pool)
+                          # a regression on purpose (tiers l2arc, zil, pool, nfs)
     args = []             # more `strata-engine serve` options, e.g. ["--workers", "16"]
 
     [server]              # or: an engine that is already running (then no [engine])
@@ -41,22 +42,31 @@ run, what to measure and how to judge it.
     confidence = 0.99
     metrics = ["p50", "p99", "p99.9", "mean"]
 
+    [ab]                  # `strata check ab` (interleaved rounds); defaults shown
+    rounds = 24           # ABBA... rounds, even; 12 pairs reach p < 0.001 (sign flips)
+    round_seconds = 5     # measured seconds per round
+    round_warmup = 1      # seconds of load before each round is measured
+    threshold = "2%"      # smallest change that counts (significance comes from the rounds)
+    confidence = 0.99
+    correction = "bh"     # bh (Benjamini-Hochberg) or holm, over datasets, keys and metrics
+
 Every key is checked; a wrong one is named in one line.
 """
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.datasets.compare import METRICS
+from strata.datasets.compare import CORRECTIONS, METRICS
 
 LOAD_KEYS = {"profile", "io_size", "files", "file_size", "working_set", "clients", "threads", "rate", "stable",
              "step_interval", "read_pct", "netns", "seed", "setup"}
 ENGINE_KEYS = {"arc_max", "pool_size", "vdevs", "recordsize", "args", "cache_size", "inject_delay"}
-DELAY_TIERS = {"l2arc", "zil", "pool"}
+DELAY_TIERS = {"l2arc", "zil", "pool", "nfs"}
 SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
 MEASURE_KEYS = {"warmup", "duration", "datasets"}
 CHECK_KEYS = {"threshold", "confidence", "metrics"}
-TOP_KEYS = {"description", "baseline", "engine", "server", "load", "measure", "check"}
+AB_KEYS = {"rounds", "round_seconds", "round_warmup", "threshold", "confidence", "correction"}
+TOP_KEYS = {"description", "baseline", "engine", "server", "load", "measure", "check", "ab"}
 
 
 class ProfileError(ValueError):
@@ -67,7 +77,7 @@ class ProfileError(ValueError):
 class Profile:
     path: Path
     description: str = ""
-    baseline: Path | None = None
+    baselines: list = field(default_factory=list)     # Paths
     engine: dict = field(default_factory=dict)
     server: dict | None = None
     load: dict = field(default_factory=dict)
@@ -77,6 +87,8 @@ class Profile:
     threshold: str = "5%"
     confidence: float = 0.99
     metrics: list = field(default_factory=lambda: list(METRICS))
+    ab: dict = field(default_factory=lambda: {"rounds": 24, "round_seconds": 5, "round_warmup": 1,
+                                              "threshold": "2%", "confidence": 0.99, "correction": "bh"})
 
 
 def _table(data: dict, name: str, allowed: set) -> dict:
@@ -109,7 +121,10 @@ def load(path: str) -> Profile:
         raise ProfileError(f"{path}: unknown key {unknown[0]!r}; keys: {', '.join(sorted(TOP_KEYS))}")
     prof = Profile(path=p, description=str(data.get("description", "")))
     if "baseline" in data:
-        prof.baseline = (p.parent / str(data["baseline"])).resolve()
+        listed = data["baseline"] if isinstance(data["baseline"], list) else [data["baseline"]]
+        if not listed or not all(isinstance(b, str) for b in listed):
+            raise ProfileError("baseline must be a file name or a list of file names")
+        prof.baselines = [(p.parent / b).resolve() for b in listed]
     if isinstance(data.get("load"), dict):
         data["load"] = {k.replace("-", "_"): v for k, v in data["load"].items()}
     loadopts = _table(data, "load", LOAD_KEYS)
@@ -145,4 +160,22 @@ def load(path: str) -> Profile:
     prof.metrics = check.get("metrics", prof.metrics)
     if not isinstance(prof.metrics, list) or not prof.metrics or any(m not in METRICS for m in prof.metrics):
         raise ProfileError(f"check.metrics must be a list drawn from {', '.join(METRICS)}")
+    _ab(prof, _table(data, "ab", AB_KEYS))
     return prof
+
+
+def _ab(prof: Profile, ab: dict):
+    out = prof.ab
+    out["rounds"] = _int(ab, "rounds", "ab", out["rounds"], 6, 1000)
+    if out["rounds"] % 2:
+        raise ProfileError(f"ab.rounds must be even (pairs of A and B rounds), not {out['rounds']}")
+    out["round_seconds"] = _int(ab, "round_seconds", "ab", out["round_seconds"], 2, 3600)
+    out["round_warmup"] = _int(ab, "round_warmup", "ab", out["round_warmup"], 0, 3600)
+    out["threshold"] = str(ab.get("threshold", out["threshold"]))
+    confidence = ab.get("confidence", out["confidence"])
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence <= 0.9999:
+        raise ProfileError(f"ab.confidence must be between 0.5 and 0.9999, not {confidence!r}")
+    out["confidence"] = float(confidence)
+    out["correction"] = ab.get("correction", out["correction"])
+    if out["correction"] not in CORRECTIONS:
+        raise ProfileError(f"ab.correction must be one of {', '.join(CORRECTIONS)}")

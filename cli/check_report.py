@@ -1,18 +1,32 @@
 """`strata check` outputs for people and CI systems: a table, JSON, JUnit XML and a
 Markdown step summary. Each takes the list of (dataset, KeyVerdict) pairs."""
 import json
+import math
 from dataclasses import asdict
 from xml.etree import ElementTree as ET
 
 SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error"}
 
 
-def as_json(results, baseline: str, candidate: str) -> str:
-    return json.dumps({
-        "baseline": baseline, "candidate": candidate,
+def as_json(results, baseline, candidate, extra: dict | None = None) -> str:
+    """baseline/candidate: what was compared (paths, or A and B of `check ab`);
+    extra: more top-level fields (the design of the check)."""
+    return json.dumps(_finite({
+        "baseline": baseline, "candidate": candidate, **(extra or {}),
         "verdict": overall(results),
         "results": [{"dataset": d, **asdict(v)} for d, v in results],
-    }, indent=2, default=float)
+    }), indent=2, default=float, allow_nan=False)
+
+
+def _finite(value):
+    """JSON has no infinity: an unbounded interval side (too few rounds) becomes null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def overall(results) -> str:
@@ -23,11 +37,12 @@ def overall(results) -> str:
     return "same"
 
 
-def print_table(results, console) -> None:
+def print_table(results, console, unit: str = "runs") -> None:
+    """unit: what the (baseline, candidate) counts are, runs or rounds."""
     from rich.table import Table
 
     table = Table(title="strata check", title_justify="left")
-    for col in ("dataset", "key", "verdict", "intervals", "evidence"):
+    for col in ("dataset", "key", "verdict", unit, "evidence"):
         table.add_column(col, overflow="fold")
     colour = {"worse": "red", "better": "green", "same": "dim", "error": "yellow"}
     for dataset, v in results:
@@ -63,7 +78,8 @@ def sparkline(values) -> str:
 
 
 def write_markdown(results, path: str, series=None) -> None:
-    """A CI step summary; `series` maps (dataset, key) to (baseline p99s, candidate p99s)."""
+    """A CI step summary; `series` maps (dataset, key) to (baseline p99s, candidate p99s),
+    per second or per round."""
     lines = [f"## strata check: {SYMBOL[overall(results)]}", "",
              "| dataset | key | verdict | evidence | p99 baseline → candidate |",
              "|---|---|---|---|---|"]

@@ -43,28 +43,34 @@ def _fail(text: str):
 @click.command("run")
 @click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
               help="The profile (TOML): engine or server, load, datasets, warm-up and measured seconds.")
-@click.option("--baseline", type=click.Path(dir_okay=False), help="Baseline archive (default: the profile's).")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False),
+              help="Baseline archive (repeatable; default: the profile's).")
 @click.option("--update-baseline", is_flag=True, help="Write the measured archive as the baseline; no comparison.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also keep the measured archive here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
-def run(profile_path, baseline, update_baseline, output, as_json, junit, markdown):
+def run(profile_path, baselines, update_baseline, output, as_json, junit, markdown):
     """Run PROFILE's workload, measure it, and compare it with the baseline.
 
-    Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
+    With one baseline run no significance can be claimed (a warning says so);
+    --update-baseline writes the first --baseline, so several runs make a
+    baseline whose spread enters the test. Exits 0 when nothing got worse,
+    1 on a regression, 2 on an error.
     """
-    from strata.cli.check_cmd import _percent, report, run_comparison   # check_cmd registers this command
+    # check_cmd registers this command, so it is imported here
+    from strata.cli.check_cmd import _percent, report, run_comparison, warn_few_baselines
     try:
         prof = check_profile.load(profile_path)
         threshold = _percent(prof.threshold)
     except (check_profile.ProfileError, click.BadParameter) as e:
         _fail(str(e.format_message() if isinstance(e, click.BadParameter) else e))
-    baseline = baseline or (str(prof.baseline) if prof.baseline else None)
-    if not baseline:
+    baselines = list(baselines) or [str(b) for b in prof.baselines]
+    if not baselines:
         _fail("no baseline: give --baseline FILE or set baseline = \"...\" in the profile")
-    if not update_baseline and not os.path.exists(baseline):
-        _fail(f"baseline {baseline} does not exist (make one with --update-baseline)")
+    missing = [b for b in baselines if not os.path.exists(b)]
+    if not update_baseline and missing:
+        _fail(f"baseline {missing[0]} does not exist (make one with --update-baseline)")
     if os.geteuid() != 0:
         _fail("needs root (BPF probes); run it with sudo")
 
@@ -82,12 +88,14 @@ def run(profile_path, baseline, update_baseline, output, as_json, junit, markdow
         if output:
             shutil.copyfile(candidate, output)
         if update_baseline:
-            Path(baseline).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(candidate, baseline)
-            _say(f"wrote baseline {baseline} ({os.path.getsize(baseline):,} bytes)")
+            Path(baselines[0]).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(candidate, baselines[0])
+            _say(f"wrote baseline {baselines[0]} ({os.path.getsize(baselines[0]):,} bytes)")
             sys.exit(0)
-        results, series = run_comparison(baseline, candidate, (), prof.metrics, threshold, prof.confidence)
-        report(results, series, baseline, output or candidate, as_json, junit, markdown)
+        results, series = run_comparison(baselines, candidate, (), prof.metrics, threshold, prof.confidence)
+        warn_few_baselines(len(baselines), threshold)
+        report(results, series, baselines[0] if len(baselines) == 1 else baselines, output or candidate, as_json,
+               junit, markdown)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -95,7 +103,7 @@ def run(profile_path, baseline, update_baseline, output, as_json, junit, markdow
 def measure(prof, work: Path, candidate: str, undo):
     """Engine (or server), setup, load, collection; writes the measured window to candidate."""
     if prof.server is None:
-        host, nfsport, mountport, export, pid = _private_engine(prof, work, undo)
+        host, nfsport, mountport, export, pid = private_engine(prof, work, undo)
     else:
         s = prof.server
         host, nfsport, mountport, export = s["host"], s.get("nfsport"), s.get("mountport"), s["export"]
@@ -128,19 +136,22 @@ def measure(prof, work: Path, candidate: str, undo):
     export_window(archive, prof.datasets, start, end, candidate)
 
 
-def _private_engine(prof, work: Path, undo):
+def private_engine(prof, work: Path, undo, binary: str | None = None, delays: dict | None = None):
+    """The profile's [engine] on a fresh pool in work (binary: which strata-engine),
+    with the profile's inject_delay and then `delays` (tier -> duration) applied."""
     e = prof.engine
     vdevs = [str(work / f"vdev{i}") for i in range(int(e.get("vdevs", 1)))]
-    lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")))
+    lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")), binary)
     extra = [str(a) for a in e.get("args", [])]
     if "cache_size" in e:
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
-    eng = lab_engine.Engine(work)
+    eng = lab_engine.Engine(work, binary)
     # mode=1777: strata-load's clients (uids 10000 and up) create their files in the export root
     eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash,mode=1777",
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
-    for tier, delay in e.get("inject_delay", {}).items():
-        _say(f"injecting {delay} into every {tier} I/O")
+    for tier, delay in {**e.get("inject_delay", {}), **(delays or {})}.items():
+        click.echo(f"strata check: injecting {delay} into every {tier} {'reply' if tier == 'nfs' else 'I/O'}",
+                   err=True)
         eng.ctl("inject-delay", tier, delay)
     return "127.0.0.1", eng.nfsport, eng.mountport, EXPORT, eng.pid

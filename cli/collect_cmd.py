@@ -63,6 +63,14 @@ class ListenAddress(click.ParamType):
                    "(default: the one strata-collect finds).")
 @click.option("--engine-pid", type=click.IntRange(min=1), metavar="PID",
               help="The one strata-engine process to probe (default: the newest one running).")
+@click.option("--fs-pid", "fs_pids", type=click.IntRange(min=1), metavar="PID", multiple=True,
+              help="A process whose file-system syscalls fs.* statistics follow (repeatable).")
+@click.option("--fs-comm", "fs_comms", metavar="NAME", multiple=True,
+              help="Follow every process with this name (as in /proc/PID/comm), including ones "
+                   "started later (repeatable).")
+@click.option("--fs-cgroup", metavar="PATH",
+              help="Follow every process in this cgroup v2 and below (absolute, or relative to "
+                   "the cgroup2 mount).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
 @click.option("--wire-iface", "wire_ifaces", metavar="PATTERN", multiple=True,
@@ -89,6 +97,13 @@ def collect(ctx, config_path, **given):
     enforced every minute. One collector per archive (lock: ARCHIVE.lock).
     SIGTERM or Ctrl-C stops it cleanly; a full disk stops it with a message
     and an intact archive. Needs root (BPF).
+
+    fs.* statistics follow only the processes chosen with --fs-pid, --fs-comm
+    and --fs-cgroup; other processes pay only the syscall tracepoints' entry
+    (collectors/STATISTICS.md) while an fs dataset is active. A choice that
+    matches nothing (a pid that is gone, a name or cgroup not there yet) is
+    reported once and collects nothing; names and cgroups are picked up when
+    they appear.
 
     With --metrics, every archived second is also served as OpenMetrics for
     Prometheus to scrape: heat maps as histograms (llhist bucket bounds as

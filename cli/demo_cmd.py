@@ -1,6 +1,8 @@
 """`strata demo`: the L2ARC warm-up screenshots of seed 000 on this machine: a
 pool on loop devices, the engine, 10 clients reading a working set larger than
-the ARC, collection into DIR/archive.db, and the heat maps it gives."""
+the ARC, collection into DIR/archive.db, and the heat maps it gives. With
+--server ganesha, the same picture on nfs-ganesha over ext4, the page cache
+dropped halfway."""
 import os
 import sys
 import time
@@ -11,6 +13,7 @@ import click
 from strata.cli.binaries import MissingBinary
 from strata.cli.lab.collect import CollectError
 from strata.cli.lab.engine import EngineError
+from strata.cli.lab.ganesha import GaneshaError
 from strata.cli.lab.load import LoadError
 from strata.cli.lab.loopdev import LoopError
 from strata.cli.lab.teardown import Teardown
@@ -19,6 +22,8 @@ from strata.heatmaps.export import ExportError
 
 def _size(ctx, param, value):
     from strata.heatmaps.units import parse_value
+    if value is None:
+        return None
     try:
         if parse_value(value, "bytes") < 16 << 20:
             raise ValueError(f"{value} is below 16M")
@@ -27,26 +32,30 @@ def _size(ctx, param, value):
     return value
 
 
-FAILURES = (MissingBinary, EngineError, LoadError, CollectError, LoopError, ArchiveError, ExportError, OSError)
+FAILURES = (MissingBinary, EngineError, GaneshaError, LoadError, CollectError, LoopError, ArchiveError, ExportError, OSError)
 
 
 @click.command("demo")
 @click.option("-o", "--output", "outdir", default="demo", show_default=True, type=click.Path(file_okay=False),
               help="Directory for the archive, the pictures and the load report.")
-@click.option("--duration", default=90, show_default=True, type=click.IntRange(10, 3600),
-              help="Seconds of random reads (after the working set is written).")
+@click.option("--server", type=click.Choice(("engine", "ganesha")), default="engine", show_default=True,
+              help="engine: strata's cache engine (NFS, ARC, L2ARC, vdev and disk layers); ganesha: "
+                   "Debian's nfs-ganesha on ext4 (wire, file-system and disk layers).")
+@click.option("--duration", type=click.IntRange(10, 3600),
+              help="Seconds of random reads (after the working set is written) [engine: 90, ganesha: 40].")
 @click.option("--clients", default=10, show_default=True, type=click.IntRange(1, 200))
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 64), help="Streams per client.")
-@click.option("--rate", default=400, show_default=True, type=click.IntRange(0, 10_000_000),
-              help="RPCs/s over all clients (0: as fast as they go); the cap keeps the four modelled "
-                   "disks below saturation, so their band is service time, not queueing.")
-@click.option("--arc-max", default="64M", show_default=True, callback=_size, help="ARC size.")
-@click.option("--working-set", default="256M", show_default=True, callback=_size,
-              help="Bytes the clients read (> ARC).")
+@click.option("--rate", type=click.IntRange(0, 10_000_000),
+              help="RPCs/s over all clients (0: as fast as they go) [engine: 400, ganesha: 2000]; the "
+                   "engine's cap keeps the four modelled disks below saturation, so their band is service "
+                   "time, not queueing; ganesha's sets how fast the page cache fills again after the drop.")
+@click.option("--arc-max", callback=_size, help="ARC size (engine only) [64M].")
+@click.option("--working-set", callback=_size,
+              help="Bytes the clients read [256M] (engine: > ARC; ganesha: fits the page cache).")
 @click.option("--no-netns", is_flag=True, help="All clients from 127.0.0.1 (told apart by AUTH_SYS name only).")
 @click.option("--color", "colour", type=click.Choice(("auto", "truecolor", "256", "none")), default="auto",
               show_default=True, help="Terminal colours for the heat maps printed at the end.")
-def demo(outdir, duration, clients, threads, rate, arc_max, working_set, no_netns, colour):
+def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set, no_netns, colour):
     """Run the cache demo and draw its heat maps (needs root).
 
     A temporary pool on a loop device, the strata engine with a small ARC,
@@ -56,15 +65,30 @@ def demo(outdir, duration, clients, threads, rate, arc_max, working_set, no_netn
     L2ARC it is switched on halfway. Writes DIR/archive.db, HTML and PNG
     pictures and the load report, and prints the heat maps. Everything it
     started is removed on exit or Ctrl-C.
+
+    --server ganesha: Debian's nfs-ganesha (FSAL VFS) serving an ext4 file
+    system on a loop device, seen from outside: wire.* on the interfaces,
+    fs.* on ganesha's syscalls, disk.* on the loop device. The working set
+    fits the page cache; halfway the page cache is dropped, so the disk band
+    appears and fades as the cache fills again.
     """
     if os.geteuid() != 0:
         click.echo("strata demo: needs root (loop devices, network namespaces and BPF probes); "
                    "run it with sudo", err=True)
         sys.exit(1)
-    from strata.cli.demo import pictures, scenario
-
-    settings = scenario.Settings(outdir=Path(outdir), duration=duration, clients=clients, threads=threads, rate=rate,
-                                 arc_max=arc_max, working_set=working_set, netns=not no_netns)
+    given = dict(outdir=Path(outdir), duration=duration, clients=clients, threads=threads, rate=rate,
+                 working_set=working_set, netns=not no_netns)
+    if server == "ganesha":
+        if arc_max is not None:
+            raise click.UsageError("--arc-max is for --server engine (ganesha uses the page cache)")
+        from strata.cli.demo import ganesha as scenario
+        from strata.cli.demo import ganesha_pictures as pictures
+        explore = _ganesha_commands
+    else:
+        from strata.cli.demo import pictures, scenario
+        given["arc_max"] = arc_max
+        explore = _engine_commands
+    settings = scenario.Settings(**{k: v for k, v in given.items() if v is not None})
     began = time.monotonic()
     try:
         with Teardown() as undo:
@@ -78,10 +102,10 @@ def demo(outdir, duration, clients, threads, rate, arc_max, working_set, no_netn
     except FAILURES as e:
         click.echo(f"strata demo: {e}", err=True)
         sys.exit(1)
-    _epilogue(facts, written, time.monotonic() - began)
+    _epilogue(facts, written, time.monotonic() - began, explore)
 
 
-def _epilogue(facts, written, seconds):
+def _epilogue(facts, written, seconds, explore):
     """What was written, what was missing, and how to explore the archive."""
     folder = written[0].parent if written else "."
     stems = ", ".join(sorted({p.stem for p in written}))
@@ -93,11 +117,25 @@ def _epilogue(facts, written, seconds):
                     for t in ((facts.run_start or facts.load_start), facts.load_end + 1))
     rng = f"--since {since} --until {until} --archive {facts.archive}"
     click.echo("Explore the archive it left (the random reads; widen --since to see the setup writes):")
-    for cmd in (f"strata heatmap 'nfs.latency[tier]' --log {rng}",
-                f"strata heatmap 'nfs.latency[tier=arc]' {rng}",
-                f"strata heatmap 'vdev.latency[vdev]' --log {rng}",
-                f"strata heatmap 'disk.latency[device={facts.pool_devices[0]}]' {rng}",
-                f"strata breakdown 'nfs.latency[tier]' --range 1ms.. {rng}",
-                f"strata breakdown 'nfs.ops[client]' --top 10 {rng}",
-                f"strata breakdown 'nfs.ops[op]' {rng}"):
+    for cmd in explore(facts, rng):
         click.echo(f"  {cmd}")
+
+
+def _engine_commands(facts, rng):
+    return [f"strata heatmap 'nfs.latency[tier]' --log {rng}",
+            f"strata heatmap 'nfs.latency[tier=arc]' {rng}",
+            f"strata heatmap 'vdev.latency[vdev]' --log {rng}",
+            f"strata heatmap 'disk.latency[device={facts.pool_devices[0]}]' {rng}",
+            f"strata breakdown 'nfs.latency[tier]' --range 1ms.. {rng}",
+            f"strata breakdown 'nfs.ops[client]' --top 10 {rng}",
+            f"strata breakdown 'nfs.ops[op]' {rng}"]
+
+
+def _ganesha_commands(facts, rng):
+    return [f"strata heatmap 'wire.latency[client]' --log {rng}",
+            f"strata heatmap 'fs.latency[op]' --log {rng}",
+            f"strata heatmap 'disk.latency[device={facts.device}]' --log {rng}",
+            f"strata breakdown 'fs.latency[op]' --range 1ms.. {rng}",
+            f"strata breakdown 'wire.ops[client]' --top 10 {rng}",
+            f"strata breakdown 'wire.ops[op]' {rng}",
+            f"strata breakdown 'fs.ops[op]' {rng}"]

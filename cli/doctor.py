@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 import click
 
 from strata.cli.binaries import MissingBinary, find_binary
+from strata.cli.doctor_views import describe, server_views
 
 CAP_PERFMON, CAP_BPF = 38, 39
 
@@ -68,6 +69,8 @@ def check_memlock() -> Check:
 FEATURES = [  # (key in strata-features output, row name, required, what needs it)
     ("tp_btf", "tp_btf attach", False, "disk layer (else classic tracepoints)"),
     ("tracepoint", "tracepoint attach", True, "disk layer"),
+    ("syscalls", "syscall tracepoints", False,
+     "fs view of any server process (strata collect --fs-pid/--fs-comm/--fs-cgroup)"),
     ("uprobe", "uprobe/USDT attach", True, "NFS and cache layers (engine probes)"),
     ("kprobe", "kprobe attach", False, "not used by strata"),
     ("fentry", "fentry/fexit attach", False, "not used by strata"),
@@ -75,17 +78,23 @@ FEATURES = [  # (key in strata-features output, row name, required, what needs i
 ]
 
 
-def check_kernel_features() -> list[Check]:
+def probe_features() -> tuple[dict | None, Check | None]:
+    """strata-features' findings, or None and the row that says why there are none."""
     try:
         prober = find_binary("strata-features")
     except MissingBinary as e:
-        return [Check("BPF program load", False, str(e), "make")]
+        return None, Check("BPF program load", False, str(e), "make")
     proc = subprocess.run([prober], capture_output=True, text=True, timeout=30)
     try:
-        found = json.loads(proc.stdout)
+        return json.loads(proc.stdout), None
     except json.JSONDecodeError:
-        return [Check("BPF program load", False, f"strata-features failed: {proc.stderr.strip()[:200]}",
-                      "run as root; check `strata-features` output")]
+        return None, Check("BPF program load", False, f"strata-features failed: {proc.stderr.strip()[:200]}",
+                           "run as root; check `strata-features` output")
+
+
+def check_kernel_features(found: dict | None, failed: Check | None) -> list[Check]:
+    if found is None:
+        return [failed]
     loads = [k for k, v in found.items() if v["ok"] or not v["error"].startswith("load")]
     rows = [Check("BPF program load", bool(loads),
                   f"{len(loads)} of {len(found)} program types load",
@@ -131,10 +140,15 @@ def check_tools() -> list[Check]:
     return rows
 
 
-def run_checks() -> list[Check]:
-    return ([Check("kernel", True, f"Linux {platform.release()} {platform.machine()}"),
-             check_privileges(), check_btf(), check_tracefs(), check_memlock()]
-            + check_kernel_features() + [check_nfsd()] + check_binaries() + check_tools())
+def run_checks() -> tuple[list[Check], list]:
+    """(the checks, the views per server kind)."""
+    found, failed = probe_features()
+    binaries = check_binaries()
+    have_engine = any(c.name == "strata-engine" and c.ok for c in binaries)
+    checks = ([Check("kernel", True, f"Linux {platform.release()} {platform.machine()}"),
+               check_privileges(), check_btf(), check_tracefs(), check_memlock()]
+              + check_kernel_features(found, failed) + [check_nfsd()] + binaries + check_tools())
+    return checks, server_views(found or {}, have_engine)
 
 
 @click.command()
@@ -145,13 +159,17 @@ def doctor(as_json):
     Prints one row per check: BTF, tracefs, BPF program load, tp_btf,
     tracepoint, uprobe/USDT, kprobe, fentry and TC attach, kernel nfsd,
     memlock, and strata's own programs. Each failing row says how to fix it.
+    Then, per kind of NFS server (strata-engine, nfs-ganesha and other
+    user-space servers, kernel nfsd), the views this host offers for it:
+    wire (wire.*), fs (fs.*), disk (disk.*), engine USDT (nfs.*, arc.*, ...).
 
     Exits 0 when collection can run here, 1 otherwise.
     """
-    checks = run_checks()
+    checks, servers = run_checks()
     ready = all(c.ok for c in checks if c.required)
     if as_json:
-        click.echo(json.dumps({"ready": ready, "checks": [asdict(c) for c in checks]}, indent=2))
+        click.echo(json.dumps({"ready": ready, "checks": [asdict(c) for c in checks],
+                               "servers": [asdict(s) for s in servers]}, indent=2))
     else:
         from rich.console import Console
         from rich.table import Table
@@ -162,7 +180,14 @@ def doctor(as_json):
         for c in checks:
             status = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
             table.add_row(c.name, status, c.detail, c.fix)
+        views = Table(title="views this host offers, by server", title_justify="left")
+        for col in ("server", "on this host", "views here", "not here", "note"):
+            views.add_column(col, overflow="fold")
+        for s in servers:
+            views.add_row(s.server, "yes" if s.installed else "no", f"[green]{describe(s.here)}[/]",
+                          f"[yellow]{', '.join(s.absent)}[/]", s.note)
         console = Console()
         console.print(table)
+        console.print(views)
         console.print("collection can run here" if ready else "[red]collection cannot run here: fix the FAIL rows[/]")
     raise SystemExit(0 if ready else 1)

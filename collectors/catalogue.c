@@ -49,21 +49,26 @@ static void print_dims(FILE *out, const char *field, unsigned mask)
 	fprintf(out, "]");
 }
 
+const char *probe_provider(const struct statistic *s)
+{
+	return s->layer == LAYER_DISK ? "block" : s->layer == LAYER_FS ? "raw_syscalls"
+	       : s->layer == LAYER_WIRE ? "tc" : "strata";
+}
+
 /* "usdt strata:nfs_ops", "tracepoints block:block_rq_issue, block:block_rq_complete", ... */
 static void print_source(FILE *out, const struct statistic *s)
 {
+	const char *provider = probe_provider(s), *how = strcmp(provider, "strata") ? "tracepoints" : "usdt";
 	char src[160];
 
 	if (s->layer == LAYER_GAUGE)
 		snprintf(src, sizeof(src), "engine stats socket");
-	else if (s->layer == LAYER_DISK)
-		snprintf(src, sizeof(src), "tracepoints block:%s%s%s", s->probes[0], s->probes[1] ? ", block:" : "",
-			 s->probes[1] ? s->probes[1] : "");
 	else if (s->layer == LAYER_WIRE)
 		snprintf(src, sizeof(src), "tc clsact ingress and egress (ONC RPC over TCP)");
+	else if (s->probes[1])
+		snprintf(src, sizeof(src), "%s %s:%s, %s:%s", how, provider, s->probes[0], provider, s->probes[1]);
 	else
-		snprintf(src, sizeof(src), "usdt strata:%s%s%s", s->probes[0], s->probes[1] ? ", strata:" : "",
-			 s->probes[1] ? s->probes[1] : "");
+		snprintf(src, sizeof(src), "%s %s:%s", how, provider, s->probes[0]);
 	emit_json_string(out, src);
 }
 

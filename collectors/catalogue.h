@@ -34,8 +34,11 @@ extern const struct statistic statistics[];
 extern const size_t nstatistics;
 
 const struct statistic *statistic_find(const char *name);
-/* "nfs", "cache", "disk", "wire", "engine" */
+/* "nfs", "cache", "disk", "vdev", "wire", "fs", "engine" */
 const char *layer_name(enum layer_id layer);
+/* Who defines s's probes: "strata" (the engine's USDT), "block" or "raw_syscalls"
+ * (tracepoints), "tc" (the wire view's TC programs). */
+const char *probe_provider(const struct statistic *s);
 
 /* Writes the catalogue as one JSON object: its dimensions, key sets and statistics
  * (collectors/FORMAT.md). host, when not NULL, adds this host's fields: once with

@@ -55,8 +55,7 @@ static void markdown(void)
 		if (s->layer == LAYER_GAUGE)
 			printf("stats socket");
 		for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
-			printf("%s`%s:%s`", p ? ", " : "",
-			       s->layer == LAYER_DISK ? "block" : s->layer == LAYER_WIRE ? "tc" : "strata", s->probes[p]);
+			printf("%s`%s:%s`", p ? ", " : "", probe_provider(s), s->probes[p]);
 		printf(" | %s |\n", s->description);
 	}
 	printf("\n| breakdown | key texts | meaning |\n|---|---|---|\n");

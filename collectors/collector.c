@@ -4,12 +4,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "collector.h"
 #include "emit.h"
+#include "engine_names.h"
 #include "keys.h"
 
 static void add_error(struct collector *c, const char *msg)
@@ -19,6 +21,11 @@ static void add_error(struct collector *c, const char *msg)
 			return;
 	if (c->nerrors < ERRORS_MAX)
 		snprintf(c->errors[c->nerrors++], ERROR_LEN, "%s", msg);
+}
+
+static void report_error(void *c, const char *msg)
+{
+	add_error(c, msg);
 }
 
 static void reply_ack(struct collector *c, const char *id)
@@ -55,6 +62,7 @@ void collector_init(struct collector *c, FILE *out, long interval, const struct 
 	c->engine_path = engine_path;
 	c->engine_pid = pid;
 	c->by_pid = by_pid;
+	engine_names_use(pid);
 }
 
 void collector_fini(struct collector *c)
@@ -279,7 +287,7 @@ static bool engine_alive(pid_t pid, const char *exe)
 static bool uses_usdt(const struct collector *c)
 {
 	for (size_t i = 0; i < c->ndatasets; i++)
-		if (c->datasets[i].stat->layer != LAYER_DISK && c->datasets[i].stat->layer != LAYER_GAUGE)
+		if (strcmp(probe_provider(c->datasets[i].stat), "strata") == 0 && c->datasets[i].stat->layer != LAYER_GAUGE)
 			return true;
 	return false;
 }
@@ -349,7 +357,7 @@ static void emit_kernel(struct collector *c, const struct dataset *d)
 	const struct layer *L = &c->layers[d->stat->layer];
 	const struct count_entry *e = L->deltas, *end = L->deltas + L->ndeltas;
 	bool heat = d->stat->kind == KIND_HEATMAP, first_key = true;
-	char text[INET6_ADDRSTRLEN + 64];
+	char text[PATH_MAX + 64];
 
 	while (e < end && e->key.slot < d->slot)
 		e++;
@@ -447,7 +455,8 @@ static void emit_status(struct collector *c, long long t)
 		for (int p = 0; c->layers[l].loaded && p < c->layers[l].nprobes; p++) {
 			if (!c->layers[l].probes[p].on)
 				continue;
-			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",", prefixes[c->layers[l].probes[p].kind],
+			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",",
+				l == LAYER_FS ? "raw_syscalls:" : prefixes[c->layers[l].probes[p].kind],
 				c->layers[l].probes[p].name);
 			first = false;
 		}
@@ -484,8 +493,11 @@ void collector_tick(struct collector *c, long long t)
 
 	c->nerrors = 0;
 	watch_engine(c);
-	for (int l = 0; l < LAYER_GAUGE; l++)
+	engine_names_use(c->engine_pid);
+	for (int l = 0; l < LAYER_GAUGE; l++) {
 		layer_events(&c->layers[l], true);
+		layer_refresh(&c->layers[l], report_error, c);
+	}
 	if (c->layers[LAYER_WIRE].loaded && c->layers[LAYER_WIRE].wire->error[0]) {
 		add_error(c, c->layers[LAYER_WIRE].wire->error);
 		c->layers[LAYER_WIRE].wire->error[0] = 0;
@@ -494,6 +506,7 @@ void collector_tick(struct collector *c, long long t)
 		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)
 			add_error(c, err);
 	sample_gauges(c);
+	engine_names_tick();
 	for (size_t i = 0; i < c->ndatasets; i++)
 		emit_dataset(c, t, &c->datasets[i]);
 	emit_status(c, t);

@@ -1,5 +1,5 @@
 /* engine.c — engine discovery (/proc scan by executable), USDT note lookup (libelf)
- * and the stats-socket client with a bounded parser for its flat JSON. */
+ * and the stats-socket client with a bounded parser for its JSON answers. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -324,45 +324,101 @@ int engine_stats_parse(const char *json, size_t len, struct gauges *out)
 	}
 }
 
-int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n)
+/* A top-level member of a flat JSON object: a string (escapes kept verbatim) or a number's
+ * text into out; 0, or -1 if absent or the document is malformed. */
+int engine_json_member(const char *json, size_t len, const char *key, char *out, size_t n)
+{
+	struct cursor c = { json, json + len };
+	char name[32];
+
+	ws(&c);
+	if (c.p >= c.end || *c.p++ != '{')
+		return -1;
+	for (;;) {
+		const char *start;
+
+		ws(&c);
+		if (string(&c, name, sizeof(name)) < 0)
+			return -1;
+		ws(&c);
+		if (c.p >= c.end || *c.p++ != ':')
+			return -1;
+		ws(&c);
+		start = c.p;
+		if (strcmp(name, key) == 0 && c.p < c.end && *c.p == '"')
+			return string(&c, out, n);
+		if (skip_value(&c, 1) < 0)
+			return -1;
+		if (strcmp(name, key) == 0) {
+			size_t l = (size_t)(c.p - start);
+
+			if (l >= n)
+				return -1;
+			memcpy(out, start, l);
+			out[l] = 0;
+			return 0;
+		}
+		ws(&c);
+		if (c.p >= c.end || *c.p != ',')
+			return -1;
+		c.p++;
+	}
+}
+
+char *engine_request(pid_t pid, const char *line, size_t *len, char *why, size_t n)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 0, .tv_usec = STATS_TIMEOUT_MS * 1000 };
+	size_t want = strlen(line);
 	char *buf = NULL;
-	size_t len = 0;
 	ssize_t got = 0;
-	int fd, rc = -1;
+	int fd;
 
+	*len = 0;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "/run/strata/engine-%d.sock", (int)pid);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
 	    connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, strerror(errno));
-		goto out;
+		goto fail;
 	}
-	if (write(fd, "stats\n", 6) != 6) {
+	if (write(fd, line, want) != (ssize_t)want || write(fd, "\n", 1) != 1) {
 		snprintf(why, n, "engine stats socket %s: write failed", addr.sun_path);
-		goto out;
+		goto fail;
 	}
-	buf = malloc(STATS_MAX_BYTES);
-	if (!buf)
-		goto out;
-	while (len < STATS_MAX_BYTES && (got = read(fd, buf + len, STATS_MAX_BYTES - len)) > 0)
-		len += (size_t)got;
-	if (got < 0 && len == 0) {
-		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, strerror(errno));
-		goto out;
+	if (!(buf = malloc(STATS_MAX_BYTES))) {
+		snprintf(why, n, "out of memory");
+		goto fail;
 	}
-	if (engine_stats_parse(buf, len, out) < 0) {
-		snprintf(why, n, "engine stats socket %s: reply is not the expected JSON object", addr.sun_path);
-		goto out;
+	while (*len < STATS_MAX_BYTES && (got = read(fd, buf + *len, STATS_MAX_BYTES - *len)) > 0)
+		*len += (size_t)got;
+	if (*len == 0) {
+		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, got < 0 ? strerror(errno) : "empty reply");
+		goto fail;
 	}
-	rc = 0;
-out:
+	close(fd);
+	return buf;
+fail:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
+	return NULL;
+}
+
+int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n)
+{
+	size_t len;
+	char *buf = engine_request(pid, "stats", &len, why, n);
+	int rc = -1;
+
+	if (!buf)
+		return -1;
+	if (engine_stats_parse(buf, len, out) < 0)
+		snprintf(why, n, "engine stats socket of pid %d: reply is not the expected JSON object", (int)pid);
+	else
+		rc = 0;
+	free(buf);
 	return rc;
 }
 

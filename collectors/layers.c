@@ -1,4 +1,4 @@
-/* layers.c — loads the nfs / cache / disk / vdev skeletons (and the wire layer through
+/* layers.c — loads the nfs / cache / disk / vdev / fs skeletons (and the wire layer through
  * wire.c), manages their dataset slots and probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
@@ -13,6 +13,9 @@
 #include "cache.skel.h"
 #include "disk.skel.h"
 #include "vdev.skel.h"
+#include "fs.h"
+#include "fs_names.h"
+#include "fs.skel.h"
 
 #define READ_CHUNK 4096
 
@@ -131,6 +134,57 @@ static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 	return err;
 }
 
+static void ignore(void *ctx, const char *msg)
+{
+	(void)ctx;
+	(void)msg;
+}
+
+/* Once per interval: the processes followed, and the paths their openat calls gave. */
+static void refresh_fs(void (*report)(void *ctx, const char *msg), void *ctx)
+{
+	fs_refresh(report, ctx);
+	fs_names_drain();
+}
+
+static void destroy_fs(void *skel)
+{
+	fs_names_unbind();
+	fs_bpf__destroy(skel);
+}
+
+/* Needs processes to follow (fs.h); their map is filled before any probe attaches. */
+static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
+{
+	struct fs_bpf *s;
+	int err;
+
+	if (!fs_chosen_any()) {
+		snprintf(why, n, "no processes chosen: start the collector with --fs-pid PID, --fs-comm NAME "
+				 "or --fs-cgroup PATH");
+		return -EINVAL;
+	}
+	if (!fs_supported(why, n))
+		return -ENOTSUP;
+	if (!(s = fs_bpf__open()))
+		return -errno;
+	s->rodata->agg_max_keys = max_keys;
+	s->rodata->ns_per_tick = fs_ns_per_tick();
+	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
+	if ((err = fs_bpf__load(s)) || (err = fs_names_bind(bpf_map__fd(s->maps.fs_names)) ? -errno : 0)) {
+		fs_bpf__destroy(s);
+		return err;
+	}
+	L->skel = s;
+	L->destroy = destroy_fs;
+	BIND_COMMON(L, s);
+	add_probe(L, "sys_enter", s->progs.fs_enter, PROBE_TRACEPOINT);
+	add_probe(L, "sys_exit", s->progs.fs_exit, PROBE_TRACEPOINT);
+	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
+	L->refresh = refresh_fs;
+	return 0;
+}
+
 int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n)
 {
 	unsigned max_keys = cfg->max_keys;
@@ -148,6 +202,8 @@ int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg
 			add_probe(L, "wire", NULL, PROBE_TC);
 	} else if (id == LAYER_VDEV)
 		rc = load_vdev(L, max_keys);
+	else if (id == LAYER_FS)
+		rc = load_fs(L, max_keys, err, n);
 	else
 		rc = load_disk(L, max_keys, err, n);
 	if (rc) {
@@ -232,6 +288,12 @@ int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg)
 	return -1;
 }
 
+void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx)
+{
+	if (L->loaded && L->refresh && layer_attached(L))
+		L->refresh(report, ctx);
+}
+
 /* Deletes every counts / keyset entry of slot (any generation): collect, then delete. */
 static void delete_slot_entries(int fd, size_t key_size, int slot)
 {
@@ -307,7 +369,8 @@ static int probe_attach(struct layer *L, struct probe *p, const struct engine_ta
 			snprintf(err, n, "cannot attach strata:%s in %s (pid %d): %s", p->name, t->path, (int)t->pid,
 				 strerror(e));
 		else
-			snprintf(err, n, "cannot attach tracepoint block:%s: %s", p->name, strerror(e));
+			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", L->id == LAYER_FS ? "raw_syscalls" : "block",
+				 p->name, strerror(e));
 		return -1;
 	}
 	p->link = link;
@@ -332,6 +395,8 @@ int layer_probe_get(struct layer *L, const char *name, const struct engine_targe
 		snprintf(err, n, "the %s program has no probe %s", layer_name(L->id), name);
 		return -1;
 	}
+	if (!p->on && L->refresh && !layer_attached(L))
+		L->refresh(ignore, NULL); /* up to date before the first probe attaches */
 	if (!p->on && probe_attach(L, p, t, err, n) < 0)
 		return -1;
 	p->users++;

@@ -1,4 +1,4 @@
-/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev, wire): its dataset
+/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev, wire, fs): its dataset
  * slots, attaching and detaching its probes (USDT, tracepoints, TC) as datasets come and
  * go, and reading its cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H
@@ -50,6 +50,8 @@ struct layer {
 	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
+	/* once per interval before reading, or NULL; problems go to report */
+	void (*refresh)(void (*report)(void *ctx, const char *msg), void *ctx);
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
 	struct count_entry *prev, *cur;        /* last and current snapshot, sorted */
 	size_t nprev, ncur, cap;
@@ -87,6 +89,10 @@ void layer_events(struct layer *L, bool rescan);
 /* True while any of the layer's probes is attached. */
 bool layer_attached(const struct layer *L);
 
+/* The layer's own upkeep before a read while any of its probes is attached (fs: the
+ * processes it follows); each problem worth reporting is passed to report as one
+ * sentence. */
+void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx);
 /* Reads the counts map and fills L->deltas. 0, or -1 with a message. */
 int layer_read(struct layer *L, char *err, size_t n);
 /* Fills L->deltas for one slot only, leaving the others' baseline alone (a dataset's

@@ -17,6 +17,7 @@
 #include "catalogue.h"
 #include "collector.h"
 #include "engine.h"
+#include "fs.h"
 #include "privileges.h"
 
 #define EXIT_USAGE 2
@@ -44,6 +45,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: strata-collect [--engine PATH] [--engine-pid PID] [--catalogue] [--interval SECONDS]\n"
 		"                      [--max-keys N] [--wire-iface PATTERN ...] [--wire-port PORT ...]\n"
+		"                      [--fs-pid PID]... [--fs-comm NAME]... [--fs-cgroup PATH]\n"
 		"Reads `add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit` on stdin and\n"
 		"writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n");
 }
@@ -156,10 +158,12 @@ int main(int argc, char **argv)
 		{ "catalogue", no_argument, NULL, 'c' },    { "interval", required_argument, NULL, 'i' },
 		{ "max-keys", required_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
 		{ "wire-iface", required_argument, NULL, 'w' }, { "wire-port", required_argument, NULL, 'P' },
+		{ "fs-pid", required_argument, NULL, 'F' },  { "fs-comm", required_argument, NULL, 'C' },
+		{ "fs-cgroup", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *engine_arg = NULL;
-	char *engine_path = NULL, why[256];
+	char *engine_path = NULL, why[256], fserr[256];
 	long pid = -1, interval = 1, max_keys = 1024, port;
 	struct layer_config cfg = { 0 };
 	bool catalogue = false;
@@ -186,6 +190,18 @@ int main(int argc, char **argv)
 		case 'k':
 			if ((max_keys = parse_long(optarg, 1, 65536)) < 0)
 				return die_usage("--max-keys needs a number 1-65536, not ", optarg);
+			break;
+		case 'F':
+			if (fs_choose_pid(optarg, fserr, sizeof(fserr)) < 0)
+				return die_usage(fserr, NULL);
+			break;
+		case 'C':
+			if (fs_choose_comm(optarg, fserr, sizeof(fserr)) < 0)
+				return die_usage(fserr, NULL);
+			break;
+		case 'G':
+			if (fs_choose_cgroup(optarg, fserr, sizeof(fserr)) < 0)
+				return die_usage(fserr, NULL);
 			break;
 		case 'w':
 			if (cfg.wire.nifaces == WIRE_PATTERNS_MAX)

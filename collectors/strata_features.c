@@ -80,6 +80,7 @@ int main(void)
 	printf("{\n");
 	check("tp_btf", "tp_btf_probe", 0);
 	check("tracepoint", "tracepoint_probe", 0);
+	check("syscalls", "syscalls_probe", 0);
 	check("uprobe", "uprobe_probe", 0);
 	check("kprobe", "kprobe_probe", 0);
 	check("fentry", "fentry_probe", 0);

@@ -1,11 +1,12 @@
 /* support.c — whether this host can collect a statistic (engine binary and its probes,
- * block tracepoint BTF, privileges), and `--catalogue` with that answer per statistic. */
+ * block and syscall tracepoint BTF, privileges), and `--catalogue` with that answer per statistic. */
 #include <stdlib.h>
 #include <unistd.h>
 #include "catalogue.h"
 #include "disk_btf.h"
 #include "emit.h"
 #include "engine.h"
+#include "fs.h"
 #include "privileges.h"
 
 bool statistic_supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
@@ -15,6 +16,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 		return disk_btf_supported(why, n);
 	if (s->layer == LAYER_WIRE)
 		return true; /* TC clsact: checked when attaching (strata doctor probes it) */
+	if (s->layer == LAYER_FS)
+		return fs_supported(why, n);
 	if (!engine_path) {
 		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
 		return false;

@@ -7,6 +7,7 @@ Reading it starts no program. with_support() merges what the collector says abou
 host into it, and refuses a collector whose catalogue is not this one.
 """
 import ipaddress
+import re
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -120,6 +121,16 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
                 raise ValueError("a scoped address")
         except ValueError:
             raise ArchiveError(f"{fld} {value!r} is not an IPv4 or IPv6 address") from None
+    elif kind == "file" and stat.layer == "fs":
+        if not (value.startswith("/") or re.fullmatch(r"inode:\d+,\d+:\d+", value)):
+            raise ArchiveError(f"file {value!r} is not an absolute path or inode:MAJ,MIN:INO")
+    elif kind == "file":
+        number = re.fullmatch(r"(?:object:)?(\d+)", value)
+        if (not re.fullmatch(r"[^:/\s]+:/[^\n]*", value)) and not (number and int(number[1]) < 2**64):
+            raise ArchiveError(f"file {value!r} is not EXPORT:/path or object:ID")
+    elif kind == "process":
+        if not re.fullmatch(r"[^:]{1,15}:[1-9]\d*", value):
+            raise ArchiveError(f"process {value!r} is not comm:pid")
     elif kind in ("u64", "u32"):
         bits = int(kind[1:])
         if not value.isascii() or not value.isdigit() or int(value) >= 2**bits:

@@ -6,6 +6,13 @@
 
 #include "util.h"
 
+static uint64_t entries_removed; /* atomic */
+
+uint64_t dir_entries_removed(void)
+{
+	return __atomic_load_n(&entries_removed, __ATOMIC_RELAXED);
+}
+
 uint64_t dir_lookup(const struct object *dir, const char *name)
 {
 	for (uint32_t i = 0; i < dir->nents; i++)
@@ -32,6 +39,7 @@ uint64_t dir_remove(struct object *dir, const char *name)
 		free(dir->ents[i].name);
 		memmove(&dir->ents[i], &dir->ents[i + 1], (dir->nents - i - 1) * sizeof(*dir->ents));
 		dir->nents--;
+		__atomic_add_fetch(&entries_removed, 1, __ATOMIC_RELAXED);
 		return id;
 	}
 	return 0;

@@ -1,10 +1,9 @@
-# engine/engine.mk — the companion cache engine: build/bin/strata-engine,
-# its libFuzzer harness (`make fuzz`) and a sanitizer build whose pytest run
-# is `make test-san`.
+# engine/engine.mk — the companion cache engine: build/bin/strata-engine and
+# a sanitizer build whose pytest run is `make test-san` (fuzzing: fuzz/fuzz.mk).
 
 ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c siphash.c export.c rpcbind.c pool.c cksum.c \
-	objset.c blkmap.c dir.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
+	objset.c blkmap.c dir.c names.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c
 ENGINE_NET_SRCS := netloop.c netaddr.c # the front-end's event loop and its per-address table
 ENGINE_SRCS += $(ENGINE_NET_SRCS)
@@ -39,24 +38,6 @@ test-san: $(BUILD)/san/strata-engine
 	STRATA_ENGINE=$(abspath $(BUILD)/san/strata-engine) ASAN_OPTIONS=detect_leaks=0 \
 		$(PY) -m pytest -q $(ENGINE_SAN_TESTS)
 ENGINE_SAN_TESTS += tests/test_engine_limits.py
-
-# libFuzzer harness for the RPC/XDR/NFS decoders (clang 14; needs libclang-rt-14-dev).
-FUZZ_SECONDS ?= 600
-FUZZ_CC ?= clang
-ENGINE_FUZZ_SRCS := $(addprefix engine/,fuzz_rpc.c net.c xdr.c rpc.c nfs3.c nfs3_attr.c mount3.c \
-	fh.c siphash.c export.c objset.c blkmap.c dir.c pool.c cksum.c util.c txg.c meta.c probes.c arc.c \
-	tiers.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c)
-ENGINE_FUZZ_SRCS += $(addprefix engine/,$(ENGINE_NET_SRCS))
-$(BUILD)/fuzz/fuzz_rpc: $(ENGINE_FUZZ_SRCS) $(ENGINE_HDRS)
-	@mkdir -p $(@D)
-	$(FUZZ_CC) -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine -fsanitize=fuzzer,address,undefined \
-		$(ENGINE_FUZZ_SRCS) -o $@ -llz4 -lm
-
-# engine/fuzz_corpus: seed and regression records (MOUNT, CREATE, sparse and
-# oversized WRITEs, SETATTR growth, RENAME), read but never written.
-fuzz: $(BUILD)/fuzz/fuzz_rpc
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz_rpc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus engine/fuzz_corpus
 
 # ARC (the ARC engineer's part): the unit test (arcsim is in strata-engine).
 TEST_BINS += $(BUILD)/tests/arc_test

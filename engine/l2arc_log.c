@@ -37,6 +37,11 @@ int l2_sb_load(struct l2dev *d)
 	    sb.ring_end != d->ring_end || sb.hand_lpos < sb.evict_lpos ||
 	    sb.hand_lpos - sb.evict_lpos > d->ring_len)
 		return 0;
+	/* A head outside the valid window names no block: the next feed would
+	 * chain its log block to whatever gets written there later. */
+	if (sb.head.lpos < sb.evict_lpos || sb.head.lpos > sb.hand_lpos ||
+	    sb.head.size > sb.hand_lpos - sb.head.lpos)
+		memset(&sb.head, 0, sizeof(sb.head));
 	d->guid = sb.guid;
 	d->hand_lpos = sb.hand_lpos;
 	d->evict_lpos = sb.evict_lpos;
@@ -151,7 +156,8 @@ void *l2_rebuild_main(void *arg)
 	struct l2_lbptr ptr = d->head;
 	int ok = 1;
 	/* The chain ends where a block falls out of the valid window. */
-	while (ptr.size && ptr.lpos >= d->evict_lpos && ptr.lpos + ptr.size <= d->hand_lpos) {
+	while (ptr.size && ptr.lpos >= d->evict_lpos && ptr.lpos <= d->hand_lpos &&
+	       ptr.size <= d->hand_lpos - ptr.lpos) {
 		uint64_t phys = l2_phys(d, ptr.lpos);
 		if (ptr.size < sizeof(struct l2_lbhdr) || ptr.size > maxlb || ptr.size % L2_SECTOR ||
 		    phys + ptr.size > d->ring_end) {

@@ -1,9 +1,12 @@
 /* net.c — listeners, the worker pool and replies.  A fixed pool of workers
  * takes runnable connections (netconn.h) round-robin off one run queue, runs
- * one request of each (decode, procedure, encode, one probe hit) and sends the
- * reply without blocking: what the socket does not take now waits in the
+ * one request of each (decode, procedure, encode) and sends the reply without
+ * blocking: what the socket does not take now waits in the
  * connection's reply queue, which the event loop (netloop.c) drains.  A
- * connection whose unsent replies could pass reply_queue is not scheduled. */
+ * connection whose unsent replies could pass reply_queue is not scheduled.
+ * Completed operations join one batch shared by the workers (under the run
+ * queue's lock, which they take after each request anyway); the worker that
+ * fills it, or finds it due, fires the strata:nfs_ops probe outside the lock. */
 #include "net.h"
 
 #include <arpa/inet.h>
@@ -30,9 +33,13 @@ struct net_limits net_lim;
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cv, idle_cv;
+	pthread_cond_t timer_cv;        /* the worker that keeps the batch timer waits here */
 	struct conn *rq_head, *rq_tail; /* connections with requests to run */
-	int busy, quit;                 /* quit: workers flush their probe batch and exit */
+	int waiting;                    /* workers waiting on cv */
+	int busy, quit;                 /* quit: workers fire the pending probe batch and exit */
 	int workers, exited;
+	struct strata_nfs_batch *batch; /* operations of all workers not yet reported */
+	int batch_timer;                /* a worker waits on timer_cv to fire the batch when due */
 } net = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	  .idle_cv = PTHREAD_COND_INITIALIZER };
 
@@ -111,7 +118,10 @@ void conn_schedule(struct conn *c)
 	else
 		net.rq_head = c;
 	net.rq_tail = c;
-	pthread_cond_signal(&net.cv);
+	if (net.waiting || !net.batch_timer)
+		pthread_cond_signal(&net.cv);
+	else
+		pthread_cond_signal(&net.timer_cv); /* the only idle worker keeps the timer */
 	pthread_mutex_unlock(&net.lock);
 }
 
@@ -146,8 +156,9 @@ int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Sends a reply, or what the socket does not take now joins the reply queue (c->lock held). */
-static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
+/* Sends a reply, or what the socket does not take now joins the reply queue (c->lock
+ * held). Returns whether the whole reply went out now. */
+static int conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 {
 	size_t done = 0;
 	while (!c->out && done < len) {
@@ -158,13 +169,13 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 			break;
 		if (w <= 0) {
 			conn_fail(c);
-			return;
+			return 0;
 		}
 		done += (size_t)w;
 		conn_touch(c);
 	}
 	if (done == len)
-		return;
+		return 1;
 	struct outbuf *b = xmalloc(sizeof(*b) + len - done);
 	b->next = NULL;
 	b->len = len - done;
@@ -177,24 +188,16 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 	c->out_tail = b;
 	c->out_bytes += b->len;
 	GAUGE_ADD(queued_reply_bytes, b->len);
+	return 0;
 }
 
-/* Fires the worker's pending strata:nfs_ops batch, if a tracer still listens. */
-static void probe_flush(struct strata_nfs_batch *b)
+/* Describes a completed operation for the strata:nfs_ops probe. end_ns: when its reply
+ * went out, or 0 (not sent yet: now). */
+static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r, uint64_t end_ns)
 {
-	if (b->count && STRATA_PROBE_ENABLED(nfs_ops))
-		STRATA_PROBE(nfs_ops, b);
-	b->count = 0;
-}
-
-/* Adds a completed operation to the worker's batch; fires it when full or when its
- * oldest operation is STRATA_NFS_BATCH_NS old (strata_probes.h). */
-static void probe_add(struct strata_nfs_batch *b, const struct rpc_req *r)
-{
-	struct strata_nfs_op *op = &b->ops[b->count++];
-
 	*op = (struct strata_nfs_op){
-		.start_ns = r->start_ns, .end_ns = now_mono_ns(), .file_id = r->file_id,
+		.start_ns = r->start_ns, .end_ns = end_ns >= r->start_ns ? end_ns : now_mono_ns(),
+		.file_id = r->file_id,
 		.bytes = r->bytes, .status = r->status, .prog = r->call.prog,
 		.proc = (uint16_t)r->call.proc, .tiers = r->acct.tiers,
 		.arc_hits = r->acct.arc_hits > 0xffff ? 0xffff : (uint16_t)r->acct.arc_hits,
@@ -212,8 +215,37 @@ static void probe_add(struct strata_nfs_batch *b, const struct rpc_req *r)
 		memcpy(op->client, &a->sin6_addr, 16);
 		op->client_port = ntohs(a->sin6_port);
 	}
-	if (b->count == STRATA_NFS_BATCH || op->end_ns - b->ops[0].end_ns >= STRATA_NFS_BATCH_NS)
-		probe_flush(b);
+}
+
+/* Takes the shared batch for firing (net.lock held): the worker's empty spare
+ * becomes the shared batch, and the taken one is returned through *spare. */
+static void batch_take(struct strata_nfs_batch **spare)
+{
+	struct strata_nfs_batch *full = net.batch;
+
+	net.batch = *spare;
+	*spare = full;
+}
+
+/* Fires a taken batch (net.lock not held), if a tracer still listens; empties it. */
+static void batch_fire(struct strata_nfs_batch *b)
+{
+	if (b->count && STRATA_PROBE_ENABLED(nfs_ops))
+		STRATA_PROBE(nfs_ops, b);
+	b->count = 0;
+}
+
+/* Adds a completed operation to the shared batch (net.lock held). Returns whether the
+ * batch is now full or its first operation STRATA_NFS_BATCH_NS old: then the caller
+ * takes and fires it (strata_probes.h). Workers add in about the order their replies
+ * went out, not exactly: an operation may have ended a little before the first one. */
+static int batch_add(const struct strata_nfs_op *op)
+{
+	struct strata_nfs_batch *b = net.batch;
+
+	b->ops[b->count++] = *op;
+	return b->count == STRATA_NFS_BATCH ||
+	       (int64_t)(op->end_ns - b->ops[0].end_ns) >= (int64_t)STRATA_NFS_BATCH_NS;
 }
 
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
@@ -284,28 +316,40 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 	return 0;
 }
 
-/* Waits for work with net.lock held. A pending probe batch is fired when it comes due
- * (STRATA_NFS_BATCH_NS after its first operation) unless work arrives first, so a
- * busy engine fills its batches and an idle one reports within that bound. */
-static void wait_for_work(struct strata_nfs_batch *b)
+/* Waits for work with net.lock held. While operations wait in the shared batch, one
+ * waiting worker keeps its timer: it fires the batch when it comes due
+ * (STRATA_NFS_BATCH_NS after its first operation), and is woken for work only when no
+ * other worker waits. Only that one wait is timed: arming a timer costs a few us on a
+ * VM, too much to pay on every wait of a busy worker. So a busy engine fills its
+ * batches and an idle one reports within that bound. */
+static void wait_for_work(struct strata_nfs_batch **spare)
 {
-	if (!b->count) {
+	if (!net.batch->count || net.batch_timer) {
+		net.waiting++;
 		pthread_cond_wait(&net.cv, &net.lock);
+		net.waiting--;
 		return;
 	}
-	uint64_t due = b->ops[0].end_ns + STRATA_NFS_BATCH_NS;
-	if (now_mono_ns() < due) {
-		struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u) };
-		if (pthread_cond_timedwait(&net.cv, &net.lock, &ts) != ETIMEDOUT)
-			return;
+	net.batch_timer = 1;
+	while (!net.rq_head && !net.quit && net.batch->count) { /* else fired by a worker that filled it */
+		uint64_t due = net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+		if (now_mono_ns() < due) {
+			struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
+					       .tv_nsec = (long)(due % 1000000000u) };
+			pthread_cond_timedwait(&net.timer_cv, &net.lock, &ts);
+			continue;
+		}
+		batch_take(spare);
+		pthread_mutex_unlock(&net.lock);
+		batch_fire(*spare);
+		pthread_mutex_lock(&net.lock);
 	}
-	pthread_mutex_unlock(&net.lock);
-	probe_flush(b);
-	pthread_mutex_lock(&net.lock);
+	net.batch_timer = 0;
 }
 
-/* Runs the next request of a connection taken from the run queue and replies. */
-static void run_one(struct conn *c, uint8_t *reply, struct strata_nfs_batch *batch)
+/* Runs the next request of a connection taken from the run queue and replies.
+ * Returns whether it describes the operation in *op for the nfs_ops probe. */
+static int run_one(struct conn *c, uint8_t *reply, struct strata_nfs_op *op)
 {
 	pthread_mutex_lock(&c->lock);
 	c->queued = 0;
@@ -321,33 +365,37 @@ static void run_one(struct conn *c, uint8_t *reply, struct strata_nfs_batch *bat
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!r)
-		return;
+		return 0;
 	size_t len;
 	int traced;
 	int bad = net_process(r, reply, &len, &traced);
+	uint64_t sent_ns = 0; /* the clock conn_reply read as the reply went out */
 	pthread_mutex_lock(&c->lock);
 	c->running--;
 	if (bad)
 		conn_fail(c);
-	else if (!c->closing)
-		conn_reply(c, reply, len);
+	else if (!c->closing && conn_reply(c, reply, len))
+		sent_ns = __atomic_load_n(&c->last_active_ns, __ATOMIC_RELAXED);
 	conn_schedule(c);
 	conn_arm(c);
 	pthread_mutex_unlock(&c->lock);
-	if (!bad && traced)
-		probe_add(batch, r);
+	traced = !bad && traced;
+	if (traced)
+		probe_op(op, r, sent_ns);
 	free(r->rec);
 	free(r);
+	return traced;
 }
 
 static void *worker(void *arg)
 {
 	uint8_t *reply = xmalloc(NET_REPLY_CAP);
-	struct strata_nfs_batch *batch = xcalloc(1, sizeof(*batch));
+	struct strata_nfs_batch *spare = xcalloc(1, sizeof(*spare));
+	struct strata_nfs_op op;
 	for (;;) {
 		pthread_mutex_lock(&net.lock);
 		while (!net.rq_head && !net.quit)
-			wait_for_work(batch);
+			wait_for_work(&spare);
 		if (!net.rq_head)
 			break;
 		struct conn *c = net.rq_head;
@@ -357,19 +405,27 @@ static void *worker(void *arg)
 		net.busy++;
 		pthread_mutex_unlock(&net.lock);
 
-		run_one(c, reply, batch);
+		int traced = run_one(c, reply, &op);
 		conn_put(c); /* the run queue's reference */
 
 		pthread_mutex_lock(&net.lock);
+		int due = traced && batch_add(&op);
+		if (due)
+			batch_take(&spare);
+		else if (traced && net.batch->count == 1 && !net.batch_timer && net.waiting)
+			pthread_cond_signal(&net.cv); /* a waiting worker takes the new batch's timer */
 		net.busy--;
 		if (!net.busy && !net.rq_head)
 			pthread_cond_broadcast(&net.idle_cv);
 		pthread_mutex_unlock(&net.lock);
+		if (due)
+			batch_fire(spare);
 	}
-	/* net_stop: the queue is drained; report what this worker still holds. */
+	/* net_stop: the queue is drained; the first worker to leave reports what is pending. */
+	batch_take(&spare);
 	pthread_mutex_unlock(&net.lock);
-	probe_flush(batch);
-	free(batch);
+	batch_fire(spare);
+	free(spare);
 	free(reply);
 	pthread_mutex_lock(&net.lock);
 	net.exited++;
@@ -385,7 +441,10 @@ int net_start(const int *listen_fds, int nfds, int workers, const struct net_lim
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&net.cv, &ca);
+	pthread_cond_init(&net.timer_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	if (!net.batch)
+		net.batch = xcalloc(1, sizeof(*net.batch));
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -407,6 +466,7 @@ void net_stop(void)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	net.quit = 1;
 	pthread_cond_broadcast(&net.cv);
+	pthread_cond_broadcast(&net.timer_cv);
 	while (net.exited < net.workers)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	pthread_mutex_unlock(&net.lock);

@@ -64,8 +64,8 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced);
 /* Starts the event loop (accepting on listen_fds) and `workers` workers. */
 int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim);
 /* Stops accepting and reading, waits for queued and running requests, ends the
- * workers (each firing its pending strata:nfs_ops batch), gives queued replies
- * a moment to leave, then closes every connection. */
+ * workers (the first to leave fires the pending strata:nfs_ops batch), gives
+ * queued replies a moment to leave, then closes every connection. */
 void net_stop(void);
 
 #endif

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "devmodel.h"
 #include "dir.h"
 #include "engine.h"
 #include "fh.h"
@@ -1109,10 +1110,33 @@ static const nfs_proc procs[22] = {
 	proc_fsstat, proc_fsinfo, proc_pathconf, proc_commit,
 };
 
+static uint64_t reply_delay_ns;
+
+/* Delays up to this spin, so the reply is late by the delay and not by a timer
+ * wakeup (tens of us on a busy VM); longer ones sleep. */
+#define REPLY_DELAY_SPIN_NS 100000ull
+
+void nfs3_set_reply_delay(uint64_t ns)
+{
+	__atomic_store_n(&reply_delay_ns, ns, __ATOMIC_RELAXED);
+}
+
+static void reply_delay(void)
+{
+	uint64_t ns = __atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED);
+	if (ns > REPLY_DELAY_SPIN_NS) {
+		devmodel_delay(ns);
+		return;
+	}
+	for (uint64_t end = now_mono_ns() + ns; ns && now_mono_ns() < end;)
+		;
+}
+
 int nfs3_dispatch(struct rpc_req *r, struct xdr_out *o)
 {
 	if (r->call.proc >= 22)
 		return RPC_PROC_UNAVAIL;
 	int rc = procs[r->call.proc](r, &r->args, o);
+	reply_delay();
 	return rc == GARBAGE ? RPC_GARBAGE_ARGS : rc;
 }

@@ -19,4 +19,8 @@ enum nfsstat3 {
  * Returns an RPC accept_stat (RPC_SUCCESS, RPC_PROC_UNAVAIL, RPC_GARBAGE_ARGS). */
 int nfs3_dispatch(struct rpc_req *r, struct xdr_out *o);
 
+/* Fault injection: ns added to every NFS reply before it is sent (0: none),
+ * set by `strata-engine ctl inject-delay nfs DURATION`. */
+void nfs3_set_reply_delay(uint64_t ns);
+
 #endif

@@ -20,7 +20,8 @@ static const char CTL_HELP[] =
 	"  l2arc on|off                 serve ARC misses from the cache devices, feed them (or not)\n"
 	"  l2arc compress on|off        LZ4 for buffers fed from now on\n"
 	"  inject-delay TIER DURATION   add DURATION (e.g. 50us; 0 clears) to every I/O of TIER:\n"
-	"                               l2arc (cache reads), zil (log writes), pool (vdev reads)\n"
+	"                               l2arc (cache reads), zil (log writes), pool (vdev reads),\n"
+	"                               nfs (every NFS reply, before it is sent)\n"
 	"  arc-max SIZE                 change the ARC's size (evicts down to it)\n";
 
 /* --socket/--pid into path; returns the index of the first operand or -1 (rc set). */

@@ -1,6 +1,7 @@
 /* stats.c — arcstats-like counters, NFS/MOUNT per-procedure counters, pool
- * and tier figures as JSON over a UNIX socket (see stats.h), and the `ctl`
- * requests of `strata-engine ctl` on the same socket. */
+ * and tier figures as JSON over a UNIX socket (see stats.h), the `ctl`
+ * requests of `strata-engine ctl` and the file-name requests (names.h) on
+ * the same socket. */
 #include "stats.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "names.h"
 #include "tiers.h"
 #include "util.h"
 
@@ -154,6 +156,12 @@ static void serve_client(int fd)
 	char *out;
 	if (!strcmp(line, "stats")) {
 		out = stats_json();
+	} else if (!strncmp(line, "name ", 5)) {
+		out = names_name_json(line + 5);
+	} else if (!strncmp(line, "lookup ", 7)) {
+		out = names_lookup_json(line + 7);
+	} else if (!strcmp(line, "removed")) {
+		out = names_removed_json();
 	} else if (!strncmp(line, "ctl ", 4)) {
 		char msg[256], esc[300];
 		int rc = tiers_ctl(line + 4, msg, sizeof(msg));

@@ -1,5 +1,5 @@
 /* stats.h — the stats UNIX socket: a client writes one command line
- * ("stats\n", or "ctl REQUEST\n" for tiers_ctl) and reads one JSON object
+ * ("stats\n", "ctl REQUEST\n" for tiers_ctl, or a names.h request) and reads one JSON object
  * until EOF. */
 #ifndef ENGINE_STATS_H
 #define ENGINE_STATS_H

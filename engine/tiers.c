@@ -25,7 +25,7 @@ static struct {
 	struct zil *zil;
 	struct devmodel *vdev_model, *cache_model, *log_model;
 	char log_where[300];
-	uint64_t delay_l2arc, delay_pool, delay_zil;
+	uint64_t delay_l2arc, delay_pool, delay_zil, delay_nfs;
 } tg;
 
 /* "PATH[:SIZE]" -> path, size (0 when absent). */
@@ -281,8 +281,11 @@ static int ctl_delay(const char *tier, const char *dur, char *out, size_t outsz)
 	} else if (!strcmp(tier, "pool")) {
 		__atomic_store_n(&g_engine.pool->read_delay_ns, ns, __ATOMIC_RELAXED);
 		tg.delay_pool = ns;
+	} else if (!strcmp(tier, "nfs")) {
+		nfs3_set_reply_delay(ns);
+		tg.delay_nfs = ns;
 	} else {
-		return ctl_reply(out, outsz, -1, "unknown tier '%s' (l2arc, zil or pool)", tier);
+		return ctl_reply(out, outsz, -1, "unknown tier '%s' (l2arc, zil, pool or nfs)", tier);
 	}
 	return ctl_reply(out, outsz, 0, "inject-delay %s", tier);
 }
@@ -374,9 +377,10 @@ char *tiers_stats_json(void)
 	}
 	FILE *m = open_memstream(&s, &len);
 	fprintf(m, "\"tiers\":{\"l2arc\":%s,\"zil\":\"%s\",\"inject_delay_ns\":{\"l2arc\":%llu,\"zil\":%llu,"
-		"\"pool\":%llu}}", tg.l2 ? (l2arc_enabled(tg.l2) ? "\"on\"" : "\"off\"") : "null",
+		"\"pool\":%llu,\"nfs\":%llu}}", tg.l2 ? (l2arc_enabled(tg.l2) ? "\"on\"" : "\"off\"") : "null",
 		tg.zil ? tg.log_where : "none", (unsigned long long)tg.delay_l2arc,
-		(unsigned long long)tg.delay_zil, (unsigned long long)tg.delay_pool);
+		(unsigned long long)tg.delay_zil, (unsigned long long)tg.delay_pool,
+		(unsigned long long)tg.delay_nfs);
 	for (size_t i = 0; i < np; i++) {
 		fprintf(m, ",%s", parts[i]);
 		free(parts[i]);

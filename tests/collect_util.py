@@ -1,6 +1,6 @@
 """Helpers for the collector tests: drive build/bin/strata-collect over its stdin/stdout
-protocol (collectors/FORMAT.md), the USDT probe fixture, a private engine under load, and
-private loop devices."""
+protocol (collectors/FORMAT.md), the USDT probe fixture, a private engine under load, a
+process doing file I/O on command (fs_worker.py), and private loop devices."""
 import contextlib
 import json
 import os
@@ -8,6 +8,7 @@ import queue
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -85,6 +86,29 @@ class Collector:
             self.proc.wait(timeout=20)
         self.reader.join(timeout=5)
         return self.proc.returncode
+
+
+class FsWorker:
+    """tests/fs_worker.py as a child: file I/O on command."""
+
+    def __init__(self):
+        worker = Path(__file__).resolve().parent / "fs_worker.py"
+        self.proc = subprocess.Popen([sys.executable, str(worker)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        first = self.proc.stdout.readline().split()
+        assert first[0] == "ready", first
+        self.pid = int(first[1])
+        self.name = f"{Path(f'/proc/{self.pid}/comm').read_text().strip()}:{self.pid}"
+
+    def do(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "ok", line
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
 
 
 def counter_totals(records):

@@ -42,8 +42,9 @@ def png_size(path: Path) -> tuple:
     return struct.unpack(">II", head[16:24])
 
 
-def leftovers(scratch: str) -> list:
-    """Processes, loop devices and files that still mention the scratch directory."""
+def leftovers(*folders: str) -> list:
+    """Processes, loop devices, mounts and files that still mention the given folders
+    (scratch directories of a run)."""
     found = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
@@ -51,10 +52,11 @@ def leftovers(scratch: str) -> list:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-            if scratch in cmdline:
+            if any(f in cmdline for f in folders):
                 found.append(f"process {proc.name}: {cmdline[:120]}")
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    found += [f"loop device {line}" for line in loops.splitlines() if scratch in line]
-    if Path(scratch).exists():
-        found.append(f"directory {scratch}")
+    found += [f"loop device {line}" for line in loops.splitlines() if any(f in line for f in folders)]
+    mounts = Path("/proc/mounts").read_text().splitlines()
+    found += [f"mount {line}" for line in mounts if any(f in line for f in folders)]
+    found += [f"directory {f}" for f in folders if Path(f).exists()]
     return found

@@ -1,56 +1,17 @@
 """Helpers for the strata-load tests: run the tool, a real nfs-ganesha server
-(FSAL VFS over a temp dir, NFSv3 only), and the twin of workloads/load_pattern.h
+(strata.cli.lab.ganesha, the one strata demo runs), and the twin of workloads/load_pattern.h
 to check what the tool wrote."""
 import json
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
+from strata.cli.lab.ganesha import Ganesha, stop  # noqa: F401 (the lab's harness, shared with strata demo)
 from strata.datasets import llhist
 
 REPO = Path(__file__).resolve().parent.parent
 LOAD = REPO / "build" / "bin" / "strata-load"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        if port_open(port):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run_load(*args: str, timeout: float = 120) -> tuple[int, dict | None, str]:
@@ -93,88 +54,6 @@ def expected_bytes(tag: int, file: int, off: int, length: int) -> bytes:
 
 def file_name(i: int) -> str:
     return f"load-{i:07d}"
-
-
-# ---- nfs-ganesha ----
-
-class Ganesha:
-    """nfs-ganesha on 127.0.0.1 (fresh ports), exporting a temp dir over NFSv3/TCP.
-    Needs rpcbind: ganesha exits when it cannot register, so one is started
-    (and stopped afterwards) when none listens on port 111."""
-
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="strata-load-ganesha-"))
-        self.export = self.dir / "export"
-        self.export.mkdir()
-        self.export.chmod(0o777)  # clients use distinct AUTH_SYS uids
-        self.nfsport, self.mountport = free_port(), free_port()
-        self.proc: subprocess.Popen | None = None
-        self.rpcbind: subprocess.Popen | None = None
-        self.log = self.dir / "ganesha.log"
-
-    @staticmethod
-    def missing() -> str | None:
-        for tool in ("ganesha.nfsd", "rpcbind"):
-            if not shutil.which(tool):
-                return f"{tool} is not installed (Debian nfs-ganesha, nfs-ganesha-vfs, rpcbind)"
-        return None
-
-    def config(self) -> str:
-        return f"""
-NFS_CORE_PARAM {{
-    NFS_Port = {self.nfsport};
-    MNT_Port = {self.mountport};
-    Bind_Addr = 127.0.0.1;
-    Protocols = 3;
-    Enable_NLM = false;
-    Enable_RQUOTA = false;
-    Enable_UDP = false;
-}}
-NFSV4 {{ Graceless = true; }}
-EXPORT {{
-    Export_Id = 1;
-    Path = {self.export};
-    Pseudo = /strata;
-    Protocols = 3;
-    Transports = TCP;
-    Access_Type = RW;
-    Squash = No_Root_Squash;
-    SecType = sys;
-    FSAL {{ Name = VFS; }}
-}}
-"""
-
-    def start(self) -> None:
-        if not port_open(111):
-            self.rpcbind = subprocess.Popen(["rpcbind", "-f"], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
-            if not wait_port(111, self.rpcbind, 10) and not port_open(111):
-                raise RuntimeError("rpcbind did not start")
-        conf = self.dir / "ganesha.conf"
-        conf.write_text(self.config())
-        self.proc = subprocess.Popen(
-            ["ganesha.nfsd", "-F", "-L", str(self.log), "-f", str(conf),
-             "-p", str(self.dir / "ganesha.pid")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        if not (wait_port(self.nfsport, self.proc) and wait_port(self.mountport, self.proc)):
-            log = self.log.read_text() if self.log.exists() else ""
-            self.close()
-            raise RuntimeError(f"nfs-ganesha did not start:\n{log[-2000:]}")
-
-    def close(self) -> None:
-        if self.proc:
-            stop(self.proc)
-        if self.rpcbind:
-            stop(self.rpcbind)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def args(self) -> list[str]:
-        return ["--server", "127.0.0.1", "--nfsport", str(self.nfsport),
-                "--mountport", str(self.mountport), "--export", str(self.export)]
-
-    def url(self, name: str) -> str:
-        return (f"nfs://127.0.0.1{self.export}/{name}?nfsport={self.nfsport}"
-                f"&mountport={self.mountport}&version=3")
 
 
 def nfs_cat(url: str) -> bytes:

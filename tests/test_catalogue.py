@@ -88,7 +88,7 @@ def test_compiled_catalogue_follows_the_pinned_vectors():
     ("disk.ops[op=getattr]", "valid: read, write, sync, flush, discard, other"),
     ("l2arc.latency[op=commit]", "valid: read, write"),
     ("nfs.latency[client=10.0.0.300][op]", "client '10.0.0.300' is not an IPv4 or IPv6 address"),
-    ("nfs.ops[file=-3]", "is not a decimal number"),
+    ("nfs.ops[file=-3]", "file '-3' is not EXPORT:/path or object:ID"),
     ("disk.ops[device=nope0]", "this host has no block device 'nope0'; valid devices: "),
 ])
 def test_create_refuses_a_wrong_value_naming_the_valid_ones(tmp_path, name, needle):

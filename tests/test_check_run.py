@@ -1,8 +1,9 @@
 """`strata check run` with the shipped smoke profile against the committed baseline:
 a real engine, strata-load and `strata collect`, judged by the check statistics.
 The verdict itself depends on the machine's load, so the test asserts a
-verdict was reached (exit 0 or 1, never 2) and that the JSON says what was
-compared; bad profiles give one line and exit 2."""
+verdict was reached (exit 0 or 1, never 2), that the JSON says what was
+compared, and that one baseline run claims no significance and says so;
+bad profiles give one line and exit 2."""
 import json
 import subprocess
 import sys
@@ -23,7 +24,9 @@ def test_smoke_profile_against_committed_baseline(repo, tmp_path):
     assert report["baseline"] == str(repo / "tests/baselines/smoke.archive")
     compared = {(r["dataset"], r["key"]) for r in report["results"]}
     assert compared == {("nfs.latency[op]", "read"), ("nfs.ops[op]", "read")}
-    assert all(r["intervals"] == [15, 15] for r in report["results"])
+    assert all(r["intervals"] == [1, 1] for r in report["results"])          # runs are the replicates
+    assert all(m["p_value"] is None for r in report["results"] for m in r["metrics"])
+    assert "warning: 1 baseline run" in proc.stderr and "no significance" in proc.stderr
     assert (tmp_path / "junit.xml").read_text().startswith("<?xml")
     with Archive.open(kept) as archive:     # the measured window: 15 whole seconds, reads only
         start = archive.dataset("nfs.ops[op]").created
@@ -43,8 +46,10 @@ def test_bad_profile_is_one_line_and_exit_2(tmp_path):
 
 def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
     """The same L2ARC profile twice, the second with 50 us added to every cache-device
-    read (`strata-engine ctl inject-delay`): worse on l2arc.latency and on NFS reads the
-    L2ARC served, not on those the ARC served."""
+    read (`strata-engine ctl inject-delay`): worse on l2arc.latency, and the delay lands
+    on the NFS reads the L2ARC served, not on those the ARC served. One baseline run
+    gives no significance, so the per-tier check is on the size of the shift: the
+    machine's run-to-run noise moves a median by a fraction of itself, not by 50 us."""
     base = tmp_path / "base.archive"
     proc = subprocess.run([*STRATA, "check", "run", "--profile", str(repo / "bench/profiles/l2arc.toml"),
                            "--baseline", str(base), "--update-baseline"],
@@ -58,9 +63,8 @@ def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
     assert proc.returncode == 1, proc.stderr
     results = {(r["dataset"], r["key"]): r for r in json.loads(proc.stdout)["results"]}
     assert results[("l2arc.latency", "")]["verdict"] == "worse"
-    l2arc, arc = results[("nfs.latency[tier]", "l2arc")], results[("nfs.latency[tier]", "arc")]
-    assert l2arc["verdict"] == "worse"
-    # ARC hits share the workers and CPUs with the slowed reads, so their tail may move
-    # with the host's noise; their median must not.
-    median = {r["key"]: next(m for m in r["metrics"] if m["metric"] == "p50") for r in (l2arc, arc)}
-    assert median["l2arc"]["verdict"] == "worse" and median["arc"]["verdict"] != "worse", median
+    shift = {}
+    for tier in ("l2arc", "arc"):
+        p50 = next(m for m in results[("nfs.latency[tier]", tier)]["metrics"] if m["metric"] == "p50")
+        shift[tier] = p50["candidate"] - p50["baseline"]        # ns
+    assert shift["l2arc"] > 25_000 and shift["arc"] < 50_000, shift

@@ -1,5 +1,6 @@
 """The `strata` command's front door: help, errors, and `strata doctor` on this machine."""
 import json
+import os
 import subprocess
 
 from conftest import REPO
@@ -7,8 +8,9 @@ from conftest import REPO
 STRATA = str(REPO / ".venv" / "bin" / "strata")
 
 
-def run(*args):
-    return subprocess.run([STRATA, *args], capture_output=True, text=True, timeout=60)
+def run(*args, env_columns=None):
+    env = {**os.environ, "COLUMNS": str(env_columns)} if env_columns else None
+    return subprocess.run([STRATA, *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_help_lists_commands():
@@ -37,6 +39,7 @@ def test_doctor_json_parses_and_reports_this_kernel():
     assert out.returncode == (0 if report["ready"] else 1)
     assert checks["kernel BTF"]["ok"]
     assert checks["uprobe/USDT attach"]["ok"] and checks["tracepoint attach"]["ok"]
+    assert checks["syscall tracepoints"]["ok"] and "fs view" in checks["syscall tracepoints"]["detail"]
     # kprobes and fentry are absent on these machines: reported, not fatal.
     assert not checks["fentry/fexit attach"]["ok"] and not checks["fentry/fexit attach"]["required"]
     # TC clsact works here (the wire layer); kernel nfsd is not in this VM's kernel: one row, not fatal.
@@ -51,3 +54,24 @@ def test_doctor_table_has_one_row_per_check():
     out = run("doctor")
     for c in report["checks"]:
         assert c["name"] in out.stdout
+
+
+def test_doctor_lists_views_per_server_kind():
+    """Each server kind's views follow the attach checks above them: wire needs TC, fs the
+    syscall tracepoints, disk the tracepoints, engine USDT the uprobes (and the engine)."""
+    report = json.loads(run("doctor", "--json").stdout)
+    ok = {c["name"]: c["ok"] for c in report["checks"]}
+    needs = {"wire": ok["TC clsact attach"], "fs": ok["syscall tracepoints"], "disk": ok["tracepoint attach"],
+             "engine USDT": ok["uprobe/USDT attach"] and ok["strata-engine"]}
+    servers = {s["server"]: s for s in report["servers"]}
+    assert set(servers) == {"strata-engine", "nfs-ganesha, other user-space servers", "kernel nfsd"}
+    for s in servers.values():
+        assert all(needs[v] for v in s["here"]) and not any(needs[v] for v in s["absent"]), s
+    assert set(servers["strata-engine"]["here"]) == {"wire", "fs", "disk", "engine USDT"}   # all work here
+    assert set(servers["nfs-ganesha, other user-space servers"]["here"]) == {"wire", "fs", "disk"}
+    # kernel nfsd makes no syscalls and is not in this VM's kernel: said, its views still listed
+    assert set(servers["kernel nfsd"]["here"]) == {"wire", "disk"} and not servers["kernel nfsd"]["installed"]
+    out = run("doctor", env_columns=200).stdout
+    assert "views this host offers, by server" in out
+    for name in ("strata-engine", "nfs-ganesha", "kernel nfsd"):
+        assert name in out

@@ -1,8 +1,11 @@
 """The collector on the real engine (build/bin/strata-engine, over real TCP) with the real
 libnfs load generator (build/bin/strata-load): BPF on the engine's USDT probe counts
-exactly the operations the clients performed, and follows an engine restart under load."""
+exactly the operations the clients performed, and follows an engine restart under load;
+file keys are the engine's paths, right after renames, and kept in the archive."""
 import json
+import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -11,7 +14,10 @@ import pytest
 
 from collect_util import Collector, Engine, counter_totals, heatmap_totals, private_copy
 from conftest import built
+from datasets_util import STRATA, strata
+from engine_util import NFS_PROG, NO_SATTR, RpcClient, create, diropargs, lookup, xdr_opaque
 from strata.datasets import llhist
+from strata.datasets.archive import Archive
 
 
 @pytest.fixture
@@ -157,3 +163,116 @@ def test_l2arc_and_zil_latency_from_the_real_engine(engine_bin, tmp_path):
     assert tiers["zil"] >= 0.9 * report["ops"]["write"]
     assert stats["l2arc"]["l2_hits"] > 0
     assert sum(sum(b.values()) for b in heatmap_totals(c.data("l2")).values()) >= stats["l2arc"]["l2_hits"]
+
+
+# --- file keys as paths (engine/names.h, collectors/engine_names.c) -----------------------
+
+def nfs_names(engine, folder=""):
+    """Names in a folder of the export, listed by libnfs's nfs-ls (a client of its own)."""
+    url = f"nfs://127.0.0.1/export/{folder}?nfsport={engine.nfs_port}&mountport={engine.mount_port}"
+    out = subprocess.run(["nfs-ls", url], check=True, capture_output=True, text=True, timeout=60).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def getattrs(client, fh, n):
+    for _ in range(n):
+        assert client.call(NFS_PROG, 1, xdr_opaque(fh)).u32() == 0
+
+
+def test_file_keys_of_an_engine_run_are_paths_in_the_export(engine_bin, tmp_path):
+    engine = Engine(engine_bin, tmp_path, "a")
+    c = Collector("--engine-pid", engine.pid)
+    try:
+        c.add("ops", "nfs.ops", "file")
+        c.add("reads", "nfs.latency", "file", "op=read")
+        report = engine.load(duration=1)
+        c.flush_now()
+        listed = nfs_names(engine)
+    finally:
+        assert c.stop() == 0
+        engine.stop()
+    ops, reads = counter_totals(c.data("ops")), heatmap_totals(c.data("reads"))
+    assert sum(sum(h.values()) for h in reads.values()) == client_op_counts(report)["read"]
+    assert len(reads) >= 2
+    for key in set(ops) | set(reads):
+        if key in ("export:/", "object:0"):  # the root (LOOKUP, FSINFO...); MOUNT and NULL name no file
+            continue
+        m = re.fullmatch(r"export:/([^/]+)", key)
+        assert m and m.group(1) in listed, (key, sorted(listed))
+    assert set(reads) <= set(ops)
+
+
+def test_a_renamed_file_keeps_its_ops_and_never_lends_its_old_name(engine_bin, tmp_path):
+    """X is /a, then renamed to /b while a new file Y takes /a: X's ops show under its new
+    name, Y's under /a, and no op of X ever under /a after the rename. A filter by path
+    follows the object it named when the dataset was added."""
+    engine = Engine(engine_bin, tmp_path, "a")
+    client = RpcClient(int(engine.nfs_port))
+    c = Collector("--engine-pid", engine.pid)
+    try:
+        root = client.mount("/export")
+        st, x = create(client, root, "a")
+        assert st == 0
+        c.add("getattr", "nfs.ops", "file", "op=getattr")
+        c.add("x_only", "nfs.ops", "-", "op=getattr", "file=export:/a")
+        getattrs(client, x, 7)
+        c.flush_now()
+        before = counter_totals(c.data("getattr"))
+        assert before == {"export:/a": 7}, before
+
+        assert client.call(NFS_PROG, 14, diropargs(root, "a") + diropargs(root, "b")).u32() == 0  # RENAME
+        st, y = create(client, root, "a")
+        assert st == 0 and y != x
+        getattrs(client, x, 5)
+        getattrs(client, y, 3)
+        time.sleep(1.1)  # the next records cover only ops after the rename
+        c.flush_now()
+        after = counter_totals(c.data("getattr"))
+        after = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+        assert after == {"export:/b": 5, "export:/a": 3}, after
+
+        assert client.call(NFS_PROG, 12, diropargs(root, "b")).u32() == 0  # REMOVE X
+        getattrs(client, y, 2)
+        c.flush_now()
+    finally:
+        client.close()
+        assert c.stop() == 0
+        engine.stop()
+    assert counter_totals(c.data("x_only")) == {"": 12}
+    final = counter_totals(c.data("getattr"))
+    assert final["export:/a"] == 7 + 3 + 2 and final["export:/b"] == 5
+
+
+def test_an_old_archive_prints_the_names_after_the_engine_and_the_file_are_gone(engine_bin, tmp_path):
+    archive = str(tmp_path / "a.db")
+    name = "nfs.ops[op=getattr][file]"
+    assert strata("datasets", "create", name, "--archive", archive).returncode == 0
+    engine = Engine(engine_bin, tmp_path, "a")
+    client = RpcClient(int(engine.nfs_port))
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    collect = subprocess.Popen([STRATA, "collect", "--archive", archive, "--engine-pid", str(engine.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        root = client.mount("/export")
+        assert client.call(NFS_PROG, 9, diropargs(root, "dir") + NO_SATTR).u32() == 0  # MKDIR
+        st, d = lookup(client, root, "dir")
+        st, f = create(client, d, "kept.dat")
+        assert st == 0
+        deadline = time.time() + 20
+        while True:  # until the collector has attached and counted some of them
+            getattrs(client, f, 10)
+            time.sleep(0.5)
+            with Archive.open(archive) as a:
+                r = a.query(name, int(time.time()) - 60, int(time.time()) + 1)
+                if "export:/dir/kept.dat" in r.keys:
+                    break
+            assert time.time() < deadline and collect.poll() is None, collect.stderr.read() if collect.poll() else ""
+        assert client.call(NFS_PROG, 12, diropargs(d, "kept.dat")).u32() == 0  # REMOVE
+    finally:
+        client.close()
+        collect.send_signal(signal.SIGINT)
+        collect.wait(timeout=20)
+        engine.stop()
+    shown = strata("breakdown", name, "--archive", archive, "--json", "--last", "1h")
+    assert shown.returncode == 0, shown.stderr
+    assert "export:/dir/kept.dat" in shown.stdout

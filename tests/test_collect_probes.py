@@ -57,7 +57,7 @@ def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
     assert counter_totals(c.data("ops_client")) == {"10.0.0.3": 40, "10.0.0.4": 55, "fd00::7": 15, "127.0.0.1": 5}
     assert counter_totals(c.data("ops_tier")) == {"pool": 40, "l2arc": 25, "zil": 30, "arc": 15, "none": 5}
     assert counter_totals(c.data("reads_by_client")) == {"10.0.0.3": 40}
-    assert counter_totals(c.data("file")) == {"42": 40}
+    assert counter_totals(c.data("file")) == {"object:42": 40}  # the fixture names no objects
     assert counter_totals(c.data("arc")) == {"hit": 40 + 50 + 15, "miss": 80 + 25}
     assert heatmap_totals(c.data("size")) == {"": {llhist.bucket(8192): 40, llhist.bucket(4096): 25}}
     lat = heatmap_totals(c.data("lat_op"))

@@ -123,7 +123,9 @@ def test_retention_parsing_and_order():
     assert parse_duration("7d") == 7 * 86400 and parse_duration("all") is None
     assert format_duration(172800) == "2d" and format_duration(None) == "all"
     r = parse_keep(["second=2d", "minute=30d"])
-    assert r == Retention(2 * 86400, 30 * 86400, None)
+    assert r == Retention(2 * 86400, 30 * 86400, Retention().hour)  # hours keep their bounded default
+    assert Retention().hour is not None
+    assert parse_keep(["hour=all"]).hour is None
     with pytest.raises(ArchiveError, match="at least as long"):
         parse_keep(["second=all", "minute=1d"])
     with pytest.raises(ArchiveError, match="bad duration"):

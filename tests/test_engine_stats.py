@@ -1,9 +1,13 @@
-"""Stats socket contract, ARC hit ratio on a re-read working set, and the USDT
-probes the engine binary declares."""
+"""Stats socket contract (counters, and the name/lookup requests that turn object ids
+into paths), ARC hit ratio on a re-read working set, and the USDT probes the engine
+binary declares."""
+import json
 import os
+import socket
 import subprocess
 
-from engine_util import engine, engine_binary, nfs_put  # noqa: F401  (fixture)
+from engine_util import (NFS_PROG, NO_SATTR, RpcClient, create, diropargs, engine, engine_binary,  # noqa: F401
+                         lookup, nfs_put, xdr_opaque)
 
 
 def test_stats_json_contract(engine, tmp_path):
@@ -57,3 +61,48 @@ def test_binary_declares_usdt_probes():
         assert f"Name: {probe}" in notes, probe
     assert "Provider: strata" in notes
     assert "Semaphore: 0x0000000000000000" not in notes.split("Name: nfs_ops")[1].split("Name:")[0]
+
+
+def ask(engine, line):
+    """One request on the engine's stats socket, its JSON answer."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(str(engine.stats_socket))
+    s.sendall(line.encode() + b"\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    return json.loads(data)
+
+
+def test_name_and_lookup_requests_follow_renames_links_and_removals(engine):
+    c = RpcClient(engine.port)
+    try:
+        root = c.mount("/data")
+        assert c.call(NFS_PROG, 9, diropargs(root, "d") + NO_SATTR).u32() == 0  # MKDIR
+        d = lookup(c, root, "d")[1]
+        f = create(c, d, "f")[1]
+        found = ask(engine, "lookup data:/d/f")
+        fid = found["id"]
+        named = ask(engine, f"name {fid}")
+        assert named["export"] == "data" and named["path"] == "/d/f" and named["links"] == 1
+        assert named["gen"] == found["gen"] != ask(engine, "lookup data:/d")["gen"]
+        assert ask(engine, "name 1")["path"] == "/"
+
+        assert c.call(NFS_PROG, 15, xdr_opaque(f) + diropargs(root, "e")).u32() == 0  # LINK
+        assert ask(engine, f"name {fid}")["path"] == "/e"  # the first link breadth-first
+        removed = ask(engine, "removed")["removed"]
+        assert c.call(NFS_PROG, 12, diropargs(root, "e")).u32() == 0  # REMOVE the link
+        assert ask(engine, "removed")["removed"] == removed + 1
+        assert ask(engine, f"name {fid}")["path"] == "/d/f"
+        assert c.call(NFS_PROG, 14, diropargs(root, "d") + diropargs(root, "d2")).u32() == 0  # RENAME
+        assert ask(engine, f"name {fid}")["path"] == "/d2/f"
+        assert c.call(NFS_PROG, 12, diropargs(d, "f")).u32() == 0
+        gone = ask(engine, f"name {fid}")
+        assert "path" not in gone and gone["removed"] == removed + 3
+    finally:
+        c.close()
+    assert ask(engine, "lookup nope:/x") == {"error": "no export named nope"}
+    assert ask(engine, "lookup data:/d2/f") == {"error": "no such file in export data"}
+    assert "error" in ask(engine, "lookup /d2") and "error" in ask(engine, "name x")

@@ -279,6 +279,28 @@ def test_ctl_rejects_bad_requests_in_one_line(engine):
     assert engine.stats()["tiers"]["inject_delay_ns"]["pool"] == 20000
 
 
+def test_ctl_inject_delay_nfs_slows_every_reply(engine):
+    """`inject-delay nfs 30ms`: a NULL call (no I/O at all) takes at least the delay;
+    0 clears it."""
+    def ctl(dur):
+        p = subprocess.run([engine_binary(), "ctl", "--socket", str(engine.stats_socket), "inject-delay", "nfs", dur],
+                           capture_output=True, text=True, timeout=10)
+        assert p.returncode == 0, p.stderr
+
+    def timed(fn):
+        t = time.monotonic()
+        fn()
+        return time.monotonic() - t
+
+    c = RpcClient(engine.port)
+    ctl("30ms")
+    assert engine.stats()["tiers"]["inject_delay_ns"]["nfs"] == 30_000_000
+    assert min(timed(lambda: c.call(100003, 0)) for _ in range(3)) >= 0.030
+    ctl("0")
+    assert engine.stats()["tiers"]["inject_delay_ns"]["nfs"] == 0
+    c.close()
+
+
 def test_mkpool_log_region_is_outside_the_allocator(tmp_path):
     with_log = mkpool(tmp_path, nvdevs=1, size="64M")
     no_log = str(tmp_path / "nolog")

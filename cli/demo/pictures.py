@@ -80,22 +80,24 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) ->
                 _clients(archive, start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
             "cache-sizes": _cache_figure(archive, start, end),
         }
+    return write_figures(figures, outdir)
+
+
+def write_figures(figures: dict, outdir: Path) -> list:
+    """STEM.html and STEM.png in outdir for each {stem: figure}; returns the paths written."""
     written = []
     for stem, fig in figures.items():
         path = outdir / f"{stem}.html"
         export.write_html(fig, str(path))
         written.append(path)
     pngs = [outdir / f"{stem}.png" for stem in figures]
-    _write_pngs(list(figures.values()), pngs)
+    write_pngs(list(figures.values()), pngs)
     return written + pngs
 
 
-def _write_pngs(figs, paths):
+def write_pngs(figs, paths):
     """All PNGs through one kaleido/Chromium session (much faster than one each), at the
     size and scale `strata heatmap --format png` uses."""
-    import os
-
-    import plotly.io as pio
     if "BROWSER_PATH" not in os.environ and Path(export.CHROMIUM).exists():
         os.environ["BROWSER_PATH"] = export.CHROMIUM
     width, height = export.IMAGE_SIZE

@@ -7,16 +7,14 @@ Everything it starts is undone by the Teardown, in reverse order: load,
 collector, engine, loop devices, temporary files.
 """
 import json
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from strata.cli.lab import engine as lab_engine
 from strata.cli.lab import loopdev
-from strata.cli.lab.collect import Collection, create_datasets
-from strata.cli.lab.load import Load, LoadError, arguments
+from strata.cli.demo.steps import collect, run_load, say, scratch
+from strata.cli.lab.load import arguments
 from strata.heatmaps.units import parse_value
 
 EXPORT = "/demo"
@@ -58,17 +56,11 @@ class Facts:
     notes: list = field(default_factory=list)
 
 
-def say(echo, text: str):
-    echo(f"strata demo: {text}")
-
-
 def run(settings: Settings, undo, echo) -> Facts:
     """Runs the scenario; every resource goes on `undo` (a Teardown) as it is made."""
     out = Path(settings.outdir)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="strata-demo-"))
-    undo.callback(shutil.rmtree, work, True)
-    say(echo, f"scratch files in {work}")
+    work = scratch(undo, echo)
     feats = lab_engine.features()
 
     ws = parse_value(settings.working_set, "bytes")
@@ -115,13 +107,7 @@ def run(settings: Settings, undo, echo) -> Facts:
     facts.engine_pid = eng.pid
     say(echo, f"engine pid {eng.pid} on 127.0.0.1:{eng.nfsport} (mount {eng.mountport}), ARC {settings.arc_max}")
 
-    archive = Path(facts.archive)
-    for stale in (archive, Path(f"{archive}-wal"), Path(f"{archive}-shm")):
-        stale.unlink(missing_ok=True)
-    create_datasets(facts.archive, DATASETS)
-    coll = Collection(work, facts.archive, eng.pid).start()
-    undo.callback(coll.stop)
-    coll.wait_for_data("arc.size")
+    coll = collect(work, facts.archive, DATASETS, undo, "arc.size", engine_pid=eng.pid)
     say(echo, f"collecting {', '.join(DATASETS)} into {facts.archive}")
 
     _run_load(settings, facts, eng, coll, work, out, undo, echo)
@@ -143,29 +129,11 @@ def _run_load(settings, facts, eng, coll, work, out, undo, echo):
     the L2ARC goes on halfway through the reads."""
     say(echo, f"{settings.clients} clients x {settings.threads} streams: writing a {settings.working_set} working "
               f"set ({settings.files} files), then random 8 KiB reads for {settings.duration}s")
-    args = arguments("127.0.0.1", eng.nfsport, eng.mountport, EXPORT, _load_options(settings, settings.netns))
-    load = Load(work, "run").start(args)
-    undo.callback(load.stop)
     facts.load_start = int(time.time())
-    try:
-        _watch(load, facts, eng, coll, settings, echo)
-        report = load.wait(timeout=settings.duration + 300)
-    except LoadError as e:
-        if not settings.netns or "namespace" not in str(e).lower() and "netns" not in str(e).lower():
-            raise
-        facts.netns = False
-        facts.notes.append("network namespaces are unavailable: clients are told apart by AUTH_SYS "
-                           "machine name only, and all come from 127.0.0.1")
-        say(echo, facts.notes[-1])
-        args = arguments("127.0.0.1", eng.nfsport, eng.mountport, EXPORT, _load_options(settings, False))
-        load = Load(work, "run-nonetns").start(args)
-        undo.callback(load.stop)
-        _watch(load, facts, eng, coll, settings, echo)
-        report = load.wait(timeout=settings.duration + 300)
+    run_load(work, out, lambda netns: arguments("127.0.0.1", eng.nfsport, eng.mountport, EXPORT,
+                                                _load_options(settings, netns)),
+             facts, lambda load: _watch(load, facts, eng, coll, settings, echo), settings.duration + 300, undo, echo)
     facts.load_end = int(time.time())
-    (out / "load.json").write_text(json.dumps(report, indent=1) + "\n")
-    rate = report.get("ops_per_sec", {}).get("total", 0)
-    say(echo, f"load done: {report.get('ops_total', 0):,} ops, {rate:,.0f} ops/s, {report.get('errors', 0)} errors")
 
 
 def _watch(load, facts, eng, coll, settings, echo):

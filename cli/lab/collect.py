@@ -3,7 +3,8 @@
 The datasets are created in the archive first (strata.datasets API); the
 collector then fills every active dataset once a second until stopped. It is
 pointed at one engine process, so other engines on the machine (same binary,
-same probes) do not leak into the data.
+same probes) do not leak into the data; a third-party server is followed with
+`strata collect` options of its own (--fs-pid, --wire-port, ...).
 """
 import signal
 import subprocess
@@ -31,10 +32,12 @@ def create_datasets(archive_path: str, names: list):
 
 
 class Collection:
-    def __init__(self, workdir: Path, archive_path: str, engine_pid: int | None):
-        """engine_pid None: the collector's default (the newest strata-engine process)."""
+    def __init__(self, workdir: Path, archive_path: str, engine_pid: int | None, options=()):
+        """engine_pid None: the collector's default (the newest strata-engine process);
+        options: more `strata collect` options."""
         self.archive_path = str(archive_path)
         self.engine_pid = engine_pid
+        self.options = [str(o) for o in options]
         self.log_path = Path(workdir) / "collect.log"
         self.proc = None
 
@@ -42,6 +45,7 @@ class Collection:
         cmd = [*STRATA, "collect", "--archive", self.archive_path]
         if self.engine_pid:
             cmd += ["--engine-pid", str(self.engine_pid)]
+        cmd += self.options
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          start_new_session=True)

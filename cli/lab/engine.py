@@ -42,9 +42,10 @@ def features() -> Features:
                     ctl=any(line.split()[1:2] == ["ctl"] for line in top.splitlines() if line.split()))
 
 
-def mkpool(paths: list, size, recordsize: str):
-    """A fresh pool on `paths` (files are created); size per vdev, bytes or '256M'."""
-    cmd = [find_binary("strata-engine"), "mkpool", ",".join(paths), "--size", str(size),
+def mkpool(paths: list, size, recordsize: str, binary: str | None = None):
+    """A fresh pool on `paths` (files are created); size per vdev, bytes or '256M'.
+    binary: the strata-engine to use (default: this checkout's or PATH's)."""
+    cmd = [binary or find_binary("strata-engine"), "mkpool", ",".join(paths), "--size", str(size),
            "--recordsize", recordsize, "--force"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
@@ -56,11 +57,16 @@ class Engine:
     The stats socket stays at its default, /run/strata/engine-PID.sock, where
     strata-collect looks for the gauges."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, binary: str | None = None):
+        """binary: the strata-engine to run (default: this checkout's or PATH's)."""
         self.workdir = Path(workdir)
+        self.binary = binary
         self.proc = None
         self.nfsport = self.mountport = None
         self.log_path = self.workdir / "engine.log"
+
+    def _binary(self) -> str:
+        return self.binary or find_binary("strata-engine")
 
     @property
     def pid(self) -> int:
@@ -68,7 +74,7 @@ class Engine:
 
     def start(self, pool: list, export: str, arc_max: str, extra=()):
         port_file = self.workdir / "engine.port"
-        cmd = [find_binary("strata-engine"), "serve", "--pool", ",".join(pool), "--export", export,
+        cmd = [self._binary(), "serve", "--pool", ",".join(pool), "--export", export,
                "--listen", "127.0.0.1:0", "--mount-port", "0", "--port-file", str(port_file),
                "--no-rpcbind", "--arc-max", arc_max, *extra]
         with open(self.log_path, "ab") as log:
@@ -98,7 +104,7 @@ class Engine:
         return self.proc is not None and self.proc.poll() is None
 
     def stats(self) -> dict:
-        proc = subprocess.run([find_binary("strata-engine"), "stats", "--pid", str(self.pid)],
+        proc = subprocess.run([self._binary(), "stats", "--pid", str(self.pid)],
                               capture_output=True, text=True, timeout=10)
         if proc.returncode != 0:
             raise EngineError(f"strata-engine stats: {proc.stderr.strip() or proc.returncode}")
@@ -109,7 +115,7 @@ class Engine:
 
     def ctl(self, *args) -> str:
         """`strata-engine ctl --pid PID ARGS...` (l2arc on|off, inject-delay l2arc 50us)."""
-        proc = subprocess.run([find_binary("strata-engine"), "ctl", "--pid", str(self.pid), *args],
+        proc = subprocess.run([self._binary(), "ctl", "--pid", str(self.pid), *args],
                               capture_output=True, text=True, timeout=10)
         if proc.returncode != 0:
             raise EngineError(f"strata-engine ctl {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")

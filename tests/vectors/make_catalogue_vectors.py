@@ -23,6 +23,8 @@ STATISTICS = [
     ("vdev.size", "heatmap", "bytes", "vdev"),
     ("wire.ops", "counter", "operations", "wire"), ("wire.latency", "heatmap", "ns", "wire"),
     ("wire.size", "heatmap", "bytes", "wire"),
+    ("fs.ops", "counter", "operations", "fs"), ("fs.latency", "heatmap", "ns", "fs"),
+    ("fs.size", "heatmap", "bytes", "fs"),
     ("arc.size", "gauge", "bytes", "engine"), ("arc.c", "gauge", "bytes", "engine"),
     ("arc.p", "gauge", "bytes", "engine"), ("arc.hdr_size", "gauge", "bytes", "engine"),
     ("arc.data_size", "gauge", "bytes", "engine"), ("l2arc.size", "gauge", "bytes", "engine"),
@@ -45,16 +47,22 @@ CLOSED = {
     # nfsstat3 (RFC 1813 section 2.6); accept_stat + 0x10000, reject_stat + 0x20000 (RFC 5531)
     ("wire.latency", "status"): {"ok": 0, "noent": 2, "acces": 13, "stale": 70, "jukebox": 10008,
                                  "prog_unavail": 0x10001, "garbage_args": 0x10004, "auth_error": 0x20001},
+    ("fs.ops", "op"): {s: i for i, s in enumerate(                     # strata's own numbering (fs.bpf.c)
+        ["read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
+         "fsync", "fdatasync", "openat", "close"])},
 }
 REFUSED = [("nfs.ops", "op", "reed"), ("nfs.ops", "op", "READ"), ("nfs.ops", "op", "proc6"),
            ("disk.ops", "op", "getattr"), ("l2arc.latency", "op", "commit"), ("nfs.latency", "tier", "flash"),
            ("nfs.ops", "client", "10.0.0.300"), ("nfs.ops", "client", "host.example"),
            ("nfs.ops", "client", "1.2.3"), ("nfs.ops", "client", "fe80::1%eth0"), ("nfs.ops", "file", "-1"), ("nfs.ops", "file", "+5"),
            ("nfs.ops", "file", "18446744073709551616"), ("nfs.ops", "file", "0x10"),
+           ("nfs.ops", "file", "object:-1"), ("nfs.ops", "file", "object:"), ("nfs.ops", "file", "export:dir/f"),
            ("vdev.ops", "vdev", "4294967296"), ("vdev.ops", "vdev", "a"), ("vdev.ops", "op", "discard"),
            ("wire.ops", "server", "10.0.0.1"), ("wire.ops", "server", "10.0.0.1:65536"),
            ("wire.ops", "server", "10.0.0.1:"), ("wire.ops", "server", "::ffff:10.0.0.1"),
-           ("wire.ops", "status", "fine"), ("wire.ops", "version", "nfs5"), ("wire.ops", "op", "sequence")]
+           ("wire.ops", "status", "fine"), ("wire.ops", "version", "nfs5"), ("wire.ops", "op", "sequence"),
+           ("fs.ops", "op", "pread"), ("fs.ops", "file", "relative/path"), ("fs.ops", "file", "inode:7:0:12"),
+           ("fs.ops", "process", "nocolon"), ("fs.ops", "process", "x:0"), ("fs.ops", "process", ":12")]
 
 
 def u32(v):
@@ -73,13 +81,19 @@ def cases():
     for text in ["10.0.0.3", "127.0.0.1", "0.0.0.0", "255.255.255.255", "::1", "fd00::7", "::ffff:10.0.0.3"]:
         yield "nfs.ops", "client", text, address(text)
     for n in [0, 1, 42, 2**32, 2**64 - 1]:
-        yield "nfs.ops", "file", str(n), struct.pack("<Q", n).ljust(16, b"\0")
+        yield "nfs.ops", "file", f"object:{n}", struct.pack("<Q", n).ljust(16, b"\0")
     for n in [0, 3, 2**32 - 1]:
         yield "vdev.ops", "vdev", str(n), u32(n)
     # server: IPv4 as the mapped address with the port (big endian) in bytes 0-1; IPv6 alone
     for text, addr, port in [("10.0.0.1:2049", "10.0.0.1", 2049), ("127.0.0.1:20048", "127.0.0.1", 20048)]:
         yield "wire.ops", "server", text, struct.pack(">H", port) + address(addr)[2:]
     yield "wire.ops", "server", "fd00::1", address("fd00::1")
+    # fs: inode:MAJ,MIN:INO is (inode number, kernel dev_t major << 20 | minor), comm:pid
+    # is (tgid, the comm's first 12 bytes, zero-padded); all little-endian
+    for major, minor, ino in [(7, 0, 12), (259, 1, 2**40 + 5)]:
+        yield "fs.ops", "file", f"inode:{major},{minor}:{ino}", struct.pack("<QII", ino, major << 20 | minor, 0)
+    for comm, pid in [("ganesha.nfsd", 1234), ("fio", 7)]:
+        yield "fs.ops", "process", f"{comm}:{pid}", struct.pack("<I", pid) + comm.encode()[:12].ljust(12, b"\0")
     for stat, fld, text in REFUSED:
         yield stat, fld, text, None
 

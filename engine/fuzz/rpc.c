@@ -1,8 +1,11 @@
-/* fuzz_rpc.c — libFuzzer harness: every input is one RPC record body fed
+/* rpc.c — libFuzzer harness: every input is one RPC record body fed
  * through the engine's real request path (call header, AUTH_SYS, NFSv3 and
  * MOUNT argument decoding and the procedures) against a small scratch pool.
- * File handles in an input are made valid first (see repair_handles), so
- * the procedures behind handle resolution are reached too.
+ * At start the recorded libnfs session (rpc/session.rec, see
+ * record_rpc_corpus.py) is replayed, so the pool holds the tree the corpus
+ * records name, under the same object ids.  File handles in an input are
+ * made valid first (see repair_handles), so the procedures behind handle
+ * resolution are reached too.  Mutation: xdr_mutator.c.
  * Built by `make fuzz` with clang -fsanitize=fuzzer,address,undefined. */
 #include <netinet/in.h>
 #include <stdio.h>
@@ -18,6 +21,31 @@
 struct engine g_engine;
 static uint8_t *reply;
 static struct sockaddr_storage client;
+
+static void run_record(const uint8_t *data, size_t size);
+
+/* Replays a stream of record-marked call records (one fragment each). */
+static void replay_session(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "fuzz_rpc: cannot open the session %s\n", path);
+		abort();
+	}
+	uint8_t mark[4];
+	int n = 0;
+	while (fread(mark, 1, 4, f) == 4) {
+		uint32_t len = ((uint32_t)mark[0] << 24 | mark[1] << 16 | mark[2] << 8 | mark[3]) & 0x7fffffffu;
+		uint8_t *rec = xmalloc(len ? len : 1);
+		if (fread(rec, 1, len, f) != len)
+			abort();
+		run_record(rec, len);
+		free(rec);
+		n++;
+	}
+	fclose(f);
+	fprintf(stderr, "fuzz_rpc: replayed %d records of %s\n", n, path);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -50,6 +78,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct sockaddr_in *sin = (struct sockaddr_in *)&client;
 	sin->sin_family = AF_INET;
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	const char *session = getenv("STRATA_FUZZ_SESSION");
+	replay_session(session ? session : FUZZ_SESSION);
 	return 0;
 }
 
@@ -80,10 +110,8 @@ static void repair_handles(uint8_t *d, size_t n)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void run_record(const uint8_t *data, size_t size)
 {
-	if (size > NET_MAX_RECORD)
-		return 0;
 	struct rpc_req r = { .client = &client, .reclen = (uint32_t)size };
 	r.rec = xmalloc(size);
 	memcpy(r.rec, data, size);
@@ -92,5 +120,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int traced;
 	net_process(&r, reply, &len, &traced);
 	free(r.rec);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size <= NET_MAX_RECORD)
+		run_record(data, size);
 	return 0;
 }

@@ -1,0 +1,221 @@
+/* fs.bpf.c — the file-system layer: the raw syscall tracepoints (sys_enter / sys_exit)
+ * of chosen processes feed fs.ops, fs.latency and fs.size, broken down by op (the
+ * syscall), process and file (bpf/aggregate.h).
+ *
+ * Followed syscalls (x86_64 numbers): read, write, pread64, pwrite64, readv, writev,
+ * preadv, pwritev, preadv2, pwritev2, fsync, fdatasync, openat, close — on regular
+ * files only (sockets, pipes, directories and devices are skipped). io_uring
+ * submissions are not seen. A failed openat is not counted (it names no inode).
+ *
+ * A process is chosen when its thread group id is in fs_pids with the start time of
+ * its leader (as /proc/PID/stat shows it, so a reused pid is never taken for the
+ * chosen process), or when fs_use_cgroup is set and it runs in fs_cgroup's cgroup
+ * or below. Every other process pays one program run that stops at the syscall
+ * number (or, for these syscalls, at one hash lookup).
+ *
+ * The file key is (device, inode number), read through the task's fd table at entry
+ * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
+ * into a path, helped by the path each successful openat was given (ring buffer
+ * fs_names, read once per interval; a full buffer only costs names, never counts). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "llhist.h"
+#include "aggregate.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define S_IFMT  00170000
+#define S_IFREG 0100000
+
+/* Nanoseconds per clock tick of /proc/PID/stat's starttime (1e9 / USER_HZ). */
+const volatile __u64 ns_per_tick = 10000000;
+__u32 fs_use_cgroup; /* set by userspace once fs_cgroup holds the cgroup */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u64); /* its leader's start time in clock ticks since boot */
+} fs_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fs_cgroup SEC(".maps");
+
+struct pending {
+	__u64 start;
+	__u32 op;
+	__s32 dirfd;          /* openat */
+	__u64 path;           /* openat: user pointer to the path */
+	struct agg_fs_file file;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} fs_names SEC(".maps");
+
+/* The syscall a thread of a chosen process is in (start == 0: none): task storage, so
+ * entry and exit find it without hashing, and other processes' exits find nothing at
+ * the cost of one pointer test. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending);
+} fs_pending SEC(".maps");
+
+/* Typed view of a kernel pointer read as a number, for plain loads (Linux 6.2+). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define KCAST(p, type) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
+
+/* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not followed. */
+static __always_inline int fs_op(long id)
+{
+	switch (id) {
+	case 0: return AGG_FS_OP_READ;
+	case 1: return AGG_FS_OP_WRITE;
+	case 3: return AGG_FS_OP_CLOSE;
+	case 17: return AGG_FS_OP_PREAD64;
+	case 18: return AGG_FS_OP_PWRITE64;
+	case 19: return AGG_FS_OP_READV;
+	case 20: return AGG_FS_OP_WRITEV;
+	case 74: return AGG_FS_OP_FSYNC;
+	case 75: return AGG_FS_OP_FDATASYNC;
+	case 257: return AGG_FS_OP_OPENAT;
+	case 295: return AGG_FS_OP_PREADV;
+	case 296: return AGG_FS_OP_PWRITEV;
+	case 327: return AGG_FS_OP_PREADV2;
+	case 328: return AGG_FS_OP_PWRITEV2;
+	default: return -1;
+	}
+}
+
+static __always_inline int data_op(__u32 op)
+{
+	return op <= AGG_FS_OP_PWRITEV2;
+}
+
+static __always_inline int chosen(struct task_struct *t, __u32 tgid)
+{
+	__u64 *ticks = bpf_map_lookup_elem(&fs_pids, &tgid);
+
+	if (ticks)
+		return *ticks == t->group_leader->start_boottime / ns_per_tick;
+	return fs_use_cgroup && bpf_current_task_under_cgroup(&fs_cgroup, 0) == 1;
+}
+
+/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. Plain loads
+ * through typed pointers (the verifier makes them fault-safe); one helper read for the
+ * fd array slot, which has no type the verifier can follow. */
+static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out)
+{
+	struct fdtable *fdt = t->files->fdt;
+	struct file *fp = NULL, *f;
+	struct inode *inode;
+
+	if (fd < 0 || !fdt || (__u64)fd >= fdt->max_fds)
+		return 0;
+	if (bpf_probe_read_kernel(&fp, sizeof(fp), fdt->fd + fd) || !fp)
+		return 0;
+	f = KCAST(fp, struct file);
+	inode = f->f_inode;
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
+		return 0;
+	out->ino = inode->i_ino;
+	out->dev = inode->i_sb->s_dev;
+	out->zero = 0;
+	return 1;
+}
+
+/* The path the opened file was given, for userspace to name its key. */
+static __always_inline void report_name(const struct pending *p, __u32 tgid)
+{
+	struct agg_fs_name *n = bpf_ringbuf_reserve(&fs_names, sizeof(*n), 0);
+
+	if (!n)
+		return;
+	n->file = p->file;
+	n->tgid = tgid;
+	n->dirfd = p->dirfd;
+	if (bpf_probe_read_user_str(n->path, sizeof(n->path), (const void *)p->path) < 0)
+		n->path[0] = 0;
+	bpf_ringbuf_submit(n, 0);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
+{
+	int op = fs_op(id);
+	struct task_struct *t;
+	struct pending *p;
+	struct agg_fs_file file = {};
+
+	if (op < 0)
+		return 0;
+	t = bpf_get_current_task_btf();
+	if (!chosen(t, t->tgid))
+		return 0;
+	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file))
+		return 0;
+	p = bpf_task_storage_get(&fs_pending, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p) {
+		agg_stat_add(AGG_STATS_DROPS, 1);
+		return 0;
+	}
+	p->op = (__u32)op;
+	p->file = file;
+	if (op == AGG_FS_OP_OPENAT) {
+		p->dirfd = (__s32)regs->di;
+		p->path = regs->si;
+	}
+	p->start = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
+{
+	__u64 now;
+	struct pending *pp, p;
+	struct task_struct *t;
+	struct agg_fs_process *proc;
+	struct agg_event *ev;
+	int op = fs_op((long)regs->orig_ax);
+
+	if (op < 0)
+		return 0;
+	t = bpf_get_current_task_btf();
+	pp = bpf_task_storage_get(&fs_pending, t, NULL, 0);
+	/* the entry of this very syscall (one left by a syscall whose exit was not seen,
+	 * around a detach, is of another op or is overwritten by the next entry) */
+	if (!pp || !pp->start || pp->op != (__u32)op)
+		return 0;
+	now = bpf_ktime_get_ns();
+	p = *pp;
+	pp->start = 0;
+	if (p.op == AGG_FS_OP_OPENAT) {
+		if (ret < 0 || !fd_file(t, ret, &p.file))
+			return 0;
+		report_name(&p, t->tgid);
+	}
+	ev = agg_event_get();
+	if (!ev)
+		return 0;
+	*(__u32 *)ev->dims[AGG_DIM_OP] = p.op;
+	__builtin_memcpy(ev->dims[AGG_DIM_FILE], &p.file, sizeof(p.file));
+	proc = (struct agg_fs_process *)ev->dims[AGG_DIM_PROCESS];
+	proc->tgid = t->tgid;
+	__builtin_memcpy(proc->comm, t->group_leader->comm, sizeof(proc->comm));
+	ev->latency_ns = now > p.start ? now - p.start : 0;
+	ev->bytes = ret > 0 ? (__u64)ret : 0;
+	ev->stats_mask = 1u << AGG_STAT_FS_OPS | 1u << AGG_STAT_FS_LATENCY |
+			 (data_op(p.op) && ret >= 0 ? 1u << AGG_STAT_FS_SIZE : 0);
+	agg_event_apply(ev);
+	return 0;
+}

@@ -1,0 +1,59 @@
+"""Which views strata offers on this host for each kind of NFS server: from the kernel
+features `strata-features` found and the programs present. A view is a family of
+statistics and the attach type it needs:
+
+    wire   wire.*   TC clsact on the interfaces      any NFS server, nothing asked of it
+    fs     fs.*     syscall tracepoints              a user-space server's own syscalls
+    disk   disk.*   block tracepoints                every block device below any server
+    usdt   nfs.*, arc.*, l2arc.*, zil.*, vdev.*      uprobes on strata-engine's USDT probes
+"""
+import os
+import shutil
+from dataclasses import dataclass
+
+VIEWS = {  # view -> (statistics, strata-features key it needs)
+    "wire": ("wire.*", "tc"),
+    "fs": ("fs.*", "syscalls"),
+    "disk": ("disk.*", "tracepoint"),
+    "engine USDT": ("nfs.*, arc.*, l2arc.*, zil.*, vdev.*", "uprobe"),
+}
+
+SERVERS = [  # (server kind, the views that apply to it, why the others do not)
+    ("strata-engine", ("wire", "fs", "disk", "engine USDT"), ""),
+    ("nfs-ganesha, other user-space servers", ("wire", "fs", "disk"),
+     "no USDT probes of strata's (fs: --fs-comm ganesha.nfsd)"),
+    ("kernel nfsd", ("wire", "disk"), "its threads make no syscalls; no USDT probes"),
+]
+
+
+def _installed(server: str, have_engine: bool) -> bool:
+    if server == "strata-engine":
+        return have_engine
+    if server == "kernel nfsd":
+        return os.path.exists("/proc/net/rpc/nfsd")
+    return shutil.which("ganesha.nfsd") is not None
+
+
+@dataclass
+class ServerViews:
+    server: str
+    installed: bool     # the server is on this host (ganesha.nfsd on PATH, nfsd in the kernel)
+    here: list          # views that work on this host
+    absent: list        # views that apply to this server but this host lacks
+    note: str
+
+
+def server_views(features: dict, have_engine: bool) -> list[ServerViews]:
+    """features: strata-features' {key: {"ok": bool, ...}}; have_engine: strata-engine found."""
+    def works(view):
+        ok = features.get(VIEWS[view][1], {}).get("ok", False)
+        return ok and (view != "engine USDT" or have_engine)
+
+    rows = []
+    for server, views, note in SERVERS:
+        rows.append(ServerViews(server, _installed(server, have_engine), [v for v in views if works(v)], [v for v in views if not works(v)], note))
+    return rows
+
+
+def describe(views: list) -> str:
+    return ", ".join(f"{v} ({VIEWS[v][0]})" for v in views) or "none"

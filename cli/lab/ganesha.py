@@ -1,0 +1,148 @@
+"""nfs-ganesha (Debian's, FSAL VFS) as a lab server: one directory exported over
+NFSv3/TCP on 127.0.0.1 fresh ports, with an rpcbind of its own when none runs
+(ganesha exits when it cannot register). For `strata demo --server ganesha` and
+the tests that read a server strata does not control."""
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from strata.cli.lab.logs import last_line
+
+INSTALL = "Debian nfs-ganesha, nfs-ganesha-vfs, rpcbind"
+
+
+class GaneshaError(RuntimeError):
+    """ganesha (or its rpcbind) could not start; the message is one line."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if port_open(port):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Ganesha:
+    """ganesha.nfsd exporting self.export (a fresh directory: mount a file system on it
+    before start() to serve that one)."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="strata-ganesha-"))
+        self.export = self.dir / "export"
+        self.export.mkdir()
+        self.export.chmod(0o777)  # clients use distinct AUTH_SYS uids
+        self.nfsport, self.mountport = free_port(), free_port()
+        self.proc: subprocess.Popen | None = None
+        self.rpcbind: subprocess.Popen | None = None
+        self.log = self.dir / "ganesha.log"
+
+    @staticmethod
+    def missing() -> str | None:
+        """Why ganesha cannot run here, or None."""
+        for tool in ("ganesha.nfsd", "rpcbind"):
+            if not shutil.which(tool):
+                return f"{tool} is not installed ({INSTALL})"
+        return None
+
+    def config(self) -> str:
+        return f"""
+NFS_CORE_PARAM {{
+    NFS_Port = {self.nfsport};
+    MNT_Port = {self.mountport};
+    Bind_Addr = 127.0.0.1;
+    Protocols = 3;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+}}
+NFSV4 {{ Graceless = true; }}
+EXPORT {{
+    Export_Id = 1;
+    Path = {self.export};
+    Pseudo = /strata;
+    Protocols = 3;
+    Transports = TCP;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL {{ Name = VFS; }}
+}}
+"""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def start(self, new_session: bool = False) -> None:
+        """new_session: ganesha (and rpcbind) in sessions of their own, so a Ctrl-C at the
+        terminal reaches only the caller, which stops them in order."""
+        if not port_open(111):
+            self.rpcbind = subprocess.Popen(["rpcbind", "-f"], stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, start_new_session=new_session)
+            if not wait_port(111, self.rpcbind, 10) and not port_open(111):
+                self.close()
+                raise GaneshaError("rpcbind did not start")
+        conf = self.dir / "ganesha.conf"
+        conf.write_text(self.config())
+        self.proc = subprocess.Popen(
+            ["ganesha.nfsd", "-F", "-L", str(self.log), "-f", str(conf), "-p", str(self.dir / "ganesha.pid")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=new_session)
+        if not (wait_port(self.nfsport, self.proc) and wait_port(self.mountport, self.proc)):
+            why = last_line(self.log, "no log")
+            self.close()
+            raise GaneshaError(f"nfs-ganesha did not start: {why}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Stops ganesha and its rpcbind; the directory stays (see close)."""
+        if self.proc:
+            stop(self.proc)
+        if self.rpcbind:
+            stop(self.rpcbind)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def args(self) -> list[str]:
+        return ["--server", "127.0.0.1", "--nfsport", str(self.nfsport),
+                "--mountport", str(self.mountport), "--export", str(self.export)]
+
+    def url(self, name: str) -> str:
+        return (f"nfs://127.0.0.1{self.export}/{name}?nfsport={self.nfsport}"
+                f"&mountport={self.mountport}&version=3")

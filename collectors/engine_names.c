@@ -1,0 +1,167 @@
+/* engine_names.c — engine file keys (object ids) to "EXPORT:/path", for keys.c.
+ *
+ * The engine answers "name ID" with the object's generation, its path inside its
+ * export and R, the count of directory entries it has removed so far (engine/names.h).
+ * A name stays right while R has not moved: only a removed entry (rename, remove,
+ * rmdir) can take a name away from an object or give it to another. So a cached name
+ * is printed only while the R the engine reports at the start of the record (one
+ * "removed" request per record, made only when a file key is printed) equals the R it
+ * was found under; otherwise it is asked again, and its generation compared: a cached
+ * entry of another generation (an id reused by a new pool) is never printed. At most
+ * ASKS_PER_RECORD names are asked per record (the engine searches its namespace under
+ * its namespace lock); keys beyond them, and objects the engine cannot name, have no
+ * name here for that record (keys.c prints object:ID). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+#include "engine_names.h"
+#include "keys.h"
+
+#define CACHE_SLOTS 4096 /* a power of two */
+#define PATH_MAX_TEXT 4200
+#define ASKS_PER_RECORD 64 /* name requests per record: each holds the engine's ns_lock a while */
+
+struct name {
+	uint64_t id, gen, removed;
+	char *text; /* "EXPORT:/path" */
+};
+
+static struct name cache[CACHE_SLOTS];
+static pid_t engine_pid = -1;
+static uint64_t removed_now;
+static bool removed_known, removed_asked;
+static int asks_left;
+
+static struct name *slot_of(uint64_t id)
+{
+	return &cache[(id * 0x9e3779b97f4a7c15ull) >> 52 & (CACHE_SLOTS - 1)];
+}
+
+static void forget_all(void)
+{
+	for (size_t i = 0; i < CACHE_SLOTS; i++) {
+		free(cache[i].text);
+		cache[i] = (struct name){ 0 };
+	}
+}
+
+void engine_names_use(pid_t pid)
+{
+	if (pid != engine_pid)
+		forget_all();
+	engine_pid = pid;
+	key_set_object_namer(pid > 0 ? engine_object_name : NULL);
+	key_set_object_finder(pid > 0 ? engine_object_find : NULL);
+	engine_names_tick();
+}
+
+void engine_names_tick(void)
+{
+	removed_asked = false;
+	asks_left = ASKS_PER_RECORD;
+}
+
+static bool member_u64(const char *json, size_t len, const char *key, uint64_t *v)
+{
+	char text[32], *end;
+
+	if (engine_json_member(json, len, key, text, sizeof(text)) < 0)
+		return false;
+	*v = strtoull(text, &end, 10);
+	return end != text && !*end;
+}
+
+/* The engine's count of removed entries, asked once per record. */
+static bool removed_count(uint64_t *r)
+{
+	char why[256];
+	size_t len;
+	char *ans;
+
+	if (!removed_asked) {
+		removed_asked = true;
+		ans = engine_request(engine_pid, "removed", &len, why, sizeof(why));
+		removed_known = ans && member_u64(ans, len, "removed", &removed_now);
+		free(ans);
+	}
+	*r = removed_now;
+	return removed_known;
+}
+
+/* Asks the engine for the name of id and caches it. */
+static struct name *ask(uint64_t id)
+{
+	char line[48], why[256], export[128], path[PATH_MAX_TEXT];
+	struct name *s = slot_of(id), fresh = { .id = id };
+	size_t len;
+	char *ans;
+
+	snprintf(line, sizeof(line), "name %" PRIu64, id);
+	ans = engine_request(engine_pid, line, &len, why, sizeof(why));
+	if (!ans)
+		return NULL;
+	if (member_u64(ans, len, "gen", &fresh.gen) && member_u64(ans, len, "removed", &fresh.removed) &&
+	    engine_json_member(ans, len, "export", export, sizeof(export)) == 0 &&
+	    engine_json_member(ans, len, "path", path, sizeof(path)) == 0 && path[0] == '/' &&
+	    asprintf(&fresh.text, "%s:%s", export, path) < 0)
+		fresh.text = NULL;
+	free(ans);
+	if (!fresh.text)
+		return NULL;
+	if (s->text && s->id == id && s->gen != fresh.gen) { /* the id names another object now */
+		free(fresh.text);
+		free(s->text);
+		*s = (struct name){ 0 };
+		return NULL;
+	}
+	free(s->text);
+	*s = fresh;
+	return s;
+}
+
+bool engine_object_name(uint64_t id, char *out, size_t n)
+{
+	struct name *s = slot_of(id);
+	uint64_t r;
+
+	if (engine_pid <= 0 || !removed_count(&r))
+		return false;
+	if (!s->text || s->id != id || s->removed != r)
+		s = asks_left-- > 0 ? ask(id) : NULL;
+	if (!s || s->removed != r) /* a removal between the two answers: not sure of this name */
+		return false;
+	snprintf(out, n, "%s", s->text);
+	return true;
+}
+
+int engine_object_find(const char *path, uint64_t *id, char *err, size_t n)
+{
+	char line[PATH_MAX_TEXT + 16], why[256], msg[256];
+	size_t len;
+	char *ans;
+	int rc = -1;
+
+	if (engine_pid <= 0) {
+		snprintf(err, n, "file '%s': no running engine to find it in (object:ID works without one)", path);
+		return -1;
+	}
+	if (strlen(path) > PATH_MAX_TEXT || strpbrk(path, "\r\n")) {
+		snprintf(err, n, "file '%s' is not one line of at most %d bytes", path, PATH_MAX_TEXT);
+		return -1;
+	}
+	snprintf(line, sizeof(line), "lookup %s", path);
+	if (!(ans = engine_request(engine_pid, line, &len, why, sizeof(why)))) {
+		snprintf(err, n, "file '%s': %s", path, why);
+		return -1;
+	}
+	if (member_u64(ans, len, "id", id))
+		rc = 0;
+	else if (engine_json_member(ans, len, "error", msg, sizeof(msg)) == 0)
+		snprintf(err, n, "file '%s': %s", path, msg);
+	else
+		snprintf(err, n, "file '%s': the engine's answer is not the expected JSON", path);
+	free(ans);
+	return rc;
+}

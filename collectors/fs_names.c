@@ -1,0 +1,201 @@
+/* fs_names.c — fs file keys (device, inode) to paths, for keys.c (key_set_file_namer).
+ *
+ * A path is only ever printed for an inode after stat(path) showed that very inode,
+ * at the time it is printed: a cache entry whose path now names another inode (the
+ * file was renamed or deleted, another took its name) is dropped. Paths come from the
+ * open files of the followed processes: /proc/PID/fd/N is opened (O_PATH, our own
+ * reference to the same file), and the path readlink gives for our descriptor is kept
+ * only if it stats to the inode fstat shows. An inode no followed process holds open
+ * any more, and never seen under a name, has no path (keys.c prints inode:MAJ,MIN:INO). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "fs.h"
+#include "fs_names.h"
+#include "keys.h"
+
+#define CACHE_SLOTS 4096 /* a power of two */
+#define SCAN_EVERY_NS 500000000LL
+#define SCAN_PIDS 1024
+
+struct name {
+	uint64_t ino;
+	uint32_t dev; /* kernel dev_t, as in the key */
+	char *path;
+};
+
+static struct name cache[CACHE_SLOTS];
+static struct ring_buffer *names_rb;
+static long long last_scan_ns = -SCAN_EVERY_NS;
+
+static dev_t user_dev(uint32_t kdev)
+{
+	return makedev(kdev >> 20, kdev & 0xfffff);
+}
+
+static uint32_t kernel_dev(dev_t dev)
+{
+	return major(dev) << 20 | minor(dev);
+}
+
+static struct name *slot_of(uint64_t ino, uint32_t dev)
+{
+	return &cache[(ino * 0x9e3779b97f4a7c15ull ^ dev) & (CACHE_SLOTS - 1)];
+}
+
+static bool names_inode(const char *path, uint64_t ino, uint32_t dev)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == ino && st.st_dev == user_dev(dev);
+}
+
+static void remember(uint64_t ino, uint32_t dev, const char *path)
+{
+	struct name *s = slot_of(ino, dev);
+	char *copy = strdup(path);
+
+	if (!copy)
+		return;
+	free(s->path);
+	*s = (struct name){ ino, dev, copy };
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Learns the path of one open file of pid, if it still names that file. */
+static void learn_fd(pid_t pid, const char *fdname)
+{
+	char link[64], self[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t len;
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, fdname);
+	if ((fd = open(link, O_PATH | O_CLOEXEC)) < 0)
+		return;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (len = readlink(self, path, sizeof(path) - 1)) > 0) {
+		uint32_t dev = kernel_dev(st.st_dev);
+
+		path[len] = 0;
+		if (path[0] == '/' && names_inode(path, st.st_ino, dev))
+			remember(st.st_ino, dev, path);
+	}
+	close(fd);
+}
+
+/* Learns the path an openat was given, if it names the inode opened. */
+static int learn_open(void *ctx, void *data, size_t size)
+{
+	const struct agg_fs_name *e = data;
+	char base[64], dir[PATH_MAX], joined[2 * PATH_MAX + 2], real[PATH_MAX];
+	const char *path = e->path;
+	ssize_t len;
+
+	(void)ctx;
+	if (size < sizeof(*e) || !e->path[0] || memchr(e->path, 0, sizeof(e->path)) == NULL)
+		return 0;
+	if (path[0] != '/') {
+		if (e->dirfd == AT_FDCWD)
+			snprintf(base, sizeof(base), "/proc/%u/cwd", e->tgid);
+		else
+			snprintf(base, sizeof(base), "/proc/%u/fd/%d", e->tgid, e->dirfd);
+		if ((len = readlink(base, dir, sizeof(dir) - 1)) <= 0)
+			return 0;
+		dir[len] = 0;
+		snprintf(joined, sizeof(joined), "%s/%s", dir, path);
+		path = joined;
+	}
+	if (realpath(path, real) && names_inode(real, e->file.ino, e->file.dev))
+		remember(e->file.ino, e->file.dev, real);
+	return 0;
+}
+
+int fs_names_bind(int ringbuf_fd)
+{
+	fs_names_unbind();
+	names_rb = ring_buffer__new(ringbuf_fd, learn_open, NULL, NULL);
+	if (names_rb)
+		key_set_file_namer(fs_file_name);
+	return names_rb ? 0 : -1;
+}
+
+void fs_names_drain(void)
+{
+	if (names_rb)
+		ring_buffer__consume(names_rb);
+}
+
+void fs_names_unbind(void)
+{
+	key_set_file_namer(NULL);
+	ring_buffer__free(names_rb);
+	names_rb = NULL;
+}
+
+/* Learns the paths of every open regular file of the followed processes. */
+static void scan_open_files(void)
+{
+	static pid_t pids[SCAN_PIDS];
+	size_t npids = fs_chosen_pids(pids, SCAN_PIDS);
+	char dir[64];
+
+	last_scan_ns = now_ns();
+	for (size_t i = 0; i < npids; i++) {
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pids[i]);
+		if (!(d = opendir(dir)))
+			continue;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				learn_fd(pids[i], e->d_name);
+		closedir(d);
+	}
+}
+
+/* The cached path of the inode if it still names it. */
+static const char *cached(uint64_t ino, uint32_t dev)
+{
+	struct name *s = slot_of(ino, dev);
+
+	if (!s->path || s->ino != ino || s->dev != dev)
+		return NULL;
+	if (names_inode(s->path, ino, dev))
+		return s->path;
+	free(s->path);
+	s->path = NULL;
+	return NULL;
+}
+
+bool fs_file_name(const struct agg_fs_file *f, char *out, size_t n)
+{
+	const char *path = cached(f->ino, f->dev);
+
+	if (!path && now_ns() - last_scan_ns >= SCAN_EVERY_NS) {
+		scan_open_files();
+		path = cached(f->ino, f->dev);
+	}
+	if (path)
+		snprintf(out, n, "%s", path);
+	return path != NULL;
+}

@@ -1,0 +1,138 @@
+"""`strata check ab` end to end: two real engines side by side under strata-load,
+real probes and collectors, one archive per round. B with every NFS reply
+delayed by about the median read latency reads worse, and the verdict's
+numbers are recomputed here from the round archives (datasets API, with this
+file's own percentile); the same binary on both sides is not worse. Rounds are
+few and short, so the test asserts only what survives a noisy machine."""
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from strata.datasets import llhist
+from strata.datasets.archive import Archive
+
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+PROFILE = """
+description = "check ab test: randread from the ARC"
+[engine]
+arc_max = "64M"
+pool_size = "64M"
+recordsize = "8k"
+[load]
+profile = "randread"
+io_size = "8k"
+files = 2
+file_size = "4m"
+clients = 2
+threads = 2
+rate = 1500
+setup = true
+[measure]
+warmup = 2
+datasets = ["nfs.latency[op]", "nfs.ops[op]"]
+[check]
+metrics = ["p50", "mean"]
+[ab]
+rounds = 16
+round_seconds = 2
+round_warmup = 1
+confidence = 0.95
+"""
+
+
+def check_ab(tmp_path, *extra):
+    profile = tmp_path / "ab.toml"
+    profile.write_text(PROFILE)
+    proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), "--json",
+                           "-o", str(tmp_path / "rounds"), *extra],
+                          capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def percentile(hist: dict, q: float) -> float:
+    """q-quantile of one pooled llhist histogram {bucket: count}, linear inside the bucket."""
+    buckets = sorted(hist)
+    counts = np.array([hist[b] for b in buckets], dtype=np.float64)
+    target = q * counts.sum()
+    cum = np.cumsum(counts)
+    j = int(np.searchsorted(cum, target))
+    before = cum[j - 1] if j else 0.0
+    lo, hi = llhist.lower(buckets[j]), llhist.upper(buckets[j])
+    return lo + (target - before) / counts[j] * (hi - lo)
+
+
+def round_values(path) -> tuple[float, float]:
+    """(p50 of reads, reads per second) of one round archive, from the raw per-second data."""
+    with Archive.open(str(path)) as ar:
+        first, last = ar.extent("nfs.latency[op]")
+        lat = ar.query("nfs.latency[op]", first, last + 1)
+        first, last = ar.extent("nfs.ops[op]")
+        ops = ar.query("nfs.ops[op]", first, last + 1)
+    k = lat.keys.index("read")
+    pooled = lat.counts[k].sum(axis=0)
+    hist = {int(b): int(c) for b, c in zip(lat.buckets, pooled) if c}
+    seconds = int(ops.present.sum())
+    return percentile(hist, 0.5), float(ops.values[ops.keys.index("read")].sum()) / seconds
+
+
+def metric(report, dataset, name):
+    [r] = [r for r in report["results"] if r["dataset"] == dataset and r["key"] == "read"]
+    return next(m for m in r["metrics"] if m["metric"] == name), r
+
+
+@pytest.fixture(scope="module")
+def engine_bin(build_dir):
+    from conftest import built
+    return str(built("bin/strata-engine"))
+
+
+def test_planted_nfs_delay_reads_worse_and_agrees_with_the_round_archives(tmp_path, engine_bin):
+    rc, report = check_ab(tmp_path, "--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "nfs:40us")
+    assert rc == 1 and report["verdict"] == "worse", report
+    assert report["order"] == "ABBA" * 4 and report["b_inject_delay"] == {"nfs": "40us"}
+    p50, result = metric(report, "nfs.latency[op]", "p50")
+    assert result["verdict"] == "worse" and p50["verdict"] == "worse"
+    assert result["intervals"] == [8, 8]
+    assert p50["effect"] > 0.2 and p50["ci_low"] > 0          # ~40 us on a median of a few tens of us
+
+    # the same numbers, recomputed from the per-round archives
+    values = [round_values(path) for path in report["rounds"]]
+    assert [p.split("-")[-1][0] for p in report["rounds"]] == list(report["order"])
+    a = [v for v, side in zip(values, report["order"]) if side == "A"]
+    b = [v for v, side in zip(values, report["order"]) if side == "B"]
+    ratios = np.array([vb[0] / va[0] for va, vb in zip(a, b)])
+    assert p50["effect"] == pytest.approx(np.exp(np.log(ratios).mean()) - 1, rel=1e-6, abs=1e-9)
+    assert p50["baseline"] == pytest.approx(np.exp(np.mean(np.log([v[0] for v in a]))), rel=1e-6)
+    rate, _ = metric(report, "nfs.ops[op]", "rate")
+    rate_ratios = np.array([vb[1] / va[1] for va, vb in zip(a, b)])
+    assert rate["effect"] == pytest.approx(np.exp(np.log(rate_ratios).mean()) - 1, rel=1e-6, abs=1e-9)
+    # the exact two-sided sign-flip p-value over the 8 pairs' log ratios, enumerated here
+    d = np.log(ratios)
+    flipped = [abs(np.dot(signs, d)) / len(d) for signs in itertools.product((1, -1), repeat=len(d))]
+    assert p50["p_value"] == pytest.approx(np.mean(np.array(flipped) >= abs(d.mean()) - 1e-12))
+
+
+def test_same_binary_on_both_sides_is_not_worse(tmp_path, engine_bin):
+    rc, report = check_ab(tmp_path, "--a", engine_bin, "--b", engine_bin, "--confidence", "0.99")
+    assert rc == 0 and report["verdict"] != "worse", report
+    assert len(report["rounds"]) == 16
+    p50, _ = metric(report, "nfs.latency[op]", "p50")
+    assert p50["ci_low"] < 0.2 and p50["ci_high"] > -0.2          # no large effect claimed
+
+
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, engine_bin):
+    profile = tmp_path / "ab.toml"
+    profile.write_text(PROFILE)
+    for args, why in ((["--a", engine_bin], "engine B"),
+                      (["--a", engine_bin, "--b", str(tmp_path)], "no strata-engine"),
+                      (["--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "disk:1ms"], "TIER:DURATION"),
+                      (["--a", engine_bin, "--b", engine_bin, "--rounds", "7"], "even")):
+        proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), *args],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
+        assert proc.stderr.strip().count("\n") == 0, proc.stderr

@@ -1,0 +1,151 @@
+"""`strata demo --server ganesha` end to end: a short real run (Debian's nfs-ganesha
+on ext4 on a loop device, strata-load clients in network namespaces, `strata
+collect` with the wire, fs and disk layers, the page cache dropped halfway),
+checked from the archive it leaves: page-cache reads in microseconds before the
+drop, the disk band after it at the fs and disk layers, fading as the cache fills
+again; one wire.ops key per client; the pictures; and Ctrl-C leaves nothing
+behind (ganesha, mount, loop device, folders)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import built
+from demo_util import histogram, leftovers, png_size, share_below
+from strata.cli.lab.ganesha import Ganesha
+from strata.datasets.archive import Archive
+
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
+# A page-cache hit is a copy: a few microseconds in preadv. A read that waits for the
+# loop device (direct I/O to the VM's disk) takes 0.3-3 ms here. 200 us sits between
+# the two bands with a wide margin on both sides; 1 ms (the issue's mark) is checked too.
+DISK_NS, SLOW_NS = 200_000, 1_000_000
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the demo needs root (loop devices, netns, BPF)")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    built("bin/strata-load")
+    why = Ganesha.missing()
+    if why:
+        pytest.skip(why)
+    out = tmp_path_factory.mktemp("demo-ganesha") / "out"
+    proc = subprocess.Popen([*STRATA, "demo", "--server", "ganesha", "--duration", str(DURATION), "--working-set",
+                             WORKING_SET, "-o", str(out), "--color", "none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=150)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)          # the demo's own teardown: ganesha, mount, loop device
+        stdout, stderr = proc.communicate(timeout=60)
+        pytest.fail(f"strata demo --server ganesha took over 150 s: {stderr[-2000:]}")
+    assert proc.returncode == 0, stderr + stdout[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    load = json.loads((out / "load.json").read_text())
+    archive = Archive.open(summary["archive"])
+    yield out, stdout, summary, load, archive
+    archive.close()
+
+
+def windows(summary):
+    """Whole seconds of random reads before the drop, the first 5 after it, the last 5."""
+    start, drop, end = summary["run_start"] + 1, summary["drop_at"], summary["load_end"] - 1
+    return (start, drop), (drop + 1, drop + 6), (end - 5, end)
+
+
+def slow(archive, name, window, ns, keys=None):
+    """(events above ns, all events) of a heat-map dataset over a window."""
+    buckets, counts = histogram(archive, name, *window, keys)
+    return counts.sum() * (1 - share_below(buckets, counts, ns)), counts.sum()
+
+
+def test_pictures_and_commands(demo):
+    out, stdout, summary, *_ = demo
+    for stem in ("wire-latency", "wire-ops-by-client", "fs-latency", "disk-latency"):
+        html = (out / f"{stem}.html").read_text()
+        assert "plotly" in html and len(html) > 100_000, stem
+        width, height = png_size(out / f"{stem}.png")
+        assert 1000 <= width <= 4000 and 600 <= height <= 3000, (stem, width, height)
+    assert "fs.latency[op]" in stdout and f"disk.latency[device={summary['device']}]" in stdout   # terminal maps
+    assert f"strata heatmap 'fs.latency[op]' --log" in stdout and f"--archive {out / 'archive.db'}" in stdout
+
+
+def test_page_cache_band_before_the_drop(demo):
+    _, _, summary, load, archive = demo
+    before, _, _ = windows(summary)
+    disk, reads = slow(archive, "fs.latency[op]", before, DISK_NS)
+    assert reads >= 0.5 * load["ops_per_sec"]["read"] * (before[1] - before[0]), "fs saw too few reads"
+    assert disk <= 0.02 * reads, f"{disk:.0f} of {reads:.0f} reads took over 200 us with the cache warm"
+    assert slow(archive, "fs.latency[op]", before, SLOW_NS)[0] <= 0.005 * reads
+    ios = histogram(archive, "disk.latency[device]", *before, [summary["device"]])[1].sum()
+    assert ios <= 0.02 * reads, f"{ios:.0f} device reads for {reads:.0f} cached reads"
+
+
+def test_disk_band_appears_after_the_drop_and_fades(demo):
+    _, _, summary, _, archive = demo
+    before, after, late = windows(summary)
+    disk, reads = slow(archive, "fs.latency[op]", after, DISK_NS)
+    assert disk >= 0.3 * reads, f"only {disk:.0f} of {reads:.0f} reads over 200 us right after the drop"
+    # over 1 ms: how many device reads pass that mark depends on the shared VM's disk, so the
+    # share is compared with the warm cache's (at most 0.5%) rather than fixed
+    above, warm = slow(archive, "fs.latency[op]", after, SLOW_NS), slow(archive, "fs.latency[op]", before, SLOW_NS)
+    assert above[0] / above[1] >= max(0.02, 10 * warm[0] / warm[1]), (above, warm)
+    # the same reads at the layer below: the ext4 loop device serves them
+    ios = histogram(archive, "disk.latency[device]", *after, [summary["device"]])[1].sum()
+    assert ios >= 0.3 * disk, (ios, disk)
+    # and at the layer above: clients wait for the disk too
+    wire_slow, wire_all = slow(archive, "wire.latency[client]", after, SLOW_NS)
+    assert wire_slow >= 0.1 * wire_all, (wire_slow, wire_all)
+    # the cache fills again: in the last seconds far fewer reads wait for the disk
+    late_disk, late_reads = slow(archive, "fs.latency[op]", late, DISK_NS)
+    assert late_disk / late_reads <= 0.5 * disk / reads, (late_disk, late_reads, disk, reads)
+
+
+def test_wire_ops_for_every_client(demo):
+    _, _, summary, load, archive = demo
+    assert summary["netns"], "network namespaces work on this machine"
+    qr = archive.query("wire.ops[client]", summary["load_start"] - 2, summary["load_end"] + 3)
+    seen = dict(zip(qr.keys, qr.values.sum(axis=1)))
+    sent = {c["addr"]: sum(c["ops"].values()) + sum(c["setup"]["ops"].values()) + sum(c["setup"]["mount_ops"].values())
+            for c in load["clients"]}   # the reads, the LOOKUPs of the files and the MOUNT calls
+    assert len(sent) == 10
+    for addr, n in sent.items():
+        # unpinned on a busy machine the wire parser may lose a stream's sync (tests/wire_util.py);
+        # never counts more than was sent
+        assert 0.9 * n <= seen.get(addr, 0) <= n, (addr, seen.get(addr), n)
+    fs = archive.query("fs.ops[op]", summary["load_start"] - 2, summary["load_end"] + 3)
+    preadv = fs.values[fs.keys.index("preadv")].sum()
+    assert preadv >= load["ops"]["read"], (preadv, load["ops"])   # ganesha: one preadv per NFS READ
+
+
+def test_ctrl_c_cleans_up(tmp_path):
+    why = Ganesha.missing()
+    if why:
+        pytest.skip(why)
+    proc = subprocess.Popen([*STRATA, "demo", "--server", "ganesha", "--duration", "60", "-o", str(tmp_path / "out"),
+                             "--color", "none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    scratch = export = None
+    deadline = time.monotonic() + 90
+    try:
+        for line in proc.stdout:
+            if "scratch files in" in line:
+                scratch = line.split("scratch files in", 1)[1].strip()
+            if "mounted at" in line:
+                export = line.split("mounted at", 1)[1].strip()
+            if "random 8 KiB reads" in line or time.monotonic() > deadline:
+                break
+        assert scratch and export, "the demo did not say where its scratch files and export are"
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 130, proc.stderr.read()
+    assert leftovers(scratch, os.path.dirname(export)) == []
