@@ -55,11 +55,19 @@ struct wire_done {
 	__u32 op, version, status, valid;
 };
 
+struct wire_call {
+	__u64 start_ns;   /* first packet of the call arriving */
+	__u64 bytes;      /* call record bytes (markers included) */
+	__u32 op, version;
+	__u32 has_status; /* the reply's result begins with a status word */
+	__u32 xid;
+};
+
 struct wire_stream {
 	__u32 next_seq;   /* sequence number of the next byte not yet walked */
 	__u32 frag_left;  /* bytes of the current fragment still to walk */
 	__u32 xid;        /* xid of the record in progress (once its header was read) */
-	__u32 npending;   /* call streams: calls awaiting a reply */
+	__u32 npending;   /* call streams: calls awaiting a reply in wire_pending */
 	__u32 rec_bytes;  /* bytes of the record in progress, markers included */
 	__u8 phase;       /* PH_* */
 	__u8 have;        /* bytes gathered in buf (marker or header) */
@@ -68,18 +76,13 @@ struct wire_stream {
 	__u8 rec_start;   /* the next marker starts a record (its header follows) */
 	__u8 in_call;     /* call streams: the record in progress is a followed call */
 	__u8 has_hole;    /* bytes hole_seq..hole_end not seen yet (a reordered segment) */
-	__u8 pad;
+	__u8 inline_used; /* call streams: bit i set while calls[i] awaits its reply */
 	__u32 hole_seq, hole_end;
 	struct wire_done done;
 	__u8 buf[64];     /* gathering room: have < 32 and a read of at most 32 */
-};
-
-struct wire_call {
-	__u64 start_ns;   /* first packet of the call arriving */
-	__u64 bytes;      /* call record bytes (markers included) */
-	__u32 op, version;
-	__u32 has_status; /* the reply's result begins with a status word */
-	__u32 pad;
+	/* call streams: the first calls awaiting a reply, kept here so that a connection
+	 * with few calls outstanding (the usual case) never touches wire_pending */
+	struct wire_call calls[WIRE_INLINE_CALLS];
 };
 
 /* Server ports followed, one bit per port (set by userspace): a load, not a map lookup,
@@ -220,6 +223,7 @@ static __always_inline void emit(const struct wire_flow *f, const struct wire_do
 struct walk {
 	struct __sk_buff *skb;
 	struct wire_stream *st;
+	struct wire_stream *home; /* the connection's call stream (its pending calls), or NULL */
 	struct wire_flow *flow;
 	__u32 pos, end;       /* skb offsets of the payload still to walk */
 	__u64 now;
@@ -231,6 +235,47 @@ static __always_inline void lose_sync(struct walk *w)
 	w->st->phase = PH_UNSYNCED;
 	w->lost = 1;
 	count(WIRE_DESYNCS);
+}
+
+/* The pending call xid: one of home's inline slots (*slot = its index) or an entry of
+ * wire_pending (*slot = -1); NULL if none. */
+static __always_inline struct wire_call *call_find(struct walk *w, __u32 xid, int *slot)
+{
+	struct wire_stream *home = w->home;
+	struct wire_flow key;
+
+	*slot = -1;
+	if (home) {
+#pragma unroll
+		for (int i = 0; i < WIRE_INLINE_CALLS; i++)
+			if ((home->inline_used & (1u << i)) && home->calls[i].xid == xid) {
+				*slot = i;
+				return &home->calls[i];
+			}
+		if (!home->npending)
+			return NULL;
+	}
+	key = *w->flow;
+	key.dir = xid;
+	return bpf_map_lookup_elem(&wire_pending, &key);
+}
+
+/* The call found by call_find() answered: its slot or entry freed. */
+static __always_inline void call_forget(struct walk *w, __u32 xid, int slot)
+{
+	struct wire_stream *home = w->home;
+	struct wire_flow key;
+
+	if (slot >= 0) {
+		if (home)
+			home->inline_used &= ~(1u << (slot & 7));
+		return;
+	}
+	key = *w->flow;
+	key.dir = xid;
+	bpf_map_delete_elem(&wire_pending, &key);
+	if (home && home->npending)
+		home->npending--;
 }
 
 /* Gathers up to `want` bytes into st->buf; 1 once all are there. */
@@ -257,10 +302,10 @@ static __always_inline int gather(struct walk *w, __u32 want)
 
 static __always_inline void call_header(struct walk *w)
 {
-	struct wire_stream *st = w->st;
+	struct wire_stream *st = w->st, *home = w->home;
 	struct wire_call c = {}, *old;
 	struct wire_flow key = *w->flow;
-	int rc = parse_call(st->buf, &c);
+	int rc = parse_call(st->buf, &c), slot;
 
 	st->in_call = 0;
 	if (rc < 0) {
@@ -274,20 +319,31 @@ static __always_inline void call_header(struct walk *w)
 	count(WIRE_CALLS);
 	st->xid = be32(st->buf);
 	key.dir = st->xid;
+	c.xid = st->xid;
 	c.start_ns = w->now;
 	c.bytes = st->rec_bytes;
-	old = bpf_map_lookup_elem(&wire_pending, &key);
+	old = call_find(w, st->xid, &slot);
 	if (old) { /* the same xid again on this connection: a retransmission */
 		*old = c;
 		st->in_call = 1;
 		return;
 	}
-	if (st->npending >= WIRE_PENDING_PER_FLOW) {
+	if (!home)
+		return;
+#pragma unroll
+	for (int i = 0; i < WIRE_INLINE_CALLS; i++)
+		if (!(home->inline_used & (1u << i))) {
+			home->calls[i] = c;
+			home->inline_used |= 1u << i;
+			st->in_call = 1;
+			return;
+		}
+	if (home->npending >= WIRE_PENDING_PER_FLOW) {
 		count(WIRE_PENDING_FULL);
 		return;
 	}
 	if (bpf_map_update_elem(&wire_pending, &key, &c, BPF_NOEXIST) == 0) {
-		st->npending++;
+		home->npending++;
 		st->in_call = 1;
 	}
 }
@@ -295,14 +351,12 @@ static __always_inline void call_header(struct walk *w)
 static __always_inline void reply_header(struct walk *w)
 {
 	struct wire_stream *st = w->st;
-	struct wire_flow key = *w->flow;
-	struct wire_stream *calls;
+	__u32 status = 0, xid = be32(st->buf);
 	struct wire_call *c;
-	__u32 status = 0;
+	int slot;
 
 	st->done.valid = 0;
-	key.dir = be32(st->buf);
-	c = bpf_map_lookup_elem(&wire_pending, &key);
+	c = call_find(w, xid, &slot);
 	if (parse_reply(st->buf, st->want, c ? c->has_status : 0, &status) < 0) {
 		lose_sync(w);
 		return;
@@ -317,11 +371,7 @@ static __always_inline void reply_header(struct walk *w)
 	st->done.version = c->version;
 	st->done.status = status;
 	st->done.valid = 1;
-	bpf_map_delete_elem(&wire_pending, &key);
-	key.dir = DIR_CALL;
-	calls = bpf_map_lookup_elem(&wire_streams, &key);
-	if (calls && calls->npending)
-		calls->npending--;
+	call_forget(w, xid, slot);
 	if (st->last_frag) {
 		emit(w->flow, &st->done);
 		st->done.valid = 0;
@@ -350,11 +400,9 @@ static __always_inline void marker(struct walk *w)
 	}
 	st->phase = PH_BODY;
 	if (w->flow->dir == DIR_CALL && st->in_call) {
-		struct wire_flow key = *w->flow;
-		struct wire_call *c;
+		int slot;
+		struct wire_call *c = call_find(w, st->xid, &slot);
 
-		key.dir = st->xid;
-		c = bpf_map_lookup_elem(&wire_pending, &key);
 		if (c)
 			c->bytes += (__u64)len + 4;
 	} else if (w->flow->dir == DIR_REPLY && st->done.valid) {
@@ -430,10 +478,9 @@ static __always_inline int plausible(struct walk *w)
 	if (w->flow->dir == DIR_CALL)
 		return len >= 40 && parse_call(h + 4, &c) == 1;
 	{
-		struct wire_flow key = *w->flow;
+		int slot;
 
-		key.dir = be32(h + 4);
-		return be32(h + 8) == 1 && bpf_map_lookup_elem(&wire_pending, &key) != NULL;
+		return be32(h + 8) == 1 && call_find(w, be32(h + 4), &slot) != NULL;
 	}
 }
 
@@ -445,60 +492,101 @@ struct pkt {
 	__u8 flags;
 };
 
-/* Fills p from the IPv4/IPv6 + TCP headers; 0 if this is a server's TCP packet. */
+/* Bytes before the IP header on an interface (set by userspace): l2 + 1 per ifindex
+ * below WIRE_L2_TABLE, 0 for unknown (Ethernet's 14); larger ifindexes in wire_l2len. */
+__u8 wire_l2_table[WIRE_L2_TABLE];
+
+static __always_inline __u32 l2_length(__u32 ifindex)
+{
+	__u32 *l2;
+	__u8 v;
+
+	if (ifindex < WIRE_L2_TABLE) {
+		v = wire_l2_table[ifindex];
+		return v ? (__u32)(v - 1) : 14;
+	}
+	l2 = bpf_map_lookup_elem(&wire_l2len, &ifindex);
+	return l2 ? *l2 & 0xff : 14;
+}
+
+static __always_inline int port_followed(__u16 port)
+{
+	return wire_port_bits[(port >> 3) & 8191] & (1u << (port & 7));
+}
+
+/* Fills p from the IPv4/IPv6 + TCP headers, read in place (no copy, no map lookup);
+ * 0 if this is a server's TCP packet worth walking: data, or SYN / FIN / RST. Pure ACKs,
+ * other protocols and other ports leave here after a few loads. */
 static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, struct pkt *p)
 {
-	__u32 ifindex = skb->ifindex, *l2 = bpf_map_lookup_elem(&wire_l2len, &ifindex);
-	__u32 off = l2 ? *l2 & 0xff : 14, iplen, tcpoff;
-	__u8 ip[40], tcp[20], *src, *dst;
-	__u16 sport, dport, cport, server;
+	__u32 off = l2_length(skb->ifindex), iplen, tcpoff, ihl;
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+	__u8 *ip, *tcp, *src, *dst;
+	__u16 sport, dport, server;
+	int v4 = skb->protocol == bpf_htons(ETH_P_IP);
 
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		if (bpf_skb_load_bytes(skb, off, ip, 20) || (ip[0] >> 4) != 4 || ip[9] != PROTO_TCP ||
+	if (!v4 && skb->protocol != bpf_htons(ETH_P_IPV6))
+		return -1;
+	ip = off ? data + 14 : data;
+	if (off != 0 && off != 14)
+		return -1;
+	if (ip + (v4 ? 40 : 60) > (__u8 *)data_end && skb->len > (__u32)(data_end - data)) {
+		/* the headers not in the linear part (rare: the payload usually is not, and
+		 * pulling it would copy a cloned skb's head) */
+		if (bpf_skb_pull_data(skb, skb->len < off + 100 ? skb->len : off + 100))
+			return -1;
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+		ip = off ? data + 14 : data;
+	}
+	if (v4) {
+		if (ip + 20 > (__u8 *)data_end || (ip[0] >> 4) != 4 || ip[9] != PROTO_TCP ||
 		    (ip[6] & 0x3f) || ip[7]) /* fragments are not followed */
 			return -1;
+		ihl = (ip[0] & 0xf) * 4;
 		iplen = (__u32)ip[2] << 8 | ip[3];
-		tcpoff = off + (ip[0] & 0xf) * 4;
-		__builtin_memset(p->flow.client, 0, 32);
-		p->flow.client[10] = p->flow.client[11] = 0xff;
-		p->flow.server[10] = p->flow.server[11] = 0xff;
 		src = ip + 12;
 		dst = ip + 16;
-		p->end = iplen ? off + iplen : skb->len; /* 0: a GSO packet larger than 64 KiB */
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		if (bpf_skb_load_bytes(skb, off, ip, 40) || ip[6] != PROTO_TCP) /* extension headers: not followed */
+	} else {
+		if (ip + 40 > (__u8 *)data_end || ip[6] != PROTO_TCP) /* extension headers: not followed */
 			return -1;
-		iplen = (__u32)ip[4] << 8 | ip[5];
-		tcpoff = off + 40;
+		ihl = 40;
+		iplen = ((__u32)ip[4] << 8 | ip[5]) + 40;
 		src = ip + 8;
 		dst = ip + 24;
-		p->end = iplen ? tcpoff + iplen : skb->len;
-	} else {
-		return -1;
 	}
-	if (p->end > skb->len)
-		p->end = skb->len;
-	if (bpf_skb_load_bytes(skb, tcpoff, tcp, 20))
+	if (ihl < 20)
+		return -1;
+	tcp = ip + (ihl & 0x3c);
+	if (tcp + 20 > (__u8 *)data_end)
 		return -1;
 	sport = (__u16)tcp[0] << 8 | tcp[1];
 	dport = (__u16)tcp[2] << 8 | tcp[3];
 	server = ingress ? dport : sport;
-	cport = ingress ? sport : dport;
-	if (!(wire_port_bits[server >> 3] & (1u << (server & 7))))
+	if (!port_followed(server))
 		return -1;
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+	tcpoff = off + ihl;
+	p->flags = tcp[13];
+	p->payload = tcpoff + (tcp[12] >> 4) * 4;
+	p->end = iplen > (v4 ? 0 : 40) ? off + iplen : skb->len; /* 0: a GSO packet larger than 64 KiB */
+	if (p->end > skb->len)
+		p->end = skb->len;
+	if (p->end <= p->payload && !(p->flags & (TCP_SYN | TCP_FIN | TCP_RST)))
+		return -1; /* a pure ACK: nothing to walk */
+	if (v4) {
+		__builtin_memset(&p->flow, 0, 32);
+		p->flow.client[10] = p->flow.client[11] = 0xff;
+		p->flow.server[10] = p->flow.server[11] = 0xff;
 		__builtin_memcpy(&p->flow.client[12], ingress ? src : dst, 4);
 		__builtin_memcpy(&p->flow.server[12], ingress ? dst : src, 4);
 	} else {
 		__builtin_memcpy(p->flow.client, ingress ? src : dst, 16);
 		__builtin_memcpy(p->flow.server, ingress ? dst : src, 16);
 	}
-	p->flow.cport = cport;
+	p->flow.cport = ingress ? sport : dport;
 	p->flow.sport = server;
 	p->flow.dir = ingress ? DIR_CALL : DIR_REPLY;
 	p->seq = be32(tcp + 4);
-	p->flags = tcp[13];
-	p->payload = tcpoff + (tcp[12] >> 4) * 4;
 	return 0;
 }
 
@@ -595,8 +683,6 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 
 	if (parse_packet(skb, ingress, &p) < 0)
 		return TC_ACT_UNSPEC;
-	if (p.end <= p.payload && !(p.flags & (TCP_SYN | TCP_FIN | TCP_RST)))
-		return TC_ACT_UNSPEC; /* a pure ACK: nothing to walk */
 	st = stream_get(&p);
 	if (!st)
 		return TC_ACT_UNSPEC;
@@ -611,6 +697,14 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 		p.seq++; /* data on a SYN (TCP fast open) follows the SYN's sequence number */
 	w.st = st;
 	w.flow = &p.flow;
+	if (ingress) { /* calls: the stream walked is the connection's call stream */
+		w.home = st;
+	} else {
+		struct wire_flow key = p.flow;
+
+		key.dir = DIR_CALL;
+		w.home = bpf_map_lookup_elem(&wire_streams, &key);
+	}
 	w.pos = p.payload;
 	w.end = p.end;
 	w.now = bpf_ktime_get_ns();

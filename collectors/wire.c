@@ -3,8 +3,9 @@
  * --wire-iface patterns, or are every interface with an address; an rtnetlink
  * socket reports links and addresses as they appear, so interfaces created later
  * (a container's veth, a client namespace) are attached within one poll. TC filters
- * made through netlink are not owned by a file descriptor: detach removes ours by
- * handle and priority, and leaves the clsact qdisc (other filters may use it). */
+ * made through netlink are not owned by a file descriptor: ours carry our pid as
+ * handle and strata's priority (collectors/wire_tc.c reaps those of a killed
+ * collector); detach removes ours and leaves the clsact qdisc (other filters may use it). */
 #include <errno.h>
 #include <fnmatch.h>
 #include <ifaddrs.h>
@@ -58,6 +59,7 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	w->prog_fd[1] = bpf_program__fd(s->progs.wire_egress);
 	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
 	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
+	w->l2_table = s->bss->wire_l2_table;
 	for (int i = 0; i < cfg->nports; i++)
 		s->bss->wire_port_bits[cfg->ports[i] >> 3] |= (__u8)(1u << (cfg->ports[i] & 7));
 	L->skel = s;
@@ -156,16 +158,22 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 	if (len < 0 || w->natt >= WIRE_ATTACH_MAX)
 		return 0; /* not an interface the program can parse, or too many: skipped */
 	l2 = (__u32)len;
-	bpf_map_update_elem(w->l2len_fd, &key, &l2, BPF_ANY);
+	if (key < WIRE_L2_TABLE)
+		w->l2_table[key] = (uint8_t)(l2 + 1);
+	else
+		bpf_map_update_elem(w->l2len_fd, &key, &l2, BPF_ANY);
 	memset(a, 0, sizeof(*a));
 	a->ifindex = ifindex;
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	for (int d = 0; d < 2; d++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[d]);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[d], .handle = (__u32)getpid(),
+			    .priority = WIRE_TC_PRIORITY);
 
 		if ((err = hook_create(&hook)))
 			goto fail;
+		if (d == 0)
+			wire_tc_reap(ifindex);
 		if ((err = bpf_tc_attach(&hook, &opts)))
 			goto fail;
 		a->handle[d] = opts.handle;

@@ -12,6 +12,7 @@
 
 #define WIRE_PATTERNS_MAX 32
 #define WIRE_ATTACH_MAX   WIRE_IFACES_MAX
+#define WIRE_TC_PRIORITY  0xc057 /* strata's TC filters: this priority, handle = collector pid */
 
 struct layer;
 
@@ -33,6 +34,7 @@ struct wire_state {
 	struct wire_config cfg;
 	int prog_fd[2];                   /* ingress, egress */
 	int l2len_fd, counters_fd;
+	uint8_t *l2_table;                /* the program's wire_l2_table (L2 length + 1 by ifindex) */
 	int nl_fd;                        /* rtnetlink link/address events while attached, else -1 */
 	struct wire_attachment att[WIRE_ATTACH_MAX];
 	int natt;
@@ -57,5 +59,9 @@ void wire_refresh(struct layer *L, bool rescan);
 void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS]);
 /* Names of the counters, as the status record prints them. */
 const char *wire_counter_name(int i);
+
+/* Removes the wire filters on ifindex left by strata collectors no longer running
+ * (collectors/wire_tc.c); the number removed. */
+int wire_tc_reap(int ifindex);
 
 #endif

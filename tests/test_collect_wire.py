@@ -6,6 +6,7 @@ wire view needs nothing from the server, and on a host with nfsd it applies unch
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import time
@@ -286,3 +287,112 @@ def test_wire_keys_parse_as_filters_and_bad_values_are_one_error():
         assert c.send("add y wire.ops tier")["type"] == "error"  # not a wire breakdown
     finally:
         assert c.stop() == 0
+
+
+def strata_filters(dev):
+    """{(direction, handle)} of the wire filters at strata's TC priority on dev, and the
+    number of other filters there."""
+    ours, others = set(), 0
+    for direction in ("ingress", "egress"):
+        out = subprocess.run(["tc", "filter", "show", "dev", dev, direction], check=True, capture_output=True,
+                             text=True).stdout
+        for line in out.splitlines():
+            words = line.split()
+            if "handle" not in words:
+                continue
+            if f"pref {0xc057}" in line and "wire_" in line:
+                ours.add((direction, int(words[words.index("handle") + 1], 16)))
+            else:
+                others += 1
+    return ours, others
+
+
+def test_killed_collector_filters_are_reaped():
+    """A SIGKILLed collector cannot detach its TC filters; the next collector that attaches
+    to the interface removes them (strata's priority, the dead collector's pid as handle, a
+    wire_ program) and leaves other filters alone, even one at strata's priority."""
+    dev = "stwreap0"
+    subprocess.run(["ip", "link", "del", dev], capture_output=True)
+    subprocess.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", "stwreap1"], check=True)
+    try:
+        subprocess.run(["tc", "qdisc", "add", "dev", dev, "clsact"], check=True)
+        for pref, handle in (("100", "1"), (str(0xc057), "999999")):  # not ours: classic BPF, no wire_ program
+            subprocess.run(["tc", "filter", "add", "dev", dev, "ingress", "pref", pref, "handle", handle, "bpf",
+                            "bytecode", "1,6 0 0 0,"], check=True)
+        first = wire_collector([2049], [dev])
+        first.add("w", "wire.ops", "op")
+        first.flush_now()
+        assert strata_filters(dev) == ({("ingress", first.proc.pid), ("egress", first.proc.pid)}, 2)
+        first.proc.kill()
+        first.proc.wait(timeout=10)
+        assert strata_filters(dev)[0] == {("ingress", first.proc.pid), ("egress", first.proc.pid)}
+        second = wire_collector([2049], [dev])
+        try:
+            second.add("w", "wire.ops", "op")
+            second.flush_now()
+            assert strata_filters(dev) == ({("ingress", second.proc.pid), ("egress", second.proc.pid)}, 2)
+        finally:
+            assert second.stop() == 0
+        assert strata_filters(dev) == (set(), 2)
+    finally:
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
+
+
+def test_5000_concurrent_connections(tmp_path):
+    """5,000 connections open at once, each from its own loopback address, two NULL calls
+    each: every operation is counted, clients beyond --max-keys fold into the "other" key,
+    the stream and pending maps stay within their bounds and the collector keeps running."""
+    conns, keys = 5000, 100
+    engine = WireEngine(tmp_path, extra=("--max-connections", str(conns + 100)))
+    c = wire_collector([engine.nfs_port], ["lo"], "--max-keys", keys)
+    socks = []
+    try:
+        c.add("c", "wire.ops", "client")
+        c.flush_now()
+        for i in range(conns):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((f"127.101.{i // 250}.{i % 250 + 1}", 0))
+            s.settimeout(20)
+            s.connect(("127.0.0.1", engine.nfs_port))
+            socks.append(s)
+        for rnd in range(2):
+            for i, s in enumerate(socks):
+                s.sendall(null_call(rnd * conns + i + 1))
+            for i, s in enumerate(socks):
+                assert read_record(s)[:4] == struct.pack("!I", rnd * conns + i + 1)
+        for s in socks:
+            s.close()
+        socks = []
+        time.sleep(0.2)
+        c.flush_now()
+        c.flush_now()
+        ops = totals(c, "c")
+        st = wire_status(c)
+        assert c.proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        assert c.stop() == 0
+        engine.stop()
+    assert sum(ops.values()) == 2 * conns, (len(ops), sum(ops.values()), st)
+    assert len(ops) == keys + 1 and ops["other"] >= 2 * (conns - keys), len(ops)
+    assert st["unmatched"] == 0 and st["pending_full"] == 0 and st["desyncs"] == 0, st
+
+
+def null_call(xid):
+    """An NFSv3 NULL call (AUTH_NONE) in one RPC record."""
+    body = struct.pack("!IIIIIIIIII", xid, 0, 2, 100003, 3, 0, 0, 0, 0, 0)
+    return struct.pack("!I", 0x80000000 | len(body)) + body
+
+
+def read_record(sock):
+    """One whole RPC record (last fragment only) from sock."""
+    def exactly(n):
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            assert chunk, "connection closed"
+            out += chunk
+        return out
+    marker = struct.unpack("!I", exactly(4))[0]
+    return exactly(marker & 0x7fffffff)

@@ -6,7 +6,8 @@
  *   i HEX | e HEX   run the ingress / egress program on the Ethernet frame HEX; a run
  *                   that fails, or returns anything but TC_ACT_UNSPEC, prints "fail ..."
  *   stats           one JSON line: {"runs":N,"ops":{OPKEY:N},"status":{KEY:N},
- *                   "size":{BUCKET:N},"counters":[...]} (keys are the u32 key bytes)
+ *                   "size":{BUCKET:N},"counters":[...],"run_ns":[INGRESS,EGRESS]}
+ *                   (keys are the u32 key bytes; run_ns: the kernel's run time summed)
  * Dataset slots: 0 = wire.ops by op, 1 = wire.ops by status, 2 = wire.size. */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,7 +36,7 @@ static int unhex(const char *s, unsigned char *out, size_t max)
 	return (int)n;
 }
 
-static void print_stats(struct wire_bpf *s, unsigned long runs)
+static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t run_ns[2])
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->maps.agg_counts);
 	struct agg_chunk *vals = calloc((size_t)ncpu, sizeof(*vals));
@@ -79,7 +80,7 @@ static void print_stats(struct wire_bpf *s, unsigned long runs)
 	       parts[2]);
 	for (int i = 0; i < WIRE_COUNTERS; i++)
 		printf("%s%" PRIu64, i ? "," : "", counters[i]);
-	printf("]}\n");
+	printf("],\"run_ns\":[%" PRIu64 ",%" PRIu64 "]}\n", run_ns[0], run_ns[1]);
 	fflush(stdout);
 	for (int i = 0; i < 3; i++)
 		free(parts[i]);
@@ -95,6 +96,7 @@ int main(int argc, char **argv)
 	static const __u32 dims[3] = { AGG_DIM_OP, AGG_DIM_STATUS, AGG_DIM_NONE };
 	struct wire_bpf *s = wire_bpf__open();
 	unsigned long runs = 0;
+	uint64_t run_ns[2] = { 0, 0 };
 	int err;
 
 	if (!s || (err = wire_bpf__load(s))) {
@@ -117,7 +119,7 @@ int main(int argc, char **argv)
 		LIBBPF_OPTS(bpf_test_run_opts, run);
 
 		if (strncmp(line, "stats", 5) == 0) {
-			print_stats(s, runs);
+			print_stats(s, runs, run_ns);
 			continue;
 		}
 		if ((line[0] != 'i' && line[0] != 'e') || line[1] != ' ' ||
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
 		run.repeat = 1;
 		err = bpf_prog_test_run_opts(prog, &run);
 		runs++;
+		run_ns[line[0] == 'e'] += run.duration;
 		if (err || (int)run.retval != -1) {
 			printf("fail run %lu: err %d retval %d\n", runs, err, (int)run.retval);
 			fflush(stdout);

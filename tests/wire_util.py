@@ -20,14 +20,14 @@ class WireEngine:
     """A private copy of strata-engine (uprobes are per inode: other engines on this
     machine never reach our probes) serving /export on 127.0.0.1 ephemeral ports."""
 
-    def __init__(self, folder, allow=("127.0.0.0/8", "10.213.0.0/16")):
+    def __init__(self, folder, allow=("127.0.0.0/8", "10.213.0.0/16"), extra=()):
         self.binary = private_copy(built("bin/strata-engine"), folder)
         pool, port_file = folder / "wire.pool", folder / "wire.port"
         subprocess.run([str(self.binary), "mkpool", str(pool), "--size", "256m"], check=True, capture_output=True)
         export = "/export:rw,no_root_squash,mode=1777" + "".join(f",allow={a}" for a in allow)
         self.proc = subprocess.Popen([*PINNED, str(self.binary), "serve", "--pool", str(pool), "--export", export,
                                       "--listen", "127.0.0.1:0", "--mount-port", "0", "--port-file", str(port_file),
-                                      "--no-rpcbind"],
+                                      "--no-rpcbind", *extra],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20
         while not (port_file.exists() and port_file.read_text().strip()):
