@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include "engine.h"
@@ -383,7 +384,8 @@ char *engine_request(pid_t pid, const char *line, size_t *len, char *why, size_t
 		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, strerror(errno));
 		goto fail;
 	}
-	if (write(fd, line, want) != (ssize_t)want || write(fd, "\n", 1) != 1) {
+	/* one writev: a server that answers its first read and closes must not see a second write */
+	if (writev(fd, (struct iovec[]){ { (void *)line, want }, { "\n", 1 } }, 2) != (ssize_t)(want + 1)) {
 		snprintf(why, n, "engine stats socket %s: write failed", addr.sun_path);
 		goto fail;
 	}

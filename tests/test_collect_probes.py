@@ -113,8 +113,12 @@ def test_gauges_from_the_engine_stats_socket(fixture):
     finally:
         assert c.stop() == 0
     assert c.data("size")[-1]["kind"] == "gauge"
-    assert {r["data"][""] for r in c.data("size")} == {1048576}
-    assert {r["data"][""] for r in c.data("c")} == {2097152}
+    # a second whose sample timed out (a loaded host) has no value and is reported, never a wrong one
+    for name, value in (("size", 1048576), ("c", 2097152)):
+        sampled = [r["data"][""] for r in c.data(name) if "" in r["data"]]
+        assert sampled and set(sampled) == {value}, c.data(name)
+        assert len(sampled) == len(c.data(name)) or any("stats socket" in e or "gauges" in e
+                                                for s in c.statuses() for e in s["errors"]), c.data(name)
 
 
 def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
