@@ -45,11 +45,11 @@ def test_bad_profile_is_one_line_and_exit_2(tmp_path):
 
 
 def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
-    """The same L2ARC profile twice, the second with 50 us added to every cache-device
+    """The same L2ARC profile twice, the second with 200 us added to every cache-device
     read (`strata-engine ctl inject-delay`): worse on l2arc.latency, and the delay lands
     on the NFS reads the L2ARC served, not on those the ARC served. One baseline run
     gives no significance, so the per-tier check is on the size of the shift: the
-    machine's run-to-run noise moves a median by a fraction of itself, not by 50 us."""
+    machine's run-to-run noise moves a median by a fraction of itself, not by 200 us."""
     base = tmp_path / "base.archive"
     proc = subprocess.run([*STRATA, "check", "run", "--profile", str(repo / "bench/profiles/l2arc.toml"),
                            "--baseline", str(base), "--update-baseline"],
@@ -57,7 +57,7 @@ def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     slow = tmp_path / "slow.toml"
     slow.write_text((repo / "bench/profiles/l2arc.toml").read_text()
-                    .replace("[engine]\n", '[engine]\ninject_delay = { l2arc = "50us" }\n'))
+                    .replace("[engine]\n", '[engine]\ninject_delay = { l2arc = "200us" }\n'))
     proc = subprocess.run([*STRATA, "check", "run", "--profile", str(slow), "--baseline", str(base), "--json"],
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
@@ -67,4 +67,4 @@ def test_injected_l2arc_delay_reads_worse_where_it_should(repo, tmp_path):
     for tier in ("l2arc", "arc"):
         p50 = next(m for m in results[("nfs.latency[tier]", tier)]["metrics"] if m["metric"] == "p50")
         shift[tier] = p50["candidate"] - p50["baseline"]        # ns
-    assert shift["l2arc"] > 25_000 and shift["arc"] < 50_000, shift
+    assert shift["l2arc"] > 100_000 and shift["arc"] < 50_000, shift
