@@ -13,6 +13,7 @@ import pytest
 
 from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
+from strata.cli.lab.ganesha import stop
 from strata.datasets.archive import Archive
 
 
@@ -59,14 +60,6 @@ def wait_for(predicate, timeout=10, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def stop(proc):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture()
