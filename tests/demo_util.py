@@ -1,12 +1,67 @@
-"""Helpers for the demo and check-run tests: band shares from an archive, PNG
-sizes, and leftovers of an interrupted run."""
+"""Helpers for the demo and check-run tests: running `strata demo` to its end or
+interrupting it, band shares from an archive, PNG sizes, and leftovers of an
+interrupted run."""
+import json
+import signal
 import struct
 import subprocess
+import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from strata.datasets import llhist
+from strata.datasets.archive import Archive
+
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+
+
+@contextmanager
+def finished_demo(out: Path, *args: str, timeout: int = 150):
+    """Runs `strata demo ARGS -o OUT` to its end; yields (out, stdout, summary, load
+    report, open archive). A demo over `timeout` seconds is stopped with SIGINT (its own
+    teardown: servers, collector, loop devices) and fails the test."""
+    proc = subprocess.Popen([*STRATA, "demo", *args, "-o", str(out), "--color", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        pytest.fail(f"strata demo {' '.join(args)} took over {timeout} s: {stderr[-2000:]}")
+    assert proc.returncode == 0, stderr + stdout[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    load = json.loads((out / "load.json").read_text())
+    with Archive.open(summary["archive"]) as archive:
+        yield out, stdout, summary, load, archive
+
+
+def interrupted_demo(out: Path, *args: str, started: str, said: tuple, deadline: int = 60) -> tuple:
+    """Runs `strata demo ARGS -o OUT` until it prints `started`, then sends SIGINT 2 s
+    later; returns (exit code, stderr, {marker: rest of the line} for each marker in
+    `said` the demo printed before)."""
+    proc = subprocess.Popen([*STRATA, "demo", *args, "-o", str(out), "--color", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    found, end = {}, time.monotonic() + deadline
+    try:
+        for line in proc.stdout:
+            for marker in said:
+                if marker in line:
+                    found[marker] = line.split(marker, 1)[1].strip()
+            if started in line or time.monotonic() > end:
+                break
+        assert all(m in found for m in said), f"the demo did not say {said}: {found}"
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return rc, proc.stderr.read(), found
 
 
 def histogram(archive, name: str, start: int, end: int, keys=None) -> tuple:

@@ -3,39 +3,18 @@ with network namespaces, `strata collect`, the renderers), checked from the
 archive it leaves: the DRAM band at the NFS layer only, the disk band on the
 pool's loop device, one nfs.ops key per client, exact op counts against
 strata-load's own report, the pictures; and Ctrl-C leaves nothing behind."""
-import json
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
 
-from demo_util import histogram, leftovers, median, png_size, share_below
+from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below
 from strata.cli.lab import engine as lab_engine
-from strata.datasets.archive import Archive
 
-STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
 DURATION = 30
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "out"
-    proc = subprocess.Popen([*STRATA, "demo", "--duration", str(DURATION), "-o", str(out), "--color", "none"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=150)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)          # the demo's own teardown: engine, collector, loop devices
-        stdout, stderr = proc.communicate(timeout=60)
-        pytest.fail(f"strata demo took over 150 s: {stderr[-2000:]}")
-    assert proc.returncode == 0, stderr + stdout[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
-    load = json.loads((out / "load.json").read_text())
-    archive = Archive.open(summary["archive"])
-    yield out, stdout, summary, load, archive
-    archive.close()
+    with finished_demo(tmp_path_factory.mktemp("demo") / "out", "--duration", str(DURATION)) as run:
+        yield run
 
 
 def reads_window(summary):
@@ -138,22 +117,7 @@ def test_l2arc_claim_matches_the_engine(demo):
 
 
 def test_ctrl_c_cleans_up(tmp_path):
-    proc = subprocess.Popen([*STRATA, "demo", "--duration", "60", "-o", str(tmp_path / "out"), "--color", "none"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    scratch, deadline = None, time.monotonic() + 60
-    try:
-        for line in proc.stdout:
-            if "scratch files in" in line:
-                scratch = line.split("scratch files in", 1)[1].strip()
-            if "random reads started" in line or time.monotonic() > deadline:
-                break
-        assert scratch, "the demo did not say where its scratch files are"
-        time.sleep(2)
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert rc == 130, proc.stderr.read()
-    assert leftovers(scratch) == []
+    rc, stderr, said = interrupted_demo(tmp_path / "out", "--duration", "60", started="random reads started",
+                                        said=("scratch files in",))
+    assert rc == 130, stderr
+    assert leftovers(said["scratch files in"]) == []

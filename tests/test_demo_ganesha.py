@@ -5,21 +5,14 @@ checked from the archive it leaves: page-cache reads in microseconds before the
 drop, the disk band after it at the fs and disk layers, fading as the cache fills
 again; one wire.ops key per client; the pictures; and Ctrl-C leaves nothing
 behind (ganesha, mount, loop device, folders)."""
-import json
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
 from conftest import built
-from demo_util import histogram, leftovers, png_size, share_below
+from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below
 from strata.cli.lab.ganesha import Ganesha
-from strata.datasets.archive import Archive
 
-STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
 DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
 # A page-cache hit is a copy: a few microseconds in preadv. A read that waits for the
 # loop device (direct I/O to the VM's disk) takes 0.3-3 ms here. 200 us sits between
@@ -35,21 +28,9 @@ def demo(tmp_path_factory):
     why = Ganesha.missing()
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("demo-ganesha") / "out"
-    proc = subprocess.Popen([*STRATA, "demo", "--server", "ganesha", "--duration", str(DURATION), "--working-set",
-                             WORKING_SET, "-o", str(out), "--color", "none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=150)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)          # the demo's own teardown: ganesha, mount, loop device
-        stdout, stderr = proc.communicate(timeout=60)
-        pytest.fail(f"strata demo --server ganesha took over 150 s: {stderr[-2000:]}")
-    assert proc.returncode == 0, stderr + stdout[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
-    load = json.loads((out / "load.json").read_text())
-    archive = Archive.open(summary["archive"])
-    yield out, stdout, summary, load, archive
-    archive.close()
+    with finished_demo(tmp_path_factory.mktemp("demo-ganesha") / "out", "--server", "ganesha",
+                       "--duration", str(DURATION), "--working-set", WORKING_SET) as run:
+        yield run
 
 
 def windows(summary):
@@ -127,25 +108,8 @@ def test_ctrl_c_cleans_up(tmp_path):
     why = Ganesha.missing()
     if why:
         pytest.skip(why)
-    proc = subprocess.Popen([*STRATA, "demo", "--server", "ganesha", "--duration", "60", "-o", str(tmp_path / "out"),
-                             "--color", "none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    scratch = export = None
-    deadline = time.monotonic() + 90
-    try:
-        for line in proc.stdout:
-            if "scratch files in" in line:
-                scratch = line.split("scratch files in", 1)[1].strip()
-            if "mounted at" in line:
-                export = line.split("mounted at", 1)[1].strip()
-            if "random 8 KiB reads" in line or time.monotonic() > deadline:
-                break
-        assert scratch and export, "the demo did not say where its scratch files and export are"
-        time.sleep(2)
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert rc == 130, proc.stderr.read()
-    assert leftovers(scratch, os.path.dirname(export)) == []
+    rc, stderr, said = interrupted_demo(tmp_path / "out", "--server", "ganesha", "--duration", "60",
+                                        started="random 8 KiB reads", said=("scratch files in", "mounted at"),
+                                        deadline=90)
+    assert rc == 130, stderr
+    assert leftovers(said["scratch files in"], os.path.dirname(said["mounted at"])) == []
