@@ -54,12 +54,15 @@ $(VENV)/.installed: pyproject.toml
 
 # The whole suite: deps, build, C unit tests, the engine under ASan/UBSan, a
 # short fuzz run of every target from its corpus, then pytest (its summary
-# line ends the run).
+# line ends the run). Everything the steps run is built first, TEST_JOBS at once
+# (default: one per CPU); the C unit tests (mostly waiting on modelled devices)
+# run beside the fuzzers (one CPU each), each step's output printed when it ends.
+TEST_JOBS ?= $(shell nproc)
+TEST_BUILD = $(ALL_TARGETS) $(TEST_BINS) $(BUILD)/san/strata-engine $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t))
 test: deps
-	$(MAKE) all
-	$(MAKE) test-c
+	$(MAKE) -j$(TEST_JOBS) $(TEST_BUILD)
+	$(MAKE) -j2 --output-sync=target test-c fuzz-smoke
 	$(MAKE) test-san
-	$(MAKE) fuzz-smoke
 	$(MAKE) test-py
 
 test-c: $(TEST_BINS)
