@@ -3,9 +3,12 @@ real probes and collectors, one archive per round. B with every NFS reply
 delayed by about the median read latency reads worse, and the verdict's
 numbers are recomputed here from the round archives (datasets API, with this
 file's own percentile); the same binary on both sides is not worse. Rounds are
-few and short, so the test asserts only what survives a noisy machine."""
+few and short, so the test asserts only what survives a noisy machine. The two
+runs go at once: each measures its own engines (probes follow their pids), and
+the load one run adds falls on its neighbour's A and B rounds alike."""
 import itertools
 import json
+import signal
 import subprocess
 import sys
 
@@ -44,14 +47,54 @@ confidence = 0.95
 """
 
 
-def check_ab(tmp_path, *extra):
-    profile = tmp_path / "ab.toml"
-    profile.write_text(PROFILE)
-    proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), "--json",
-                           "-o", str(tmp_path / "rounds"), *extra],
-                          capture_output=True, text=True, timeout=400, cwd=tmp_path)
-    assert proc.returncode in (0, 1), proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+def start_check_ab(out, *extra) -> subprocess.Popen:
+    """`strata check ab` with PROFILE in folder out (round archives in out/rounds),
+    its output in out/stdout and out/stderr."""
+    out.mkdir()
+    (out / "ab.toml").write_text(PROFILE)
+    with open(out / "stdout", "w") as stdout, open(out / "stderr", "w") as stderr:
+        return subprocess.Popen([*STRATA, "check", "ab", "--profile", "ab.toml", "--json", "-o", str(out / "rounds"),
+                                 *extra], stdout=stdout, stderr=stderr, text=True, cwd=out)
+
+
+def finish(proc, out) -> tuple:
+    """(exit code, stdout, stderr) of a run started by start_check_ab; one past 400 s is interrupted."""
+    try:
+        proc.wait(timeout=400)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)          # its own teardown: engines, collectors, load
+        proc.wait(timeout=60)
+    return proc.returncode, (out / "stdout").read_text(), (out / "stderr").read_text()
+
+
+def verdict(run) -> tuple:
+    """(exit code, JSON report) of a finished run, which must have reached a verdict."""
+    rc, stdout, stderr = run
+    assert rc in (0, 1), stderr
+    return rc, json.loads(stdout)
+
+
+@pytest.fixture(scope="module")
+def engine_bin(build_dir):
+    from conftest import built
+    return str(built("bin/strata-engine"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, engine_bin):
+    """Both runs, started together: B with every NFS reply delayed, and the same binary
+    on both sides at confidence 0.99."""
+    base = tmp_path_factory.mktemp("check-ab")
+    started = {"planted": start_check_ab(base / "planted", "--a", engine_bin, "--b", engine_bin,
+                                         "--b-inject-delay", "nfs:40us"),
+               "same": start_check_ab(base / "same", "--a", engine_bin, "--b", engine_bin, "--confidence", "0.99")}
+    try:
+        return {name: finish(proc, base / name) for name, proc in started.items()}
+    finally:
+        for proc in started.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def percentile(hist: dict, q: float) -> float:
@@ -85,14 +128,8 @@ def metric(report, dataset, name):
     return next(m for m in r["metrics"] if m["metric"] == name), r
 
 
-@pytest.fixture(scope="module")
-def engine_bin(build_dir):
-    from conftest import built
-    return str(built("bin/strata-engine"))
-
-
-def test_planted_nfs_delay_reads_worse_and_agrees_with_the_round_archives(tmp_path, engine_bin):
-    rc, report = check_ab(tmp_path, "--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "nfs:40us")
+def test_planted_nfs_delay_reads_worse_and_agrees_with_the_round_archives(runs):
+    rc, report = verdict(runs["planted"])
     assert rc == 1 and report["verdict"] == "worse", report
     assert report["order"] == "ABBA" * 4 and report["b_inject_delay"] == {"nfs": "40us"}
     p50, result = metric(report, "nfs.latency[op]", "p50")
@@ -117,8 +154,8 @@ def test_planted_nfs_delay_reads_worse_and_agrees_with_the_round_archives(tmp_pa
     assert p50["p_value"] == pytest.approx(np.mean(np.array(flipped) >= abs(d.mean()) - 1e-12))
 
 
-def test_same_binary_on_both_sides_is_not_worse(tmp_path, engine_bin):
-    rc, report = check_ab(tmp_path, "--a", engine_bin, "--b", engine_bin, "--confidence", "0.99")
+def test_same_binary_on_both_sides_is_not_worse(runs):
+    rc, report = verdict(runs["same"])
     assert rc == 0 and report["verdict"] != "worse", report
     assert len(report["rounds"]) == 16
     p50, _ = metric(report, "nfs.latency[op]", "p50")
