@@ -1,0 +1,77 @@
+/* image.c (fuzz) — the device image of the on-disk-format harnesses (image.h). */
+#include "fuzz/image.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cksum.h"
+
+uint8_t *fuzz_img;
+size_t fuzz_img_size;
+char fuzz_img_path[64];
+
+static void remove_scratch(void)
+{
+	unlink(fuzz_img_path);
+}
+
+void fuzz_image_init(const char *harness, size_t size, void (*write_seeds)(const char *dir))
+{
+	snprintf(fuzz_img_path, sizeof(fuzz_img_path), "/dev/shm/strata-fuzz-%s-%d", harness, (int)getpid());
+	fuzz_img_size = size;
+	fuzz_img = calloc(1, size);
+	if (!fuzz_img)
+		abort();
+	atexit(remove_scratch);
+	const char *seeds = getenv("STRATA_FUZZ_SEEDS");
+	if (seeds) {
+		write_seeds(seeds);
+		exit(0);
+	}
+}
+
+int fuzz_image_load(const uint8_t *data, size_t size)
+{
+	if (size > fuzz_img_size)
+		return -1;
+	memset(fuzz_img, 0, fuzz_img_size);
+	memcpy(fuzz_img, data, size);
+	return 0;
+}
+
+void fuzz_image_write(size_t n)
+{
+	int fd = open(fuzz_img_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)fuzz_img_size) || pwrite(fd, fuzz_img, n, 0) != (ssize_t)n)
+		abort();
+	close(fd);
+}
+
+void fuzz_image_save_seed(const char *dir, const char *name)
+{
+	int fd = open(fuzz_img_path, O_RDONLY);
+	if (fd < 0 || pread(fd, fuzz_img, fuzz_img_size, 0) != (ssize_t)fuzz_img_size)
+		abort();
+	close(fd);
+	size_t n = fuzz_img_size;
+	while (n && !fuzz_img[n - 1])
+		n--;
+	char out[512];
+	snprintf(out, sizeof(out), "%s/%s", dir, name);
+	FILE *f = fopen(out, "wb");
+	if (!f || fwrite(fuzz_img, 1, n, f) != n)
+		abort();
+	fclose(f);
+}
+
+void fuzz_image_seal(size_t at, size_t len, size_t ck_at)
+{
+	struct cksum ck = { 0 };
+	if (ck_at < at + len && ck_at + sizeof(ck) > at)
+		memcpy(fuzz_img + ck_at, &ck, sizeof(ck));
+	fletcher4(fuzz_img + at, len, &ck);
+	memcpy(fuzz_img + ck_at, &ck, sizeof(ck));
+}

@@ -1,0 +1,34 @@
+/* image.h (fuzz) — the device image an on-disk-format harness (l2arc.c,
+ * zil.c) hands the engine: the fuzz input laid over zeroes, its checksums
+ * made to match, written to a scratch file in /dev/shm; and the seeds, images
+ * the engine's real writers made, read back from that file. */
+#ifndef ENGINE_FUZZ_IMAGE_H
+#define ENGINE_FUZZ_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern uint8_t *fuzz_img;     /* the image, fuzz_img_size bytes */
+extern size_t fuzz_img_size;
+extern char fuzz_img_path[64]; /* the scratch file the engine opens */
+
+/* From LLVMFuzzerInitialize: allocates the image and names the scratch file
+ * after the harness (removed at exit); with STRATA_FUZZ_SEEDS=DIR set, calls
+ * write_seeds(DIR) and exits. */
+void fuzz_image_init(const char *harness, size_t size, void (*write_seeds)(const char *dir));
+
+/* The input laid over zeroes; -1 when it is larger than the image. */
+int fuzz_image_load(const uint8_t *data, size_t size);
+
+/* The scratch file: fuzz_img_size bytes, the first n of them from the image. */
+void fuzz_image_write(size_t n);
+
+/* Reads the scratch file back into the image and stores it, trailing zeroes
+ * cut, as DIR/NAME (a seed). */
+void fuzz_image_save_seed(const char *dir, const char *name);
+
+/* Stores at ck_at the Fletcher-4 checksum of the len bytes at at (the
+ * checksum's own bytes zeroed first when they lie among them). */
+void fuzz_image_seal(size_t at, size_t len, size_t ck_at);
+
+#endif
