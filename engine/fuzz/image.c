@@ -18,7 +18,25 @@ static void remove_scratch(void)
 	unlink(fuzz_img_path);
 }
 
-void fuzz_image_init(const char *harness, size_t size, void (*write_seeds)(const char *dir))
+/* The scratch file, read back into the image, as DIR/SEED-s without its trailing zeroes. */
+static void save_seed(const char *dir, const char *seed, int s)
+{
+	int fd = open(fuzz_img_path, O_RDONLY);
+	if (fd < 0 || pread(fd, fuzz_img, fuzz_img_size, 0) != (ssize_t)fuzz_img_size)
+		abort();
+	close(fd);
+	size_t n = fuzz_img_size;
+	while (n && !fuzz_img[n - 1])
+		n--;
+	char out[512];
+	snprintf(out, sizeof(out), "%s/%s-%d", dir, seed, s);
+	FILE *f = fopen(out, "wb");
+	if (!f || fwrite(fuzz_img, 1, n, f) != n)
+		abort();
+	fclose(f);
+}
+
+void fuzz_image_init(const char *harness, size_t size, const char *seed, int nseeds, void (*make_seed)(int s))
 {
 	snprintf(fuzz_img_path, sizeof(fuzz_img_path), "/dev/shm/strata-fuzz-%s-%d", harness, (int)getpid());
 	fuzz_img_size = size;
@@ -26,11 +44,15 @@ void fuzz_image_init(const char *harness, size_t size, void (*write_seeds)(const
 	if (!fuzz_img)
 		abort();
 	atexit(remove_scratch);
-	const char *seeds = getenv("STRATA_FUZZ_SEEDS");
-	if (seeds) {
-		write_seeds(seeds);
-		exit(0);
+	const char *dir = getenv("STRATA_FUZZ_SEEDS");
+	if (!dir)
+		return;
+	for (int s = 0; s < nseeds; s++) {
+		fuzz_image_write(0);
+		make_seed(s);
+		save_seed(dir, seed, s);
 	}
+	exit(0);
 }
 
 int fuzz_image_load(const uint8_t *data, size_t size)
@@ -48,23 +70,6 @@ void fuzz_image_write(size_t n)
 	if (fd < 0 || ftruncate(fd, (off_t)fuzz_img_size) || pwrite(fd, fuzz_img, n, 0) != (ssize_t)n)
 		abort();
 	close(fd);
-}
-
-void fuzz_image_save_seed(const char *dir, const char *name)
-{
-	int fd = open(fuzz_img_path, O_RDONLY);
-	if (fd < 0 || pread(fd, fuzz_img, fuzz_img_size, 0) != (ssize_t)fuzz_img_size)
-		abort();
-	close(fd);
-	size_t n = fuzz_img_size;
-	while (n && !fuzz_img[n - 1])
-		n--;
-	char out[512];
-	snprintf(out, sizeof(out), "%s/%s", dir, name);
-	FILE *f = fopen(out, "wb");
-	if (!f || fwrite(fuzz_img, 1, n, f) != n)
-		abort();
-	fclose(f);
 }
 
 void fuzz_image_seal(size_t at, size_t len, size_t ck_at)

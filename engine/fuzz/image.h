@@ -13,19 +13,17 @@ extern size_t fuzz_img_size;
 extern char fuzz_img_path[64]; /* the scratch file the engine opens */
 
 /* From LLVMFuzzerInitialize: allocates the image and names the scratch file
- * after the harness (removed at exit); with STRATA_FUZZ_SEEDS=DIR set, calls
- * write_seeds(DIR) and exits. */
-void fuzz_image_init(const char *harness, size_t size, void (*write_seeds)(const char *dir));
+ * after the harness (removed at exit).  With STRATA_FUZZ_SEEDS=DIR set, writes
+ * the seeds and exits: for s = 0 .. nseeds-1, make_seed(s) runs the engine's
+ * real writer on an empty scratch file, kept then as DIR/SEED-s (trailing
+ * zeroes cut). */
+void fuzz_image_init(const char *harness, size_t size, const char *seed, int nseeds, void (*make_seed)(int s));
 
 /* The input laid over zeroes; -1 when it is larger than the image. */
 int fuzz_image_load(const uint8_t *data, size_t size);
 
 /* The scratch file: fuzz_img_size bytes, the first n of them from the image. */
 void fuzz_image_write(size_t n);
-
-/* Reads the scratch file back into the image and stores it, trailing zeroes
- * cut, as DIR/NAME (a seed). */
-void fuzz_image_save_seed(const char *dir, const char *name);
 
 /* Stores at ck_at the Fletcher-4 checksum of the len bytes at at (the
  * checksum's own bytes zeroed first when they lie among them). */

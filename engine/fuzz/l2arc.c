@@ -70,23 +70,18 @@ static void read_all(struct l2arc *l2)
 			l2arc_read(l2, (struct arc_key){ o, b }, buf, sizeof(buf));
 }
 
-static void write_seeds(const char *dir)
+/* Seed s: s + 1 feeds of more buffers each time. */
+static void make_seed(int s)
 {
-	for (int s = 0; s < 3; s++) {
-		fuzz_image_write(0);
-		struct l2arc *l2 = open_dev();
-		for (int f = 0; f <= s; f++)
-			feed(l2, (uint32_t)(7 * s + f), 6 + 4 * s);
-		l2arc_destroy(l2);
-		char name[16];
-		snprintf(name, sizeof(name), "feed-%d", s);
-		fuzz_image_save_seed(dir, name);
-	}
+	struct l2arc *l2 = open_dev();
+	for (int f = 0; f <= s; f++)
+		feed(l2, (uint32_t)(7 * s + f), 6 + 4 * s);
+	l2arc_destroy(l2);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	fuzz_image_init("l2arc", DEV_SIZE, write_seeds);
+	fuzz_image_init("l2arc", DEV_SIZE, "feed", 3, make_seed);
 	return 0;
 }
 

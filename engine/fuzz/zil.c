@@ -91,26 +91,20 @@ static void *committer_main(void *arg)
 
 /* Seeds: a few commits; records over one 4 KiB block; a tail past the
  * ring's start; a hand that has wrapped around the ring's end. */
-static void write_seeds(const char *dir)
+static void make_seed(int s)
 {
-	for (int s = 0; s < 3; s++) {
-		fuzz_image_write(0);
-		struct zil *z = open_log();
-		for (int c = 0; c < (s == 2 ? 8 : 2); c++) {
-			if (s >= 2 && c >= 3)
-				zil_checkpoint(z, 1 + (uint64_t)c); /* a tail past the ring's start */
-			commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 2 ? 6000 : 100);
-		}
-		zil_close(z);
-		char name[16];
-		snprintf(name, sizeof(name), "commits-%d", s);
-		fuzz_image_save_seed(dir, name);
+	struct zil *z = open_log();
+	for (int c = 0; c < (s == 2 ? 8 : 2); c++) {
+		if (s >= 2 && c >= 3)
+			zil_checkpoint(z, 1 + (uint64_t)c); /* a tail past the ring's start */
+		commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 2 ? 6000 : 100);
 	}
+	zil_close(z);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	fuzz_image_init("zil", REGION, write_seeds);
+	fuzz_image_init("zil", REGION, "commits", 3, make_seed);
 	return 0;
 }
 
