@@ -10,12 +10,21 @@
 #include "cksum.h"
 
 uint8_t *fuzz_img;
-size_t fuzz_img_size;
 char fuzz_img_path[64];
+static size_t fuzz_img_size;
 
 static void remove_scratch(void)
 {
 	unlink(fuzz_img_path);
+}
+
+/* The scratch file: fuzz_img_size bytes, the first n of them from the image. */
+static void write_scratch(size_t n)
+{
+	int fd = open(fuzz_img_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)fuzz_img_size) || pwrite(fd, fuzz_img, n, 0) != (ssize_t)n)
+		abort();
+	close(fd);
 }
 
 /* The scratch file, read back into the image, as DIR/SEED-s without its trailing zeroes. */
@@ -48,28 +57,23 @@ void fuzz_image_init(const char *harness, size_t size, const char *seed, int nse
 	if (!dir)
 		return;
 	for (int s = 0; s < nseeds; s++) {
-		fuzz_image_write(0);
+		write_scratch(0);
 		make_seed(s);
 		save_seed(dir, seed, s);
 	}
 	exit(0);
 }
 
-int fuzz_image_load(const uint8_t *data, size_t size)
+int fuzz_image_prepare(const uint8_t *data, size_t size, size_t sb_size, void (*repair)(void))
 {
 	if (size > fuzz_img_size)
 		return -1;
 	memset(fuzz_img, 0, fuzz_img_size);
 	memcpy(fuzz_img, data, size);
+	if (size >= sb_size)
+		repair();
+	write_scratch(fuzz_img_size);
 	return 0;
-}
-
-void fuzz_image_write(size_t n)
-{
-	int fd = open(fuzz_img_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)fuzz_img_size) || pwrite(fd, fuzz_img, n, 0) != (ssize_t)n)
-		abort();
-	close(fd);
 }
 
 void fuzz_image_seal(size_t at, size_t len, size_t ck_at)

@@ -8,8 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-extern uint8_t *fuzz_img;     /* the image, fuzz_img_size bytes */
-extern size_t fuzz_img_size;
+extern uint8_t *fuzz_img;      /* the image (the size given to fuzz_image_init) */
 extern char fuzz_img_path[64]; /* the scratch file the engine opens */
 
 /* From LLVMFuzzerInitialize: allocates the image and names the scratch file
@@ -19,11 +18,10 @@ extern char fuzz_img_path[64]; /* the scratch file the engine opens */
  * zeroes cut). */
 void fuzz_image_init(const char *harness, size_t size, const char *seed, int nseeds, void (*make_seed)(int s));
 
-/* The input laid over zeroes; -1 when it is larger than the image. */
-int fuzz_image_load(const uint8_t *data, size_t size);
-
-/* The scratch file: fuzz_img_size bytes, the first n of them from the image. */
-void fuzz_image_write(size_t n);
+/* The input laid over zeroes, repair() run on it when it holds a superblock
+ * (sb_size bytes), then the scratch file written; -1 (nothing done) when the
+ * input is larger than the image. */
+int fuzz_image_prepare(const uint8_t *data, size_t size, size_t sb_size, void (*repair)(void));
 
 /* Stores at ck_at the Fletcher-4 checksum of the len bytes at at (the
  * checksum's own bytes zeroed first when they lie among them). */

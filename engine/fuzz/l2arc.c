@@ -119,11 +119,8 @@ static void repair(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (fuzz_image_load(data, size))
+	if (fuzz_image_prepare(data, size, sizeof(struct sb_view), repair))
 		return 0;
-	if (size >= sizeof(struct sb_view))
-		repair();
-	fuzz_image_write(DEV_SIZE);
 	struct l2arc *l2 = open_dev();
 	read_all(l2);
 	struct l2arc_stats st;

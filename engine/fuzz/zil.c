@@ -141,11 +141,8 @@ static void repair(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (fuzz_image_load(data, size))
+	if (fuzz_image_prepare(data, size, sizeof(struct sb_view), repair))
 		return 0;
-	if (size >= sizeof(struct sb_view))
-		repair();
-	fuzz_image_write(REGION);
 	uint32_t salt = (uint32_t)size * 2654435761u;
 	struct zil *z = open_log();
 	struct seen s = { .salt = salt };
