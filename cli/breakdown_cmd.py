@@ -2,12 +2,12 @@
 time, with a top-N table; terminal, HTML/PNG/SVG or JSON. With --range, of a
 heat map's events whose latency (size, offset) lies in a range: drill-down."""
 import json
-import re
 import sys
 
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import emit_text, write_figure
 from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps import source, termcaps, value_range
@@ -104,27 +104,13 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
                 by=info.breakdown, value_range=selected)
 
     if as_json:
-        text = json.dumps(to_json(b), indent=1)
-        if output:
-            with open(output, "w") as f:
-                f.write(text + "\n")
-        else:
-            click.echo(text)
+        emit_text(json.dumps(to_json(b), indent=1), output)
         return
     if fmt == "term":
         table = term_breakdown.table(b, mode, width)
         nlines = max(6, min(20, height - 9 - table.count("\n") - 2))
         text = "\n".join(term_breakdown.graph(b, mode, width, nlines, style)) + "\n\n" + table
-        if output:
-            with open(output, "w") as f:
-                f.write(text + "\n")
-        else:
-            click.echo(text, color=mode != "none")
+        emit_text(text, output, color=mode != "none")
         return
-    from strata.heatmaps import export, plot_breakdown
-    path = output or re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"breakdown-{info.name}").strip("_") + f".{fmt}"
-    try:
-        export.write(plot_breakdown.figure(b, style), path, fmt)
-    except (export.ExportError, OSError) as e:
-        raise click.ClickException(str(e)) from None
-    click.echo(f"wrote {path}")
+    from strata.heatmaps import plot_breakdown
+    write_figure(plot_breakdown.figure(b, style), output, f"breakdown-{info.name}", fmt)

@@ -1,14 +1,13 @@
 """`strata heatmap`: a latency (size, offset) heat map of one dataset, in the
 terminal, as HTML / PNG / SVG, or as JSON for scripts."""
 import json
-import re
 import shlex
 import sys
-from pathlib import Path
 
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import emit_text, write_figure
 from strata.heatmaps import grid_json, source, termcaps
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.timebins import choose_bins
@@ -49,12 +48,6 @@ def _drill_command(archive, info, start, end, archive_path, prometheus_url) -> s
     where = (["--archive", archive_path] if archive_path else []) + \
             (["--prometheus", prometheus_url] if prometheus_url else [])
     return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
-
-
-def _output_path(output, name, fmt) -> str:
-    if output:
-        return output
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"heatmap-{name}").strip("_") + f".{fmt}"
 
 
 @click.command("heatmap")
@@ -134,23 +127,10 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
         raise click.UsageError(str(e)) from None
 
     if as_json:
-        text = json.dumps(grid_json.to_json(grid, qr), indent=1)
-        if output:
-            Path(output).write_text(text + "\n")
-        else:
-            click.echo(text)
+        emit_text(json.dumps(grid_json.to_json(grid, qr), indent=1), output)
         return
     if fmt == "term":
-        text = term_heatmap.render(grid, mode, width)
-        if output:
-            Path(output).write_text(text + "\n")
-        else:
-            click.echo(text, color=mode != "none")
+        emit_text(term_heatmap.render(grid, mode, width), output, color=mode != "none")
         return
-    from strata.heatmaps import export
-    path = _output_path(output, info.name if not keys else f"{info.name}-{keys[0]}", fmt)
-    try:
-        export.write(plot_heatmap.figure(grid, drill), path, fmt)
-    except (export.ExportError, OSError) as e:
-        raise click.ClickException(str(e)) from None
-    click.echo(f"wrote {path}")
+    write_figure(plot_heatmap.figure(grid, drill), output,
+                 f"heatmap-{info.name}" if not keys else f"heatmap-{info.name}-{keys[0]}", fmt)
