@@ -12,7 +12,6 @@ from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps import source, termcaps, value_range
 from strata.heatmaps.breakdown import compute, to_json
-from strata.heatmaps.timebins import choose_bins
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
 
@@ -93,13 +92,7 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
             max_cols = width - term_breakdown.LEFT - 1
         else:
             from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
-        resolution = choose_bins(start, end, 1, max_cols).width
-        qr = source.query(archive, info, start, end, resolution)
-        if not explicit and not qr.present.any():
-            latest = source.latest_data(archive, info, end)
-            if latest is not None:
-                start, end = latest - (end - start), latest
-                qr = source.query(archive, info, start, end, resolution)
+        qr, start, end = source.query_window(archive, info, start, end, max_cols, explicit)
     b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
                 by=info.breakdown, value_range=selected)
 

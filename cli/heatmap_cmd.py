@@ -10,7 +10,6 @@ from strata.cli.archive_option import archive_option, open_archive, prometheus_o
 from strata.cli.output import emit_text, write_figure
 from strata.heatmaps import grid_json, source, termcaps
 from strata.heatmaps.rebin import build_grid
-from strata.heatmaps.timebins import choose_bins
 from strata.heatmaps.units import parse_value
 
 FORMATS = ("term", "html", "png", "svg")
@@ -107,13 +106,7 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
             from strata.heatmaps import plot_heatmap
             max_cols, ncells = plot_heatmap.HTML_MAX_COLS, rows or plot_heatmap.HTML_CELLS
 
-        resolution = choose_bins(start, end, 1, max_cols).width
-        qr = source.query(archive, info, start, end, resolution)
-        if not explicit and not qr.present.any():
-            latest = source.latest_data(archive, info, end)
-            if latest is not None:   # nothing lately: show the newest data instead of an empty map
-                start, end = latest - (end - start), latest
-                qr = source.query(archive, info, start, end, resolution)
+        qr, start, end = source.query_window(archive, info, start, end, max_cols, explicit)
         drill = _drill_command(archive, info, start, end, archive_path, prometheus_url) if fmt == "html" else None
     try:
         grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=keys,
