@@ -2,17 +2,16 @@
 time, with a top-N table; terminal, HTML/PNG/SVG or JSON. With --range, of a
 heat map's events whose latency (size, offset) lies in a range: drill-down."""
 import json
-import re
 import sys
 
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import emit_text, write_figure
 from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps import source, termcaps, value_range
 from strata.heatmaps.breakdown import compute, to_json
-from strata.heatmaps.timebins import choose_bins
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
 
@@ -93,38 +92,18 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
             max_cols = width - term_breakdown.LEFT - 1
         else:
             from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
-        resolution = choose_bins(start, end, 1, max_cols).width
-        qr = source.query(archive, info, start, end, resolution)
-        if not explicit and not qr.present.any():
-            latest = source.latest_data(archive, info, end)
-            if latest is not None:
-                start, end = latest - (end - start), latest
-                qr = source.query(archive, info, start, end, resolution)
+        qr, start, end = source.query_window(archive, info, start, end, max_cols, explicit)
     b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
                 by=info.breakdown, value_range=selected)
 
     if as_json:
-        text = json.dumps(to_json(b), indent=1)
-        if output:
-            with open(output, "w") as f:
-                f.write(text + "\n")
-        else:
-            click.echo(text)
+        emit_text(json.dumps(to_json(b), indent=1), output)
         return
     if fmt == "term":
         table = term_breakdown.table(b, mode, width)
         nlines = max(6, min(20, height - 9 - table.count("\n") - 2))
         text = "\n".join(term_breakdown.graph(b, mode, width, nlines, style)) + "\n\n" + table
-        if output:
-            with open(output, "w") as f:
-                f.write(text + "\n")
-        else:
-            click.echo(text, color=mode != "none")
+        emit_text(text, output, color=mode != "none")
         return
-    from strata.heatmaps import export, plot_breakdown
-    path = output or re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"breakdown-{info.name}").strip("_") + f".{fmt}"
-    try:
-        export.write(plot_breakdown.figure(b, style), path, fmt)
-    except (export.ExportError, OSError) as e:
-        raise click.ClickException(str(e)) from None
-    click.echo(f"wrote {path}")
+    from strata.heatmaps import plot_breakdown
+    write_figure(plot_breakdown.figure(b, style), output, f"breakdown-{info.name}", fmt)

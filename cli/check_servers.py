@@ -14,13 +14,13 @@ accepts connections; it is stopped with SIGTERM to its session.
 import os
 import re
 import shlex
-import signal
 import subprocess
 import time
 from pathlib import Path
 
-from strata.cli.lab.ganesha import free_port, port_open
 from strata.cli.lab.logs import last_line
+from strata.cli.lab.ports import free_port, port_open
+from strata.cli.lab.process import stop
 
 HOST = "127.0.0.1"
 READY_TIMEOUT = 30
@@ -115,15 +115,5 @@ class Server:
             raise ServerError(f"server {self.side} exited {self.proc.returncode}: {last_line(self.log_path)}")
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT), (signal.SIGKILL, STOP_TIMEOUT)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if self.proc is not None:
+            stop(self.proc, timeout=STOP_TIMEOUT, group=True)

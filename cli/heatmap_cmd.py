@@ -1,17 +1,15 @@
 """`strata heatmap`: a latency (size, offset) heat map of one dataset, in the
 terminal, as HTML / PNG / SVG, or as JSON for scripts."""
 import json
-import re
 import shlex
 import sys
-from pathlib import Path
 
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import emit_text, write_figure
 from strata.heatmaps import grid_json, source, termcaps
 from strata.heatmaps.rebin import build_grid
-from strata.heatmaps.timebins import choose_bins
 from strata.heatmaps.units import parse_value
 
 FORMATS = ("term", "html", "png", "svg")
@@ -49,12 +47,6 @@ def _drill_command(archive, info, start, end, archive_path, prometheus_url) -> s
     where = (["--archive", archive_path] if archive_path else []) + \
             (["--prometheus", prometheus_url] if prometheus_url else [])
     return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
-
-
-def _output_path(output, name, fmt) -> str:
-    if output:
-        return output
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"heatmap-{name}").strip("_") + f".{fmt}"
 
 
 @click.command("heatmap")
@@ -114,13 +106,7 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
             from strata.heatmaps import plot_heatmap
             max_cols, ncells = plot_heatmap.HTML_MAX_COLS, rows or plot_heatmap.HTML_CELLS
 
-        resolution = choose_bins(start, end, 1, max_cols).width
-        qr = source.query(archive, info, start, end, resolution)
-        if not explicit and not qr.present.any():
-            latest = source.latest_data(archive, info, end)
-            if latest is not None:   # nothing lately: show the newest data instead of an empty map
-                start, end = latest - (end - start), latest
-                qr = source.query(archive, info, start, end, resolution)
+        qr, start, end = source.query_window(archive, info, start, end, max_cols, explicit)
         drill = _drill_command(archive, info, start, end, archive_path, prometheus_url) if fmt == "html" else None
     try:
         grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=keys,
@@ -134,23 +120,10 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
         raise click.UsageError(str(e)) from None
 
     if as_json:
-        text = json.dumps(grid_json.to_json(grid, qr), indent=1)
-        if output:
-            Path(output).write_text(text + "\n")
-        else:
-            click.echo(text)
+        emit_text(json.dumps(grid_json.to_json(grid, qr), indent=1), output)
         return
     if fmt == "term":
-        text = term_heatmap.render(grid, mode, width)
-        if output:
-            Path(output).write_text(text + "\n")
-        else:
-            click.echo(text, color=mode != "none")
+        emit_text(term_heatmap.render(grid, mode, width), output, color=mode != "none")
         return
-    from strata.heatmaps import export
-    path = _output_path(output, info.name if not keys else f"{info.name}-{keys[0]}", fmt)
-    try:
-        export.write(plot_heatmap.figure(grid, drill), path, fmt)
-    except (export.ExportError, OSError) as e:
-        raise click.ClickException(str(e)) from None
-    click.echo(f"wrote {path}")
+    write_figure(plot_heatmap.figure(grid, drill), output,
+                 f"heatmap-{info.name}" if not keys else f"heatmap-{info.name}-{keys[0]}", fmt)

@@ -13,7 +13,7 @@ COLLECT_SKELS := $(BPFOUT)/nfs.skel.h $(BPFOUT)/cache.skel.h $(BPFOUT)/disk.skel
 	$(BPFOUT)/wire.skel.h $(BPFOUT)/fs.skel.h
 
 $(BIN)/strata-collect: $(COLLECT_SRCS) $(COLLECT_HDRS) $(COLLECT_SKELS) | $(BIN)
-	$(CC) $(CFLAGS) -Icollectors $(COLLECT_SRCS) -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf) -lelf -lz
+	$(CC) $(CFLAGS) -Icollectors $(COLLECT_SRCS) -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf json-c) -lelf -lz
 
 $(BUILD)/tests/strata-probe-fixture: collectors/probe_fixture.c engine/strata_probes.h
 	mkdir -p $(@D)

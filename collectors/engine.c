@@ -1,9 +1,11 @@
 /* engine.c — engine discovery (/proc scan by executable), USDT note lookup (libelf)
- * and the stats-socket client with a bounded parser for its JSON answers. */
+ * and the stats-socket client, its JSON answers parsed by json-c. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <json-c/json.h>
 #include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
@@ -136,237 +138,9 @@ pid_t engine_find_pid(const char *exe)
 	return best;
 }
 
-/* ---- a bounded parser for {"group":{"leaf":number,...},...} ---- */
-
-struct cursor {
-	const char *p, *end;
-};
-
-static void ws(struct cursor *c)
-{
-	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-		c->p++;
-}
-
-/* A string into out (escapes kept verbatim, truncated to n-1); -1 if malformed. */
-static int string(struct cursor *c, char *out, size_t n)
-{
-	size_t len = 0;
-
-	if (c->p >= c->end || *c->p != '"')
-		return -1;
-	for (c->p++; c->p < c->end && *c->p != '"'; c->p++) {
-		if (*c->p == '\\' && ++c->p >= c->end)
-			return -1;
-		if (out && len + 1 < n)
-			out[len++] = *c->p;
-	}
-	if (c->p >= c->end)
-		return -1;
-	c->p++;
-	if (out)
-		out[len] = 0;
-	return 0;
-}
-
-static int number(struct cursor *c, double *v)
-{
-	char buf[64], *end;
-	size_t len = 0;
-
-	while (c->p + len < c->end && len < sizeof(buf) - 1 && strchr("+-0123456789.eE", c->p[len]))
-		len++;
-	if (!len)
-		return -1;
-	memcpy(buf, c->p, len);
-	buf[len] = 0;
-	*v = strtod(buf, &end);
-	if (end != buf + len)
-		return -1;
-	c->p += len;
-	return 0;
-}
-
-static int skip_value(struct cursor *c, int depth);
-
-static int skip_container(struct cursor *c, int depth, char close)
-{
-	c->p++;
-	ws(c);
-	if (c->p < c->end && *c->p == close) {
-		c->p++;
-		return 0;
-	}
-	for (;;) {
-		ws(c);
-		if (close == '}') {
-			if (string(c, NULL, 0) < 0)
-				return -1;
-			ws(c);
-			if (c->p >= c->end || *c->p++ != ':')
-				return -1;
-		}
-		if (skip_value(c, depth + 1) < 0)
-			return -1;
-		ws(c);
-		if (c->p >= c->end)
-			return -1;
-		if (*c->p == ',') {
-			c->p++;
-			continue;
-		}
-		if (*c->p++ == close)
-			return 0;
-		return -1;
-	}
-}
-
-static int skip_value(struct cursor *c, int depth)
-{
-	double v;
-
-	ws(c);
-	if (c->p >= c->end || depth > 32)
-		return -1;
-	switch (*c->p) {
-	case '"':
-		return string(c, NULL, 0);
-	case '{':
-		return skip_container(c, depth, '}');
-	case '[':
-		return skip_container(c, depth, ']');
-	case 't':
-	case 'f':
-	case 'n':
-		while (c->p < c->end && *c->p >= 'a' && *c->p <= 'z')
-			c->p++;
-		return 0;
-	default:
-		return number(c, &v);
-	}
-}
-
-/* One "group" object: numeric members become gauges. */
-static int group(struct cursor *c, const char *name, struct gauges *out)
-{
-	char leaf[64];
-
-	c->p++; /* '{' */
-	ws(c);
-	if (c->p < c->end && *c->p == '}') {
-		c->p++;
-		return 0;
-	}
-	for (;;) {
-		ws(c);
-		if (string(c, leaf, sizeof(leaf)) < 0)
-			return -1;
-		ws(c);
-		if (c->p >= c->end || *c->p++ != ':')
-			return -1;
-		ws(c);
-		if (c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) {
-			double v;
-
-			if (number(c, &v) < 0)
-				return -1;
-			if (out->n < GAUGES_MAX) {
-				snprintf(out->names[out->n], GAUGE_NAME_MAX, "%s.%s", name, leaf);
-				out->values[out->n++] = v;
-			}
-		} else if (skip_value(c, 2) < 0) {
-			return -1;
-		}
-		ws(c);
-		if (c->p >= c->end)
-			return -1;
-		if (*c->p == ',') {
-			c->p++;
-			continue;
-		}
-		return *c->p++ == '}' ? 0 : -1;
-	}
-}
-
-int engine_stats_parse(const char *json, size_t len, struct gauges *out)
-{
-	struct cursor c = { json, json + len };
-	char name[32];
-
-	out->n = 0;
-	ws(&c);
-	if (c.p >= c.end || *c.p++ != '{')
-		return -1;
-	ws(&c);
-	if (c.p < c.end && *c.p == '}')
-		return 0;
-	for (;;) {
-		ws(&c);
-		if (string(&c, name, sizeof(name)) < 0)
-			return -1;
-		ws(&c);
-		if (c.p >= c.end || *c.p++ != ':')
-			return -1;
-		ws(&c);
-		if (c.p < c.end && *c.p == '{') {
-			if (group(&c, name, out) < 0)
-				return -1;
-		} else if (skip_value(&c, 1) < 0) {
-			return -1;
-		}
-		ws(&c);
-		if (c.p >= c.end)
-			return -1;
-		if (*c.p == ',') {
-			c.p++;
-			continue;
-		}
-		return *c.p == '}' ? 0 : -1;
-	}
-}
-
-/* A top-level member of a flat JSON object: a string (escapes kept verbatim) or a number's
- * text into out; 0, or -1 if absent or the document is malformed. */
-int engine_json_member(const char *json, size_t len, const char *key, char *out, size_t n)
-{
-	struct cursor c = { json, json + len };
-	char name[32];
-
-	ws(&c);
-	if (c.p >= c.end || *c.p++ != '{')
-		return -1;
-	for (;;) {
-		const char *start;
-
-		ws(&c);
-		if (string(&c, name, sizeof(name)) < 0)
-			return -1;
-		ws(&c);
-		if (c.p >= c.end || *c.p++ != ':')
-			return -1;
-		ws(&c);
-		start = c.p;
-		if (strcmp(name, key) == 0 && c.p < c.end && *c.p == '"')
-			return string(&c, out, n);
-		if (skip_value(&c, 1) < 0)
-			return -1;
-		if (strcmp(name, key) == 0) {
-			size_t l = (size_t)(c.p - start);
-
-			if (l >= n)
-				return -1;
-			memcpy(out, start, l);
-			out[l] = 0;
-			return 0;
-		}
-		ws(&c);
-		if (c.p >= c.end || *c.p != ',')
-			return -1;
-		c.p++;
-	}
-}
-
-char *engine_request(pid_t pid, const char *line, size_t *len, char *why, size_t n)
+/* One request line to the stats socket of pid; the whole answer (malloc'ed, *len bytes, not
+ * NUL-terminated), or NULL with a reason in why. */
+static char *request(pid_t pid, const char *line, size_t *len, char *why, size_t n)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 0, .tv_usec = STATS_TIMEOUT_MS * 1000 };
@@ -408,20 +182,52 @@ fail:
 	return NULL;
 }
 
-int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n)
+struct json_object *engine_ask(pid_t pid, const char *line, char *why, size_t n)
 {
-	size_t len;
-	char *buf = engine_request(pid, "stats", &len, why, n);
-	int rc = -1;
+	size_t len, end;
+	char *buf = request(pid, line, &len, why, n);
+	struct json_tokener *tok;
+	struct json_object *answer = NULL;
 
 	if (!buf)
-		return -1;
-	if (engine_stats_parse(buf, len, out) < 0)
-		snprintf(why, n, "engine stats socket of pid %d: reply is not the expected JSON object", (int)pid);
-	else
-		rc = 0;
+		return NULL;
+	if ((tok = json_tokener_new())) {
+		answer = json_tokener_parse_ex(tok, buf, len < INT_MAX ? (int)len : INT_MAX);
+		for (end = json_tokener_get_parse_end(tok); end < len && isspace((unsigned char)buf[end]); end++)
+			;
+		if (!json_object_is_type(answer, json_type_object) || end < len) {
+			json_object_put(answer);
+			answer = NULL;
+		}
+		json_tokener_free(tok);
+	}
+	if (!answer)
+		snprintf(why, n, "engine stats socket of pid %d: the answer to '%s' is not one JSON object", (int)pid,
+			 line);
 	free(buf);
-	return rc;
+	return answer;
+}
+
+int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n)
+{
+	struct json_object *stats = engine_ask(pid, "stats", why, n);
+
+	out->n = 0;
+	if (!stats)
+		return -1;
+	json_object_object_foreach(stats, group, members) {
+		if (!json_object_is_type(members, json_type_object))
+			continue;
+		json_object_object_foreach(members, leaf, v) {
+			if (out->n < GAUGES_MAX &&
+			    (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))) {
+				snprintf(out->names[out->n], GAUGE_NAME_MAX, "%s.%s", group, leaf);
+				out->values[out->n++] = json_object_get_double(v);
+			}
+		}
+	}
+	json_object_put(stats);
+	return 0;
 }
 
 int gauges_find(const struct gauges *g, const char *name, double *value)

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct json_object;
+
 #define GAUGES_MAX 256
 #define GAUGE_NAME_MAX 96
 
@@ -28,16 +30,10 @@ pid_t engine_find_pid(const char *exe);
  * every numeric leaf one level under a top-level object becomes "group.leaf".
  * 0 on success, -1 with a reason in why. */
 int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n);
-/* Sends one request line to the stats socket of pid; the whole answer (malloc'ed, *len
- * bytes, not NUL-terminated), or NULL with a reason in why. */
-char *engine_request(pid_t pid, const char *line, size_t *len, char *why, size_t n);
-/* A top-level member of a flat JSON object (a string's text or a number's) into out:
- * 0, or -1 if absent, too long or malformed. */
-int engine_json_member(const char *json, size_t len, const char *key, char *out, size_t n);
+/* Sends one request line to the stats socket of pid; its answer, one JSON object (json-c,
+ * released with json_object_put), or NULL with a reason in why. */
+struct json_object *engine_ask(pid_t pid, const char *line, char *why, size_t n);
 /* Value of gauge name in g, or -1 (not present). */
 int gauges_find(const struct gauges *g, const char *name, double *value);
-
-/* Exposed for tests of the parser: parse a stats JSON document of len bytes. */
-int engine_stats_parse(const char *json, size_t len, struct gauges *out);
 
 #endif

@@ -12,6 +12,7 @@
  * its namespace lock); keys beyond them, and objects the engine cannot name, have no
  * name here for that record (keys.c prints object:ID). */
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,28 +64,37 @@ void engine_names_tick(void)
 	asks_left = ASKS_PER_RECORD;
 }
 
-static bool member_u64(const char *json, size_t len, const char *key, uint64_t *v)
+static bool member_u64(struct json_object *answer, const char *key, uint64_t *v)
 {
-	char text[32], *end;
+	struct json_object *m;
 
-	if (engine_json_member(json, len, key, text, sizeof(text)) < 0)
+	if (!json_object_object_get_ex(answer, key, &m) || !json_object_is_type(m, json_type_int) ||
+	    json_object_get_int64(m) < 0)
 		return false;
-	*v = strtoull(text, &end, 10);
-	return end != text && !*end;
+	*v = json_object_get_uint64(m);
+	return true;
+}
+
+/* The string member key of answer, or NULL. */
+static const char *member_string(struct json_object *answer, const char *key)
+{
+	struct json_object *m;
+
+	return json_object_object_get_ex(answer, key, &m) && json_object_is_type(m, json_type_string) ?
+		       json_object_get_string(m) : NULL;
 }
 
 /* The engine's count of removed entries, asked once per record. */
 static bool removed_count(uint64_t *r)
 {
 	char why[256];
-	size_t len;
-	char *ans;
+	struct json_object *ans;
 
 	if (!removed_asked) {
 		removed_asked = true;
-		ans = engine_request(engine_pid, "removed", &len, why, sizeof(why));
-		removed_known = ans && member_u64(ans, len, "removed", &removed_now);
-		free(ans);
+		ans = engine_ask(engine_pid, "removed", why, sizeof(why));
+		removed_known = ans && member_u64(ans, "removed", &removed_now);
+		json_object_put(ans);
 	}
 	*r = removed_now;
 	return removed_known;
@@ -93,21 +103,20 @@ static bool removed_count(uint64_t *r)
 /* Asks the engine for the name of id and caches it. */
 static struct name *ask(uint64_t id)
 {
-	char line[48], why[256], export[128], path[PATH_MAX_TEXT];
+	char line[48], why[256];
 	struct name *s = slot_of(id), fresh = { .id = id };
-	size_t len;
-	char *ans;
+	struct json_object *ans;
+	const char *export, *path;
 
 	snprintf(line, sizeof(line), "name %" PRIu64, id);
-	ans = engine_request(engine_pid, line, &len, why, sizeof(why));
+	ans = engine_ask(engine_pid, line, why, sizeof(why));
 	if (!ans)
 		return NULL;
-	if (member_u64(ans, len, "gen", &fresh.gen) && member_u64(ans, len, "removed", &fresh.removed) &&
-	    engine_json_member(ans, len, "export", export, sizeof(export)) == 0 &&
-	    engine_json_member(ans, len, "path", path, sizeof(path)) == 0 && path[0] == '/' &&
+	if (member_u64(ans, "gen", &fresh.gen) && member_u64(ans, "removed", &fresh.removed) &&
+	    (export = member_string(ans, "export")) && (path = member_string(ans, "path")) && path[0] == '/' &&
 	    asprintf(&fresh.text, "%s:%s", export, path) < 0)
 		fresh.text = NULL;
-	free(ans);
+	json_object_put(ans);
 	if (!fresh.text)
 		return NULL;
 	if (s->text && s->id == id && s->gen != fresh.gen) { /* the id names another object now */
@@ -138,9 +147,9 @@ bool engine_object_name(uint64_t id, char *out, size_t n)
 
 int engine_object_find(const char *path, uint64_t *id, char *err, size_t n)
 {
-	char line[PATH_MAX_TEXT + 16], why[256], msg[256];
-	size_t len;
-	char *ans;
+	char line[PATH_MAX_TEXT + 16], why[256];
+	struct json_object *ans;
+	const char *msg;
 	int rc = -1;
 
 	if (engine_pid <= 0) {
@@ -152,16 +161,16 @@ int engine_object_find(const char *path, uint64_t *id, char *err, size_t n)
 		return -1;
 	}
 	snprintf(line, sizeof(line), "lookup %s", path);
-	if (!(ans = engine_request(engine_pid, line, &len, why, sizeof(why)))) {
+	if (!(ans = engine_ask(engine_pid, line, why, sizeof(why)))) {
 		snprintf(err, n, "file '%s': %s", path, why);
 		return -1;
 	}
-	if (member_u64(ans, len, "id", id))
+	if (member_u64(ans, "id", id))
 		rc = 0;
-	else if (engine_json_member(ans, len, "error", msg, sizeof(msg)) == 0)
+	else if ((msg = member_string(ans, "error")))
 		snprintf(err, n, "file '%s': %s", path, msg);
 	else
 		snprintf(err, n, "file '%s': the engine's answer is not the expected JSON", path);
-	free(ans);
+	json_object_put(ans);
 	return rc;
 }

@@ -5,6 +5,7 @@
  * and concurrent lookups/inserts/invalidates from several threads.
  * Exits non-zero on the first failure. */
 #include "arc.h"
+#include "unit_check.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -12,19 +13,6 @@
 #include <string.h>
 
 #define PAGE 4096u
-
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fprintf(stderr, "\n");                                  \
-			failures++;                                             \
-			return;                                                 \
-		}                                                               \
-	} while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)
@@ -142,11 +130,11 @@ static void test_matches_paper(void)
 			bool got = arc_access(arc, K(x), PAGE);
 			struct arc_lists l;
 			arc_get_lists(arc, &l);
-			CHECK(got == want, "c=%d step %d key %llu: hit %d, paper %d", c, step,
+			REQUIRE(got == want, "c=%d step %d key %llu: hit %d, paper %d", c, step,
 			      (unsigned long long)x, got, want);
-			CHECK(l.p == r.p * PAGE, "c=%d step %d: p %.6f pages, paper %.6f", c, step,
+			REQUIRE(l.p == r.p * PAGE, "c=%d step %d: p %.6f pages, paper %.6f", c, step,
 			      l.p / PAGE, r.p);
-			CHECK(l.mru_count == (uint64_t)r.t1.n && l.mfu_count == (uint64_t)r.t2.n &&
+			REQUIRE(l.mru_count == (uint64_t)r.t1.n && l.mfu_count == (uint64_t)r.t2.n &&
 				      l.mru_ghost_count == (uint64_t)r.b1.n &&
 				      l.mfu_ghost_count == (uint64_t)r.b2.n,
 			      "c=%d step %d: lists %llu/%llu/%llu/%llu, paper %d/%d/%d/%d", c, step,
@@ -167,13 +155,13 @@ static void check_invariants(arc_t *arc, const char *when, int step)
 	arc_get_lists(arc, &l);
 	arc_get_stats(arc, &st);
 	uint64_t t = l.mru_bytes + l.mfu_bytes;
-	CHECK(t <= l.c, "%s %d: |T1|+|T2| %llu > c %llu", when, step, (unsigned long long)t,
+	REQUIRE(t <= l.c, "%s %d: |T1|+|T2| %llu > c %llu", when, step, (unsigned long long)t,
 	      (unsigned long long)l.c);
-	CHECK(l.mru_bytes + l.mru_ghost_bytes <= l.c, "%s %d: |T1|+|B1| > c", when, step);
-	CHECK(t + l.mru_ghost_bytes + l.mfu_ghost_bytes <= 2 * l.c, "%s %d: total > 2c", when, step);
-	CHECK(l.p >= 0 && l.p <= (double)l.c, "%s %d: p %.1f outside [0, c]", when, step, l.p);
-	CHECK(st.size == t && st.c == l.c, "%s %d: stats disagree with lists", when, step);
-	CHECK(st.data_size == t, "%s %d: data_size %llu != size %llu", when, step,
+	REQUIRE(l.mru_bytes + l.mru_ghost_bytes <= l.c, "%s %d: |T1|+|B1| > c", when, step);
+	REQUIRE(t + l.mru_ghost_bytes + l.mfu_ghost_bytes <= 2 * l.c, "%s %d: total > 2c", when, step);
+	REQUIRE(l.p >= 0 && l.p <= (double)l.c, "%s %d: p %.1f outside [0, c]", when, step, l.p);
+	REQUIRE(st.size == t && st.c == l.c, "%s %d: stats disagree with lists", when, step);
+	REQUIRE(st.data_size == t, "%s %d: data_size %llu != size %llu", when, step,
 	      (unsigned long long)st.data_size, (unsigned long long)t);
 }
 
@@ -222,7 +210,7 @@ static void test_invariants(void)
 			arc_set_max(arc, 80 * PAGE);
 		} else {
 			arc_buf_t *b = get(arc, x, size, scratch);
-			CHECK(b && arc_buf_size(b) == size && data_ok(b, x), "step %d: bad buffer", step);
+			REQUIRE(b && arc_buf_size(b) == size && data_ok(b, x), "step %d: bad buffer", step);
 			arc_release(b);
 		}
 		check_invariants(arc, "step", step);
@@ -231,10 +219,10 @@ static void test_invariants(void)
 	}
 	struct arc_stats st;
 	arc_get_stats(arc, &st);
-	CHECK(st.hits > 0 && st.misses > 0 && st.mru_ghost_hits > 0 && st.mfu_ghost_hits > 0 &&
+	REQUIRE(st.hits > 0 && st.misses > 0 && st.mru_ghost_hits > 0 && st.mfu_ghost_hits > 0 &&
 		      st.evictions > 0, "workload did not exercise all cases");
-	CHECK(st.mru_hits + st.mfu_hits == st.hits, "mru+mfu hits != hits");
-	CHECK(st.hdr_size > 0, "hdr_size is 0");
+	REQUIRE(st.mru_hits + st.mfu_hits == st.hits, "mru+mfu hits != hits");
+	REQUIRE(st.hdr_size > 0, "hdr_size is 0");
 	arc_destroy(arc);
 }
 
@@ -245,10 +233,10 @@ static void test_invalidate(void)
 	fill(d, 1, PAGE);
 	arc_release(arc_insert(arc, K(1), d, PAGE));
 	arc_invalidate(arc, K(1));
-	CHECK(arc_lookup(arc, K(1)) == NULL, "invalidated record still cached");
+	REQUIRE(arc_lookup(arc, K(1)) == NULL, "invalidated record still cached");
 	struct arc_stats st;
 	arc_get_stats(arc, &st);
-	CHECK(st.size == 0 && st.data_size == 0 && st.hdr_size == 0, "invalidate left bytes");
+	REQUIRE(st.size == 0 && st.data_size == 0 && st.hdr_size == 0, "invalidate left bytes");
 
 	/* a ghost goes too: no ghost hit afterwards */
 	for (uint64_t k = 10; k < 12; k++) {
@@ -259,17 +247,17 @@ static void test_invalidate(void)
 		arc_release(arc_insert(arc, K(k), d, PAGE));
 	struct arc_lists l;
 	arc_get_lists(arc, &l);
-	CHECK(l.mru_ghost_count > 0, "no ghosts made");
+	REQUIRE(l.mru_ghost_count > 0, "no ghosts made");
 	for (uint64_t k = 10; k < 20; k++)
 		arc_invalidate(arc, K(k));
 	arc_get_lists(arc, &l);
-	CHECK(l.mru_count + l.mfu_count + l.mru_ghost_count + l.mfu_ghost_count == 0,
+	REQUIRE(l.mru_count + l.mfu_count + l.mru_ghost_count + l.mfu_ghost_count == 0,
 	      "invalidate left headers");
 	arc_get_stats(arc, &st);
 	uint64_t gh = st.mru_ghost_hits;
-	CHECK(arc_lookup(arc, K(12)) == NULL, "lookup after invalidate hit");
+	REQUIRE(arc_lookup(arc, K(12)) == NULL, "lookup after invalidate hit");
 	arc_get_stats(arc, &st);
-	CHECK(st.mru_ghost_hits == gh, "ghost hit on an invalidated key");
+	REQUIRE(st.mru_ghost_hits == gh, "ghost hit on an invalidated key");
 	arc_invalidate(arc, K(12345));  /* absent: no-op */
 	arc_destroy(arc);
 }
@@ -293,33 +281,33 @@ static void test_refcounts_and_hook(void)
 	arc_buf_t *held = arc_insert(arc, K(1), d, PAGE);
 	fill(d, 2, PAGE);
 	arc_buf_t *again = arc_insert(arc, K(1), d, PAGE);
-	CHECK(again == held, "raced insert did not return the cached buffer");
+	REQUIRE(again == held, "raced insert did not return the cached buffer");
 	arc_release(again);
 	for (uint64_t k = 2; k < 40; k++) {
 		fill(d, k, PAGE);
 		arc_release(arc_insert(arc, K(k), d, PAGE));
 	}
-	CHECK(arc_lookup(arc, K(1)) == NULL, "record 1 should be evicted");
-	CHECK(data_ok(held, 1), "held buffer changed after eviction");   /* ASan: no UAF */
-	CHECK(log.n > 0 && log.had_data, "eviction hook not called with the data");
+	REQUIRE(arc_lookup(arc, K(1)) == NULL, "record 1 should be evicted");
+	REQUIRE(data_ok(held, 1), "held buffer changed after eviction");   /* ASan: no UAF */
+	REQUIRE(log.n > 0 && log.had_data, "eviction hook not called with the data");
 	struct arc_stats st;
 	arc_get_stats(arc, &st);
-	CHECK(st.evictions == (uint64_t)log.n, "evictions %llu, hook calls %d",
+	REQUIRE(st.evictions == (uint64_t)log.n, "evictions %llu, hook calls %d",
 	      (unsigned long long)st.evictions, log.n);
 	arc_destroy(arc);
-	CHECK(data_ok(held, 1), "held buffer changed after arc_destroy");
+	REQUIRE(data_ok(held, 1), "held buffer changed after arc_destroy");
 	arc_release(held);              /* LeakSanitizer: freed exactly here */
 
 	arc = arc_create(2 * PAGE, ARC_POLICY_ARC);
 	unsigned char big[3 * PAGE];
 	fill(big, 9, sizeof(big));
 	arc_buf_t *b = arc_insert(arc, K(9), big, sizeof(big));
-	CHECK(b && data_ok(b, 9), "oversized insert failed");
-	CHECK(arc_lookup(arc, K(9)) == NULL, "record larger than c was cached");
+	REQUIRE(b && data_ok(b, 9), "oversized insert failed");
+	REQUIRE(arc_lookup(arc, K(9)) == NULL, "record larger than c was cached");
 	arc_release(b);
 	b = arc_insert(arc, K(10), big, 0);
-	CHECK(b && arc_buf_size(b) == 0, "empty insert failed");
-	CHECK(arc_lookup(arc, K(10)) == NULL, "empty record was cached");
+	REQUIRE(b && arc_buf_size(b) == 0, "empty insert failed");
+	REQUIRE(arc_lookup(arc, K(10)) == NULL, "empty record was cached");
 	arc_release(b);
 	arc_destroy(arc);
 }
@@ -331,12 +319,12 @@ static void test_lru(void)
 	static const uint64_t seq[] = { 1, 2, 3, 1, 4 };
 	for (size_t i = 0; i < 5; i++)
 		arc_access(arc, K(seq[i]), PAGE);
-	CHECK(arc_access(arc, K(1), PAGE), "1 should hit");
-	CHECK(arc_access(arc, K(3), PAGE), "3 should hit");
-	CHECK(!arc_access(arc, K(2), PAGE), "2 should have been evicted");
+	REQUIRE(arc_access(arc, K(1), PAGE), "1 should hit");
+	REQUIRE(arc_access(arc, K(3), PAGE), "3 should hit");
+	REQUIRE(!arc_access(arc, K(2), PAGE), "2 should have been evicted");
 	struct arc_lists l;
 	arc_get_lists(arc, &l);
-	CHECK(l.mru_ghost_count + l.mfu_ghost_count == 0 && l.mfu_count == 0,
+	REQUIRE(l.mru_ghost_count + l.mfu_ghost_count == 0 && l.mfu_count == 0,
 	      "LRU made ghosts or MFU entries");
 	arc_destroy(arc);
 
@@ -347,12 +335,12 @@ static void test_lru(void)
 	for (uint64_t k = 1; k <= 3; k++)
 		arc_release(arc_insert(arc, K(k), d, PAGE));
 	arc_buf_t *b = arc_lookup(arc, K(1));
-	CHECK(b, "1 should hit");
+	REQUIRE(b, "1 should hit");
 	arc_release(b);
 	arc_release(arc_insert(arc, K(4), d, PAGE));
-	CHECK((b = arc_lookup(arc, K(1))) != NULL, "hit record 1 was evicted");
+	REQUIRE((b = arc_lookup(arc, K(1))) != NULL, "hit record 1 was evicted");
 	arc_release(b);
-	CHECK(arc_lookup(arc, K(2)) == NULL, "2 (least recently used) should be evicted");
+	REQUIRE(arc_lookup(arc, K(2)) == NULL, "2 (least recently used) should be evicted");
 	arc_destroy(arc);
 }
 
@@ -402,13 +390,13 @@ static void test_threads(void)
 		lookups += w[i].lookups;
 		bad += w[i].bad;
 	}
-	CHECK(bad == 0, "%llu lookups returned wrong data", (unsigned long long)bad);
+	REQUIRE(bad == 0, "%llu lookups returned wrong data", (unsigned long long)bad);
 	struct arc_stats st;
 	arc_get_stats(arc, &st);
-	CHECK(st.hits + st.misses == lookups, "hits %llu + misses %llu != lookups %llu",
+	REQUIRE(st.hits + st.misses == lookups, "hits %llu + misses %llu != lookups %llu",
 	      (unsigned long long)st.hits, (unsigned long long)st.misses,
 	      (unsigned long long)lookups);
-	CHECK(st.hits > 0 && st.mfu_hits > 0, "no hits under concurrency");
+	REQUIRE(st.hits > 0 && st.mfu_hits > 0, "no hits under concurrency");
 	check_invariants(arc, "after threads", 0);
 	arc_destroy(arc);
 }
@@ -421,10 +409,5 @@ int main(void)
 	test_refcounts_and_hook();
 	test_lru();
 	test_threads();
-	if (failures) {
-		fprintf(stderr, "arc_test: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("arc_test: ok\n");
-	return 0;
+	return unit_result("arc_test");
 }

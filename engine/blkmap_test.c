@@ -62,7 +62,5 @@ int main(void)
 	CHECK(m.height == 0 && m.root == NULL, "an emptied map frees its root");
 	blkmap_get(&m, 3)->bp.psize = 4096;
 	blkmap_free(&m);
-	if (!failures)
-		printf("blkmap_test: ok\n");
-	return failures != 0;
+	return unit_result("blkmap_test");
 }

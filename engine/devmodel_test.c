@@ -227,10 +227,5 @@ int main(void)
 	test_hdd_log_writes();
 	test_spindle();
 	test_ssd();
-	if (failures) {
-		fprintf(stderr, "devmodel_test: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("devmodel_test: ok\n");
-	return 0;
+	return unit_result("devmodel_test");
 }

@@ -43,18 +43,18 @@ ENGINE_SAN_TESTS += tests/test_engine_limits.py
 TEST_BINS += $(BUILD)/tests/arc_test
 
 # ARC unit test under ASan+UBSan (held buffers vs eviction, leaks).
-$(BUILD)/tests/arc_test: engine/arc_test.c engine/arc.c engine/arc.h
+$(BUILD)/tests/arc_test: engine/arc_test.c engine/arc.c engine/arc.h engine/unit_check.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/arc_test.c engine/arc.c -o $@ $(LDFLAGS) -lm
 
 # Sparse record map unit test under ASan+UBSan.
 TEST_BINS += $(BUILD)/tests/blkmap_test
-$(BUILD)/tests/blkmap_test: engine/blkmap_test.c engine/blkmap.c engine/blkmap.h engine/util.c
+$(BUILD)/tests/blkmap_test: engine/blkmap_test.c engine/blkmap.c engine/blkmap.h engine/util.c engine/unit_check.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/blkmap_test.c engine/blkmap.c engine/util.c -o $@ $(LDFLAGS) -lm
 
 # SipHash-2-4 (file handle MAC) against the paper's test vectors.
 TEST_BINS += $(BUILD)/tests/siphash_test
-$(BUILD)/tests/siphash_test: engine/siphash_test.c engine/siphash.c engine/siphash.h
+$(BUILD)/tests/siphash_test: engine/siphash_test.c engine/siphash.c engine/siphash.h engine/unit_check.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) engine/siphash_test.c engine/siphash.c -o $@ $(LDFLAGS)

@@ -411,10 +411,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		fprintf(stderr, "warning: could not remove %s\n", dir);
-	if (failures) {
-		fprintf(stderr, "l2arc_test: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("l2arc_test: ok\n");
-	return 0;
+	return unit_result("l2arc_test");
 }

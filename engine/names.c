@@ -122,26 +122,12 @@ static int path_of(struct objset *os, const struct dataset *ds, struct object *o
 	return 0;
 }
 
-/* s (no control characters) as a JSON string body into out. */
-static void json_string(const char *s, char *out, size_t n)
-{
-	size_t k = 0;
-	for (; *s && k + 7 < n; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			out[k++] = '\\', out[k++] = (char)c;
-		else
-			out[k++] = (char)c;
-	}
-	out[k] = 0;
-}
-
 char *names_name_json(const char *arg)
 {
 	struct objset *os = g_engine.os;
-	char *end, *out = xmalloc(3 * NAMES_PATH_MAX + 256);
+	char *end, *out = xmalloc(256);
 	unsigned long long id = strtoull(arg, &end, 10);
-	char path[NAMES_PATH_MAX], esc[2 * NAMES_PATH_MAX], dsname[2 * DATASET_NAME_MAX];
+	char path[NAMES_PATH_MAX];
 
 	if (end == arg || *end) {
 		snprintf(out, 256, "{\"error\":\"name: give an object id\"}\n");
@@ -153,11 +139,14 @@ char *names_name_json(const char *arg)
 	struct dataset *ds = o ? objset_dataset_by_id(os, o->dsid) : NULL;
 	int rc = ds && !o->removed ? path_of(os, ds, o, path, sizeof(path)) : -1;
 	if (rc == 0) {
-		json_string(path, esc, sizeof(esc));
-		json_string(ds->name, dsname, sizeof(dsname));
-		snprintf(out, 3 * NAMES_PATH_MAX + 256,
+		char *esc = json_escaped(path), *dsname = json_escaped(ds->name);
+		size_t cap = strlen(esc) + strlen(dsname) + 256;
+		out = xrealloc(out, cap);
+		snprintf(out, cap,
 			 "{\"id\":%llu,\"gen\":%llu,\"export\":\"%s\",\"path\":\"%s\",\"links\":%u,\"removed\":%llu}\n",
 			 id, (unsigned long long)gen_tag(o), dsname, esc, o->nlink, (unsigned long long)removed);
+		free(esc);
+		free(dsname);
 	} else {
 		snprintf(out, 256, "{\"id\":%llu,\"removed\":%llu}\n", id, (unsigned long long)removed);
 	}
@@ -201,12 +190,16 @@ char *names_lookup_json(const char *arg)
 		obj_put(o);
 	}
 	pthread_mutex_unlock(&os->ns_lock);
+	char *esc = json_escaped(dsname);
+	size_t cap = strlen(esc) + 64;
+	out = xrealloc(out, cap);
 	if (!ds)
-		snprintf(out, 256, "{\"error\":\"no export named %s\"}\n", dsname);
+		snprintf(out, cap, "{\"error\":\"no export named %s\"}\n", esc);
 	else if (!o)
-		snprintf(out, 256, "{\"error\":\"no such file in export %s\"}\n", dsname);
+		snprintf(out, cap, "{\"error\":\"no such file in export %s\"}\n", esc);
 	else
-		snprintf(out, 256, "{\"id\":%llu,\"gen\":%llu}\n", (unsigned long long)id, (unsigned long long)gen);
+		snprintf(out, cap, "{\"id\":%llu,\"gen\":%llu}\n", (unsigned long long)id, (unsigned long long)gen);
+	free(esc);
 	return out;
 }
 

@@ -84,13 +84,24 @@ static int proc_null(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	return RPC_SUCCESS;
 }
 
-/* Procedures whose reply is "status, post_op_attr" on failure and need only
- * one handle: decode it and resolve; on failure write the reply. */
+/* Decodes a handle argument into t (resolve() looks it up). */
 static int one_handle(struct rpc_req *r, struct xdr_in *x, struct target *t)
 {
 	memset(t, 0, sizeof(*t));
 	fh_get(x, &t->fh, &t->len);
 	return x->err ? GARBAGE : 0;
+}
+
+/* Resolves t for a procedure whose reply on failure is "status, post_op_attr":
+ * on failure writes that reply and returns the status. */
+static uint32_t resolve_or_fail(struct rpc_req *r, struct xdr_out *o, struct target *t)
+{
+	uint32_t st = resolve(r, t);
+	if (st) {
+		put_status(r, o, st);
+		put_post_op_attr(o, NULL);
+	}
+	return st;
 }
 
 static int proc_getattr(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
@@ -186,16 +197,12 @@ static int proc_lookup(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	int nst = get_name(x, name);
 	if (nst == GARBAGE || x->err)
 		return GARBAGE;
-	uint32_t st = resolve(r, &d);
-	if (st) {
-		put_status(r, o, st);
-		put_post_op_attr(o, NULL);
+	if (resolve_or_fail(r, o, &d))
 		return RPC_SUCCESS;
-	}
 	struct object *child = NULL;
 	struct attrs da, ca;
 	pthread_rwlock_rdlock(&d.obj->lock);
-	st = nst ? (uint32_t)nst : lookup_locked(&d, name, &child);
+	uint32_t st = nst ? (uint32_t)nst : lookup_locked(&d, name, &child);
 	attrs_snap(d.obj, &da);
 	pthread_rwlock_unlock(&d.obj->lock);
 	put_status(r, o, st);
@@ -220,12 +227,9 @@ static int proc_access(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	uint32_t want = xdr_get_u32(x);
 	if (x->err)
 		return GARBAGE;
-	uint32_t st = resolve(r, &t);
-	put_status(r, o, st);
-	if (st) {
-		put_post_op_attr(o, NULL);
+	if (resolve_or_fail(r, o, &t))
 		return RPC_SUCCESS;
-	}
+	put_status(r, o, NFS3_OK);
 	struct attrs a;
 	uint32_t got = 0;
 	pthread_rwlock_rdlock(&t.obj->lock);
@@ -252,16 +256,12 @@ static int proc_readlink(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	struct target t;
 	if (one_handle(r, x, &t))
 		return GARBAGE;
-	uint32_t st = resolve(r, &t);
-	if (st) {
-		put_status(r, o, st);
-		put_post_op_attr(o, NULL);
+	if (resolve_or_fail(r, o, &t))
 		return RPC_SUCCESS;
-	}
 	struct attrs a;
 	pthread_rwlock_rdlock(&t.obj->lock);
 	attrs_snap(t.obj, &a);
-	st = t.obj->type == OBJ_LNK ? NFS3_OK : NFS3ERR_INVAL;
+	uint32_t st = t.obj->type == OBJ_LNK ? NFS3_OK : NFS3ERR_INVAL;
 	put_status(r, o, st);
 	put_post_op_attr(o, &a);
 	if (!st)
@@ -280,12 +280,8 @@ static int proc_read(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	uint32_t count = xdr_get_u32(x);
 	if (x->err)
 		return GARBAGE;
-	uint32_t st = resolve(r, &t);
-	if (st) {
-		put_status(r, o, st);
-		put_post_op_attr(o, NULL);
+	if (resolve_or_fail(r, o, &t))
 		return RPC_SUCCESS;
-	}
 	if (count > RTMAX)
 		count = RTMAX;
 	/* status + post_op_attr(fattr3) + count + eof + data length */
@@ -297,7 +293,7 @@ static int proc_read(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	}
 	o->pos -= (hdr + count + 3) & ~(size_t)3;
 	struct attrs a;
-	uint32_t got = 0;
+	uint32_t st, got = 0;
 	int eof = 0;
 	pthread_rwlock_rdlock(&t.obj->lock);
 	attrs_snap(t.obj, &a);
@@ -887,14 +883,11 @@ static int do_readdir(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o, in
 	uint32_t dircount = xdr_get_u32(x), maxcount = plus ? xdr_get_u32(x) : dircount;
 	if (x->err)
 		return GARBAGE;
-	uint32_t st = resolve(r, &d);
-	if (st) {
-		put_status(r, o, st);
-		put_post_op_attr(o, NULL);
+	if (resolve_or_fail(r, o, &d))
 		return RPC_SUCCESS;
-	}
 	struct object *dir = d.obj;
 	struct attrs da;
+	uint32_t st = NFS3_OK;
 	if (maxcount > 1024 * 1024)
 		maxcount = 1024 * 1024;
 	pthread_rwlock_rdlock(&dir->lock);
@@ -986,20 +979,27 @@ static int proc_readdirplus(struct rpc_req *r, struct xdr_in *x, struct xdr_out 
 	return do_readdir(r, x, o, 1);
 }
 
-static int proc_fsstat(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
+/* FSSTAT, FSINFO and PATHCONF: status, the object's attributes and the fields
+ * put_fields writes; on failure status and no attributes. */
+static int fs_reply(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o,
+		    void (*put_fields)(struct xdr_out *o, const struct target *t))
 {
 	struct target t;
 	if (one_handle(r, x, &t))
 		return GARBAGE;
-	uint32_t st = resolve(r, &t);
-	put_status(r, o, st);
-	if (st) {
-		put_post_op_attr(o, NULL);
+	if (resolve_or_fail(r, o, &t))
 		return RPC_SUCCESS;
-	}
 	struct attrs a;
 	attrs_snap_locked(t.obj, &a);
+	put_status(r, o, NFS3_OK);
 	put_post_op_attr(o, &a);
+	put_fields(o, &t);
+	release(&t);
+	return RPC_SUCCESS;
+}
+
+static void fsstat_fields(struct xdr_out *o, const struct target *t)
+{
 	struct pool *p = g_engine.pool;
 	uint64_t total = pool_total_bytes(p), dirty = __atomic_load_n(&g_engine.os->dirty_bytes, __ATOMIC_RELAXED);
 	uint64_t fr = pool_free_bytes(p);
@@ -1012,25 +1012,11 @@ static int proc_fsstat(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	xdr_put_u64(o, fr / 4096);
 	xdr_put_u64(o, fr / 4096);
 	xdr_put_u32(o, 0); /* invarsec */
-	release(&t);
-	return RPC_SUCCESS;
 }
 
-static int proc_fsinfo(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
+static void fsinfo_fields(struct xdr_out *o, const struct target *t)
 {
-	struct target t;
-	if (one_handle(r, x, &t))
-		return GARBAGE;
-	uint32_t st = resolve(r, &t);
-	put_status(r, o, st);
-	if (st) {
-		put_post_op_attr(o, NULL);
-		return RPC_SUCCESS;
-	}
-	struct attrs a;
-	attrs_snap_locked(t.obj, &a);
-	uint32_t pref = t.exp->recordsize ? t.exp->recordsize : t.exp->ds->recordsize;
-	put_post_op_attr(o, &a);
+	uint32_t pref = t->exp->recordsize ? t->exp->recordsize : t->exp->ds->recordsize;
 	xdr_put_u32(o, RTMAX);
 	xdr_put_u32(o, pref);
 	xdr_put_u32(o, 4096);
@@ -1042,32 +1028,31 @@ static int proc_fsinfo(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	xdr_put_u32(o, 0); /* time_delta: 1 ns */
 	xdr_put_u32(o, 1);
 	xdr_put_u32(o, 0x1 | 0x2 | 0x8 | 0x10); /* LINK, SYMLINK, HOMOGENEOUS, CANSETTIME */
-	release(&t);
-	return RPC_SUCCESS;
 }
 
-static int proc_pathconf(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
+static void pathconf_fields(struct xdr_out *o, const struct target *t)
 {
-	struct target t;
-	if (one_handle(r, x, &t))
-		return GARBAGE;
-	uint32_t st = resolve(r, &t);
-	put_status(r, o, st);
-	if (st) {
-		put_post_op_attr(o, NULL);
-		return RPC_SUCCESS;
-	}
-	struct attrs a;
-	attrs_snap_locked(t.obj, &a);
-	put_post_op_attr(o, &a);
 	xdr_put_u32(o, 65000);        /* linkmax */
 	xdr_put_u32(o, NAME_MAX_LEN); /* name_max */
 	xdr_put_u32(o, 1);            /* no_trunc */
 	xdr_put_u32(o, 1);            /* chown_restricted */
 	xdr_put_u32(o, 0);            /* case_insensitive */
 	xdr_put_u32(o, 1);            /* case_preserving */
-	release(&t);
-	return RPC_SUCCESS;
+}
+
+static int proc_fsstat(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
+{
+	return fs_reply(r, x, o, fsstat_fields);
+}
+
+static int proc_fsinfo(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
+{
+	return fs_reply(r, x, o, fsinfo_fields);
+}
+
+static int proc_pathconf(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
+{
+	return fs_reply(r, x, o, pathconf_fields);
 }
 
 static int proc_commit(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)

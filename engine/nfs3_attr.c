@@ -8,6 +8,12 @@
 #include "nfs3.h"
 #include "util.h"
 
+/* The size a directory reports: grows with its entries. */
+static uint64_t dir_size(const struct object *o)
+{
+	return 4096 + (uint64_t)o->nents * 32;
+}
+
 void attrs_snap(const struct object *o, struct attrs *a)
 {
 	a->type = o->type;
@@ -23,7 +29,7 @@ void attrs_snap(const struct object *o, struct attrs *a)
 	a->mtime = o->mtime;
 	a->ctime = o->ctime;
 	if (o->type == OBJ_DIR)
-		a->size = a->used = 4096 + (uint64_t)o->nents * 32;
+		a->size = a->used = dir_size(o);
 }
 
 void attrs_snap_locked(struct object *o, struct attrs *a)
@@ -36,7 +42,7 @@ void attrs_snap_locked(struct object *o, struct attrs *a)
 void wcc_pre_snap(const struct object *o, struct wcc_pre *pre)
 {
 	pre->valid = 1;
-	pre->size = o->type == OBJ_DIR ? 4096 + (uint64_t)o->nents * 32 : o->size;
+	pre->size = o->type == OBJ_DIR ? dir_size(o) : o->size;
 	pre->mtime = o->mtime;
 	pre->ctime = o->ctime;
 }

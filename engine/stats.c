@@ -54,20 +54,6 @@ static void jprintf(struct jbuf *j, const char *fmt, ...)
 	}
 }
 
-/* msg as the inside of a JSON string (quotes, backslashes, controls dropped). */
-static void json_escape(const char *msg, char *out, size_t n)
-{
-	size_t k = 0;
-	for (; *msg && k + 2 < n; msg++) {
-		if ((unsigned char)*msg < 0x20)
-			continue;
-		if (*msg == '"' || *msg == '\\')
-			out[k++] = '\\';
-		out[k++] = *msg;
-	}
-	out[k] = 0;
-}
-
 static uint64_t ld(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -163,11 +149,13 @@ static void serve_client(int fd)
 	} else if (!strcmp(line, "removed")) {
 		out = names_removed_json();
 	} else if (!strncmp(line, "ctl ", 4)) {
-		char msg[256], esc[300];
+		char msg[256];
 		int rc = tiers_ctl(line + 4, msg, sizeof(msg));
-		json_escape(msg, esc, sizeof(esc));
-		out = xmalloc(400);
-		snprintf(out, 400, rc ? "{\"error\":\"%s\"}\n" : "{\"ok\":\"%s\"}\n", esc);
+		char *esc = json_escaped(msg);
+		size_t cap = strlen(esc) + 16;
+		out = xmalloc(cap);
+		snprintf(out, cap, rc ? "{\"error\":\"%s\"}\n" : "{\"ok\":\"%s\"}\n", esc);
+		free(esc);
 	} else {
 		out = xmalloc(64 + strlen(line));
 		snprintf(out, 64 + strlen(line), "{\"error\":\"unknown command\"}\n");

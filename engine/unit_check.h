@@ -1,6 +1,6 @@
-/* unit_check.h — the CHECK macro of the engine's C unit tests: a failed
- * condition prints file, line and a message and counts in `failures`; each
- * test's main returns non-zero when any failed. */
+/* unit_check.h — the checks of the engine's C unit tests: CHECK prints file,
+ * line and a message for a failed condition and counts it in `failures`;
+ * REQUIRE also ends the (void) test function; main returns unit_result(). */
 #ifndef ENGINE_UNIT_CHECK_H
 #define ENGINE_UNIT_CHECK_H
 
@@ -16,5 +16,23 @@ static int failures;
 			failures++;                                             \
 		}                                                               \
 	} while (0)
+#define REQUIRE(cond, ...)                                                      \
+	do {                                                                    \
+		if (!(cond)) {                                                  \
+			CHECK(0, __VA_ARGS__);                                  \
+			return;                                                 \
+		}                                                               \
+	} while (0)
+
+/* "NAME: ok" on stdout and 0, or "NAME: N failure(s)" on stderr and 1. */
+static inline int unit_result(const char *name)
+{
+	if (failures) {
+		fprintf(stderr, "%s: %d failure(s)\n", name, failures);
+		return 1;
+	}
+	printf("%s: ok\n", name);
+	return 0;
+}
 
 #endif

@@ -157,3 +157,20 @@ void xrandom(void *buf, size_t n)
 		done += (size_t)r;
 	}
 }
+
+char *json_escaped(const char *s)
+{
+	char *out = xmalloc(6 * strlen(s) + 1), *p = out;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20) {
+			p += sprintf(p, "\\u%04x", c);
+			continue;
+		}
+		if (c == '"' || c == '\\')
+			*p++ = '\\';
+		*p++ = (char)c;
+	}
+	*p = 0;
+	return out;
+}

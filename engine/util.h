@@ -1,4 +1,5 @@
-/* util.h — small helpers shared by the engine: clocks, size/duration parsing, alloc, randomness. */
+/* util.h — small helpers shared by the engine: clocks, size/duration parsing, alloc, randomness,
+ * JSON strings. */
 #ifndef ENGINE_UTIL_H
 #define ENGINE_UTIL_H
 
@@ -23,5 +24,8 @@ char *xstrdup(const char *s);
 void *xaligned(size_t n);
 /* n bytes from the kernel's CSPRNG (getrandom); aborts if it has none. */
 void xrandom(void *buf, size_t n);
+/* s as the inside of a JSON string (malloc'ed): quotes and backslashes escaped, control
+ * characters as \u00XX. */
+char *json_escaped(const char *s);
 
 #endif

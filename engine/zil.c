@@ -15,6 +15,7 @@
 #include "devmodel.h"
 #include "strata_probes.h"
 #include "tierdev.h"
+#include "util.h"
 
 #define ZIL_SB_MAGIC  0x3142534c495a5453ull /* "STZILSB1" */
 #define ZIL_BLK_MAGIC 0x4b4c424c495a5453ull /* "STZILBLK" */
@@ -86,13 +87,6 @@ struct zil {
 	uint64_t write_delay_ns;    /* fault injection: added to every log write */
 	struct zil_stats st;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t phys(const struct zil *z, uint64_t lpos)
 {
@@ -389,11 +383,11 @@ static void write_pending(struct zil *z)
 	memcpy(buf, &h, sizeof(h));
 	fletcher4(buf, len, &h.ck);
 	memcpy(buf, &h, sizeof(h));
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = now_mono_ns();
 	int err = tierdev_pwrite(&z->io, buf, len, phys(z, L));
 	if (!err)
 		err = tierdev_sync(&z->io);
-	devmodel_service(z->model, DEVMODEL_WRITE, phys(z, L), len, mono_ns() - t0);
+	devmodel_service(z->model, DEVMODEL_WRITE, phys(z, L), len, now_mono_ns() - t0);
 	devmodel_service(z->model, DEVMODEL_FLUSH, 0, 0, 0);
 	devmodel_delay(__atomic_load_n(&z->write_delay_ns, __ATOMIC_RELAXED));
 	free(buf);
@@ -417,7 +411,7 @@ static void write_pending(struct zil *z)
 
 int zil_commit(struct zil *z, const struct zil_record *recs, uint32_t n)
 {
-	uint64_t start = mono_ns();
+	uint64_t start = now_mono_ns();
 	struct zil_waiter w = { .recs = recs, .n = n };
 	uint64_t bytes = 0, logical = 0;
 	for (uint32_t i = 0; i < n; i++) {

@@ -396,10 +396,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		fprintf(stderr, "warning: could not remove %s\n", dir);
-	if (failures) {
-		fprintf(stderr, "zil_test: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("zil_test: ok\n");
-	return 0;
+	return unit_result("zil_test");
 }

@@ -14,6 +14,7 @@ from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.prometheus import PrometheusReader
 
+from .timebins import choose_bins
 from .units import parse_duration
 
 DEFAULT_LAST = 600
@@ -127,6 +128,19 @@ def query(archive: Archive, info, start: int, end: int, resolution: int | None):
         return archive.query(info.name, start, end, resolution)
     except ArchiveError as e:
         raise click.ClickException(str(e)) from None
+
+
+def query_window(archive: Archive, info, start: int, end: int, max_cols: int, explicit: bool) -> tuple:
+    """(query result, start, end): the window in bins for max_cols columns; a window the user
+    did not set (explicit False) that holds no data moves back to end at the newest data."""
+    resolution = choose_bins(start, end, 1, max_cols).width
+    qr = query(archive, info, start, end, resolution)
+    if not explicit and not qr.present.any():
+        latest = latest_data(archive, info, end)
+        if latest is not None:   # nothing lately: show the newest data instead of an empty view
+            start, end = latest - (end - start), latest
+            qr = query(archive, info, start, end, resolution)
+    return qr, start, end
 
 
 def latest_data(archive: Archive, info, now: int) -> int | None:

@@ -13,6 +13,7 @@ PACKAGES=(
   systemtap-sdt-dev                                     # USDT probe macros (sys/sdt.h)
   libnfs-dev libnfs-utils                               # real NFS client library and tools
   liblz4-dev libzstd-dev zstd libsqlite3-dev sqlite3    # engine compression, traces, archive
+  libjson-c-dev                                         # the collector's JSON (engine stats socket)
   libclang-rt-14-dev                                    # libFuzzer + sanitizer runtimes
   fio util-linux iproute2 tmux procps                   # workloads, loop devices, netns, terminal tests
   nfs-ganesha nfs-ganesha-vfs rpcbind                   # a real NFS server to compare with

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from strata.cli.lab.ganesha import Ganesha, stop  # noqa: F401 (the lab's harness, shared with strata demo)
+from strata.cli.lab.ganesha import Ganesha  # noqa: F401 (the lab's harness, shared with strata demo)
+from strata.cli.lab.process import stop  # noqa: F401
 from strata.datasets import llhist
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
-from strata.cli.lab.ganesha import stop
+from strata.cli.lab.process import stop
 from strata.datasets.archive import Archive
 
 

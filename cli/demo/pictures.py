@@ -23,28 +23,29 @@ CROP = 99.5          # outliers above this percentile are cut off the linear map
 GAUGES = ("arc.size", "l2arc.size")
 
 
-def _query(archive, name, start, end, max_cols):
+def query(archive, name, start, end, max_cols):
+    """name over [start, end) in bins wide enough for max_cols columns."""
     return archive.query(name, start, end, choose_bins(start, end, 1, max_cols).width)
 
 
 def _grids(archive, start, end, facts, max_cols, ncells, axis):
     """(NFS grid, vdev grid, disk grid of the engine's devices), the last two on the NFS
     grid's y-range."""
-    nfs_q = _query(archive, "nfs.latency[tier]", start, end, max_cols)
+    nfs_q = query(archive, "nfs.latency[tier]", start, end, max_cols)
     nfs = build_grid(nfs_q, start, end, max_cols=max_cols, ncells=ncells, axis=axis,
                      outliers=CROP if axis == "linear" else None)
     same_y = dict(max_cols=max_cols, ncells=ncells, axis=axis, ymax=float(nfs.edges[-1]),
                   ymin=float(nfs.edges[0]) if axis == "log" else None)
-    vdev = build_grid(_query(archive, "vdev.latency[vdev]", start, end, max_cols), start, end, **same_y)
-    disk_q = _query(archive, "disk.latency[device]", start, end, max_cols)
+    vdev = build_grid(query(archive, "vdev.latency[vdev]", start, end, max_cols), start, end, **same_y)
+    disk_q = query(archive, "disk.latency[device]", start, end, max_cols)
     devices = [d for d in facts.pool_devices + [facts.cache_device] if d in disk_q.keys]
     disk = build_grid(disk_q, start, end, keys=devices or None, **same_y)
     return nfs, vdev, disk
 
 
-def _clients(archive, start, end, max_cols):
-    qr = _query(archive, "nfs.ops[client]", start, end, max_cols)
-    return compute(qr, start, end, max_cols=max_cols, top=12, by="client")
+def by_client(archive, name, start, end, max_cols):
+    """The ops dataset name broken down by client, the 12 busiest."""
+    return compute(query(archive, name, start, end, max_cols), start, end, max_cols=max_cols, top=12, by="client")
 
 
 def _cache_figure(archive, start, end) -> go.Figure:
@@ -77,7 +78,7 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) ->
             "nfs-latency-log": plot_heatmap.figure(nfs_log),
             "disk-latency-log": plot_heatmap.figure(disk_log),
             "nfs-ops-by-client": plot_breakdown.figure(
-                _clients(archive, start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
+                by_client(archive, "nfs.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
             "cache-sizes": _cache_figure(archive, start, end),
         }
     return write_figures(figures, outdir)
@@ -108,17 +109,26 @@ def write_pngs(figs, paths):
         raise export.ExportError(f"cannot export PNG (kaleido/Chromium): {first}") from None
 
 
-def terminal(archive_path: str, facts, start: int, end: int, colour: str = "auto") -> str:
-    """The NFS, vdev and disk heat maps (log axis: a terminal has few rows) and the
-    by-client table, as terminal text."""
+def terminal_text(archive_path: str, start: int, end: int, colour: str, grids, ops: str) -> str:
+    """The heat maps grids(archive, max_cols, ncells) returns, sized for this terminal,
+    then the table of the ops dataset by client, as terminal text."""
     mode = termcaps.colour_mode(sys.stdout, colour)
     width, height = termcaps.size()
     per_line = 1 if mode == "none" else 2
     max_cols, _ = term_heatmap.geometry(width, height, mode)
     ncells = max(min((height - 12) // 3, 16), 6) * per_line
     with Archive.open(archive_path) as archive:
-        nfs, vdev, disk = _grids(archive, start, end, facts, max_cols, ncells, "log")
-        clients = _clients(archive, start, end, width - term_breakdown.LEFT - 1)
-    parts = [term_heatmap.render(nfs, mode, width), "", term_heatmap.render(vdev, mode, width), "",
-             term_heatmap.render(disk, mode, width), "", term_breakdown.table(clients, mode, width)]
-    return "\n".join(parts)
+        maps = grids(archive, max_cols, ncells)
+        clients = by_client(archive, ops, start, end, width - term_breakdown.LEFT - 1)
+    parts = []
+    for grid in maps:
+        parts += [term_heatmap.render(grid, mode, width), ""]
+    return "\n".join(parts + [term_breakdown.table(clients, mode, width)])
+
+
+def terminal(archive_path: str, facts, start: int, end: int, colour: str = "auto") -> str:
+    """The NFS, vdev and disk heat maps (log axis: a terminal has few rows) and the
+    by-client table, as terminal text."""
+    return terminal_text(archive_path, start, end, colour,
+                         lambda archive, max_cols, ncells: _grids(archive, start, end, facts, max_cols, ncells, "log"),
+                         "nfs.ops[client]")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from strata.datasets.archive import Archive
 from strata.cli.lab.logs import last_line
+from strata.cli.lab.process import stop
 
 STOP_TIMEOUT = 20
 STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]   # this Python's `strata`
@@ -75,11 +76,5 @@ class Collection:
 
     def stop(self):
         """SIGINT: the collector writes the second in flight and exits."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            stop(self.proc, signal.SIGINT, STOP_TIMEOUT)

@@ -7,13 +7,13 @@ run has and has not got.
 """
 import json
 import select
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from strata.cli.binaries import find_binary
 from strata.cli.lab.logs import last_line
+from strata.cli.lab.process import stop
 
 START_TIMEOUT = 30
 
@@ -125,11 +125,5 @@ class Engine:
         """SIGTERM, then SIGKILL after `timeout` seconds."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc, timeout=timeout)
         self.proc.stdout.close()

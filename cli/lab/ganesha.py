@@ -3,56 +3,19 @@ NFSv3/TCP on 127.0.0.1 fresh ports, with an rpcbind of its own when none runs
 (ganesha exits when it cannot register). For `strata demo --server ganesha` and
 the tests that read a server strata does not control."""
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from strata.cli.lab.logs import last_line
+from strata.cli.lab.ports import free_port, port_open, wait_port
+from strata.cli.lab.process import stop
 
 INSTALL = "Debian nfs-ganesha, nfs-ganesha-vfs, rpcbind"
 
 
 class GaneshaError(RuntimeError):
     """ganesha (or its rpcbind) could not start; the message is one line."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        if port_open(port):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 10 s."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class Ganesha:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from strata.cli.binaries import find_binary
 from strata.cli.lab.logs import last_line
+from strata.cli.lab.process import stop
 
 
 class LoadError(RuntimeError):
@@ -69,9 +70,4 @@ class Load:
     def stop(self):
         """Ends a run early (SIGINT, then SIGKILL); its namespaces go with it."""
         if self.running():
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop(self.proc, signal.SIGINT)

@@ -21,18 +21,18 @@ FUZZ_TARGETS := rpc l2arc zil
 # The engine objects each target links (beyond its harness).
 FUZZ_LIB_rpc := fuzz/xdr_mutator net netloop netaddr xdr rpc nfs3 nfs3_attr mount3 fh siphash export objset blkmap dir \
 	pool cksum util txg meta probes arc tiers l2arc l2arc_log zil devmodel tierdev
-FUZZ_LIB_l2arc := l2arc l2arc_log cksum tierdev devmodel probes util
-FUZZ_LIB_zil := zil cksum tierdev devmodel probes util
+FUZZ_LIB_l2arc := fuzz/image l2arc l2arc_log cksum tierdev devmodel probes util
+FUZZ_LIB_zil := fuzz/image zil cksum tierdev devmodel probes util
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine \
 	-DFUZZ_SESSION='"$(abspath engine/fuzz/rpc/session.rec)"'
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_COV := -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping
 FUZZ_COV_FILES := nfs3 xdr rpc mount3 l2arc_log zil
 
-$(FUZZ)/san/%.o: engine/%.c $(ENGINE_HDRS)
+$(FUZZ)/san/%.o: engine/%.c $(ENGINE_HDRS) $(wildcard engine/fuzz/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(subst fuzzer,fuzzer-no-link,$(FUZZ_SAN)) -c $< -o $@
-$(FUZZ)/cov/%.o: engine/%.c $(ENGINE_HDRS)
+$(FUZZ)/cov/%.o: engine/%.c $(ENGINE_HDRS) $(wildcard engine/fuzz/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(subst fuzzer,fuzzer-no-link,$(FUZZ_COV)) -c $< -o $@
 

@@ -9,13 +9,11 @@
  * of what the feed just wrote must find none either.
  * Seeds: STRATA_FUZZ_SEEDS=DIR fuzz_l2arc writes device images made by the
  * real feed and exits (engine/fuzz/README.md). */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "fuzz/image.h"
 #include "l2arc_impl.h"
 
 #define DEV_SIZE (256u << 10)
@@ -33,9 +31,6 @@ struct sb_view {
 	struct cksum ck;
 };
 
-static char path[64];
-static uint8_t *img;
-
 static struct l2arc *open_dev(void)
 {
 	struct l2arc_config cfg;
@@ -46,7 +41,7 @@ static struct l2arc *open_dev(void)
 	cfg.write_max = cfg.write_boost = 64u << 10;
 	struct l2arc *l2 = l2arc_create(&cfg);
 	char err[256];
-	if (l2arc_add_device(l2, path, 0, err, sizeof(err))) {
+	if (l2arc_add_device(l2, fuzz_img_path, 0, err, sizeof(err))) {
 		fprintf(stderr, "fuzz_l2arc: %s\n", err);
 		abort();
 	}
@@ -75,49 +70,18 @@ static void read_all(struct l2arc *l2)
 			l2arc_read(l2, (struct arc_key){ o, b }, buf, sizeof(buf));
 }
 
-static void write_img(size_t n)
+/* Seed s: s + 1 feeds of more buffers each time. */
+static void make_seed(int s)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || ftruncate(fd, DEV_SIZE) || pwrite(fd, img, n, 0) != (ssize_t)n)
-		abort();
-	close(fd);
-}
-
-static void write_seeds(const char *dir)
-{
-	for (int s = 0; s < 3; s++) {
-		memset(img, 0, DEV_SIZE);
-		write_img(0);
-		struct l2arc *l2 = open_dev();
-		for (int f = 0; f <= s; f++)
-			feed(l2, (uint32_t)(7 * s + f), 6 + 4 * s);
-		l2arc_destroy(l2);
-		int fd = open(path, O_RDONLY);
-		if (fd < 0 || pread(fd, img, DEV_SIZE, 0) != DEV_SIZE)
-			abort();
-		close(fd);
-		size_t n = DEV_SIZE;
-		while (n && !img[n - 1])
-			n--;
-		char out[512];
-		snprintf(out, sizeof(out), "%s/feed-%d", dir, s);
-		FILE *f = fopen(out, "wb");
-		if (!f || fwrite(img, 1, n, f) != n)
-			abort();
-		fclose(f);
-	}
+	struct l2arc *l2 = open_dev();
+	for (int f = 0; f <= s; f++)
+		feed(l2, (uint32_t)(7 * s + f), 6 + 4 * s);
+	l2arc_destroy(l2);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	snprintf(path, sizeof(path), "/dev/shm/strata-fuzz-l2arc-%d", (int)getpid());
-	img = calloc(1, DEV_SIZE);
-	const char *seeds = getenv("STRATA_FUZZ_SEEDS");
-	if (seeds) {
-		write_seeds(seeds);
-		unlink(path);
-		exit(0);
-	}
+	fuzz_image_init("l2arc", DEV_SIZE, "feed", 3, make_seed);
 	return 0;
 }
 
@@ -133,7 +97,7 @@ static int lbptr_sane(const struct l2_lbptr *p)
 static void repair(void)
 {
 	struct sb_view sb;
-	memcpy(&sb, img, sizeof(sb));
+	memcpy(&sb, fuzz_img, sizeof(sb));
 	if (!(sb.head.pad & 2)) {
 		size_t at[64]; /* where each pointer of the chain is stored */
 		int n = 0;
@@ -142,30 +106,21 @@ static void repair(void)
 		while (n < 64 && p.size && lbptr_sane(&p)) {
 			at[n++] = off;
 			off = RING_START + p.lpos % RING_LEN + offsetof(struct l2_lbhdr, prev);
-			memcpy(&p, img + off, sizeof(p));
+			memcpy(&p, fuzz_img + off, sizeof(p));
 		}
 		while (n-- > 0) {
-			memcpy(&p, img + at[n], sizeof(p));
-			fletcher4(img + RING_START + p.lpos % RING_LEN, p.size, &p.ck);
-			memcpy(img + at[n], &p, sizeof(p));
+			memcpy(&p, fuzz_img + at[n], sizeof(p));
+			fuzz_image_seal(RING_START + p.lpos % RING_LEN, p.size, at[n] + offsetof(struct l2_lbptr, ck));
 		}
-		memcpy(&sb, img, sizeof(sb));
 	}
-	if (!(sb.head.pad & 1)) {
-		fletcher4(&sb, offsetof(struct sb_view, ck), &sb.ck);
-		memcpy(img, &sb, sizeof(sb));
-	}
+	if (!(sb.head.pad & 1))
+		fuzz_image_seal(0, offsetof(struct sb_view, ck), offsetof(struct sb_view, ck));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size > DEV_SIZE)
+	if (fuzz_image_prepare(data, size, sizeof(struct sb_view), repair))
 		return 0;
-	memset(img, 0, DEV_SIZE);
-	memcpy(img, data, size);
-	if (size >= sizeof(struct sb_view))
-		repair();
-	write_img(DEV_SIZE);
 	struct l2arc *l2 = open_dev();
 	read_all(l2);
 	struct l2arc_stats st;

@@ -9,15 +9,13 @@
  * returned 0 must come back from replay intact.
  * Seeds: STRATA_FUZZ_SEEDS=DIR fuzz_zil writes regions made by real commits
  * and exits (engine/fuzz/README.md). */
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cksum.h"
+#include "fuzz/image.h"
 #include "tierdev.h"
 #include "zil.h"
 
@@ -39,9 +37,6 @@ struct blk_view {
 	struct cksum ck;
 };
 
-static char path[64];
-static uint8_t *img;
-
 #define COMMITTERS 3
 
 struct seen { uint64_t sum; int marks; uint32_t salt; };
@@ -60,7 +55,7 @@ static int on_record(void *ctx, const struct zil_record *r)
 static struct zil *open_log(void)
 {
 	char err[256];
-	struct zil *z = zil_open(path, 0, REGION, OWNER, err, sizeof(err));
+	struct zil *z = zil_open(fuzz_img_path, 0, REGION, OWNER, err, sizeof(err));
 	if (!z) {
 		fprintf(stderr, "fuzz_zil: %s\n", err);
 		abort();
@@ -94,54 +89,22 @@ static void *committer_main(void *arg)
 	return NULL;
 }
 
-static void write_img(size_t n)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || ftruncate(fd, REGION) || pwrite(fd, img, n, 0) != (ssize_t)n)
-		abort();
-	close(fd);
-}
-
 /* Seeds: a few commits; records over one 4 KiB block; a tail past the
  * ring's start; a hand that has wrapped around the ring's end. */
-static void write_seeds(const char *dir)
+static void make_seed(int s)
 {
-	for (int s = 0; s < 3; s++) {
-		memset(img, 0, REGION);
-		write_img(0);
-		struct zil *z = open_log();
-		for (int c = 0; c < (s == 2 ? 8 : 2); c++) {
-			if (s >= 2 && c >= 3)
-				zil_checkpoint(z, 1 + (uint64_t)c); /* a tail past the ring's start */
-			commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 2 ? 6000 : 100);
-		}
-		zil_close(z);
-		int fd = open(path, O_RDONLY);
-		if (fd < 0 || pread(fd, img, REGION, 0) != REGION)
-			abort();
-		close(fd);
-		size_t n = REGION;
-		while (n && !img[n - 1])
-			n--;
-		char out[512];
-		snprintf(out, sizeof(out), "%s/commits-%d", dir, s);
-		FILE *f = fopen(out, "wb");
-		if (!f || fwrite(img, 1, n, f) != n)
-			abort();
-		fclose(f);
+	struct zil *z = open_log();
+	for (int c = 0; c < (s == 2 ? 8 : 2); c++) {
+		if (s >= 2 && c >= 3)
+			zil_checkpoint(z, 1 + (uint64_t)c); /* a tail past the ring's start */
+		commit(z, (uint32_t)(10 * s + c), 2 + (uint64_t)c, s == 1 ? 3000 : s == 2 ? 6000 : 100);
 	}
+	zil_close(z);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	snprintf(path, sizeof(path), "/dev/shm/strata-fuzz-zil-%d", (int)getpid());
-	img = calloc(1, REGION);
-	const char *seeds = getenv("STRATA_FUZZ_SEEDS");
-	if (seeds) {
-		write_seeds(seeds);
-		unlink(path);
-		exit(0);
-	}
+	fuzz_image_init("zil", REGION, "commits", 3, make_seed);
 	return 0;
 }
 
@@ -150,7 +113,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void repair(void)
 {
 	struct sb_view sb;
-	memcpy(&sb, img, sizeof(sb));
+	memcpy(&sb, fuzz_img, sizeof(sb));
 	uint64_t lpos = sb.tail_lpos;
 	struct blk_view h;
 	uint32_t flags = 0;
@@ -159,37 +122,27 @@ static void repair(void)
 		if (p + sizeof(h) > REGION)
 			h.magic = 0;
 		else
-			memcpy(&h, img + p, sizeof(h));
+			memcpy(&h, fuzz_img + p, sizeof(h));
 		if (h.magic != 0x4b4c424c495a5453ull && p != RING_START) { /* the writer skipped the ring's end */
 			lpos += REGION - p;
 			p = RING_START;
-			memcpy(&h, img + p, sizeof(h));
+			memcpy(&h, fuzz_img + p, sizeof(h));
 		}
 		if (!i)
 			flags = h.pad;
 		if (h.len < TIERDEV_ALIGN || h.len % TIERDEV_ALIGN || p + h.len > REGION || (flags & 2))
 			break;
-		memset(&h.ck, 0, sizeof(h.ck));
-		memcpy(img + p, &h, sizeof(h));
-		fletcher4(img + p, h.len, &h.ck);
-		memcpy(img + p, &h, sizeof(h));
+		fuzz_image_seal(p, h.len, p + offsetof(struct blk_view, ck));
 		lpos += h.len;
 	}
-	if (!(flags & 1)) {
-		fletcher4(&sb, offsetof(struct sb_view, ck), &sb.ck);
-		memcpy(img, &sb, sizeof(sb));
-	}
+	if (!(flags & 1))
+		fuzz_image_seal(0, offsetof(struct sb_view, ck), offsetof(struct sb_view, ck));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size > REGION)
+	if (fuzz_image_prepare(data, size, sizeof(struct sb_view), repair))
 		return 0;
-	memset(img, 0, REGION);
-	memcpy(img, data, size);
-	if (size >= sizeof(struct sb_view))
-		repair();
-	write_img(REGION);
 	uint32_t salt = (uint32_t)size * 2654435761u;
 	struct zil *z = open_log();
 	struct seen s = { .salt = salt };
