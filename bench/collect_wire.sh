@@ -41,7 +41,7 @@ server_rounds() {
 	collect_start 'add warm wire.ops op\nremove warm\n' # the wire program verified once, up front
 	if [ -n "${BASE_COLLECT_BIN:-}" ]; then
 		rm -f "$work/ctl2"; mkfifo "$work/ctl2"
-		"$BASE_COLLECT_BIN" $COLLECT_ARGS < "$work/ctl2" > "$work/base.out" &
+		"$BASE_COLLECT_BIN" $COLLECT_ARGS < "$work/ctl2" > "$work/base.out" 3>&- &
 		base_pid=$!
 		owner[base]=$base_pid
 		exec 4> "$work/ctl2"

@@ -96,7 +96,7 @@ load_cost() {
 # $COLLECT_ARGS), COMMANDS written to its stdin
 collect_start() {
 	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	"${COLLECT_BIN:-build/bin/strata-collect}" ${COLLECT_ENGINE:+--engine-pid "$engine_pid"} ${COLLECT_ARGS:-} \
+	"${COLLECT_BIN:-build/bin/strata-collect}" ${COLLECT_ENGINE:+--engine-pid "$engine_pid"} ${COLLECT_ARGS:-} 4>&- \
 		< "$work/ctl" > "$work/collect.out" &
 	collect_pid=$!
 	exec 3> "$work/ctl"
