@@ -57,6 +57,10 @@ server_rounds() {
 }
 
 for server in $SERVERS; do
+	if [ "$server" = ganesha ] && ! command -v ganesha.nfsd > /dev/null; then
+		echo "ganesha: skipped, ganesha.nfsd is not installed (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"
+		continue
+	fi
 	if [ "$server" = engine ]; then server_rounds engine "${configs[@]}" usdt; else server_rounds ganesha "${configs[@]}"; fi
 	python3 - "$server" "$SECS" "$work/results.$server" "${BASE_COLLECT_BIN:-}" <<'PY'
 import statistics, sys

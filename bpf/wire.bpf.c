@@ -4,7 +4,9 @@
  * replies leaving (egress, from a server port). A call's header is remembered per
  * (connection, xid); its reply's header completes the operation, which feeds
  * wire.ops, wire.latency (reply leaving - call arriving) and wire.size (call record
- * + reply record bytes) through bpf/aggregate.h. Contracts: bpf/wire_rpc.h.
+ * + reply record bytes) through bpf/aggregate.h. Contracts: bpf/wire_rpc.h. On
+ * loopback, which carries every packet out and back in, one program (wire_loopback, at
+ * egress) sees both directions once and tells calls from replies by port.
  *
  * Each direction of a connection is a byte stream with its own state (LRU map):
  * the next sequence number expected, where the current record fragment ends, and
