@@ -13,53 +13,16 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-4}
 ROUNDS=${ROUNDS:-6}
 source bench/collectlib.sh
-was=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled="$was"; collect_cleanup' EXIT
+bpf_stats_on
 engine_start
 load 3 --setup > /dev/null # files written, ARC warm
 collect_start ''
 
-declare -A want=(
-	[none]=''
-	[one]='add a nfs.ops op\n'
-	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
-)
-# bpf_runs: "RUN_COUNT RUN_TIME_NS" of this collector's nfs_ops programs (0 0 when none is
-# loaded); other collectors on the machine load nfs_ops programs of their own (and unload
-# them while bpftool lists them: a failed listing is tried again)
-bpf_runs() {
-	local _
-	for _ in 1 2 3; do bpf_runs_once && return; sleep 0.1; done
-	return 1
-}
-bpf_runs_once() {
-	bpftool prog show -j | python3 -c '
-import json, re, sys, pathlib
-ours = set()
-for f in pathlib.Path(f"/proc/{sys.argv[1]}/fdinfo").iterdir():
-    try:
-        ours.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", f.read_text(), re.M))
-    except OSError:
-        pass
-ps = [p for p in json.load(sys.stdin) if p.get("name") == "nfs_ops" and p.get("id") in ours]
-print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))' "$collect_pid"
-}
-configs=(none one four)
-cfg=none
+want=([none]='' [one]='add a nfs.ops op\n'
+	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n')
+progs=([none]='' [one]='nfs_ops' [four]='nfs_ops')
 : > "$work/results"
-for ((r = 0; r < ROUNDS; r++)); do
-	for ((i = 0; i < 3; i++)); do
-		printf "${want[$cfg]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&3 # the previous set off
-		cfg=${configs[(i + r) % 3]}
-		printf "${want[$cfg]}" >&3
-		sleep 0.5
-		read -r n0 t0 < <(bpf_runs)
-		read -r ops nsop < <(load_cost "$SECS")
-		read -r n1 t1 < <(bpf_runs)
-		echo "$r $cfg $ops $nsop $((n1 - n0)) $((t1 - t0))" >> "$work/results"
-	done
-done
+paired_rounds "$ROUNDS" "$SECS" none one four
 collect_stop
 python3 - "$(nproc)" "$SECS" "$work/results" <<'PY'
 import statistics, sys

@@ -19,40 +19,27 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-4}
 source bench/collectlib.sh
-was=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled="$was"; collect_cleanup' EXIT
+bpf_stats_on
+COLLECT_ENGINE= # no engine: the collector follows one process
 
 file="$work/data"
 head -c 256M /dev/urandom > "$file"
 cat "$file" > /dev/null  # in the page cache
 
-# fs_stats: "RUN_TIME_NS RUN_CNT" summed over the fs programs loaded now
+# fs_stats: "RUN_TIME_NS RUN_CNT" summed over the collector's fs programs
 fs_stats() {
-	bpftool prog show -j | python3 -c '
-import json, sys
-progs = [p for p in json.load(sys.stdin) if p.get("name") in ("fs_enter", "fs_exit")]
-print(sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs))'
+	local n t
+	read -r n t < <(bpf_runs 'fs_enter|fs_exit')
+	echo "$t $n"
 }
 
 # strata_on PID: strata-collect following PID with fs.latency[op], attached on return
 strata_on() {
-	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	build/bin/strata-collect --fs-pid "$1" < "$work/ctl" > "$work/collect.out" &
-	collect_pid=$!
-	exec 3> "$work/ctl"
-	printf 'add l fs.latency op\n' >&3
-	sleep 1.5
+	COLLECT_ARGS="--fs-pid $1" collect_start 'add l fs.latency op\n'
 }
 
 strata_off() {
-	exec 3>&-
-	wait "$collect_pid"
-	collect_pid=""
-	if grep -q '"type":"error"' "$work/collect.out"; then
-		grep -m1 '"type":"error"' "$work/collect.out" >&2
-		exit 1
-	fi
+	collect_stop
 }
 
 # fio_round MODE (off | chosen | other): prints "IOPS READS BPF_NS BPF_RUNS READS_PER_CPU_SECOND"

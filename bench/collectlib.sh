@@ -1,15 +1,29 @@
 # collectlib.sh — sourced by bench/collect_*.sh (no underscore: run.sh does not run it):
-# a private engine on an ephemeral port, the load generator, strata-collect through a fifo.
+# a private engine (or nfs-ganesha) on ephemeral ports, the load generator, strata-collect
+# through a fifo, the kernel's BPF statistics of the collector's own programs, and paired
+# rounds of loads with datasets switched on and off.
 # ENGINE_BIN and COLLECT_BIN pick other engine and collector binaries (before/after runs).
 work=$(mktemp -d)
-engine_pid=""
+engine_pid=""   # the server whose CPU time is counted (the engine, or ganesha)
 collect_pid=""
+ganesha_pid=""
+rpcbind_pid=""
+export_path=/export
+stats_was=""
 collect_cleanup() {
 	[ -n "$collect_pid" ] && kill "$collect_pid" 2>/dev/null || true
 	[ -n "$engine_pid" ] && kill "$engine_pid" 2>/dev/null && wait "$engine_pid" 2>/dev/null || true
+	[ -n "$rpcbind_pid" ] && kill "$rpcbind_pid" 2>/dev/null || true
+	[ -n "$stats_was" ] && sysctl -qw kernel.bpf_stats_enabled="$stats_was"
 	rm -rf "$work"
 }
 trap collect_cleanup EXIT
+
+# bpf_stats_on: the kernel times every BPF program run (restored on exit)
+bpf_stats_on() {
+	stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+}
 
 engine_start() {
 	cp "${ENGINE_BIN:-build/bin/strata-engine}" "$work/strata-engine" # private inode: nobody else's probes land in ours
@@ -22,14 +36,49 @@ engine_start() {
 	nfs_port=$(sed -E 's/.*nfs=[0-9.]+:([0-9]+).*/\1/' "$work/ports")
 }
 
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# ganesha_start: Debian's nfs-ganesha (FSAL_VFS, NFSv3/TCP) exporting a fresh directory,
+# with an rpcbind of its own when none runs (ganesha exits when it cannot register);
+# the same configuration as cli/lab/ganesha.py
+ganesha_start() {
+	command -v ganesha.nfsd > /dev/null || { echo "ganesha.nfsd missing (apt-get install nfs-ganesha nfs-ganesha-vfs)" >&2; exit 1; }
+	if ! rpcinfo -p 127.0.0.1 > /dev/null 2>&1; then
+		rpcbind -f -w & rpcbind_pid=$!
+		sleep 0.5
+	fi
+	export_path="$work/export"
+	mkdir -p "$export_path"
+	chmod 0777 "$export_path" # strata-load clients use uids 10000+
+	nfs_port=$(free_port) mount_port=$(free_port)
+	cat > "$work/ganesha.conf" <<-CONF
+	NFS_CORE_PARAM { NFS_Port = $nfs_port; MNT_Port = $mount_port; Bind_Addr = 127.0.0.1; Protocols = 3;
+		Enable_NLM = false; Enable_RQUOTA = false; Enable_UDP = false; }
+	NFSV4 { Graceless = true; }
+	EXPORT { Export_Id = 1; Path = $export_path; Pseudo = /strata; Protocols = 3; Transports = TCP;
+		Access_Type = RW; Squash = No_Root_Squash; SecType = sys; FSAL { Name = VFS; } }
+	LOG { Default_Log_Level = WARN; }
+	CONF
+	ganesha.nfsd -F -f "$work/ganesha.conf" -L "$work/ganesha.log" -p "$work/ganesha.pid" &
+	engine_pid=$!
+	for _ in $(seq 200); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $nfs_port), 0.2)" 2> /dev/null && return
+		sleep 0.1
+	done
+	echo "nfs-ganesha did not start: $(tail -n 1 "$work/ganesha.log" 2> /dev/null)" >&2
+	exit 1
+}
+
 # load SECONDS [--setup]: prints total ops/s
 load() {
-	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export /export \
+	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export "$export_path" \
 		--profile randread --io-size 8k --clients 4 --threads 8 --duration "$1" ${2:-} --json - |
 		python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ops_per_sec"]["total"]))'
 }
 
-# engine_cpu_ns: CPU time of all the engine's threads so far (schedstat, ns), probes included
+# engine_cpu_ns: CPU time of all the server's threads so far (schedstat, ns), probes included
 engine_cpu_ns() {
 	cat /proc/"$engine_pid"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
@@ -43,16 +92,18 @@ load_cost() {
 	echo "$ops $(( (c1 - c0) / (ops * $1) ))"
 }
 
-# collect_start COMMANDS: strata-collect attached to the engine (plus $COLLECT_ARGS), COMMANDS
-# written to its stdin
+# collect_start COMMANDS: strata-collect (attached to the engine when there is one, plus
+# $COLLECT_ARGS), COMMANDS written to its stdin
 collect_start() {
 	rm -f "$work/ctl"; mkfifo "$work/ctl"
-	"${COLLECT_BIN:-build/bin/strata-collect}" --engine-pid "$engine_pid" ${COLLECT_ARGS:-} < "$work/ctl" > "$work/collect.out" &
+	"${COLLECT_BIN:-build/bin/strata-collect}" ${COLLECT_ENGINE:+--engine-pid "$engine_pid"} ${COLLECT_ARGS:-} 4>&- \
+		< "$work/ctl" > "$work/collect.out" &
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$1" >&3
 	sleep 1.5
 }
+COLLECT_ENGINE=1 # collect_start passes --engine-pid (unset it for servers without probes)
 
 collect_stop() {
 	exec 3>&-
@@ -62,4 +113,58 @@ collect_stop() {
 		echo "strata-collect failed: $(grep -m1 '"type":"error"' "$work/collect.out")" >&2
 		exit 1
 	fi
+}
+
+# bpf_runs PATTERN [PID]: "RUN_COUNT RUN_TIME_NS" summed over the BPF programs of the
+# collector PID (default: this collector) whose name matches PATTERN (0 0 when none is
+# loaded). Other collectors on the machine load programs of the same names (and unload
+# them while bpftool lists them: a failed listing is tried again).
+bpf_runs() {
+	local _
+	for _ in 1 2 3; do bpf_runs_once "$1" "${2:-$collect_pid}" && return; sleep 0.1; done
+	return 1
+}
+bpf_runs_once() {
+	bpftool prog show -j | python3 -c '
+import json, re, sys, pathlib
+ours = set()
+for f in pathlib.Path(f"/proc/{sys.argv[2]}/fdinfo").iterdir():
+    try:
+        ours.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", f.read_text(), re.M))
+    except OSError:
+        pass
+ps = [p for p in json.load(sys.stdin) if re.fullmatch(sys.argv[1], p.get("name", "")) and p.get("id") in ours]
+print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))' "$1" "$2"
+}
+
+# Configurations of paired_rounds: want[C] the add commands that switch C's datasets on,
+# progs[C] the name pattern of the BPF programs C costs; chan[C] the file descriptor of the
+# collector that takes C's commands (default 3, collect_start's) and owner[C] its pid.
+declare -A want=() progs=() chan=() owner=()
+
+# paired_rounds ROUNDS SECS CONFIG...: with the collector(s) running, each round loads SECS
+# seconds per configuration, in an order rotated each round (this VM's speed drifts by tens
+# of percent over a minute; each configuration is compared with the first one, no
+# datasets, of its own round). Appends "ROUND CONFIG OPS_PER_SEC ENGINE_NS_PER_OP BPF_RUNS
+# BPF_NS" lines to $work/results.
+paired_rounds() {
+	local rounds=$1 secs=$2 r i cfg prev n0 t0 n1 t1 ops nsop pid
+	shift 2
+	local configs=("$@")
+	prev=${configs[0]}
+	for ((r = 0; r < rounds; r++)); do
+		for ((i = 0; i < ${#configs[@]}; i++)); do
+			cfg=${configs[(i + r) % ${#configs[@]}]}
+			printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}" # off
+			printf "${want[$cfg]}" >&"${chan[$cfg]:-3}"
+			prev=$cfg
+			pid=${owner[$cfg]:-$collect_pid}
+			sleep 0.5
+			read -r n0 t0 < <(bpf_runs "${progs[$cfg]}" "$pid")
+			read -r ops nsop < <(load_cost "$secs")
+			read -r n1 t1 < <(bpf_runs "${progs[$cfg]}" "$pid")
+			echo "$r $cfg $ops $nsop $((n1 - n0)) $((t1 - t0))" >> "$work/results"
+		done
+	done
+	printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
 }

@@ -4,7 +4,9 @@
  * replies leaving (egress, from a server port). A call's header is remembered per
  * (connection, xid); its reply's header completes the operation, which feeds
  * wire.ops, wire.latency (reply leaving - call arriving) and wire.size (call record
- * + reply record bytes) through bpf/aggregate.h. Contracts: bpf/wire_rpc.h.
+ * + reply record bytes) through bpf/aggregate.h. Contracts: bpf/wire_rpc.h. On
+ * loopback, which carries every packet out and back in, one program (wire_loopback, at
+ * egress) sees both directions once and tells calls from replies by port.
  *
  * Each direction of a connection is a byte stream with its own state (LRU map):
  * the next sequence number expected, where the current record fragment ends, and
@@ -76,12 +78,14 @@ struct wire_stream {
 	__u8 rec_start;   /* the next marker starts a record (its header follows) */
 	__u8 in_call;     /* call streams: the record in progress is a followed call */
 	__u8 has_hole;    /* bytes hole_seq..hole_end not seen yet (a reordered segment) */
-	__u8 inline_used; /* call streams: bit i set while calls[i] awaits its reply */
+	__u8 pad;
+	__u32 inline_used; /* call streams: bit i set while calls[i] awaits its reply */
 	__u32 hole_seq, hole_end;
 	struct wire_done done;
 	__u8 buf[64];     /* gathering room: have < 32 and a read of at most 32 */
-	/* call streams: the first calls awaiting a reply, kept here so that a connection
-	 * with few calls outstanding (the usual case) never touches wire_pending */
+	/* call streams: calls awaiting a reply, in slot xid % WIRE_INLINE_CALLS (clients
+	 * number their calls in sequence), so that a connection with few calls outstanding
+	 * (the usual case) never touches wire_pending; a call whose slot is taken goes there */
 	struct wire_call calls[WIRE_INLINE_CALLS];
 };
 
@@ -200,12 +204,17 @@ static __always_inline void server_key(__u8 *key, const struct wire_flow *f)
 	}
 }
 
-static __always_inline void emit(const struct wire_flow *f, const struct wire_done *d)
+/* A global function: the verifier checks it (and the aggregation behind it) once, not
+ * once for every place and state a reply is counted from. */
+__noinline int emit(const struct wire_flow *f, const struct wire_done *d)
 {
-	struct agg_event *ev = agg_event_get();
+	struct agg_event *ev;
 
+	if (!f || !d)
+		return 0;
+	ev = agg_event_get();
 	if (!ev)
-		return;
+		return 0;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = d->op;
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = d->version;
 	*(__u32 *)ev->dims[AGG_DIM_STATUS] = d->status;
@@ -216,6 +225,7 @@ static __always_inline void emit(const struct wire_flow *f, const struct wire_do
 	ev->stats_mask = 1u << AGG_STAT_WIRE_OPS | 1u << AGG_STAT_WIRE_LATENCY | 1u << AGG_STAT_WIRE_SIZE;
 	count(WIRE_REPLIES);
 	agg_event_apply(ev);
+	return 0;
 }
 
 /* --- the stream walk --- */
@@ -246,12 +256,12 @@ static __always_inline struct wire_call *call_find(struct walk *w, __u32 xid, in
 
 	*slot = -1;
 	if (home) {
-#pragma unroll
-		for (int i = 0; i < WIRE_INLINE_CALLS; i++)
-			if ((home->inline_used & (1u << i)) && home->calls[i].xid == xid) {
-				*slot = i;
-				return &home->calls[i];
-			}
+		__u32 i = xid & (WIRE_INLINE_CALLS - 1);
+
+		if ((home->inline_used & (1u << i)) && home->calls[i].xid == xid) {
+			*slot = i;
+			return &home->calls[i];
+		}
 		if (!home->npending)
 			return NULL;
 	}
@@ -268,7 +278,7 @@ static __always_inline void call_forget(struct walk *w, __u32 xid, int slot)
 
 	if (slot >= 0) {
 		if (home)
-			home->inline_used &= ~(1u << (slot & 7));
+			home->inline_used &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
 		return;
 	}
 	key = *w->flow;
@@ -300,12 +310,13 @@ static __always_inline int gather(struct walk *w, __u32 want)
 	return have + n >= want;
 }
 
-static __always_inline void call_header(struct walk *w)
+/* A call's RPC header h (WIRE_HEADER_BYTES) was read: the call remembered until its reply. */
+static __always_inline void call_header(struct walk *w, const __u8 *h)
 {
 	struct wire_stream *st = w->st, *home = w->home;
 	struct wire_call c = {}, *old;
 	struct wire_flow key = *w->flow;
-	int rc = parse_call(st->buf, &c), slot;
+	int rc = parse_call(h, &c), slot;
 
 	st->in_call = 0;
 	if (rc < 0) {
@@ -317,7 +328,7 @@ static __always_inline void call_header(struct walk *w)
 		return;
 	}
 	count(WIRE_CALLS);
-	st->xid = be32(st->buf);
+	st->xid = be32(h);
 	key.dir = st->xid;
 	c.xid = st->xid;
 	c.start_ns = w->now;
@@ -330,14 +341,13 @@ static __always_inline void call_header(struct walk *w)
 	}
 	if (!home)
 		return;
-#pragma unroll
-	for (int i = 0; i < WIRE_INLINE_CALLS; i++)
-		if (!(home->inline_used & (1u << i))) {
-			home->calls[i] = c;
-			home->inline_used |= 1u << i;
-			st->in_call = 1;
-			return;
-		}
+	slot = st->xid & (WIRE_INLINE_CALLS - 1);
+	if (!(home->inline_used & (1u << slot))) {
+		home->calls[slot] = c;
+		home->inline_used |= 1u << slot;
+		st->in_call = 1;
+		return;
+	}
 	if (home->npending >= WIRE_PENDING_PER_FLOW) {
 		count(WIRE_PENDING_FULL);
 		return;
@@ -348,16 +358,18 @@ static __always_inline void call_header(struct walk *w)
 	}
 }
 
-static __always_inline void reply_header(struct walk *w)
+/* A reply's RPC header h (st->want bytes) was read: its call found, the operation
+ * counted (or, for a reply in several fragments, kept in st->done until its last). */
+static __always_inline void reply_header(struct walk *w, const __u8 *h)
 {
 	struct wire_stream *st = w->st;
-	__u32 status = 0, xid = be32(st->buf);
+	__u32 status = 0, xid = be32(h);
 	struct wire_call *c;
 	int slot;
 
 	st->done.valid = 0;
 	c = call_find(w, xid, &slot);
-	if (parse_reply(st->buf, st->want, c ? c->has_status : 0, &status) < 0) {
+	if (parse_reply(h, st->want, c ? c->has_status : 0, &status) < 0) {
 		lose_sync(w);
 		return;
 	}
@@ -378,11 +390,11 @@ static __always_inline void reply_header(struct walk *w)
 	}
 }
 
-/* A record marker was read: the fragment that follows. */
-static __always_inline void marker(struct walk *w)
+/* A record marker m was read: the fragment that follows. */
+static __always_inline void marker(struct walk *w, __u32 m)
 {
 	struct wire_stream *st = w->st;
-	__u32 m = be32(st->buf), len = m & 0x7fffffff;
+	__u32 len = m & 0x7fffffff;
 
 	st->have = 0;
 	if (len > WIRE_FRAGMENT_MAX || (st->rec_start && len < 16)) {
@@ -414,6 +426,35 @@ static __always_inline void marker(struct walk *w)
 	}
 }
 
+/* A record's header h is complete: the call or reply it starts. */
+static __always_inline void header(struct walk *w, const __u8 *h)
+{
+	w->st->have = 0;
+	w->st->phase = PH_BODY;
+	if (w->flow->dir == DIR_CALL)
+		call_header(w, h);
+	else
+		reply_header(w, h);
+}
+
+/* The fragment's body in this packet, skipped (never read). */
+static __always_inline void body(struct walk *w)
+{
+	struct wire_stream *st = w->st;
+	__u32 n = w->end - w->pos;
+
+	if (n > st->frag_left)
+		n = st->frag_left;
+	w->pos += n;
+	st->frag_left -= n;
+	if (st->frag_left == 0) {
+		st->phase = PH_MARKER;
+		st->have = 0;
+		if (st->last_frag)
+			st->rec_start = 1;
+	}
+}
+
 /* One step of the state machine; 1 to stop. */
 static long walk_step(__u32 i, void *ctx)
 {
@@ -427,37 +468,52 @@ static long walk_step(__u32 i, void *ctx)
 	switch (st->phase) {
 	case PH_MARKER:
 		if (gather(w, 4))
-			marker(w);
+			marker(w, be32(st->buf));
 		return 0;
 	case PH_HEADER:
 		n = w->pos;
 		done = gather(w, st->want);
 		st->frag_left -= w->pos - n;
-		if (done) {
-			st->have = 0;
-			st->phase = PH_BODY;
-			if (w->flow->dir == DIR_CALL)
-				call_header(w);
-			else
-				reply_header(w);
-		}
+		if (done)
+			header(w, st->buf);
 		return 0;
 	case PH_BODY:
-		n = w->end - w->pos;
-		if (n > st->frag_left)
-			n = st->frag_left;
-		w->pos += n;
-		st->frag_left -= n;
-		if (st->frag_left == 0) {
-			st->phase = PH_MARKER;
-			st->have = 0;
-			if (st->last_frag)
-				st->rec_start = 1;
-		}
+		body(w);
 		return 0;
 	default:
 		return 1;
 	}
+}
+
+/* The common case without the loop: a packet that starts a record and holds its marker
+ * and whole header (one copy of both) and, mostly, the rest of the record. The walk
+ * goes on in walk_step() only for what is left after this record's first fragment. */
+static __always_inline void record_inline(struct walk *w)
+{
+	struct wire_stream *st = w->st;
+	__u8 *b = st->buf;
+
+	if (st->phase != PH_MARKER || !st->rec_start || st->have || w->end - w->pos < 4 + WIRE_HEADER_BYTES)
+		return;
+	if (bpf_skb_load_bytes(w->skb, w->pos, b, 4 + WIRE_HEADER_BYTES))
+		return;
+	w->pos += 4;
+	marker(w, be32(b));
+	if (st->phase != PH_HEADER || st->want != WIRE_HEADER_BYTES)
+		return; /* lost, or a fragment shorter than a header: walk_step() reads it */
+	w->pos += WIRE_HEADER_BYTES;
+	st->frag_left -= WIRE_HEADER_BYTES;
+	header(w, b + 4);
+	if (!w->lost)
+		body(w);
+}
+
+/* Walks the packet's payload from w->pos to w->end. */
+static __always_inline void walk(struct walk *w)
+{
+	record_inline(w);
+	if (w->pos < w->end && !w->lost)
+		bpf_loop(WIRE_STEPS_MAX, walk_step, w, 0);
 }
 
 /* --- resync: a packet that starts with a plausible record --- */
@@ -485,6 +541,8 @@ static __always_inline int plausible(struct walk *w)
 }
 
 /* --- packets --- */
+
+enum { HOOK_EGRESS = 0, HOOK_INGRESS, HOOK_LOOPBACK };
 
 struct pkt {
 	struct wire_flow flow;
@@ -516,14 +574,15 @@ static __always_inline int port_followed(__u16 port)
 
 /* Fills p from the IPv4/IPv6 + TCP headers, read in place (no copy, no map lookup);
  * 0 if this is a server's TCP packet worth walking: data, or SYN / FIN / RST. Pure ACKs,
- * other protocols and other ports leave here after a few loads. */
-static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, struct pkt *p)
+ * other protocols and other ports leave here after a few loads. hook: HOOK_INGRESS
+ * (calls), HOOK_EGRESS (replies), or HOOK_LOOPBACK (either, told by the port). */
+static __always_inline int parse_packet(struct __sk_buff *skb, int hook, struct pkt *p)
 {
 	__u32 off = l2_length(skb->ifindex), iplen, tcpoff, ihl;
 	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
 	__u8 *ip, *tcp, *src, *dst;
 	__u16 sport, dport, server;
-	int v4 = skb->protocol == bpf_htons(ETH_P_IP);
+	int v4 = skb->protocol == bpf_htons(ETH_P_IP), ingress;
 
 	if (!v4 && skb->protocol != bpf_htons(ETH_P_IPV6))
 		return -1;
@@ -562,6 +621,10 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int ingress, stru
 		return -1;
 	sport = (__u16)tcp[0] << 8 | tcp[1];
 	dport = (__u16)tcp[2] << 8 | tcp[3];
+	if (hook == HOOK_LOOPBACK)
+		ingress = port_followed(dport) ? 1 : 0;
+	else
+		ingress = hook == HOOK_INGRESS;
 	server = ingress ? dport : sport;
 	if (!port_followed(server))
 		return -1;
@@ -674,14 +737,14 @@ static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
 		count(WIRE_DESYNCS);
 }
 
-static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
+static __always_inline int on_packet(struct __sk_buff *skb, int hook)
 {
 	struct pkt p;
 	struct wire_stream *st;
 	struct walk w = { .skb = skb };
 	__u32 len, skip = 0;
 
-	if (parse_packet(skb, ingress, &p) < 0)
+	if (parse_packet(skb, hook, &p) < 0)
 		return TC_ACT_UNSPEC;
 	st = stream_get(&p);
 	if (!st)
@@ -697,7 +760,7 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 		p.seq++; /* data on a SYN (TCP fast open) follows the SYN's sequence number */
 	w.st = st;
 	w.flow = &p.flow;
-	if (ingress) { /* calls: the stream walked is the connection's call stream */
+	if (p.flow.dir == DIR_CALL) { /* calls: the stream walked is the connection's call stream */
 		w.home = st;
 	} else {
 		struct wire_flow key = p.flow;
@@ -737,7 +800,7 @@ static __always_inline int on_packet(struct __sk_buff *skb, int ingress)
 		st->has_hole = 0;
 		count(WIRE_RESYNCS);
 	}
-	bpf_loop(WIRE_STEPS_MAX, walk_step, &w, 0);
+	walk(&w);
 	if (w.pos < w.end && !w.lost) /* more records in one packet than the walk allows */
 		lose_sync(&w);
 advance:
@@ -751,11 +814,21 @@ done:
 SEC("tc")
 int wire_ingress(struct __sk_buff *skb)
 {
-	return on_packet(skb, 1);
+	return on_packet(skb, HOOK_INGRESS);
 }
 
 SEC("tc")
 int wire_egress(struct __sk_buff *skb)
 {
-	return on_packet(skb, 0);
+	return on_packet(skb, HOOK_EGRESS);
+}
+
+/* Loopback carries every packet twice, out (egress) and back in (ingress): one hook,
+ * egress, sees both directions once, in the order the sockets sent them (the backlog
+ * of each CPU can reorder a flow's segments at ingress). A packet to a server port
+ * is a call, one from a server port a reply. */
+SEC("tc")
+int wire_loopback(struct __sk_buff *skb)
+{
+	return on_packet(skb, HOOK_LOOPBACK);
 }

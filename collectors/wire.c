@@ -57,6 +57,7 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	w->nl_fd = -1;
 	w->prog_fd[0] = bpf_program__fd(s->progs.wire_ingress);
 	w->prog_fd[1] = bpf_program__fd(s->progs.wire_egress);
+	w->prog_fd[2] = bpf_program__fd(s->progs.wire_loopback);
 	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
 	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
 	w->l2_table = s->bss->wire_l2_table;
@@ -84,8 +85,8 @@ void wire_unload(struct layer *L)
 }
 
 /* Bytes before the IP header on this interface: 14 for Ethernet-like (and lo), 0 for
- * IP-only devices (tun, wireguard); -1 for link types not followed. */
-static int l2_length(const char *name)
+ * IP-only devices (tun, wireguard); -1 for link types not followed. *loopback: lo. */
+static int l2_length(const char *name, bool *loopback)
 {
 	char path[64 + IF_NAMESIZE];
 	unsigned type;
@@ -99,6 +100,7 @@ static int l2_length(const char *name)
 	fclose(f);
 	if (!ok)
 		return -1;
+	*loopback = type == ARPHRD_LOOPBACK;
 	if (type == ARPHRD_ETHER || type == ARPHRD_LOOPBACK)
 		return 14;
 	if (type == ARPHRD_NONE || type == 519 /* ARPHRD_RAWIP */)
@@ -153,7 +155,8 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 {
 	struct wire_attachment *a = &w->att[w->natt];
 	__u32 key = (__u32)ifindex, l2;
-	int len = l2_length(name), err;
+	bool loopback = false;
+	int len = l2_length(name, &loopback), err;
 
 	if (len < 0 || w->natt >= WIRE_ATTACH_MAX)
 		return 0; /* not an interface the program can parse, or too many: skipped */
@@ -165,15 +168,14 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 	memset(a, 0, sizeof(*a));
 	a->ifindex = ifindex;
 	snprintf(a->name, sizeof(a->name), "%s", name);
-	for (int d = 0; d < 2; d++) {
+	wire_tc_reap(ifindex);
+	for (int d = loopback ? 1 : 0; d < 2; d++) { /* lo: one program at egress sees both directions */
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[d], .handle = (__u32)getpid(),
+		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[loopback ? 2 : d], .handle = (__u32)getpid(),
 			    .priority = WIRE_TC_PRIORITY);
 
 		if ((err = hook_create(&hook)))
 			goto fail;
-		if (d == 0)
-			wire_tc_reap(ifindex);
 		if ((err = bpf_tc_attach(&hook, &opts)))
 			goto fail;
 		a->handle[d] = opts.handle;

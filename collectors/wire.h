@@ -32,7 +32,7 @@ struct wire_attachment {
 
 struct wire_state {
 	struct wire_config cfg;
-	int prog_fd[2];                   /* ingress, egress */
+	int prog_fd[3];                   /* ingress, egress, loopback (both directions at lo's egress) */
 	int l2len_fd, counters_fd;
 	uint8_t *l2_table;                /* the program's wire_l2_table (L2 length + 1 by ifindex) */
 	int nl_fd;                        /* rtnetlink link/address events while attached, else -1 */

@@ -23,8 +23,12 @@ SYN, ACK, RST, FIN = 0x02, 0x10, 0x04, 0x01
 
 
 class Harness:
-    def __init__(self):
-        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), str(PORT)], stdin=subprocess.PIPE,
+    """hooks "tc": calls run the ingress program, replies the egress one; "lo": both run the
+    loopback program (lo's egress), which must tell them apart by port and count the same."""
+
+    def __init__(self, hooks):
+        opts = ["--loopback"] if hooks == "lo" else []
+        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), *opts, str(PORT)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def run(self, packets):
@@ -53,9 +57,9 @@ class Harness:
         assert self.proc.wait(timeout=30) == 0
 
 
-@pytest.fixture
-def kernel():
-    h = Harness()
+@pytest.fixture(params=["tc", "lo"])
+def kernel(request):
+    h = Harness(request.param)
     yield h
     h.close()
 

@@ -1,10 +1,12 @@
 /* wire_test_run.c — runs bpf/wire.bpf.c's TC programs on packets given on stdin
  * (BPF_PROG_TEST_RUN), for tests/test_wire_parse.py. Needs root (or CAP_BPF).
  *
- * usage: wire_test_run PORT...   (the server ports the program follows)
+ * usage: wire_test_run [--loopback] PORT...   (the server ports the program follows)
  * stdin, one command a line:
- *   i HEX | e HEX   run the ingress / egress program on the Ethernet frame HEX; a run
- *                   that fails, or returns anything but TC_ACT_UNSPEC, prints "fail ..."
+ *   i HEX | e HEX   run the ingress / egress program on the Ethernet frame HEX (with
+ *                   --loopback, both run the loopback program, which tells a call from a
+ *                   reply by its port); a run that fails, or returns anything but
+ *                   TC_ACT_UNSPEC, prints "fail ..."
  *   stats           one JSON line: {"runs":N,"ops":{OPKEY:N},"status":{KEY:N},
  *                   "size":{BUCKET:N},"counters":[...],"run_ns":[INGRESS,EGRESS]}
  *                   (keys are the u32 key bytes; run_ns: the kernel's run time summed)
@@ -97,13 +99,13 @@ int main(int argc, char **argv)
 	struct wire_bpf *s = wire_bpf__open();
 	unsigned long runs = 0;
 	uint64_t run_ns[2] = { 0, 0 };
-	int err;
+	int err, loopback = argc > 1 && strcmp(argv[1], "--loopback") == 0;
 
 	if (!s || (err = wire_bpf__load(s))) {
 		fprintf(stderr, "wire_test_run: cannot load bpf/wire.bpf.c: %s\n", strerror(errno));
 		return 2;
 	}
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1 + loopback; i < argc; i++) {
 		__u16 port = (__u16)atoi(argv[i]);
 
 		s->bss->wire_port_bits[port >> 3] |= (__u8)(1u << (port & 7));
@@ -128,7 +130,8 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			continue;
 		}
-		prog = bpf_program__fd(line[0] == 'i' ? s->progs.wire_ingress : s->progs.wire_egress);
+		prog = bpf_program__fd(loopback ? s->progs.wire_loopback
+					: line[0] == 'i' ? s->progs.wire_ingress : s->progs.wire_egress);
 		run.data_in = frame;
 		run.data_size_in = (__u32)n;
 		run.repeat = 1;
