@@ -61,12 +61,12 @@ def start_collect(archive, address="127.0.0.1:0", digits="2"):
     raise AssertionError(f"strata collect --metrics did not start (status {proc.returncode})")
 
 
-@pytest.fixture()
-def collector(tmp_path):
+@contextmanager
+def serving(folder):
     """A collector serving metrics, with latency and ops datasets on an idle loop device;
     yields (archive, metrics URL, device name, latency dataset, ops dataset, write(n))."""
     with loop_device() as dev:
-        archive = str(tmp_path / "a.db")
+        archive = str(folder / "a.db")
         name = os.path.basename(dev)
         lat, ops = f"disk.latency[device={name}][op]", f"disk.ops[device={name}][op]"
         for ds in (lat, ops):
@@ -106,10 +106,18 @@ def collector(tmp_path):
 
 
 @pytest.fixture()
-def collecting(collector):
-    """The collector after 300 direct writes, and the writes it timed (300 unless the kernel
-    skipped a completion)."""
-    return collector[:-1] + (collector[-1](300),)
+def collector(tmp_path):
+    with serving(tmp_path) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def collecting(tmp_path_factory):
+    """One collector for the tests that only read it, after 300 direct writes: (archive,
+    metrics URL, device name, latency dataset, ops dataset, the writes it timed: 300 unless
+    the kernel skipped a completion)."""
+    with serving(tmp_path_factory.mktemp("collecting")) as served:
+        yield served[:-1] + (served[-1](300),)
 
 
 def test_scrape_matches_the_archive(collecting):
