@@ -1,21 +1,22 @@
 /* wire_nfs4.h — the main operation of an NFSv4.x COMPOUND call (RFC 7530, 5661, 7862),
  * read from the packet by bpf/wire.bpf.c once a COMPOUND's RPC header is known.
  *
- * The main op is the first operation that is not a prefix op: SEQUENCE (v4.1+),
- * PUTFH, PUTROOTFH, PUTPUBFH and SAVEFH only choose the session and the current
- * (or saved) file handle for the op that follows (RENAME and LINK send
- * PUTFH SAVEFH PUTFH op). A compound of prefix ops only (a lone SEQUENCE: a v4.1
- * lease renewal) counts as its first op. Ops that mean an NFSv3 procedure count
- * under its key (bpf/wire_rpc.h): access, commit, getattr, link, lookup (LOOKUPP
- * too), read (READ_PLUS too), readdir, readlink, remove, rename, setattr, write;
- * CREATE as mkdir, symlink or mknod by the type it creates. Every other v4 op
- * counts as WIRE_OP_V4 | opcode, named in collectors/statistics.def.
- *
+ * The main op is the first operation that does more than choose a file or fetch
+ * what a client always fetches: it skips the prefix ops SEQUENCE (v4.1+), PUTFH,
+ * PUTROOTFH, PUTPUBFH, SAVEFH and RESTOREFH (RENAME and LINK send PUTFH SAVEFH
+ * PUTFH op) and the lookup ops LOOKUP, LOOKUPP, GETFH, GETATTR and ACCESS, which
+ * walk to a file and read its attributes around the op that matters (Linux opens
+ * with PUTFH OPEN GETFH ACCESS GETATTR; libnfs with PUTROOTFH LOOKUP dir GETATTR
+ * ACCESS OPEN name ...). A compound with no other op counts as its first lookup op
+ * (PUTFH LOOKUP GETFH GETATTR is a lookup, PUTFH GETATTR a getattr), and one of
+ * prefix ops only (a lone SEQUENCE: a v4.1 lease renewal) as its first op.
  * Untrusted bytes: every length is bounded before it moves the cursor and every
  * read goes through bpf_skb_load_bytes within [pos, end), the call's fragment in
  * this packet. A compound that cannot be walked to its main op within those
- * bounds (credentials over 400 bytes, a tag over NFS4_TAG_MAX, more than
- * NFS4_OPS_SCANNED prefix ops, an unknown opcode, the ops in a later packet)
+ * bounds (credentials over 400 bytes, a tag over NFS4_TAG_MAX, a name over
+ * NFS4_NAME_MAX, a GETATTR bitmap over NFS4_BITMAP_MAX words, more than
+ * NFS4_OPS_SCANNED prefix and lookup ops, an unknown opcode, the ops in a later
+ * packet)
  * keeps WIRE_OP_V4 ("compound"). Key values: bpf/aggregate.h's AGG_NFS_OP_* (from
  * collectors/statistics.def) and bpf/wire_rpc.h. */
 #ifndef STRATA_WIRE_NFS4_H
@@ -24,13 +25,15 @@
 #define NFS4_AUTH_MAX     400 /* RFC 5531: opaque_auth bodies are at most 400 bytes */
 #define NFS4_TAG_MAX      256 /* COMPOUND tags are short ("" from Linux, a name from libnfs) */
 #define NFS4_FHSIZE       128
-#define NFS4_OPS_SCANNED  8   /* ops looked at for the main op */
+#define NFS4_NAME_MAX     1024 /* a LOOKUP's component (255 UTF-8 characters at most 1020 bytes) */
+#define NFS4_BITMAP_MAX   8    /* GETATTR's bitmap4 words (3 are defined, RFC 8276) */
+#define NFS4_OPS_SCANNED  10   /* ops looked at for the main op */
 
 enum nfs4_opcode {
-	OP4_ACCESS = 3, OP4_COMMIT = 5, OP4_CREATE = 6, OP4_GETATTR = 9, OP4_LINK = 11,
+	OP4_ACCESS = 3, OP4_COMMIT = 5, OP4_CREATE = 6, OP4_GETATTR = 9, OP4_GETFH = 10, OP4_LINK = 11,
 	OP4_LOOKUP = 15, OP4_LOOKUPP = 16, OP4_PUTFH = 22, OP4_PUTPUBFH = 23, OP4_PUTROOTFH = 24,
 	OP4_READ = 25, OP4_READDIR = 26, OP4_READLINK = 27, OP4_REMOVE = 28, OP4_RENAME = 29,
-	OP4_SAVEFH = 32, OP4_SETATTR = 34, OP4_WRITE = 38, OP4_SEQUENCE = 53, OP4_READ_PLUS = 68,
+	OP4_RESTOREFH = 31, OP4_SAVEFH = 32, OP4_SETATTR = 34, OP4_WRITE = 38, OP4_SEQUENCE = 53, OP4_READ_PLUS = 68,
 	OP4_LAST = 75, /* REMOVEXATTR (RFC 8276) */
 };
 
@@ -46,7 +49,7 @@ static __always_inline int nfs4_load(struct __sk_buff *skb, __u32 pos, __u32 end
 	return 0;
 }
 
-/* The key of opcode (the main op); type is CREATE's createtype4. */
+/* The key of opcode, the main op; type is CREATE's createtype4. */
 static __always_inline __u32 nfs4_op_key(__u32 opcode, __u32 type)
 {
 	switch (opcode) {
@@ -76,17 +79,11 @@ static __always_inline __u32 nfs4_op_key(__u32 opcode, __u32 type)
 	return opcode >= OP4_ACCESS && opcode <= OP4_LAST ? WIRE_OP_V4 | opcode : WIRE_OP_V4;
 }
 
-static __always_inline int nfs4_prefix_op(__u32 opcode)
-{
-	return opcode == OP4_SEQUENCE || opcode == OP4_PUTFH || opcode == OP4_PUTROOTFH ||
-	       opcode == OP4_PUTPUBFH || opcode == OP4_SAVEFH;
-}
-
 /* The op key of the COMPOUND call whose credentials start at pos (the call header's
  * 24 fixed bytes and the credential flavor read already); end bounds the fragment. */
 static __always_inline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
 {
-	__u32 len, numops, opcode, first = 0, arg = 0;
+	__u32 len, numops, opcode, first = 0, lookup = 0, arg = 0;
 
 	if (nfs4_load(skb, pos, end, &len) || len > NFS4_AUTH_MAX) /* credential body */
 		return WIRE_OP_V4;
@@ -101,26 +98,47 @@ static __always_inline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u3
 		return WIRE_OP_V4;
 	pos += 8;
 	for (__u32 i = 0; i < NFS4_OPS_SCANNED; i++) {
-		if (i == numops)
-			return nfs4_op_key(first, 0); /* prefix ops only */
+		if (i == numops) /* prefix and lookup ops only */
+			return nfs4_op_key(lookup ? lookup : first, 0);
 		if (nfs4_load(skb, pos, end, &opcode))
 			return WIRE_OP_V4;
 		if (i == 0)
 			first = opcode;
-		if (!nfs4_prefix_op(opcode)) {
+		switch (opcode) {
+		case OP4_SEQUENCE: /* sessionid, sequenceid, slotid, highest_slotid, cachethis */
+			pos += 4 + 16 + 16;
+			continue;
+		case OP4_PUTFH:
+		case OP4_LOOKUP: /* nfs_fh4, component4 */
+			if (nfs4_load(skb, pos + 4, end, &len) ||
+			    len > (opcode == OP4_PUTFH ? NFS4_FHSIZE : NFS4_NAME_MAX))
+				return WIRE_OP_V4;
+			pos += 8 + ((len + 3) & ~3u);
+			break;
+		case OP4_GETATTR: /* bitmap4 */
+			if (nfs4_load(skb, pos + 4, end, &len) || len > NFS4_BITMAP_MAX)
+				return WIRE_OP_V4;
+			pos += 8 + 4 * len;
+			break;
+		case OP4_ACCESS: /* access mask */
+			pos += 8;
+			break;
+		case OP4_PUTROOTFH:
+		case OP4_PUTPUBFH:
+		case OP4_SAVEFH:
+		case OP4_RESTOREFH:
+		case OP4_LOOKUPP:
+		case OP4_GETFH:
+			pos += 4;
+			break;
+		default: /* the main op */
 			if (opcode == OP4_CREATE && nfs4_load(skb, pos + 4, end, &arg))
 				return WIRE_OP_V4;
 			return nfs4_op_key(opcode, arg);
 		}
-		if (opcode == OP4_SEQUENCE) {
-			pos += 4 + 16 + 16; /* sessionid, sequenceid, slotid, highest_slotid, cachethis */
-		} else if (opcode == OP4_PUTFH) {
-			if (nfs4_load(skb, pos + 4, end, &len) || len > NFS4_FHSIZE)
-				return WIRE_OP_V4;
-			pos += 8 + ((len + 3) & ~3u);
-		} else {
-			pos += 4;
-		}
+		if (!lookup && (opcode == OP4_LOOKUP || opcode == OP4_LOOKUPP || opcode == OP4_GETATTR ||
+				opcode == OP4_ACCESS || opcode == OP4_GETFH))
+			lookup = opcode;
 	}
 	return WIRE_OP_V4;
 }

@@ -6,7 +6,7 @@
  *   then COUNT of each, in turn:
  *     getattr    PUTROOTFH GETATTR
  *     read       PUTFH READ 4 KiB (the anonymous stateid)
- *     write      PUTFH WRITE 4 KiB UNSTABLE
+ *     write      PUTFH WRITE 512 bytes UNSTABLE
  *     access     PUTFH ACCESS
  *     lookup     PUTFH LOOKUP FILE (the file is no directory: NFS4ERR_NOTDIR)
  * prints one JSON line: {"getattr":N,"read":N,...,"ok":N,"errors":N} — compounds
@@ -70,7 +70,7 @@ static int compound(struct rpc_context *rpc, nfs_argop4 *ops, unsigned n, struct
 	memset(a, 0, sizeof(*a));
 	if (rpc_nfs4_compound_async(rpc, on_reply, &args, a) != 0 || wait_for(rpc, &a->done) < 0 ||
 	    a->rpc_status != RPC_STATUS_SUCCESS) {
-		fprintf(stderr, "nfs4_ops: compound failed: %s\n", rpc_get_error(rpc));
+		fprintf(stderr, "nfs4_ops: COMPOUND (second op %d) failed: %s\n", ops[1].argop, rpc_get_error(rpc));
 		return -1;
 	}
 	return 0;
@@ -84,7 +84,7 @@ static void on_connect(struct rpc_context *rpc, int status, void *data, void *pr
 
 int main(int argc, char **argv)
 {
-	static char data[4096];
+	static char data[512]; /* libnfs 4.0 encodes a COMPOUND in a small buffer */
 	uint32_t attrs[2] = { 1u << 1 | 1u << 4, 0 }; /* type, size */
 	struct rpc_context *rpc;
 	struct answer a;

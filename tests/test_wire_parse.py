@@ -327,7 +327,7 @@ def test_ipv6(kernel):
 # NFSv4.x COMPOUNDs (RFC 7530, 5661, 7862): the main op counted (bpf/wire_nfs4.h)
 OP4 = {"access": 3, "close": 4, "commit": 5, "create": 6, "getattr": 9, "getfh": 10, "link": 11, "lookup": 15,
        "lookupp": 16, "open": 18, "putfh": 22, "putpubfh": 23, "putrootfh": 24, "read": 25, "readdir": 26,
-       "remove": 28, "rename": 29, "renew": 30, "savefh": 32, "setattr": 34, "write": 38, "sequence": 53,
+       "remove": 28, "rename": 29, "renew": 30, "restorefh": 31, "savefh": 32, "setattr": 34, "write": 38, "sequence": 53,
        "read_plus": 68, "illegal": 10044}
 V4 = 0x40000
 MKDIR, SYMLINK, MKNOD, RENAME, LINK, READDIR, SETATTR, ACCESS, COMMIT, REMOVE = 9, 10, 11, 14, 15, 16, 2, 4, 21, 12
@@ -337,17 +337,23 @@ def opaque(b):
     return struct.pack("!I", len(b)) + b + b"\0" * (-len(b) % 4)
 
 
-def op4(name, fh=b"\7" * 28, ctype=2):
+def op4(name, fh=b"\7" * 28, ctype=2, component=b"a-name", bitmap=2):
     """One operation with plausible arguments (only the prefix ops' sizes matter to the parser)."""
     code = OP4[name]
     if name == "sequence":
         return struct.pack("!I", code) + os.urandom(16) + struct.pack("!IIII", 1, 0, 0, 0)
     if name == "putfh":
         return struct.pack("!I", code) + opaque(fh)
-    if name in ("putrootfh", "putpubfh", "savefh", "getfh", "lookupp", "illegal"):
+    if name in ("putrootfh", "putpubfh", "savefh", "restorefh", "getfh", "lookupp", "illegal"):
         return struct.pack("!I", code)
     if name == "create":
         return struct.pack("!II", code, ctype) + opaque(b"name") + struct.pack("!II", 0, 0)
+    if name == "lookup":
+        return struct.pack("!I", code) + opaque(component)
+    if name == "getattr":
+        return struct.pack("!II", code, bitmap) + struct.pack("!II", 0x0010011a, 0x00b0a23a)[:4 * bitmap]
+    if name == "access":
+        return struct.pack("!II", code, 0x1f)
     if name in ("read", "write"):
         return struct.pack("!I", code) + b"\0" * 16 + struct.pack("!QI", 0, 4096)
     return struct.pack("!I", code) + opaque(b"a-name") + struct.pack("!II", 1, 0x18)
@@ -371,6 +377,19 @@ def test_nfs4_compound_main_ops(kernel):
         ([op4("sequence"), op4("putfh"), op4("savefh"), op4("putfh"), op4("link"), op4("getattr")], LINK),
         ([op4("sequence"), op4("putfh"), op4("lookup"), op4("getfh"), op4("getattr")], LOOKUP),
         ([op4("putfh", fh=b"\1" * 128), op4("lookupp")], LOOKUP),
+        ([op4("putrootfh"), op4("lookup")], LOOKUP),
+        # a path walked for the op that follows (libnfs opens with PUTROOTFH LOOKUP dir OPEN name)
+        ([op4("putrootfh"), op4("lookup"), op4("lookup", component=b"x" * 255), op4("open"), op4("getfh")],
+         V4 | OP4["open"]),
+        ([op4("putrootfh"), op4("lookupp"), op4("lookup"), op4("read")], READ),
+        ([op4("putrootfh"), op4("lookup"), op4("getattr"), op4("access"), op4("open"), op4("getfh")],
+         V4 | OP4["open"]),
+        ([op4("sequence"), op4("putfh"), op4("open"), op4("getfh"), op4("access"), op4("getattr")],
+         V4 | OP4["open"]),
+        ([op4("putfh"), op4("getattr", bitmap=0)], GETATTR),
+        ([op4("putfh"), op4("access"), op4("getattr")], ACCESS),
+        ([op4("putfh"), op4("savefh"), op4("putfh"), op4("link"), op4("getattr"), op4("restorefh"),
+          op4("getattr")], LINK),
         ([op4("putfh", fh=b"\1" * 1), op4("read_plus")], READ),
         ([op4("putrootfh"), op4("getfh"), op4("getattr")], V4 | OP4["getfh"]),
         ([op4("putpubfh"), op4("readdir")], READDIR),
@@ -405,12 +424,14 @@ def test_nfs4_compounds_not_read_within_bounds_stay_compound(kernel):
     bad = [
         compound(400, [op4("putfh"), op4("read")], tag=b"x" * 300),               # tag over NFS4_TAG_MAX
         compound(401, [op4("putfh", fh=b"\1" * 129), op4("read")]),              # fh over NFS4_FHSIZE
-        compound(402, [op4("putfh")] * 9 + [op4("read")]),                       # main op beyond 8 ops
+        compound(402, [op4("putfh")] * 10 + [op4("read")]),                      # main op beyond 10 ops
         compound(403, [op4("putfh"), op4("illegal")]),                           # not an NFSv4 opcode
         compound(404, [op4("putfh"), op4("create", ctype=1)]),                   # CREATE of a regular file
         compound(405, [], numops=0),
         compound(406, [op4("putfh"), op4("read")], cred_len=401),                # credentials over 400 bytes
         compound(407, [op4("sequence")], numops=2),                             # ops end with the record
+        compound(408, [op4("putrootfh"), op4("lookup", component=b"x" * 1100), op4("open")]),  # a name too long
+        compound(409, [op4("putfh"), struct.pack("!II", 9, 9) + b"\0" * 36, op4("write")]),  # a bitmap too long
     ]
     packets = c.syn()
     for i, body in enumerate(bad):
