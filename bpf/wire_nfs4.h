@@ -10,13 +10,13 @@
  * ACCESS OPEN name ...). A compound with no other op counts as its first lookup op
  * (PUTFH LOOKUP GETFH GETATTR is a lookup, PUTFH GETATTR a getattr), and one of
  * prefix ops only (a lone SEQUENCE: a v4.1 lease renewal) as its first op.
- * Untrusted bytes: every length is bounded before it moves the cursor and every
- * read goes through bpf_skb_load_bytes within [pos, end), the call's fragment in
- * this packet. A compound that cannot be walked to its main op within those
+ * Untrusted bytes: every length is bounded before it moves the cursor, and every
+ * word is read from a copy of the call's fragment in this packet, [pos, end), cut
+ * to NFS4_WINDOW bytes, after checking it lies inside. A compound that cannot be walked to its main op within those
  * bounds (credentials over 400 bytes, a tag over NFS4_TAG_MAX, a name over
  * NFS4_NAME_MAX, a GETATTR bitmap over NFS4_BITMAP_MAX words, more than
- * NFS4_OPS_SCANNED prefix and lookup ops, an unknown opcode, the ops in a later
- * packet)
+ * NFS4_OPS_SCANNED prefix and lookup ops, an unknown opcode, ops beyond the
+ * NFS4_WINDOW bytes that follow the call's header in its packet)
  * keeps WIRE_OP_V4 ("compound"). Key values: bpf/aggregate.h's AGG_NFS_OP_* (from
  * collectors/statistics.def) and bpf/wire_rpc.h. */
 #ifndef STRATA_WIRE_NFS4_H
@@ -39,13 +39,32 @@ enum nfs4_opcode {
 
 enum { NF4DIR = 2, NF4BLK = 3, NF4CHR = 4, NF4LNK = 5, NF4SOCK = 6, NF4FIFO = 7 };
 
-static __always_inline int nfs4_load(struct __sk_buff *skb, __u32 pos, __u32 end, __u32 *v)
-{
-	__u8 b[4];
+/* The call's first bytes after its header, copied once (a word read from the copy costs
+ * less than a helper call, and one path per read keeps the verifier's states few). */
+#define NFS4_WINDOW 512
 
-	if (pos > end || end - pos < 4 || bpf_skb_load_bytes(skb, pos, b, 4))
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[2 * NFS4_WINDOW]);
+} wire_nfs4_window SEC(".maps");
+
+struct nfs4_reader {
+	__u8 *win;      /* the packet's bytes base..base+have */
+	__u32 base, have;
+};
+
+/* The big-endian word at packet offset pos, if it lies within the window. */
+static __always_inline int nfs4_load(const struct nfs4_reader *r, __u32 pos, __u32 *v)
+{
+	__u32 rel = pos - r->base;
+	__u8 *p;
+
+	if (pos < r->base || rel > r->have || r->have - rel < 4)
 		return -1;
-	*v = (__u32)b[0] << 24 | (__u32)b[1] << 16 | (__u32)b[2] << 8 | b[3];
+	p = &r->win[rel & (NFS4_WINDOW - 1)];
+	*v = (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
 	return 0;
 }
 
@@ -79,68 +98,96 @@ static __always_inline __u32 nfs4_op_key(__u32 opcode, __u32 type)
 	return opcode >= OP4_ACCESS && opcode <= OP4_LAST ? WIRE_OP_V4 | opcode : WIRE_OP_V4;
 }
 
-/* The op key of the COMPOUND call whose credentials start at pos (the call header's
- * 24 fixed bytes and the credential flavor read already); end bounds the fragment. */
-static __always_inline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
-{
-	__u32 len, numops, opcode, first = 0, lookup = 0, arg = 0;
+struct nfs4_walk {
+	struct nfs4_reader r;
+	__u32 pos, numops, first, lookup, key;
+};
 
-	if (nfs4_load(skb, pos, end, &len) || len > NFS4_AUTH_MAX) /* credential body */
+/* Op i of the compound (a bpf_loop step, verified once whatever the op count); 1 once
+ * w->key is decided. */
+static long nfs4_op_step(__u32 i, void *ctx)
+{
+	struct nfs4_walk *w = ctx;
+	__u32 opcode, len, arg = 0;
+
+	if (i == w->numops) { /* prefix and lookup ops only */
+		w->key = nfs4_op_key(w->lookup ? w->lookup : w->first, 0);
+		return 1;
+	}
+	if (nfs4_load(&w->r, w->pos, &opcode))
+		return 1;
+	if (i == 0)
+		w->first = opcode;
+	switch (opcode) {
+	case OP4_SEQUENCE: /* sessionid, sequenceid, slotid, highest_slotid, cachethis */
+		w->pos += 4 + 16 + 16;
+		return 0;
+	case OP4_PUTFH:
+	case OP4_LOOKUP: /* nfs_fh4, component4 */
+		if (nfs4_load(&w->r, w->pos + 4, &len) || len > (opcode == OP4_PUTFH ? NFS4_FHSIZE : NFS4_NAME_MAX))
+			return 1;
+		w->pos += 8 + ((len + 3) & ~3u);
+		break;
+	case OP4_GETATTR: /* bitmap4 */
+		if (nfs4_load(&w->r, w->pos + 4, &len) || len > NFS4_BITMAP_MAX)
+			return 1;
+		w->pos += 8 + 4 * len;
+		break;
+	case OP4_ACCESS: /* access mask */
+		w->pos += 8;
+		break;
+	case OP4_PUTROOTFH:
+	case OP4_PUTPUBFH:
+	case OP4_SAVEFH:
+	case OP4_RESTOREFH:
+	case OP4_LOOKUPP:
+	case OP4_GETFH:
+		w->pos += 4;
+		break;
+	default: /* the main op */
+		if (opcode == OP4_CREATE && nfs4_load(&w->r, w->pos + 4, &arg))
+			return 1;
+		w->key = nfs4_op_key(opcode, arg);
+		return 1;
+	}
+	if (!w->lookup && (opcode == OP4_LOOKUP || opcode == OP4_LOOKUPP || opcode == OP4_GETATTR ||
+			   opcode == OP4_ACCESS || opcode == OP4_GETFH))
+		w->lookup = opcode;
+	return 0;
+}
+
+/* The op key of the COMPOUND call whose credentials start at pos (the call header's
+ * 24 fixed bytes and the credential flavor read already); end bounds the fragment.
+ * A global function: the verifier checks it once, not once per path that calls it. */
+__noinline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
+{
+	struct nfs4_walk w = { .r.base = pos, .key = WIRE_OP_V4 };
+	__u32 len, zero = 0, n;
+
+	w.r.win = bpf_map_lookup_elem(&wire_nfs4_window, &zero);
+	n = end > pos ? end - pos : 0;
+	if (!w.r.win || !n)
+		return WIRE_OP_V4;
+	if (n > NFS4_WINDOW)
+		n = NFS4_WINDOW;
+	n = ((n - 1) & (NFS4_WINDOW - 1)) + 1; /* unchanged: 1..NFS4_WINDOW, as the verifier sees it */
+	if (bpf_skb_load_bytes(skb, pos, w.r.win, n))
+		return WIRE_OP_V4;
+	w.r.have = n;
+	if (nfs4_load(&w.r, pos, &len) || len > NFS4_AUTH_MAX) /* credential body */
 		return WIRE_OP_V4;
 	pos += 4 + ((len + 3) & ~3u);
-	if (nfs4_load(skb, pos + 4, end, &len) || len > NFS4_AUTH_MAX) /* verifier: flavor, body */
+	if (nfs4_load(&w.r, pos + 4, &len) || len > NFS4_AUTH_MAX) /* verifier: flavor, body */
 		return WIRE_OP_V4;
 	pos += 8 + ((len + 3) & ~3u);
-	if (nfs4_load(skb, pos, end, &len) || len > NFS4_TAG_MAX) /* tag */
+	if (nfs4_load(&w.r, pos, &len) || len > NFS4_TAG_MAX) /* tag */
 		return WIRE_OP_V4;
 	pos += 4 + ((len + 3) & ~3u);
-	if (nfs4_load(skb, pos + 4, end, &numops) || numops == 0) /* minorversion, numops */
+	if (nfs4_load(&w.r, pos + 4, &w.numops) || w.numops == 0) /* minorversion, numops */
 		return WIRE_OP_V4;
-	pos += 8;
-	for (__u32 i = 0; i < NFS4_OPS_SCANNED; i++) {
-		if (i == numops) /* prefix and lookup ops only */
-			return nfs4_op_key(lookup ? lookup : first, 0);
-		if (nfs4_load(skb, pos, end, &opcode))
-			return WIRE_OP_V4;
-		if (i == 0)
-			first = opcode;
-		switch (opcode) {
-		case OP4_SEQUENCE: /* sessionid, sequenceid, slotid, highest_slotid, cachethis */
-			pos += 4 + 16 + 16;
-			continue;
-		case OP4_PUTFH:
-		case OP4_LOOKUP: /* nfs_fh4, component4 */
-			if (nfs4_load(skb, pos + 4, end, &len) ||
-			    len > (opcode == OP4_PUTFH ? NFS4_FHSIZE : NFS4_NAME_MAX))
-				return WIRE_OP_V4;
-			pos += 8 + ((len + 3) & ~3u);
-			break;
-		case OP4_GETATTR: /* bitmap4 */
-			if (nfs4_load(skb, pos + 4, end, &len) || len > NFS4_BITMAP_MAX)
-				return WIRE_OP_V4;
-			pos += 8 + 4 * len;
-			break;
-		case OP4_ACCESS: /* access mask */
-			pos += 8;
-			break;
-		case OP4_PUTROOTFH:
-		case OP4_PUTPUBFH:
-		case OP4_SAVEFH:
-		case OP4_RESTOREFH:
-		case OP4_LOOKUPP:
-		case OP4_GETFH:
-			pos += 4;
-			break;
-		default: /* the main op */
-			if (opcode == OP4_CREATE && nfs4_load(skb, pos + 4, end, &arg))
-				return WIRE_OP_V4;
-			return nfs4_op_key(opcode, arg);
-		}
-		if (!lookup && (opcode == OP4_LOOKUP || opcode == OP4_LOOKUPP || opcode == OP4_GETATTR ||
-				opcode == OP4_ACCESS || opcode == OP4_GETFH))
-			lookup = opcode;
-	}
-	return WIRE_OP_V4;
+	w.pos = pos + 8;
+	bpf_loop(NFS4_OPS_SCANNED, nfs4_op_step, &w, 0);
+	return w.key;
 }
 
 #endif
