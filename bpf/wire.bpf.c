@@ -28,6 +28,7 @@
 #include "llhist.h"
 #include "aggregate.h"
 #include "wire_rpc.h"
+#include "wire_nfs4.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -328,6 +329,8 @@ static __always_inline void call_header(struct walk *w, const __u8 *h)
 		return;
 	}
 	count(WIRE_CALLS);
+	if (c.op == WIRE_OP_V4 && st->want == WIRE_HEADER_BYTES) /* a COMPOUND: its main op */
+		c.op = nfs4_main_op(w->skb, w->pos, w->end - w->pos < st->frag_left ? w->end : w->pos + st->frag_left);
 	st->xid = be32(h);
 	key.dir = st->xid;
 	c.xid = st->xid;
