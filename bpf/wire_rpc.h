@@ -4,8 +4,10 @@
  *
  * Key bytes (AGG_KEY_BYTES = 16) of the wire dimensions:
  * - op:      as nfs.ops: (MOUNT ? 0x10000 : 0) | procedure for NFSv3 and MOUNT;
- *            NFSv4: null is 0, a COMPOUND is WIRE_OP_V4 ("compound"; the operations
- *            inside it are not parsed yet).
+ *            NFSv4: null is 0; a COMPOUND counts as its main op (bpf/wire_nfs4.h):
+ *            the NFSv3 key of a v4 op that means the same procedure, else
+ *            WIRE_OP_V4 | opcode; WIRE_OP_V4 alone ("compound") when the ops
+ *            could not be read.
  * - version: __u32 (MOUNT ? 0x10000 : 0) | program version ("nfs3", "mount3").
  * - status:  __u32: the NFS / MOUNT status word of an accepted, successful call
  *            (0 = ok; procedures without one count as ok), WIRE_STATUS_RPC |

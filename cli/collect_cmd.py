@@ -39,6 +39,14 @@ def collector_args(options: dict) -> list:
     return args
 
 
+class WirePort(click.IntRange):
+    """A TCP port, or the word rpcbind (the ports the local rpcbind maps NFS and MOUNT to)."""
+    name = "port"
+
+    def convert(self, value, param, ctx):
+        return value if value == "rpcbind" else super().convert(value, param, ctx)
+
+
 class ListenAddress(click.ParamType):
     """ADDRESS:PORT to serve metrics on, checked when given (flag or file); "" serves none."""
     name = "address"
@@ -77,9 +85,10 @@ class ListenAddress(click.ParamType):
               help="Interface (or fnmatch pattern, e.g. 'veth*') where wire.* statistics watch NFS "
                    "traffic; repeatable (default: every interface with an address, loopback included, "
                    "and those that appear later).")
-@click.option("--wire-port", "wire_ports", metavar="PORT", type=click.IntRange(1, 65535), multiple=True,
-              help="Server TCP port wire.* statistics follow; repeatable (default: 2049). Add the "
-                   "server's MOUNT port to see MOUNT operations.")
+@click.option("--wire-port", "wire_ports", metavar="PORT", type=WirePort(1, 65535), multiple=True,
+              help="Server TCP port wire.* statistics follow, or 'rpcbind': the ports the local "
+                   "rpcbind maps NFS and MOUNT to (asked every 3 s); repeatable (default: 2049 and "
+                   "rpcbind).")
 @click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT", type=ListenAddress(),
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")

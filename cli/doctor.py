@@ -110,7 +110,7 @@ def check_kernel_features(found: dict | None, failed: Check | None) -> list[Chec
 def check_nfsd() -> Check:
     """Kernel nfsd: the wire layer sees it unchanged; sunrpc:svc_stats_latency is its in-kernel cross-check."""
     if os.path.exists("/proc/net/rpc/nfsd"):
-        return Check("kernel nfsd", True, "running: wire.* on port 2049 (add its mountd port) sees it",
+        return Check("kernel nfsd", True, "running: wire.* sees it (port 2049, mountd found through rpcbind)",
                      required=False)
     return Check("kernel nfsd", False, "not in this kernel (or not started): wire.* still sees any "
                  "user-space server (nfs-ganesha, strata-engine)", required=False)

@@ -401,7 +401,7 @@ static void emit_dataset(struct collector *c, long long t, const struct dataset 
 	fprintf(c->out, "}}\n");
 }
 
-/* The wire layer's interfaces and stream counters (bpf/wire_rpc.h). */
+/* The wire layer's interfaces, server ports followed and stream counters (bpf/wire_rpc.h). */
 static void emit_wire(struct collector *c)
 {
 	const struct layer *L = &c->layers[LAYER_WIRE];
@@ -415,6 +415,10 @@ static void emit_wire(struct collector *c)
 		fprintf(c->out, "%s", i ? "," : "");
 		emit_json_string(c->out, L->wire->att[i].name);
 	}
+	fprintf(c->out, "],\"ports\":[");
+	for (int port = 1, n = 0; port < 65536; port++)
+		if (wire_port_followed(L, (uint16_t)port))
+			fprintf(c->out, "%s%d", n++ ? "," : "", port);
 	fprintf(c->out, "]");
 	for (int i = 0; i < WIRE_COUNTERS; i++)
 		fprintf(c->out, ",\"%s\":%" PRIu64, wire_counter_name(i), counters[i]);

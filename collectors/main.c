@@ -44,7 +44,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: strata-collect [--engine PATH] [--engine-pid PID] [--catalogue] [--interval SECONDS]\n"
-		"                      [--max-keys N] [--wire-iface PATTERN ...] [--wire-port PORT ...]\n"
+		"                      [--max-keys N] [--wire-iface PATTERN ...] [--wire-port PORT|rpcbind ...]\n"
 		"                      [--fs-pid PID]... [--fs-comm NAME]... [--fs-cgroup PATH]\n"
 		"Reads `add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit` on stdin and\n"
 		"writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n");
@@ -211,8 +211,12 @@ int main(int argc, char **argv)
 			cfg.wire.ifaces[cfg.wire.nifaces++] = optarg;
 			break;
 		case 'P':
+			if (strcmp(optarg, "rpcbind") == 0) {
+				cfg.wire.rpcbind = true;
+				break;
+			}
 			if ((port = parse_long(optarg, 1, 65535)) < 0)
-				return die_usage("--wire-port needs a TCP port (1-65535), not ", optarg);
+				return die_usage("--wire-port needs a TCP port (1-65535) or rpcbind, not ", optarg);
 			if (cfg.wire.nports == WIRE_PORTS_MAX)
 				return die_usage("too many --wire-port ports", NULL);
 			cfg.wire.ports[cfg.wire.nports++] = (uint16_t)port;
@@ -251,8 +255,10 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	cfg.max_keys = (unsigned)max_keys;
-	if (cfg.wire.nports == 0)
+	if (cfg.wire.nports == 0 && !cfg.wire.rpcbind) {
 		cfg.wire.ports[cfg.wire.nports++] = 2049;
+		cfg.wire.rpcbind = true;
+	}
 	collector_init(&c, stdout, interval, &cfg, engine_path,
 		       pid > 0 ? (pid_t)pid : (engine_path ? engine_find_pid(engine_path) : -1), pid > 0);
 	rc = run(&c, interval);

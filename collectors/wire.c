@@ -5,7 +5,10 @@
  * (a container's veth, a client namespace) are attached within one poll. TC filters
  * made through netlink are not owned by a file descriptor: ours carry our pid as
  * handle and strata's priority (collectors/wire_tc.c reaps those of a killed
- * collector); detach removes ours and leaves the clsact qdisc (other filters may use it). */
+ * collector); detach removes ours and leaves the clsact qdisc (other filters may use it).
+ * Server ports: --wire-port's, and with --wire-port rpcbind (the default with 2049) the
+ * NFS and MOUNT ports the local rpcbind maps (collectors/wire_ports.c), asked when
+ * attaching and again every few seconds. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <ifaddrs.h>
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -31,6 +35,57 @@ static const char *const counter_names[WIRE_COUNTERS] = {
 const char *wire_counter_name(int i)
 {
 	return i >= 0 && i < WIRE_COUNTERS ? counter_names[i] : "?";
+}
+
+static void port_set(struct wire_state *w, uint16_t port, bool on)
+{
+	if (on)
+		w->port_bits[port >> 3] |= (uint8_t)(1u << (port & 7));
+	else
+		w->port_bits[port >> 3] &= (uint8_t)~(1u << (port & 7));
+}
+
+bool wire_port_followed(const struct layer *L, uint16_t port)
+{
+	return L->wire && (L->wire->port_bits[port >> 3] >> (port & 7) & 1);
+}
+
+static bool port_in(const uint16_t *ports, int n, uint16_t port)
+{
+	for (int i = 0; i < n; i++)
+		if (ports[i] == port)
+			return true;
+	return false;
+}
+
+static long long monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Follows the ports the local rpcbind maps NFS and MOUNT to now, and stops following
+ * those it no longer maps (unless given by --wire-port); no rpcbind: nothing changes. */
+static void ports_recheck(struct wire_state *w, bool force)
+{
+	uint16_t found[WIRE_PORTS_FOUND_MAX];
+	long long now = monotonic_ms();
+	int n;
+
+	if (!w->cfg.rpcbind || (!force && now < w->ports_next_ms))
+		return;
+	w->ports_next_ms = now + WIRE_PORTS_RECHECK_MS;
+	if ((n = wire_ports_query(found, WIRE_PORTS_FOUND_MAX, 300)) < 0)
+		return;
+	for (int i = 0; i < w->nfound; i++)
+		if (!port_in(found, n, w->found[i]) && !port_in(w->cfg.ports, w->cfg.nports, w->found[i]))
+			port_set(w, w->found[i], false);
+	for (int i = 0; i < n; i++)
+		port_set(w, found[i], true);
+	memcpy(w->found, found, (size_t)n * sizeof(found[0]));
+	w->nfound = n;
 }
 
 int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys, char *why, size_t n)
@@ -61,8 +116,9 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
 	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
 	w->l2_table = s->bss->wire_l2_table;
+	w->port_bits = s->bss->wire_port_bits;
 	for (int i = 0; i < cfg->nports; i++)
-		s->bss->wire_port_bits[cfg->ports[i] >> 3] |= (__u8)(1u << (cfg->ports[i] & 7));
+		port_set(w, cfg->ports[i], true);
 	L->skel = s;
 	L->destroy = (void (*)(void *))wire_bpf__destroy;
 	L->wire = w;
@@ -243,6 +299,7 @@ int wire_attach(struct layer *L, char *err, size_t n)
 	w->error[0] = 0;
 	if (w->nl_fd < 0)
 		w->nl_fd = events_open(); /* before the scan: nothing created in between is missed */
+	ports_recheck(w, true);
 	if (sync_interfaces(w) < 0 && w->natt == 0) {
 		snprintf(err, n, "%s", w->error[0] ? w->error : "cannot list the network interfaces");
 		wire_detach(L);
@@ -280,6 +337,8 @@ void wire_refresh(struct layer *L, bool rescan)
 		any = true;
 	if (any || errno == ENOBUFS) /* ENOBUFS: events overflowed, rescan anyway */
 		sync_interfaces(w);
+	if (rescan)
+		ports_recheck(w, false);
 }
 
 void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS])

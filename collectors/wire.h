@@ -8,20 +8,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "wire_ports.h"
 #include "wire_rpc.h"
 
 #define WIRE_PATTERNS_MAX 32
 #define WIRE_ATTACH_MAX   WIRE_IFACES_MAX
 #define WIRE_TC_PRIORITY  0xc057 /* strata's TC filters: this priority, handle = collector pid */
+#define WIRE_PORTS_RECHECK_MS 3000 /* how often the local rpcbind is asked again */
 
 struct layer;
 
-/* --wire-iface patterns (fnmatch; none = every interface with an address) and --wire-port. */
+/* --wire-iface patterns (fnmatch; none = every interface with an address) and --wire-port:
+ * ports, and rpcbind (follow the ports the local rpcbind maps NFS and MOUNT to). */
 struct wire_config {
 	const char *ifaces[WIRE_PATTERNS_MAX];
 	int nifaces;
 	uint16_t ports[WIRE_PORTS_MAX];
 	int nports;
+	bool rpcbind;
 };
 
 struct wire_attachment {
@@ -35,6 +39,10 @@ struct wire_state {
 	int prog_fd[3];                   /* ingress, egress, loopback (both directions at lo's egress) */
 	int l2len_fd, counters_fd;
 	uint8_t *l2_table;                /* the program's wire_l2_table (L2 length + 1 by ifindex) */
+	uint8_t *port_bits;               /* the program's wire_port_bits (server ports followed) */
+	uint16_t found[WIRE_PORTS_FOUND_MAX]; /* NFS and MOUNT ports the local rpcbind maps */
+	int nfound;
+	long long ports_next_ms;          /* CLOCK_MONOTONIC ms of the next rpcbind query */
 	int nl_fd;                        /* rtnetlink link/address events while attached, else -1 */
 	struct wire_attachment att[WIRE_ATTACH_MAX];
 	int natt;
@@ -52,11 +60,14 @@ void wire_detach(struct layer *L);
 /* The rtnetlink socket to poll while attached, else -1. */
 int wire_event_fd(const struct layer *L);
 /* Drains rtnetlink events and, after any (or with rescan), attaches to interfaces
- * that appeared and forgets those gone. */
+ * that appeared and forgets those gone; with rescan and --wire-port rpcbind, follows
+ * the NFS and MOUNT ports the local rpcbind maps (asked every WIRE_PORTS_RECHECK_MS). */
 void wire_refresh(struct layer *L, bool rescan);
 
 /* Cumulative stream counters (enum wire_counter), summed over CPUs. */
 void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS]);
+/* Whether the program follows server port port (--wire-port or rpcbind). */
+bool wire_port_followed(const struct layer *L, uint16_t port);
 /* Names of the counters, as the status record prints them. */
 const char *wire_counter_name(int i);
 

@@ -1,8 +1,9 @@
 """bpf/wire.bpf.c's parser in the kernel, through BPF_PROG_TEST_RUN (build/tests/wire_test_run):
 crafted TCP segments carrying ONC RPC records — several per packet, one over many packets,
 split headers, multi-fragment records, retransmissions, gaps, streams joined mid-way, garbage
-— with the expected operations, statuses and stream counters checked; then 100,000 mutated
-packets run without a failure."""
+— and NFSv4.x COMPOUNDs (main op after SEQUENCE / PUTFH / SAVEFH..., bounds that keep
+`compound`), with the expected operations, statuses and stream counters checked; then
+100,000 mutated packets (v3, MOUNT and v4 records) run without a failure."""
 import json
 import os
 import random
@@ -327,6 +328,141 @@ def test_ipv6(kernel):
     assert kernel.stats()["ops"] == {LOOKUP: 1}
 
 
+# NFSv4.x COMPOUNDs (RFC 7530, 5661, 7862): the main op counted (bpf/wire_nfs4.h)
+OP4 = {"access": 3, "close": 4, "commit": 5, "create": 6, "getattr": 9, "getfh": 10, "link": 11, "lookup": 15,
+       "lookupp": 16, "open": 18, "putfh": 22, "putpubfh": 23, "putrootfh": 24, "read": 25, "readdir": 26,
+       "remove": 28, "rename": 29, "renew": 30, "restorefh": 31, "savefh": 32, "setattr": 34, "write": 38, "sequence": 53,
+       "read_plus": 68, "illegal": 10044}
+V4 = 0x40000
+MKDIR, SYMLINK, MKNOD, RENAME, LINK, READDIR, SETATTR, ACCESS, COMMIT, REMOVE = 9, 10, 11, 14, 15, 16, 2, 4, 21, 12
+
+
+def opaque(b):
+    return struct.pack("!I", len(b)) + b + b"\0" * (-len(b) % 4)
+
+
+def op4(name, fh=b"\7" * 28, ctype=2, component=b"a-name", bitmap=2):
+    """One operation with plausible arguments (only the prefix ops' sizes matter to the parser)."""
+    code = OP4[name]
+    if name == "sequence":
+        return struct.pack("!I", code) + os.urandom(16) + struct.pack("!IIII", 1, 0, 0, 0)
+    if name == "putfh":
+        return struct.pack("!I", code) + opaque(fh)
+    if name in ("putrootfh", "putpubfh", "savefh", "restorefh", "getfh", "lookupp", "illegal"):
+        return struct.pack("!I", code)
+    if name == "create":
+        return struct.pack("!II", code, ctype) + opaque(b"name") + struct.pack("!II", 0, 0)
+    if name == "lookup":
+        return struct.pack("!I", code) + opaque(component)
+    if name == "getattr":
+        return struct.pack("!II", code, bitmap) + struct.pack("!II", 0x0010011a, 0x00b0a23a)[:4 * bitmap]
+    if name == "access":
+        return struct.pack("!II", code, 0x1f)
+    if name in ("read", "write"):
+        return struct.pack("!I", code) + b"\0" * 16 + struct.pack("!QI", 0, 4096)
+    return struct.pack("!I", code) + opaque(b"a-name") + struct.pack("!II", 1, 0x18)
+
+
+def compound(xid, ops, tag=b"", minor=1, cred_len=None, numops=None):
+    """A COMPOUND call with AUTH_SYS credentials (stamp, machine name, uid, gid, gids)."""
+    cred = struct.pack("!I", 7) + opaque(b"client-host") + struct.pack("!III", 1000, 1000, 1) + struct.pack("!I", 1000)
+    head = struct.pack("!IIIIIII", xid, 0, 2, NFS, 4, 1, 1) + struct.pack("!I", len(cred) if cred_len is None else cred_len)
+    body = b"".join(ops)
+    return (head + cred + struct.pack("!II", 0, 0) + opaque(tag)
+            + struct.pack("!II", minor, len(ops) if numops is None else numops) + body)
+
+
+def test_nfs4_compound_main_ops(kernel):
+    c = Conn()
+    cases = [
+        ([op4("sequence"), op4("putfh"), op4("read")], READ),
+        ([op4("sequence"), op4("putfh"), op4("write"), op4("getattr")], WRITE),
+        ([op4("sequence"), op4("putfh"), op4("savefh"), op4("putfh"), op4("rename")], RENAME),
+        ([op4("sequence"), op4("putfh"), op4("savefh"), op4("putfh"), op4("link"), op4("getattr")], LINK),
+        ([op4("sequence"), op4("putfh"), op4("lookup"), op4("getfh"), op4("getattr")], LOOKUP),
+        ([op4("putfh", fh=b"\1" * 128), op4("lookupp")], LOOKUP),
+        ([op4("putrootfh"), op4("lookup")], LOOKUP),
+        # a path walked for the op that follows (libnfs opens with PUTROOTFH LOOKUP dir OPEN name)
+        ([op4("putrootfh"), op4("lookup"), op4("lookup", component=b"x" * 255), op4("open"), op4("getfh")],
+         V4 | OP4["open"]),
+        ([op4("putrootfh"), op4("lookupp"), op4("lookup"), op4("read")], READ),
+        ([op4("putrootfh"), op4("lookup"), op4("getattr"), op4("access"), op4("open"), op4("getfh")],
+         V4 | OP4["open"]),
+        ([op4("sequence"), op4("putfh"), op4("open"), op4("getfh"), op4("access"), op4("getattr")],
+         V4 | OP4["open"]),
+        ([op4("putfh"), op4("getattr", bitmap=0)], GETATTR),
+        ([op4("putfh"), op4("access"), op4("getattr")], ACCESS),
+        ([op4("putfh"), op4("savefh"), op4("putfh"), op4("link"), op4("getattr"), op4("restorefh"),
+          op4("getattr")], LINK),
+        ([op4("putfh", fh=b"\1" * 1), op4("read_plus")], READ),
+        ([op4("putrootfh"), op4("getfh"), op4("getattr")], V4 | OP4["getfh"]),
+        ([op4("putpubfh"), op4("readdir")], READDIR),
+        ([op4("putfh"), op4("open"), op4("getfh")], V4 | OP4["open"]),
+        ([op4("sequence"), op4("putfh"), op4("close")], V4 | OP4["close"]),
+        ([op4("sequence")], V4 | OP4["sequence"]),  # a lone SEQUENCE: a v4.1 lease renewal
+        ([op4("renew")], V4 | OP4["renew"]),
+        ([op4("putfh"), op4("create", ctype=2)], MKDIR),
+        ([op4("putfh"), op4("create", ctype=5)], SYMLINK),
+        ([op4("putfh"), op4("create", ctype=7)], MKNOD),
+        ([op4("putfh"), op4("setattr")], SETATTR),
+        ([op4("putfh"), op4("access")], ACCESS),
+        ([op4("putfh"), op4("commit")], COMMIT),
+        ([op4("putfh"), op4("remove")], REMOVE),
+    ]
+    packets = c.syn()
+    for i, (ops, _) in enumerate(cases):
+        packets += c.send(record(compound(300 + i, ops, tag=b"t" * (i % 6), minor=i % 3)))
+        packets += c.answer(record(reply(300 + i, status=10013 if i == 0 else 0)))
+    kernel.run(packets)
+    s = kernel.stats()
+    want = {}
+    for _, op in cases:
+        want[op] = want.get(op, 0) + 1
+    assert s["ops"] == want
+    assert s["status"] == {10013: 1, 0: len(cases) - 1}  # COMPOUND4res status (NFS4ERR_GRACE)
+    assert s["counters"]["desyncs"] == 0
+
+
+def test_nfs4_compounds_not_read_within_bounds_stay_compound(kernel):
+    c = Conn()
+    bad = [
+        compound(400, [op4("putfh"), op4("read")], tag=b"x" * 300),               # tag over NFS4_TAG_MAX
+        compound(401, [op4("putfh", fh=b"\1" * 129), op4("read")]),              # fh over NFS4_FHSIZE
+        compound(402, [op4("putfh")] * 10 + [op4("read")]),                      # main op beyond 10 ops
+        compound(403, [op4("putfh"), op4("illegal")]),                           # not an NFSv4 opcode
+        compound(404, [op4("putfh"), op4("create", ctype=1)]),                   # CREATE of a regular file
+        compound(405, [], numops=0),
+        compound(406, [op4("putfh"), op4("read")], cred_len=401),                # credentials over 400 bytes
+        compound(407, [op4("sequence")], numops=2),                             # ops end with the record
+        compound(408, [op4("putrootfh"), op4("lookup", component=b"x" * 1100), op4("open")]),  # a name too long
+        compound(409, [op4("putfh"), struct.pack("!II", 9, 9) + b"\0" * 36, op4("write")]),  # a bitmap too long
+    ]
+    packets = c.syn()
+    for i, body in enumerate(bad):
+        packets += c.send(record(body)) + c.answer(record(reply(400 + i)))
+    # a fragment ending after numops: the next bytes (a marker of 25 = OP_READ) are not an op
+    head = compound(410, [op4("read")])
+    head, rest = head[:-len(op4("read"))], b"\0" * 25
+    packets += c.send(record(head, last=False) + record(rest, last=False) + record(b"\0" * 8))
+    packets += c.answer(record(reply(410)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {V4: len(bad) + 1}
+    assert s["counters"]["desyncs"] == 0
+
+
+def test_nfs4_ops_found_when_the_header_spans_packets(kernel):
+    """The call header cut in two: the ops that follow in the second packet still name the op;
+    ops that lie in a later packet than the header's end cannot be read (compound)."""
+    c = Conn()
+    whole = record(compound(500, [op4("sequence"), op4("putfh"), op4("write")]))
+    packets = c.syn() + c.send(whole[:17]) + c.send(whole[17:]) + c.answer(record(reply(500)))
+    late = record(compound(501, [op4("sequence"), op4("putfh"), op4("read")]))
+    packets += c.send(late[:4 + 28]) + c.send(late[4 + 28:]) + c.answer(record(reply(501)))
+    kernel.run(packets)
+    assert kernel.stats()["ops"] == {WRITE: 1, V4: 1}
+
+
 def scenario_packets():
     """Every crafted packet of a mixed scenario, to mutate."""
     c, out = Conn(41000), []
@@ -334,6 +470,11 @@ def scenario_packets():
     for i in range(20):
         out += c.send(record(call(1000 + i, [GETATTR, READ, WRITE, LOOKUP][i % 4], args=b"\3" * (i * 37))))
         out += c.answer(record(reply(1000 + i, body=b"\0" * (i * 11))))
+    for i, ops in enumerate([[op4("sequence"), op4("putfh"), op4("read")], [op4("putrootfh"), op4("getfh")],
+                             [op4("putfh"), op4("savefh"), op4("putfh"), op4("rename")], [op4("sequence")],
+                             [op4("putfh"), op4("create", ctype=5)]]):
+        out += c.send(record(compound(1500 + i, ops, tag=b"mutate"[:i])))
+        out += c.answer(record(reply(1500 + i, status=i)))
     out += c.send(record(call(2000, WRITE, args=b"\0" * 2000), last=False) + record(b"\0" * 10))
     out += Conn(41001, v6=True).syn()
     return out

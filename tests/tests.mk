@@ -32,3 +32,16 @@ $(TESTOUT)/catalogue_test: $(CATALOGUE_TEST_SRCS) collectors/catalogue.h collect
 	$(CC) $(CFLAGS) -Icollectors $(CATALOGUE_TEST_SRCS) -o $@ $(LDFLAGS)
 
 TEST_BINS += $(TESTOUT)/catalogue_test
+
+# A libnfs NFSv4.0 client sending COMPOUNDs of known main ops (tests/test_collect_wire_nfs4.py).
+$(TESTOUT)/nfs4_ops: tests/nfs4_ops.c | $(TESTOUT)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lnfs
+
+ALL_TARGETS += $(TESTOUT)/nfs4_ops
+
+# The rpcbind reply parser (collectors/wire_ports.c) on crafted and mutated replies.
+$(TESTOUT)/wire_ports_test: tests/wire_ports_test.c collectors/wire_ports.c collectors/wire_ports.h \
+		bpf/wire_rpc.h | $(TESTOUT)
+	$(CC) $(CFLAGS) -Icollectors -Ibpf tests/wire_ports_test.c collectors/wire_ports.c -o $@ $(LDFLAGS)
+
+TEST_BINS += $(TESTOUT)/wire_ports_test

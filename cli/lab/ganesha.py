@@ -1,5 +1,5 @@
 """nfs-ganesha (Debian's, FSAL VFS) as a lab server: one directory exported over
-NFSv3/TCP on 127.0.0.1 fresh ports, with an rpcbind of its own when none runs
+NFSv3/TCP (and NFSv4.x when asked) on 127.0.0.1 fresh ports, with an rpcbind of its own when none runs
 (ganesha exits when it cannot register). For `strata demo --server ganesha` and
 the tests that read a server strata does not control."""
 import shutil
@@ -20,9 +20,11 @@ class GaneshaError(RuntimeError):
 
 class Ganesha:
     """ganesha.nfsd exporting self.export (a fresh directory: mount a file system on it
-    before start() to serve that one)."""
+    before start() to serve that one) over the NFS versions in protocols; NFSv4 clients
+    find it at the pseudo path /strata."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocols: tuple[int, ...] = (3,)) -> None:
+        self.protocols = ", ".join(map(str, protocols))
         self.dir = Path(tempfile.mkdtemp(prefix="strata-ganesha-"))
         self.export = self.dir / "export"
         self.export.mkdir()
@@ -46,17 +48,17 @@ NFS_CORE_PARAM {{
     NFS_Port = {self.nfsport};
     MNT_Port = {self.mountport};
     Bind_Addr = 127.0.0.1;
-    Protocols = 3;
+    Protocols = {self.protocols};
     Enable_NLM = false;
     Enable_RQUOTA = false;
     Enable_UDP = false;
 }}
-NFSV4 {{ Graceless = true; }}
+NFSV4 {{ Graceless = true; RecoveryRoot = {self.dir}/recovery; }}
 EXPORT {{
     Export_Id = 1;
     Path = {self.export};
     Pseudo = /strata;
-    Protocols = 3;
+    Protocols = {self.protocols};
     Transports = TCP;
     Access_Type = RW;
     Squash = No_Root_Squash;
@@ -106,6 +108,8 @@ EXPORT {{
         return ["--server", "127.0.0.1", "--nfsport", str(self.nfsport),
                 "--mountport", str(self.mountport), "--export", str(self.export)]
 
-    def url(self, name: str) -> str:
+    def url(self, name: str, version: int = 3) -> str:
+        if version == 4:
+            return f"nfs://127.0.0.1/strata/{name}?nfsport={self.nfsport}&version=4"
         return (f"nfs://127.0.0.1{self.export}/{name}?nfsport={self.nfsport}"
                 f"&mountport={self.mountport}&version=3")

@@ -2,6 +2,7 @@
 #   rpc    ONC RPC calls through NFSv3 and MOUNT (engine/fuzz/rpc.c)
 #   l2arc  an L2ARC cache device's superblock and log-block chain (l2arc.c)
 #   zil    a ZIL region's superblock and log blocks, replayed (zil.c)
+#   wire_ports  the collector's rpcbind DUMP reply parser (wire_ports.c, collectors/wire_ports.c)
 #   codec  the archive's record decoder, datasets/codec.py (tests/fuzz/codec.py, atheris)
 # Each target's seeds and regression inputs are in engine/fuzz/NAME/corpus
 # (tests/fuzz/codec/corpus), read but never written: new inputs go to build/fuzz.
@@ -17,12 +18,13 @@ FUZZ_CC ?= clang-14
 LLVM_PROFDATA ?= llvm-profdata-14
 LLVM_COV ?= llvm-cov-14
 FUZZ := $(BUILD)/fuzz
-FUZZ_TARGETS := rpc l2arc zil
+FUZZ_TARGETS := rpc l2arc zil wire_ports
 # The engine objects each target links (beyond its harness).
 FUZZ_LIB_rpc := fuzz/xdr_mutator net netloop netaddr xdr rpc nfs3 nfs3_attr mount3 fh siphash export objset blkmap dir \
 	pool cksum util txg meta probes arc tiers l2arc l2arc_log zil devmodel tierdev
 FUZZ_LIB_l2arc := fuzz/image l2arc l2arc_log cksum tierdev devmodel probes util
 FUZZ_LIB_zil := fuzz/image zil cksum tierdev devmodel probes util
+FUZZ_LIB_wire_ports := collectors/wire_ports
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine \
 	-DFUZZ_SESSION='"$(abspath engine/fuzz/rpc/session.rec)"'
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -35,6 +37,15 @@ $(FUZZ)/san/%.o: engine/%.c $(ENGINE_HDRS) $(wildcard engine/fuzz/*.h)
 $(FUZZ)/cov/%.o: engine/%.c $(ENGINE_HDRS) $(wildcard engine/fuzz/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(subst fuzzer,fuzzer-no-link,$(FUZZ_COV)) -c $< -o $@
+
+# The collector's parsers of untrusted bytes (build/fuzz/VARIANT/collectors/NAME.o).
+$(FUZZ)/san/collectors/%.o: collectors/%.c collectors/%.h bpf/wire_rpc.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Icollectors -Ibpf $(subst fuzzer,fuzzer-no-link,$(FUZZ_SAN)) -c $< -o $@
+$(FUZZ)/cov/collectors/%.o: collectors/%.c collectors/%.h bpf/wire_rpc.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Icollectors -Ibpf $(subst fuzzer,fuzzer-no-link,$(FUZZ_COV)) -c $< -o $@
+$(FUZZ)/san/fuzz/wire_ports.o $(FUZZ)/cov/fuzz/wire_ports.o: FUZZ_CFLAGS += -Icollectors
 
 # fuzz_target(NAME, VARIANT, FLAGS): build/fuzz/VARIANT/fuzz_NAME
 define fuzz_target

@@ -34,6 +34,20 @@ NFS3_PROCS = ["null", "getattr", "setattr", "lookup", "access", "readlink", "rea
               "mkdir", "symlink", "mknod", "remove", "rmdir", "rename", "link", "readdir", "readdirplus",
               "fsstat", "fsinfo", "pathconf", "commit"]                      # RFC 1813 section 3
 MOUNT3_PROCS = ["mnt_null", "mnt", "dump", "umnt", "umntall", "export"]     # RFC 1813 appendix I
+# NFSv4.x opcodes (RFC 7530 section 16, RFC 5661 section 18, RFC 7862 section 15, RFC 8276)
+# with no NFSv3 procedure of the same meaning
+NFS4_OWN_OPS = {4: "close", 7: "delegpurge", 8: "delegreturn", 10: "getfh", 12: "lock", 13: "lockt", 14: "locku",
+                17: "nverify", 18: "open", 19: "openattr", 20: "open_confirm", 21: "open_downgrade", 22: "putfh",
+                23: "putpubfh", 24: "putrootfh", 30: "renew", 31: "restorefh", 32: "savefh", 33: "secinfo",
+                35: "setclientid", 36: "setclientid_confirm", 37: "verify", 39: "release_lockowner",
+                40: "backchannel_ctl", 41: "bind_conn_to_session", 42: "exchange_id", 43: "create_session",
+                44: "destroy_session", 45: "free_stateid", 46: "get_dir_delegation", 47: "getdeviceinfo",
+                48: "getdevicelist", 49: "layoutcommit", 50: "layoutget", 51: "layoutreturn", 52: "secinfo_no_name",
+                53: "sequence", 54: "set_ssv", 55: "test_stateid", 56: "want_delegation", 57: "destroy_clientid",
+                58: "reclaim_complete", 59: "allocate", 60: "copy", 61: "copy_notify", 62: "deallocate",
+                63: "io_advise", 64: "layouterror", 65: "layoutstats", 66: "offload_cancel", 67: "offload_status",
+                69: "seek", 70: "write_same", 71: "clone", 72: "getxattr", 73: "setxattr", 74: "listxattrs",
+                75: "removexattr"}
 CLOSED = {
     # (statistic, field): {text: key value}
     ("nfs.ops", "op"): {**{p: i for i, p in enumerate(NFS3_PROCS)},
@@ -43,7 +57,9 @@ CLOSED = {
     ("l2arc.latency", "op"): {"read": 0, "write": 1},
     ("nfs.latency", "tier"): {"none": 0, "arc": 1, "l2arc": 2, "pool": 3, "zil": 4},
     ("vdev.latency", "op"): {"read": 0, "write": 1, "flush": 2},       # STRATA_VDEV_*, engine/strata_probes.h
-    ("wire.ops", "op"): {"read": 6, "mnt": 0x10001, "compound": 0x40000},  # NFSv4 COMPOUND: bpf/wire_rpc.h
+    # NFSv4 COMPOUNDs by main op: ops meaning an NFSv3 procedure share its key; others 0x40000 + opcode
+    ("wire.ops", "op"): {"read": 6, "mnt": 0x10001, "compound": 0x40000,
+                         **{p: 0x40000 | i for i, p in NFS4_OWN_OPS.items()}},
     ("wire.ops", "version"): {"nfs3": 3, "nfs4": 4, "mount3": 0x10003},
     # nfsstat3 (RFC 1813 section 2.6); accept_stat + 0x10000, reject_stat + 0x20000 (RFC 5531)
     ("wire.latency", "status"): {"ok": 0, "noent": 2, "acces": 13, "stale": 70, "jukebox": 10008,
@@ -61,7 +77,7 @@ REFUSED = [("nfs.ops", "op", "reed"), ("nfs.ops", "op", "READ"), ("nfs.ops", "op
            ("vdev.ops", "vdev", "4294967296"), ("vdev.ops", "vdev", "a"), ("vdev.ops", "op", "discard"),
            ("wire.ops", "server", "10.0.0.1"), ("wire.ops", "server", "10.0.0.1:65536"),
            ("wire.ops", "server", "10.0.0.1:"), ("wire.ops", "server", "::ffff:10.0.0.1"),
-           ("wire.ops", "status", "fine"), ("wire.ops", "version", "nfs5"), ("wire.ops", "op", "sequence"),
+           ("wire.ops", "status", "fine"), ("wire.ops", "version", "nfs5"), ("wire.ops", "op", "read_plus"), ("wire.ops", "op", "nfs4_read"),
            ("fs.ops", "op", "pread"), ("fs.ops", "file", "relative/path"), ("fs.ops", "file", "inode:7:0:12"),
            ("fs.ops", "process", "nocolon"), ("fs.ops", "process", "x:0"), ("fs.ops", "process", ":12")]
 
