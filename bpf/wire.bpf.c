@@ -39,6 +39,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
 #define TCP_RST 0x04
+#define TCP_ACK 0x10
 
 enum { DIR_CALL = 0, DIR_REPLY = 1 };
 enum { PH_MARKER = 0, PH_HEADER, PH_BODY, PH_UNSYNCED };
@@ -575,6 +576,27 @@ static __always_inline int port_followed(__u16 port)
 	return wire_port_bits[(port >> 3) & 8191] & (1u << (port & 7));
 }
 
+/* On loopback, a packet between two followed ports (a client whose port number is also a
+ * server's) reads either way. A SYN without ACK is a call and a SYN-ACK a reply; other
+ * packets belong to the side whose stream exists, a call when neither does. */
+static __always_inline void loopback_direction(struct pkt *p)
+{
+	struct wire_flow r = {};
+
+	if ((p->flags & TCP_SYN) && !(p->flags & TCP_ACK))
+		return;
+	if (!(p->flags & TCP_SYN) && bpf_map_lookup_elem(&wire_streams, &p->flow))
+		return;
+	__builtin_memcpy(r.client, p->flow.server, 16);
+	__builtin_memcpy(r.server, p->flow.client, 16);
+	r.cport = p->flow.sport;
+	r.sport = p->flow.cport;
+	r.dir = DIR_REPLY;
+	if (!(p->flags & TCP_SYN) && !bpf_map_lookup_elem(&wire_streams, &r))
+		return;
+	p->flow = r;
+}
+
 /* Fills p from the IPv4/IPv6 + TCP headers, read in place (no copy, no map lookup);
  * 0 if this is a server's TCP packet worth walking: data, or SYN / FIN / RST. Pure ACKs,
  * other protocols and other ports leave here after a few loads. hook: HOOK_INGRESS
@@ -653,6 +675,8 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int hook, struct 
 	p->flow.sport = server;
 	p->flow.dir = ingress ? DIR_CALL : DIR_REPLY;
 	p->seq = be32(tcp + 4);
+	if (hook == HOOK_LOOPBACK && ingress && port_followed(sport))
+		loopback_direction(p);
 	return 0;
 }
 

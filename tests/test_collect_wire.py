@@ -75,10 +75,12 @@ def test_wire_matches_engine_per_client_and_op(engine):
     # The same operations, timed twice. The engine stamps its end after send() returns, a few
     # microseconds after the reply's first packet passed TC egress, so per op the wire can be
     # shorter by that much: its median may sit one llhist bucket lower, never more; for the
-    # busiest op (thousands of samples) it is at or above the engine's.
+    # busiest op (thousands of samples) it is at or above the engine's. An op with a handful
+    # of samples (mnt: one per client) has no stable median on a busy host: a worker
+    # preempted between send() and its clock read lengthens the engine's time alone.
     wlat, nlat = heatmap_totals(c.data("wlat")), heatmap_totals(c.data("nlat"))
     assert set(wlat) == set(nlat)
-    for op in nlat:
+    for op in (op for op in nlat if sum(nlat[op].values()) >= 100):
         assert llhist.bucket(p50(wlat[op])) >= llhist.bucket(p50(nlat[op])) - 1, (op, wlat[op], nlat[op])
     busiest = max(nlat, key=lambda op: sum(nlat[op].values()))
     assert p50(wlat[busiest]) >= p50(nlat[busiest]), busiest
@@ -374,11 +376,40 @@ def test_5000_concurrent_connections(tmp_path):
             s.close()
         assert c.stop() == 0
         engine.stop()
-    assert sum(ops.values()) == 2 * conns, (len(ops), sum(ops.values()), st)
+    assert sum(ops.values()) == 2 * conns, (len(ops), sum(ops.values()), json.dumps(st))
     assert len(ops) == keys + 1 and ops["other"] >= 2 * (conns - keys), len(ops)
     # every call counted exactly (above); a stream that lost its place is counted, not miscounted:
     # a few of 5,000 loopback connections may desync on their closing segments
     assert st["unmatched"] == 0 and st["pending_full"] == 0 and st["desyncs"] <= conns // 100, st
+
+
+def test_client_port_equal_to_the_server_port(tmp_path):
+    """On loopback one program sees both directions and tells them apart by port: a client
+    whose port number is the server's (from another address) is still read the right way
+    round, its replies counted, no stream lost."""
+    engine = WireEngine(tmp_path)
+    c = wire_collector([engine.nfs_port], ["lo"])
+    try:
+        c.add("c", "wire.ops", "client")
+        c.flush_now()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.2", engine.nfs_port))
+        s.settimeout(20)
+        s.connect(("127.0.0.1", engine.nfs_port))
+        for xid in range(1, 51):
+            s.sendall(null_call(xid))
+            assert read_record(s)[:4] == struct.pack("!I", xid)
+        s.close()
+        time.sleep(0.2)
+        c.flush_now()
+        c.flush_now()
+        ops, st = totals(c, "c"), wire_status(c)
+    finally:
+        assert c.stop() == 0
+        engine.stop()
+    assert ops == {"127.0.0.2": 50}, (ops, st)
+    assert st["desyncs"] == 0 and st["unmatched"] == 0, st
 
 
 def null_call(xid):
