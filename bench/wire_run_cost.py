@@ -3,7 +3,7 @@ BPF_PROG_TEST_RUN (tests/wire_test_run) over crafted NFSv3 connections (READ cal
 their replies, OUTSTANDING calls in flight, three datasets as in the parse tests), ns per
 call packet (ingress) and per reply packet (egress). The peer is the same programs built
 from another git revision (default main), measured in the same run in alternating rounds.
-Needs root.   usage: wire_run_cost.py [REV]"""
+Needs root.   usage: [ROUNDS=N] wire_run_cost.py [REV]"""
 import os
 import statistics
 import subprocess
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from test_wire_parse import PORT, READ, Conn, call, record, reply  # noqa: E402
 
-CALLS, OUTSTANDING, ROUNDS = 4000, 8, 7
+CALLS, OUTSTANDING, ROUNDS = 4000, 8, int(os.environ.get("ROUNDS", 7))
 BPF_CFLAGS = "-g -O2 -target bpf -D__TARGET_ARCH_x86 -D__bpf__ -Wall".split()
 
 
@@ -78,7 +78,7 @@ def main():
         return
     rev = sys.argv[1] if len(sys.argv) > 1 else "main"
     with tempfile.TemporaryDirectory() as tmp:
-        runners = {f"{rev}": Runner(build_at(rev, Path(tmp))), "this tree": Runner(ROOT / "build/tests/wire_test_run")}
+        runners = {rev: Runner(build_at(rev, Path(tmp))), "this tree": Runner(ROOT / "build/tests/wire_test_run")}
         samples = {name: ([], []) for name in runners}
         for n in range(ROUNDS):
             packets = workload(40000 + n)
