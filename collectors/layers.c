@@ -96,14 +96,38 @@ static int load_vdev(struct layer *L, unsigned max_keys)
 	return 0;
 }
 
+/* The requeue program (it only forgets requeued requests) is attached while the disk
+ * layer is; once no disk probe is, the issues whose completions came meanwhile are
+ * forgotten (they would count as missed completions when re-attached). */
+static int disk_active(struct layer *L, bool on)
+{
+	struct disk_bpf *s = L->skel;
+	struct bpf_program *requeue = s->progs.disk_requeue_btf;
+	int fd = bpf_map__fd(s->maps.starts);
+	__u64 key;
+
+	if (!bpf_program__autoload(requeue))
+		requeue = s->progs.disk_requeue_raw;
+	if (on) {
+		s->links.disk_requeue_btf = bpf_program__attach(requeue);
+		return s->links.disk_requeue_btf ? 0 : -errno;
+	}
+	bpf_link__destroy(s->links.disk_requeue_btf);
+	s->links.disk_requeue_btf = NULL;
+	while (bpf_map_get_next_key(fd, NULL, &key) == 0)
+		bpf_map_delete_elem(fd, &key);
+	return 0;
+}
+
 /* tp_btf first; raw_tp (same code, untyped arguments) when the kernel refuses it. */
 static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 {
 	int issue_arg = disk_btf_request_arg("block_rq_issue", why, n);
 	int complete_arg = disk_btf_request_arg("block_rq_complete", why, n);
+	int requeue_arg = disk_btf_request_arg("block_rq_requeue", why, n);
 	int err = -ENOENT;
 
-	if (issue_arg < 0 || complete_arg < 0)
+	if (issue_arg < 0 || complete_arg < 0 || requeue_arg < 0)
 		return -ENOTSUP;
 	for (int raw = 0; raw < 2; raw++) {
 		struct disk_bpf *s = disk_bpf__open();
@@ -113,17 +137,21 @@ static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 		s->rodata->agg_max_keys = max_keys;
 		s->rodata->issue_rq_arg = (__u32)issue_arg;
 		s->rodata->complete_rq_arg = (__u32)complete_arg;
+		s->rodata->requeue_rq_arg = (__u32)requeue_arg;
 		bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
 		bpf_program__set_autoload(s->progs.disk_issue_btf, !raw);
 		bpf_program__set_autoload(s->progs.disk_complete_btf, !raw);
 		bpf_program__set_autoload(s->progs.disk_issue_raw, raw);
 		bpf_program__set_autoload(s->progs.disk_complete_raw, raw);
+		bpf_program__set_autoload(s->progs.disk_requeue_btf, !raw);
+		bpf_program__set_autoload(s->progs.disk_requeue_raw, raw);
 		if ((err = disk_bpf__load(s))) {
 			disk_bpf__destroy(s);
 			continue;
 		}
 		L->skel = s;
 		L->destroy = (void (*)(void *))disk_bpf__destroy;
+		L->active = disk_active;
 		BIND_COMMON(L, s);
 		add_probe(L, "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf, PROBE_TRACEPOINT);
 		add_probe(L, "block_rq_complete", raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf,
@@ -385,6 +413,8 @@ static void probe_detach(struct layer *L, struct probe *p)
 	bpf_link__destroy(p->link);
 	p->link = NULL;
 	p->on = false;
+	if (L->active && !layer_attached(L))
+		L->active(L, false);
 }
 
 int layer_probe_get(struct layer *L, const char *name, const struct engine_target *t, char *err, size_t n)
@@ -397,8 +427,15 @@ int layer_probe_get(struct layer *L, const char *name, const struct engine_targe
 	}
 	if (!p->on && L->refresh && !layer_attached(L))
 		L->refresh(ignore, NULL); /* up to date before the first probe attaches */
-	if (!p->on && probe_attach(L, p, t, err, n) < 0)
+	if (!p->on && L->active && !layer_attached(L) && L->active(L, true) < 0) {
+		snprintf(err, n, "cannot attach the %s layer: %s", layer_name(L->id), strerror(errno));
 		return -1;
+	}
+	if (!p->on && probe_attach(L, p, t, err, n) < 0) {
+		if (L->active && !layer_attached(L))
+			L->active(L, false);
+		return -1;
+	}
 	p->users++;
 	return 0;
 }

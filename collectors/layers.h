@@ -52,6 +52,8 @@ struct layer {
 	int nprobes;
 	/* once per interval before reading, or NULL; problems go to report */
 	void (*refresh)(void (*report)(void *ctx, const char *msg), void *ctx);
+	/* before its first probe attaches (on) and after its last detaches, or NULL */
+	int (*active)(struct layer *L, bool on);
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
 	struct count_entry *prev, *cur;        /* last and current snapshot, sorted */
 	size_t nprev, ncur, cap;

@@ -34,8 +34,9 @@ ENGINE_SAN_TESTS := tests/test_engine_copy.py tests/test_engine_robust.py tests/
 	tests/test_engine_handles.py tests/test_engine_access.py
 .PHONY: test-san
 test-san: $(BUILD)/san/strata-engine
-	# The server keeps its state until exit by design: leak checking is off.
-	STRATA_ENGINE=$(abspath $(BUILD)/san/strata-engine) ASAN_OPTIONS=detect_leaks=0 \
+	# The server keeps its state until exit by design: leak checking is off. The kill -9
+	# test runs 3 crash trials per log kind here (10 in the plain run).
+	STRATA_ENGINE=$(abspath $(BUILD)/san/strata-engine) ASAN_OPTIONS=detect_leaks=0 STRATA_CRASH_TRIALS=3 \
 		$(PY) -m pytest -q $(ENGINE_SAN_TESTS)
 ENGINE_SAN_TESTS += tests/test_engine_limits.py
 

@@ -201,6 +201,30 @@ def block_stat(dev):
             "flush": f[15] if len(f) > 15 else 0}
 
 
+def disk_settled(c, dev, before, dataset):
+    """The kernel's counts of dev since `before` (block_stat) and the collector's counts of
+    its disk.ops dataset broken down by op, once every request is counted: a completion the
+    kernel did not run the disk program for shows as op "missed" only when its request is
+    issued again, so while the collector is short, direct writes sweep twice through the
+    device's request tags (at most 5 sweeps; the sweeps are in both counts)."""
+    sweep = 2 * int(Path(f"/sys/block/{dev}/queue/nr_requests").read_text())
+    for _ in range(6):
+        after = block_stat(dev)
+        c.flush_now()
+        kernel = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+        counted = counter_totals(c.data(dataset))
+        if sum(counted.values()) >= sum(kernel.values()):
+            break
+        subprocess.run(["dd", "if=/dev/zero", f"of=/dev/{dev}", "oflag=direct", "bs=4k", f"count={sweep}",
+                        "status=none"], check=True)
+    return kernel, counted
+
+
+def short_by_op(kernel, counted):
+    """Per op, the requests the kernel completed that disk.ops did not count as that op."""
+    return {op: kernel.get(op, 0) - counted.get(op, 0) for op in (kernel.keys() | counted.keys()) - {"missed"}}
+
+
 def process_links(pid):
     """link_type of every BPF link a process holds open (from /proc/PID/fdinfo)."""
     links = []

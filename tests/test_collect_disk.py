@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from collect_util import (Collector, Fixture, block_stat, counter_totals, heatmap_totals, loop_device,
-                          private_copy, process_links)
+from collect_util import (Collector, Fixture, block_stat, counter_totals, disk_settled, heatmap_totals,
+                          loop_device, private_copy, process_links, short_by_op)
 from conftest import built
 from strata.datasets import llhist
 
@@ -34,6 +34,9 @@ def recursion_misses(prefix):
 
 
 def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path):
+    """disk.ops adds up to /sys/block exactly: each request counted by its op, or as op
+    "missed" when the kernel did not run the completion program for it (6.18 skips one
+    in 30,000 to 90,000 on a loop device; found when the request is issued again)."""
     fixture = Fixture(private_copy(built("tests/strata-probe-fixture"), tmp_path))
     c = Collector("--engine-pid", fixture.pid)
     try:
@@ -55,18 +58,18 @@ def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path
         dd(loopdev, "read", 100, bs="16k")
         c.remove("size")
         after = block_stat(loopdev)
-        c.flush_now()
+        kernel, counted = disk_settled(c, loopdev, before, "byop")
         misses = recursion_misses("disk_complete")
     finally:
         assert c.stop() == 0
         fixture.stop()
-    expected = {k: after[k] - before[k] for k in before}
-    assert expected == {"read": 700, "write": 450, "discard": 0, "flush": 0}
-    last = c.statuses()[-1]
-    assert counter_totals(c.data("byop")) == {"read": 700, "write": 450}, \
-        f"drops {last['drops']}, runs the kernel skipped (recursion) {misses}, records {c.data('byop')}"
-    assert counter_totals(c.data("bydev")) == {loopdev: 1150}
-    assert sum(heatmap_totals(c.data("lat"))[""].values()) == 1150
+    assert {k: after[k] - before[k] for k in before} == {"read": 700, "write": 450, "discard": 0, "flush": 0}
+    missed = counted.get("missed", 0)
+    short = short_by_op(kernel, counted)
+    assert min(short.values()) >= 0 and sum(short.values()) == missed, \
+        f"kernel {kernel}, counted {counted}, runs the kernel skipped (recursion) {misses}"
+    assert counter_totals(c.data("bydev")) == {loopdev: sum(kernel.values())}
+    assert sum(heatmap_totals(c.data("lat"))[""].values()) == sum(kernel.values()) - missed
     assert all(s["drops"] == 0 for s in c.statuses())
 
 
@@ -185,15 +188,17 @@ def test_disk_size_offset_and_key_names(loopdev):
 
 
 def test_removing_the_last_disk_dataset_detaches_the_tracepoints(loopdev):
+    """Three links while a disk dataset is collected: issue, complete, and requeue (the
+    status lists the two the statistics name); none once the last one is removed."""
     c = Collector()
     try:
         c.add("a", "disk.ops", "-")
         c.add("b", "disk.latency", "device")
         assert "block:block_rq_issue" in c.wait_status()["probes"]
-        assert len(process_links(c.proc.pid)) == 2
+        assert len(process_links(c.proc.pid)) == 3
         c.remove("a")
         assert "disk" in c.wait_status()["attached"]
-        assert len(process_links(c.proc.pid)) == 2
+        assert len(process_links(c.proc.pid)) == 3
         c.remove("b")
         status = c.wait_status()
         assert status["attached"] == [] and status["probes"] == []

@@ -6,6 +6,7 @@ errors. Also: `strata heatmap --json` and the HTML hover's drill-down command.""
 import json
 import re
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -221,18 +222,37 @@ window.addEventListener("load", () => setTimeout(() => Plotly.Fx.hover(
     return " | ".join(t.strip() for t in re.findall(r">([^<>]+)<", layer) if t.strip())
 
 
-@pytest.mark.parametrize("name,extra", [("nfs.latency[client]", []), ("nfs.size[client]", ["--log"])])
-def test_html_hover_command_breaks_its_band_down(data, tmp_path, name, extra):
-    """In a real browser: the hover of the busiest cell shows its count and a command; run,
-    the command counts per key exactly what the heat map's row holds for that key."""
-    path, _ = data
+HOVERED = {"nfs.latency[client]": [], "nfs.size[client]": ["--log"]}
+
+
+def hover_busiest_cell(path, name, extra, tmp_path):
+    """(heat-map JSON grid, row, column, hover label) of the busiest cell of name's heat map."""
     grid = json.loads(strata(path, "heatmap", name, *RANGE, *extra, "--json").stdout)
     counts = np.array(grid["counts"])
     row, col = np.unravel_index(np.argmax(counts), counts.shape)
     out = tmp_path / "map.html"
     p = strata(path, "heatmap", name, *RANGE, *extra, "--format", "html", "-o", str(out))
     assert p.returncode == 0, p.stderr
-    label = hover_in_chromium(out, row, col, tmp_path)
+    return grid, row, col, hover_in_chromium(out, row, col, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def hovered(data, tmp_path_factory):
+    """hover_busiest_cell for each of HOVERED, the browsers run side by side."""
+    path, _ = data
+    with ThreadPoolExecutor(len(HOVERED)) as pool:
+        runs = {name: pool.submit(hover_busiest_cell, path, name, extra, tmp_path_factory.mktemp("hover"))
+                for name, extra in HOVERED.items()}
+        return {name: run.result() for name, run in runs.items()}
+
+
+@pytest.mark.parametrize("name", HOVERED)
+def test_html_hover_command_breaks_its_band_down(data, hovered, name):
+    """In a real browser: the hover of the busiest cell shows its count and a command; run,
+    the command counts per key exactly what the heat map's row holds for that key."""
+    path, _ = data
+    grid, row, col, label = hovered[name]
+    counts = np.array(grid["counts"])
     assert f"| {counts[row, col]:,} ops |" in label, label
     args = shlex.split(label.split("break down: ")[1].split(" | ")[0])
     assert args[:3] == ["strata", "breakdown", name] and args[-2] == "--range"

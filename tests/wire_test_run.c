@@ -10,6 +10,9 @@
  *   stats           one JSON line: {"runs":N,"ops":{OPKEY:N},"status":{KEY:N},
  *                   "size":{BUCKET:N},"counters":[...],"run_ns":[INGRESS,EGRESS]}
  *                   (keys are the u32 key bytes; run_ns: the kernel's run time summed)
+ *   hooks tc|lo     from now on run the ingress/egress programs, or the loopback one
+ *   reset           empties every map (arrays zeroed) and the run counts, prints "reset":
+ *                   the next packets meet a program in its just-loaded state
  * Dataset slots: 0 = wire.ops by op, 1 = wire.ops by status, 2 = wire.size. */
 #include <errno.h>
 #include <inttypes.h>
@@ -90,6 +93,38 @@ static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t r
 	free(cv);
 }
 
+/* Hash maps emptied, array maps zeroed; .bss/.data (the ports and slots set up in main) kept. */
+static void reset(struct wire_bpf *s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, s->obj) {
+		enum bpf_map_type type = bpf_map__type(m);
+		int fd = bpf_map__fd(m), percpu = type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_PERCPU_HASH ||
+						 type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+		size_t vsize = percpu ? ((bpf_map__value_size(m) + 7) & ~7u) * (size_t)ncpu : bpf_map__value_size(m);
+		void *key = calloc(1, bpf_map__key_size(m)), *zero = calloc(1, vsize);
+
+		if (bpf_map__is_internal(m)) {
+		} else if (type == BPF_MAP_TYPE_ARRAY || type == BPF_MAP_TYPE_PERCPU_ARRAY) {
+			for (__u32 i = 0; i < bpf_map__max_entries(m); i++)
+				if (bpf_map_update_elem(fd, &i, zero, BPF_ANY))
+					printf("fail reset %s: %s\n", bpf_map__name(m), strerror(errno));
+		} else {
+			while (bpf_map_get_next_key(fd, NULL, key) == 0)
+				if (bpf_map_delete_elem(fd, key)) {
+					printf("fail reset %s: %s\n", bpf_map__name(m), strerror(errno));
+					break;
+				}
+		}
+		free(key);
+		free(zero);
+	}
+	printf("reset\n");
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	static char line[2 * FRAME_MAX + 16];
@@ -122,6 +157,16 @@ int main(int argc, char **argv)
 
 		if (strncmp(line, "stats", 5) == 0) {
 			print_stats(s, runs, run_ns);
+			continue;
+		}
+		if (strncmp(line, "hooks ", 6) == 0) {
+			loopback = strncmp(line + 6, "lo", 2) == 0;
+			continue;
+		}
+		if (strncmp(line, "reset", 5) == 0) {
+			reset(s);
+			runs = 0;
+			run_ns[0] = run_ns[1] = 0;
 			continue;
 		}
 		if ((line[0] != 'i' && line[0] != 'e') || line[1] != ' ' ||

@@ -52,7 +52,8 @@ CLOSED = {
     # (statistic, field): {text: key value}
     ("nfs.ops", "op"): {**{p: i for i, p in enumerate(NFS3_PROCS)},
                         **{p: 0x10000 | i for i, p in enumerate(MOUNT3_PROCS)}},
-    ("disk.ops", "op"): {"read": 0, "write": 1, "sync": 2, "flush": 3, "discard": 4, "other": 5},
+    ("disk.ops", "op"): {"read": 0, "write": 1, "sync": 2, "flush": 3, "discard": 4, "other": 5,
+                         "missed": 6},
     ("l2arc.latency", "op"): {"read": 0, "write": 1},
     ("nfs.latency", "tier"): {"none": 0, "arc": 1, "l2arc": 2, "pool": 3, "zil": 4},
     ("vdev.latency", "op"): {"read": 0, "write": 1, "flush": 2},       # STRATA_VDEV_*, engine/strata_probes.h
