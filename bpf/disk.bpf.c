@@ -98,13 +98,19 @@ static __always_inline void count_missed(struct request *rq, int direct)
 	agg_event_apply(ev);
 }
 
+#define EEXIST 17
+
 static __always_inline int on_issue(struct request *rq, int direct)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 
-	if (bpf_map_lookup_elem(&starts, &key))
+	long err = bpf_map_update_elem(&starts, &key, &now, BPF_NOEXIST);
+
+	if (err == -EEXIST) { /* one map operation per issue unless a completion was missed */
 		count_missed(rq, direct);
-	if (bpf_map_update_elem(&starts, &key, &now, BPF_ANY))
+		err = bpf_map_update_elem(&starts, &key, &now, BPF_EXIST);
+	}
+	if (err)
 		agg_stat_add(AGG_STATS_DROPS, 1);
 	return 0;
 }
