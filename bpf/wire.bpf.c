@@ -8,15 +8,17 @@
  * loopback, which carries every packet out and back in, one program (wire_loopback, at
  * egress) sees both directions once and tells calls from replies by port.
  *
- * Each direction of a connection is a byte stream with its own state (LRU map):
- * the next sequence number expected, where the current record fragment ends, and
- * the first header bytes of a record gathered across packets. Several records in
- * one packet, one record over many packets and multi-fragment records all walk the
- * same state machine (marker -> header -> body). A stream that cannot be followed
- * (a sequence gap, a record marker or header that is not RPC, a stream joined
- * mid-way) stops counting until a packet starts with a plausible call header (or,
- * for replies, the reply of a call still pending); both events are counted in
- * wire_counters, so a lost stretch is visible and never counted as wrong data.
+ * Each direction of a connection is a byte stream with its own state: the next
+ * sequence number expected, where the current record fragment ends, and the first
+ * header bytes of a record gathered across packets. Both directions and the calls
+ * awaiting their reply share one entry per connection (LRU map), so a packet costs
+ * one lookup. Several records in one packet, one record over many packets and
+ * multi-fragment records all walk the same state machine (marker -> header -> body).
+ * A stream that cannot be followed (a sequence gap, a record marker or header that is
+ * not RPC, a stream joined mid-way) stops counting until a packet starts with a
+ * plausible call header (or, for replies, the reply of a call still pending); both
+ * events are counted in wire_counters, so a lost stretch is visible and never counted
+ * as wrong data.
  * Reordering is tolerated without loss where it can be: bytes missing inside a
  * record's body need not be seen at all; a segment that arrives ahead of its
  * predecessor at a record boundary, starting with a plausible header, is walked at
@@ -49,7 +51,7 @@ struct wire_flow {
 	__u8 server[16];
 	__u16 cport;     /* host order */
 	__u16 sport;
-	__u32 dir;       /* stream key: DIR_*; pending key: the call's xid */
+	__u32 xid;       /* pending key: the call's xid; 0 in a connection's key */
 };
 
 /* A reply whose record continues in further fragments: counted at its last marker. */
@@ -67,27 +69,33 @@ struct wire_call {
 	__u32 xid;
 };
 
+/* One direction of a connection. */
 struct wire_stream {
 	__u32 next_seq;   /* sequence number of the next byte not yet walked */
 	__u32 frag_left;  /* bytes of the current fragment still to walk */
 	__u32 xid;        /* xid of the record in progress (once its header was read) */
-	__u32 npending;   /* call streams: calls awaiting a reply in wire_pending */
 	__u32 rec_bytes;  /* bytes of the record in progress, markers included */
 	__u8 phase;       /* PH_* */
 	__u8 have;        /* bytes gathered in buf (marker or header) */
 	__u8 want;        /* header bytes wanted */
 	__u8 last_frag;   /* the current fragment ends its record */
 	__u8 rec_start;   /* the next marker starts a record (its header follows) */
-	__u8 in_call;     /* call streams: the record in progress is a followed call */
+	__u8 in_call;     /* calls: the record in progress is a followed call */
 	__u8 has_hole;    /* bytes hole_seq..hole_end not seen yet (a reordered segment) */
-	__u8 pad;
-	__u32 inline_used; /* call streams: bit i set while calls[i] awaits its reply */
+	__u8 open;        /* followed: since its SYN or a packet joined mid-way, until its FIN */
 	__u32 hole_seq, hole_end;
-	struct wire_done done;
+	struct wire_done done; /* replies: the operation of a reply whose record continues */
 	__u8 buf[64];     /* gathering room: have < 32 and a read of at most 32 */
-	/* call streams: calls awaiting a reply, in slot xid % WIRE_INLINE_CALLS (clients
-	 * number their calls in sequence), so that a connection with few calls outstanding
-	 * (the usual case) never touches wire_pending; a call whose slot is taken goes there */
+};
+
+/* A connection: its two directions and the calls awaiting their reply. */
+struct wire_conn {
+	struct wire_stream dir[2]; /* DIR_CALL (client to server), DIR_REPLY */
+	__u32 npending;    /* calls awaiting a reply in wire_pending */
+	__u32 inline_used; /* bit i set while calls[i] awaits its reply */
+	/* calls awaiting a reply, in slot xid % WIRE_INLINE_CALLS (clients number their
+	 * calls in sequence), so that a connection with few calls outstanding (the usual
+	 * case) never touches wire_pending; a call whose slot is taken goes there */
 	struct wire_call calls[WIRE_INLINE_CALLS];
 };
 
@@ -104,10 +112,10 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, WIRE_STREAMS_MAX);
+	__uint(max_entries, WIRE_CONNS_MAX);
 	__type(key, struct wire_flow);
-	__type(value, struct wire_stream);
-} wire_streams SEC(".maps");
+	__type(value, struct wire_conn);
+} wire_conns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -127,8 +135,8 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct wire_stream);
-} wire_new_stream SEC(".maps"); /* a zeroed stream state to start from */
+	__type(value, struct wire_conn);
+} wire_new_conn SEC(".maps"); /* all zero between uses: a new connection's state, and scratch */
 
 static __always_inline void count(__u32 which)
 {
@@ -235,11 +243,12 @@ __noinline int emit(const struct wire_flow *f, const struct wire_done *d)
 struct walk {
 	struct __sk_buff *skb;
 	struct wire_stream *st;
-	struct wire_stream *home; /* the connection's call stream (its pending calls), or NULL */
+	struct wire_conn *conn; /* st's connection (its pending calls) */
 	struct wire_flow *flow;
 	__u32 pos, end;       /* skb offsets of the payload still to walk */
 	__u64 now;
 	int lost;             /* the stream lost sync in this packet */
+	__u32 dir;            /* st's direction: DIR_* */
 };
 
 static __always_inline void lose_sync(struct walk *w)
@@ -249,45 +258,41 @@ static __always_inline void lose_sync(struct walk *w)
 	count(WIRE_DESYNCS);
 }
 
-/* The pending call xid: one of home's inline slots (*slot = its index) or an entry of
- * wire_pending (*slot = -1); NULL if none. */
+/* The pending call xid: one of the connection's inline slots (*slot = its index) or an
+ * entry of wire_pending (*slot = -1); NULL if none. */
 static __always_inline struct wire_call *call_find(struct walk *w, __u32 xid, int *slot)
 {
-	struct wire_stream *home = w->home;
+	struct wire_conn *conn = w->conn;
+	__u32 i = xid & (WIRE_INLINE_CALLS - 1);
 	struct wire_flow key;
 
 	*slot = -1;
-	if (home) {
-		__u32 i = xid & (WIRE_INLINE_CALLS - 1);
-
-		if ((home->inline_used & (1u << i)) && home->calls[i].xid == xid) {
-			*slot = i;
-			return &home->calls[i];
-		}
-		if (!home->npending)
-			return NULL;
+	if ((conn->inline_used & (1u << i)) && conn->calls[i].xid == xid) {
+		*slot = i;
+		return &conn->calls[i];
 	}
+	if (!conn->npending)
+		return NULL;
 	key = *w->flow;
-	key.dir = xid;
+	key.xid = xid;
 	return bpf_map_lookup_elem(&wire_pending, &key);
 }
 
 /* The call found by call_find() answered: its slot or entry freed. */
 static __always_inline void call_forget(struct walk *w, __u32 xid, int slot)
 {
-	struct wire_stream *home = w->home;
+	struct wire_conn *conn = w->conn;
 	struct wire_flow key;
 
 	if (slot >= 0) {
-		if (home)
-			home->inline_used &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
+		conn->inline_used &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
 		return;
 	}
 	key = *w->flow;
-	key.dir = xid;
+	key.xid = xid;
 	bpf_map_delete_elem(&wire_pending, &key);
-	if (home && home->npending)
-		home->npending--;
+	if (conn->npending)
+		conn->npending--;
 }
 
 /* Gathers up to `want` bytes into st->buf; 1 once all are there. */
@@ -315,9 +320,10 @@ static __always_inline int gather(struct walk *w, __u32 want)
 /* A call's RPC header h (WIRE_HEADER_BYTES) was read: the call remembered until its reply. */
 static __always_inline void call_header(struct walk *w, const __u8 *h)
 {
-	struct wire_stream *st = w->st, *home = w->home;
+	struct wire_stream *st = w->st;
+	struct wire_conn *conn = w->conn;
 	struct wire_call c = {}, *old;
-	struct wire_flow key = *w->flow;
+	struct wire_flow key;
 	int rc = parse_call(h, &c), slot;
 
 	st->in_call = 0;
@@ -333,7 +339,6 @@ static __always_inline void call_header(struct walk *w, const __u8 *h)
 	if (c.op == WIRE_OP_V4 && st->want == WIRE_HEADER_BYTES) /* a COMPOUND: its main op */
 		c.op = nfs4_main_op(w->skb, w->pos, w->end - w->pos < st->frag_left ? w->end : w->pos + st->frag_left);
 	st->xid = be32(h);
-	key.dir = st->xid;
 	c.xid = st->xid;
 	c.start_ns = w->now;
 	c.bytes = st->rec_bytes;
@@ -343,21 +348,21 @@ static __always_inline void call_header(struct walk *w, const __u8 *h)
 		st->in_call = 1;
 		return;
 	}
-	if (!home)
-		return;
 	slot = st->xid & (WIRE_INLINE_CALLS - 1);
-	if (!(home->inline_used & (1u << slot))) {
-		home->calls[slot] = c;
-		home->inline_used |= 1u << slot;
+	if (!(conn->inline_used & (1u << slot))) {
+		conn->calls[slot] = c;
+		conn->inline_used |= 1u << slot;
 		st->in_call = 1;
 		return;
 	}
-	if (home->npending >= WIRE_PENDING_PER_FLOW) {
+	if (conn->npending >= WIRE_PENDING_PER_FLOW) {
 		count(WIRE_PENDING_FULL);
 		return;
 	}
+	key = *w->flow;
+	key.xid = st->xid;
 	if (bpf_map_update_elem(&wire_pending, &key, &c, BPF_NOEXIST) == 0) {
-		home->npending++;
+		conn->npending++;
 		st->in_call = 1;
 	}
 }
@@ -415,13 +420,13 @@ static __always_inline void marker(struct walk *w, __u32 m)
 		return;
 	}
 	st->phase = PH_BODY;
-	if (w->flow->dir == DIR_CALL && st->in_call) {
+	if (w->dir == DIR_CALL && st->in_call) {
 		int slot;
 		struct wire_call *c = call_find(w, st->xid, &slot);
 
 		if (c)
 			c->bytes += (__u64)len + 4;
-	} else if (w->flow->dir == DIR_REPLY && st->done.valid) {
+	} else if (w->dir == DIR_REPLY && st->done.valid) {
 		st->done.bytes += (__u64)len + 4;
 		if (st->last_frag) {
 			emit(w->flow, &st->done);
@@ -435,7 +440,7 @@ static __always_inline void header(struct walk *w, const __u8 *h)
 {
 	w->st->have = 0;
 	w->st->phase = PH_BODY;
-	if (w->flow->dir == DIR_CALL)
+	if (w->dir == DIR_CALL)
 		call_header(w, h);
 	else
 		reply_header(w, h);
@@ -535,7 +540,7 @@ static __always_inline int plausible(struct walk *w)
 	len = be32(h) & 0x7fffffff;
 	if (len < 24 || len > WIRE_FRAGMENT_MAX)
 		return 0;
-	if (w->flow->dir == DIR_CALL)
+	if (w->dir == DIR_CALL)
 		return len >= 40 && parse_call(h + 4, &c) == 1;
 	{
 		int slot;
@@ -549,9 +554,11 @@ static __always_inline int plausible(struct walk *w)
 enum { HOOK_EGRESS = 0, HOOK_INGRESS, HOOK_LOOPBACK };
 
 struct pkt {
-	struct wire_flow flow;
+	struct wire_flow flow; /* the connection's key */
 	__u32 seq, payload, end;
 	__u8 flags;
+	__u8 dir;              /* DIR_* */
+	__u8 either;           /* on loopback, between two followed ports: a call or a reply */
 };
 
 /* Bytes before the IP header on an interface (set by userspace): l2 + 1 per ifindex
@@ -574,27 +581,6 @@ static __always_inline __u32 l2_length(__u32 ifindex)
 static __always_inline int port_followed(__u16 port)
 {
 	return wire_port_bits[(port >> 3) & 8191] & (1u << (port & 7));
-}
-
-/* On loopback, a packet between two followed ports (a client whose port number is also a
- * server's) reads either way. A SYN without ACK is a call and a SYN-ACK a reply; other
- * packets belong to the side whose stream exists, a call when neither does. */
-static __always_inline void loopback_direction(struct pkt *p)
-{
-	struct wire_flow r = {};
-
-	if ((p->flags & TCP_SYN) && !(p->flags & TCP_ACK))
-		return;
-	if (!(p->flags & TCP_SYN) && bpf_map_lookup_elem(&wire_streams, &p->flow))
-		return;
-	__builtin_memcpy(r.client, p->flow.server, 16);
-	__builtin_memcpy(r.server, p->flow.client, 16);
-	r.cport = p->flow.sport;
-	r.sport = p->flow.cport;
-	r.dir = DIR_REPLY;
-	if (!(p->flags & TCP_SYN) && !bpf_map_lookup_elem(&wire_streams, &r))
-		return;
-	p->flow = r;
 }
 
 /* Fills p from the IPv4/IPv6 + TCP headers, read in place (no copy, no map lookup);
@@ -673,39 +659,93 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int hook, struct 
 	}
 	p->flow.cport = ingress ? sport : dport;
 	p->flow.sport = server;
-	p->flow.dir = ingress ? DIR_CALL : DIR_REPLY;
+	p->flow.xid = 0;
+	p->dir = ingress ? DIR_CALL : DIR_REPLY;
 	p->seq = be32(tcp + 4);
-	if (hook == HOOK_LOOPBACK && ingress && port_followed(sport))
-		loopback_direction(p);
+	p->either = hook == HOOK_LOOPBACK && ingress && port_followed(sport);
 	return 0;
 }
 
-/* The stream's state, created for a SYN (in sync) or a mid-stream packet with data
- * (not yet in sync); NULL for anything else without state (the last ACK after a FIN). */
-static __always_inline struct wire_stream *stream_get(struct pkt *p)
+/* The packet's connection state, looked up (NULL if none). On loopback, a packet between
+ * two followed ports (a client whose port number is also a server's) reads either way:
+ * a SYN without ACK is a call and a SYN-ACK a reply; other packets belong to the
+ * connection that exists, as a call when neither does. */
+static __always_inline struct wire_conn *conn_lookup(struct pkt *p)
 {
-	struct wire_stream *st = bpf_map_lookup_elem(&wire_streams, &p->flow), *fresh;
+	struct wire_flow r = {};
+	struct wire_conn *conn;
+
+	if (!p->either || ((p->flags & TCP_SYN) && !(p->flags & TCP_ACK)))
+		return bpf_map_lookup_elem(&wire_conns, &p->flow);
+	if (!(p->flags & TCP_SYN)) {
+		conn = bpf_map_lookup_elem(&wire_conns, &p->flow);
+		if (conn)
+			return conn;
+	}
+	__builtin_memcpy(r.client, p->flow.server, 16);
+	__builtin_memcpy(r.server, p->flow.client, 16);
+	r.cport = p->flow.sport;
+	r.sport = p->flow.cport;
+	conn = bpf_map_lookup_elem(&wire_conns, &r);
+	if (!(p->flags & TCP_SYN) && !conn)
+		return NULL;
+	p->flow = r;
+	p->dir = DIR_REPLY;
+	return conn;
+}
+
+/* The packet's connection (conn, as looked up) with its direction's stream followed:
+ * the connection created for a SYN or a mid-stream packet with data, the direction
+ * (re)started by its SYN (in sync; the client's SYN also forgets the calls pending) or
+ * by a packet with data (not yet in sync). NULL for anything else without state (the
+ * last ACK after a FIN); an RST gets its connection whatever the direction's state. */
+static __always_inline struct wire_conn *conn_get(struct pkt *p, struct wire_conn *conn)
+{
+	int syn = p->flags & TCP_SYN;
+	struct wire_stream *st;
 	__u32 zero = 0;
 
-	if (st && !(p->flags & TCP_SYN))
-		return st;
-	if (!(p->flags & TCP_SYN) && (p->end <= p->payload || (p->flags & (TCP_RST | TCP_FIN))))
+	if (conn && (p->flags & TCP_RST))
+		return conn;
+	if (conn && !syn && conn->dir[p->dir & 1].open)
+		return conn;
+	if (!syn && (p->end <= p->payload || (p->flags & (TCP_RST | TCP_FIN))))
 		return NULL;
-	fresh = bpf_map_lookup_elem(&wire_new_stream, &zero);
-	if (!fresh)
-		return NULL;
-	if (p->flags & TCP_SYN) { /* a new connection (or a reused port): in sync from the start */
-		fresh->phase = PH_MARKER;
-		fresh->rec_start = 1;
-		fresh->next_seq = p->seq + 1;
+	if (!conn) {
+		struct wire_conn *fresh = bpf_map_lookup_elem(&wire_new_conn, &zero);
+
+		if (!fresh)
+			return NULL;
+		bpf_map_update_elem(&wire_conns, &p->flow, fresh, BPF_NOEXIST);
+		conn = bpf_map_lookup_elem(&wire_conns, &p->flow);
+		if (!conn)
+			return NULL;
+	}
+	st = &conn->dir[p->dir & 1];
+	__builtin_memset(st, 0, sizeof(*st));
+	st->open = 1;
+	if (syn) { /* a new connection (or a reused port): in sync from the start */
+		st->phase = PH_MARKER;
+		st->rec_start = 1;
+		st->next_seq = p->seq + 1;
+		if (p->dir == DIR_CALL) {
+			conn->inline_used = 0;
+			conn->npending = 0;
+		}
 	} else {
-		fresh->phase = PH_UNSYNCED;
-		fresh->next_seq = p->seq;
+		st->phase = PH_UNSYNCED;
+		st->next_seq = p->seq;
 		count(WIRE_JOINED);
 	}
-	bpf_map_update_elem(&wire_streams, &p->flow, fresh, BPF_ANY);
-	__builtin_memset(fresh, 0, sizeof(*fresh));
-	return bpf_map_lookup_elem(&wire_streams, &p->flow);
+	return conn;
+}
+
+/* A FIN ends its direction's stream; the connection's state goes with the last. */
+static __always_inline void stream_end(struct wire_conn *conn, struct pkt *p)
+{
+	conn->dir[p->dir & 1].open = 0;
+	if (!conn->dir[(p->dir & 1) ^ 1].open)
+		bpf_map_delete_elem(&wire_conns, &p->flow);
 }
 
 /* A segment ahead of the stream: bytes missing inside a record's body are skipped
@@ -735,12 +775,14 @@ static __always_inline int hole_open(struct walk *w, __u32 seq)
 static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
 {
 	struct wire_stream *st = w->st, *tmp;
+	struct wire_conn *scratch;
 	__u32 zero = 0, room = st->hole_end - seq, walked;
 	int whole;
 
-	tmp = bpf_map_lookup_elem(&wire_new_stream, &zero);
-	if (!tmp)
+	scratch = bpf_map_lookup_elem(&wire_new_conn, &zero);
+	if (!scratch)
 		return;
+	tmp = &scratch->dir[0];
 	if (len > room)
 		w->end = w->pos + room; /* a retransmission spanning the hole: the rest was walked */
 	w->st = tmp;
@@ -767,34 +809,30 @@ static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
 static __always_inline int on_packet(struct __sk_buff *skb, int hook)
 {
 	struct pkt p;
+	struct wire_conn *conn;
 	struct wire_stream *st;
 	struct walk w = { .skb = skb };
 	__u32 len, skip = 0;
 
 	if (parse_packet(skb, hook, &p) < 0)
 		return TC_ACT_UNSPEC;
-	st = stream_get(&p);
-	if (!st)
+	conn = conn_get(&p, conn_lookup(&p));
+	if (!conn)
 		return TC_ACT_UNSPEC;
-	if (p.flags & TCP_RST) {
-		bpf_map_delete_elem(&wire_streams, &p.flow);
+	if (p.flags & TCP_RST) { /* either side's: the connection is over */
+		bpf_map_delete_elem(&wire_conns, &p.flow);
 		return TC_ACT_UNSPEC;
 	}
+	st = &conn->dir[p.dir & 1];
 	len = p.end > p.payload ? p.end - p.payload : 0;
 	if (len == 0)
 		goto done;
 	if (p.flags & TCP_SYN)
 		p.seq++; /* data on a SYN (TCP fast open) follows the SYN's sequence number */
 	w.st = st;
+	w.conn = conn;
 	w.flow = &p.flow;
-	if (p.flow.dir == DIR_CALL) { /* calls: the stream walked is the connection's call stream */
-		w.home = st;
-	} else {
-		struct wire_flow key = p.flow;
-
-		key.dir = DIR_CALL;
-		w.home = bpf_map_lookup_elem(&wire_streams, &key);
-	}
+	w.dir = p.dir;
 	w.pos = p.payload;
 	w.end = p.end;
 	w.now = bpf_ktime_get_ns();
@@ -834,7 +872,7 @@ advance:
 	st->next_seq = p.seq + len;
 done:
 	if (p.flags & TCP_FIN)
-		bpf_map_delete_elem(&wire_streams, &p.flow);
+		stream_end(conn, &p);
 	return TC_ACT_UNSPEC;
 }
 

@@ -24,9 +24,9 @@
 #define WIRE_PORTS_MAX        64      /* --wire-port options */
 #define WIRE_IFACES_MAX       1024    /* interfaces with an L2 header length set */
 #define WIRE_L2_TABLE         4096    /* ifindexes whose L2 length is a table load, not a lookup */
-#define WIRE_STREAMS_MAX      32768   /* stream states, two per TCP connection (LRU) */
+#define WIRE_CONNS_MAX        16384   /* TCP connections followed: both directions' streams (LRU) */
 #define WIRE_PENDING_MAX      65536   /* calls awaiting their reply (LRU) */
-#define WIRE_INLINE_CALLS     16      /* calls awaiting a reply kept in their stream's state (a power of two, at most 32) */
+#define WIRE_INLINE_CALLS     16      /* calls awaiting a reply kept in their connection's state (a power of two, at most 32) */
 #define WIRE_PENDING_PER_FLOW 4096    /* more calls awaiting a reply on one connection (wire_pending) */
 #define WIRE_STEPS_MAX        4096    /* parser steps per packet (3 per record) */
 #define WIRE_FRAGMENT_MAX     (64u << 20) /* a larger record marker is garbage */

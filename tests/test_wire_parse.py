@@ -1,7 +1,7 @@
 """bpf/wire.bpf.c's parser in the kernel, through BPF_PROG_TEST_RUN (build/tests/wire_test_run):
 crafted TCP segments carrying ONC RPC records — several per packet, one over many packets,
-split headers, multi-fragment records, retransmissions, gaps, streams joined mid-way, garbage
-— and NFSv4.x COMPOUNDs (main op after SEQUENCE / PUTFH / SAVEFH..., bounds that keep
+split headers, multi-fragment records, retransmissions, gaps, streams joined mid-way, garbage,
+connections ended by FIN and RST — and NFSv4.x COMPOUNDs (main op after SEQUENCE / PUTFH / SAVEFH..., bounds that keep
 `compound`), with the expected operations, statuses and stream counters checked; then
 100,000 mutated packets (v3, MOUNT and v4 records; half through each hooks layout) run
 without a failure. One process loads the program once; each test starts from emptied maps."""
@@ -338,6 +338,30 @@ def test_reset_mid_record_then_new_connection(kernel):
     kernel.run(packets)
     s = kernel.stats()
     assert s["ops"] == {READ: 1} and s["counters"]["desyncs"] == 0
+
+
+def test_fin_ends_its_direction_and_the_connection_with_the_second(kernel):
+    """The client's FIN (carrying its last call) leaves the connection's pending calls: the
+    reply sent after it counts. The server's FIN then ends the connection: a later segment
+    on the same ports starts over, joined mid-way."""
+    c = Conn(40020)
+    packets = c.syn() + c.send(record(call(80, READ)), flags=FIN | ACK)
+    packets += c.answer(record(reply(80))) + c.answer(b"", flags=FIN | ACK)
+    packets += c.send(record(call(81, READ)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {READ: 1} and s["counters"]["unmatched"] == 0
+    assert s["counters"]["joined"] == 1 and s["counters"]["resyncs"] == 1
+
+
+def test_reset_from_the_server_ends_the_connection(kernel):
+    """An RST from either side drops both directions and the calls pending."""
+    c = Conn(40021)
+    packets = c.syn() + c.send(record(call(82, READ))) + c.answer(b"", flags=RST | ACK)
+    packets += c.answer(record(reply(82)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {} and s["counters"]["joined"] == 1 and s["counters"]["replies"] == 0
 
 
 def test_ipv6(kernel):
