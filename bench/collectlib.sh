@@ -168,3 +168,43 @@ paired_rounds() {
 	done
 	printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
 }
+
+# toggled_load SECS CYCLES CONFIG...: one load runs throughout while the configurations are
+# switched in windows of SECS seconds, CYCLES times each, in an order rotated every cycle
+# (starts and warm-ups are paid once, and a window is compared with its neighbours seconds
+# away, not minutes: this VM's speed drifts by tens of percent over a minute). The load's
+# report goes to $work/load.json (the load, long enough for any pace of windows, is stopped
+# with SIGINT after the last) and a line per window, "CONFIG T_ON T_OFF BPF_RUNS
+# BPF_NS" (wall-clock seconds), to $work/windows; bench/losses.py reads both.
+toggled_load() {
+	local secs=$1 cycles=$2 r i cfg prev="" n0 t0 n1 t1 on pid lp
+	shift 2
+	local configs=("$@")
+	: > "$work/windows"
+	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export "$export_path" \
+		--profile randread --io-size 8k --clients 4 --threads 8 \
+		--duration $((2 * secs * cycles * ${#configs[@]} + 30)) --json "$work/load.json" > /dev/null &
+	lp=$!
+	sleep 2 # mounted and running
+	for ((r = 0; r < cycles; r++)); do
+		for ((i = 0; i < ${#configs[@]}; i++)); do
+			cfg=${configs[(i + r) % ${#configs[@]}]}
+			if [ -n "$prev" ]; then
+				read -r n1 t1 < <(bpf_runs "${progs[$prev]}" "${owner[$prev]:-$collect_pid}")
+				echo "$prev $on $(date +%s.%N) $((n1 - n0)) $((t1 - t0))" >> "$work/windows"
+				printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
+			fi
+			printf "${want[$cfg]}" >&"${chan[$cfg]:-3}"
+			prev=$cfg
+			pid=${owner[$cfg]:-$collect_pid}
+			read -r n0 t0 < <(bpf_runs "${progs[$cfg]}" "$pid")
+			on=$(date +%s.%N)
+			sleep "$secs"
+		done
+	done
+	read -r n1 t1 < <(bpf_runs "${progs[$prev]}" "${owner[$prev]:-$collect_pid}")
+	echo "$prev $on $(date +%s.%N) $((n1 - n0)) $((t1 - t0))" >> "$work/windows"
+	printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
+	kill -INT "$lp" # the run ends here; the load writes its report
+	wait "$lp"
+}

@@ -3,6 +3,7 @@
 to check what the tool wrote."""
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +82,8 @@ def check_report(r: dict) -> None:
         below = sum(c for b, c in lat["llhist"].items() if llhist.upper(int(b)) <= lat["p50"])
         assert below <= n / 2  # p50 is not above half of the samples
     assert sum(r["per_second"]["ops"]) == r["ops_total"]
+    # the run started on the wall clock, after its setup and at least its duration ago
+    assert time.time() - 3600 < r["start_unix"] <= time.time() - r["duration_s"]
     setup = r["setup"]
     for op, n in setup["ops"].items():
         assert sum(c["setup"]["ops"].get(op, 0) for c in r["clients"]) == n

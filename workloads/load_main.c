@@ -155,7 +155,10 @@ int main(int argc, char **argv)
 	phase_end(&sh, cl, o.clients);
 	phase_end(&sh, cl, o.clients);
 	struct load_totals t = { .setup_s = (double)(mono_ns() - t0) / 1e9 };
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
 	sh.run_start_ns = mono_ns();
+	t.run_start_unix = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	sh.run_end_ns = sh.run_start_ns + (uint64_t)(o.duration * 1e9);
 	pthread_barrier_wait(&sh.barrier);
 	for (int i = 0; i < o.clients; i++)

@@ -104,7 +104,7 @@ void report_write(FILE *f, const struct load_opts *o, const struct load_shared *
 	json_str(f, o->export);
 	fprintf(f, ",\"profile\":\"%s\",\"config\":", load_profile_name(o->profile));
 	config_json(f, o);
-	fprintf(f, ",\"duration_s\":%.6f,\"clients\":[", t->run_s);
+	fprintf(f, ",\"start_unix\":%.6f,\"duration_s\":%.6f,\"clients\":[", t->run_start_unix, t->run_s);
 	for (int i = 0; i < n; i++) {
 		const struct load_client *c = &clients[i];
 

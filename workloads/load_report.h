@@ -9,6 +9,7 @@
 struct load_totals {
 	struct phase_stats setup, run; /* merged over the clients */
 	double setup_s, run_s;         /* wall time of each phase */
+	double run_start_unix;         /* CLOCK_REALTIME at the start of the run (s) */
 };
 
 /* Merges the clients' counts into t (t->run's series sized by sh->nsec). */
