@@ -557,7 +557,6 @@ struct pkt {
 	struct wire_flow flow; /* the connection's key */
 	__u32 seq, payload, end;
 	__u8 flags;
-	__u8 dir;              /* DIR_* */
 	__u8 either;           /* on loopback, between two followed ports: a call or a reply */
 };
 
@@ -584,8 +583,9 @@ static __always_inline int port_followed(__u16 port)
 }
 
 /* Fills p from the IPv4/IPv6 + TCP headers, read in place (no copy, no map lookup);
- * 0 if this is a server's TCP packet worth walking: data, or SYN / FIN / RST. Pure ACKs,
- * other protocols and other ports leave here after a few loads. hook: HOOK_INGRESS
+ * its direction (DIR_*) if this is a server's TCP packet worth walking: data, or SYN /
+ * FIN / RST; -1 otherwise. Pure ACKs, other protocols and other ports leave here after
+ * a few loads. hook: HOOK_INGRESS
  * (calls), HOOK_EGRESS (replies), or HOOK_LOOPBACK (either, told by the port). */
 static __always_inline int parse_packet(struct __sk_buff *skb, int hook, struct pkt *p)
 {
@@ -660,17 +660,16 @@ static __always_inline int parse_packet(struct __sk_buff *skb, int hook, struct 
 	p->flow.cport = ingress ? sport : dport;
 	p->flow.sport = server;
 	p->flow.xid = 0;
-	p->dir = ingress ? DIR_CALL : DIR_REPLY;
 	p->seq = be32(tcp + 4);
 	p->either = hook == HOOK_LOOPBACK && ingress && port_followed(sport);
-	return 0;
+	return ingress ? DIR_CALL : DIR_REPLY;
 }
 
 /* The packet's connection state, looked up (NULL if none). On loopback, a packet between
  * two followed ports (a client whose port number is also a server's) reads either way:
  * a SYN without ACK is a call and a SYN-ACK a reply; other packets belong to the
- * connection that exists, as a call when neither does. */
-static __always_inline struct wire_conn *conn_lookup(struct pkt *p)
+ * connection that exists, as a call when neither does (*dir, p->flow set to match). */
+static __always_inline struct wire_conn *conn_lookup(struct pkt *p, int *dir)
 {
 	struct wire_flow r = {};
 	struct wire_conn *conn;
@@ -690,7 +689,7 @@ static __always_inline struct wire_conn *conn_lookup(struct pkt *p)
 	if (!(p->flags & TCP_SYN) && !conn)
 		return NULL;
 	p->flow = r;
-	p->dir = DIR_REPLY;
+	*dir = DIR_REPLY;
 	return conn;
 }
 
@@ -699,7 +698,7 @@ static __always_inline struct wire_conn *conn_lookup(struct pkt *p)
  * (re)started by its SYN (in sync; the client's SYN also forgets the calls pending) or
  * by a packet with data (not yet in sync). NULL for anything else without state (the
  * last ACK after a FIN); an RST gets its connection whatever the direction's state. */
-static __always_inline struct wire_conn *conn_get(struct pkt *p, struct wire_conn *conn)
+static __always_inline struct wire_conn *conn_get(struct pkt *p, int dir, struct wire_conn *conn)
 {
 	int syn = p->flags & TCP_SYN;
 	struct wire_stream *st;
@@ -707,7 +706,7 @@ static __always_inline struct wire_conn *conn_get(struct pkt *p, struct wire_con
 
 	if (conn && (p->flags & TCP_RST))
 		return conn;
-	if (conn && !syn && conn->dir[p->dir & 1].open)
+	if (conn && !syn && conn->dir[dir & 1].open)
 		return conn;
 	if (!syn && (p->end <= p->payload || (p->flags & (TCP_RST | TCP_FIN))))
 		return NULL;
@@ -721,14 +720,14 @@ static __always_inline struct wire_conn *conn_get(struct pkt *p, struct wire_con
 		if (!conn)
 			return NULL;
 	}
-	st = &conn->dir[p->dir & 1];
+	st = &conn->dir[dir & 1];
 	__builtin_memset(st, 0, sizeof(*st));
 	st->open = 1;
 	if (syn) { /* a new connection (or a reused port): in sync from the start */
 		st->phase = PH_MARKER;
 		st->rec_start = 1;
 		st->next_seq = p->seq + 1;
-		if (p->dir == DIR_CALL) {
+		if (dir == DIR_CALL) {
 			conn->inline_used = 0;
 			conn->npending = 0;
 		}
@@ -741,10 +740,10 @@ static __always_inline struct wire_conn *conn_get(struct pkt *p, struct wire_con
 }
 
 /* A FIN ends its direction's stream; the connection's state goes with the last. */
-static __always_inline void stream_end(struct wire_conn *conn, struct pkt *p)
+static __always_inline void stream_end(struct wire_conn *conn, struct pkt *p, int dir)
 {
-	conn->dir[p->dir & 1].open = 0;
-	if (!conn->dir[(p->dir & 1) ^ 1].open)
+	conn->dir[dir & 1].open = 0;
+	if (!conn->dir[(dir & 1) ^ 1].open)
 		bpf_map_delete_elem(&wire_conns, &p->flow);
 }
 
@@ -813,17 +812,19 @@ static __always_inline int on_packet(struct __sk_buff *skb, int hook)
 	struct wire_stream *st;
 	struct walk w = { .skb = skb };
 	__u32 len, skip = 0;
+	int dir = parse_packet(skb, hook, &p);
 
-	if (parse_packet(skb, hook, &p) < 0)
+	if (dir < 0)
 		return TC_ACT_UNSPEC;
-	conn = conn_get(&p, conn_lookup(&p));
+	conn = conn_lookup(&p, &dir);
+	conn = conn_get(&p, dir, conn);
 	if (!conn)
 		return TC_ACT_UNSPEC;
 	if (p.flags & TCP_RST) { /* either side's: the connection is over */
 		bpf_map_delete_elem(&wire_conns, &p.flow);
 		return TC_ACT_UNSPEC;
 	}
-	st = &conn->dir[p.dir & 1];
+	st = &conn->dir[dir & 1];
 	len = p.end > p.payload ? p.end - p.payload : 0;
 	if (len == 0)
 		goto done;
@@ -832,7 +833,7 @@ static __always_inline int on_packet(struct __sk_buff *skb, int hook)
 	w.st = st;
 	w.conn = conn;
 	w.flow = &p.flow;
-	w.dir = p.dir;
+	w.dir = dir;
 	w.pos = p.payload;
 	w.end = p.end;
 	w.now = bpf_ktime_get_ns();
@@ -872,7 +873,7 @@ advance:
 	st->next_seq = p.seq + len;
 done:
 	if (p.flags & TCP_FIN)
-		stream_end(conn, &p);
+		stream_end(conn, &p, dir);
 	return TC_ACT_UNSPEC;
 }
 
