@@ -29,8 +29,8 @@ class Harness:
     loaded) and set to hooks "tc" (calls run the ingress program, replies the egress one) or
     "lo" (both run the loopback program, which must tell them apart by port and count the same)."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), str(PORT)], stdin=subprocess.PIPE,
+    def __init__(self, ports=(PORT,)):
+        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), *map(str, ports)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def start(self, hooks):
@@ -362,6 +362,23 @@ def test_reset_from_the_server_ends_the_connection(kernel):
     kernel.run(packets)
     s = kernel.stats()
     assert s["ops"] == {} and s["counters"]["joined"] == 1 and s["counters"]["replies"] == 0
+
+
+def test_loopback_client_ports_also_followed():
+    """On loopback, clients whose port numbers are also followed server ports: the SYN, the
+    SYN-ACK, calls and replies each read the right way, with or without the SYN seen."""
+    h = Harness((PORT, 40030, 40031))
+    try:
+        h.start("lo")
+        c, d = Conn(40030), Conn(40031)
+        packets = c.syn() + c.send(record(call(90, READ))) + c.answer(record(reply(90)))
+        packets += d.send(record(call(91, WRITE))) + d.answer(record(reply(91)))
+        h.run(packets)
+        s = h.stats()
+        assert s["ops"] == {READ: 1, WRITE: 1} and s["counters"]["unmatched"] == 0
+        assert s["counters"]["joined"] == 2 and s["counters"]["resyncs"] == 2
+    finally:
+        h.close()
 
 
 def test_ipv6(kernel):
