@@ -22,6 +22,7 @@ PASSED_ON = {
     "engine_pid": "--engine-pid",
     "wire_ifaces": "--wire-iface",
     "wire_ports": "--wire-port",
+    "wire_hook": "--wire-hook",
     "fs_pids": "--fs-pid",
     "fs_comms": "--fs-comm",
     "fs_cgroup": "--fs-cgroup",
@@ -89,6 +90,10 @@ class ListenAddress(click.ParamType):
               help="Server TCP port wire.* statistics follow, or 'rpcbind': the ports the local "
                    "rpcbind maps NFS and MOUNT to (asked every 3 s); repeatable (default: 2049 and "
                    "rpcbind).")
+@click.option("--wire-hook", "wire_hook", type=click.Choice(("auto", "tcx", "tc")),
+              help="How wire.* programs hook the interfaces: tcx links (Linux 6.6+, removed by the "
+                   "kernel when the collector ends), TC clsact filters, or auto: tcx where the kernel "
+                   "has it, else TC (the default).")
 @click.option("--metrics", "metrics_address", metavar="ADDRESS:PORT", type=ListenAddress(),
               help="Also serve the datasets as OpenMetrics at http://ADDRESS:PORT/metrics for "
                    "Prometheus (':9464' listens on all interfaces; port 0 picks a free one).")

@@ -5,7 +5,7 @@
     [retention]   second = "7d"  minute = "90d"  hour = "104w"     # of the datasets listed
     [metrics]     listen = ":9464"  digits = 2
     [collector]   program = ...  engine = ...  engine_pid = ...
-    [wire]        interfaces = ["eth0"]  ports = [2049]
+    [wire]        interfaces = ["eth0"]  ports = [2049]  hook = "auto"
     [fs]          pids = [...]  comms = ["ganesha.nfsd"]  cgroup = ...
 
 FLAGS maps every other key to the `strata collect` option it sets: the file
@@ -36,6 +36,7 @@ FLAGS = {
     "collector.engine_pid": "engine_pid",
     "wire.interfaces": "wire_ifaces",
     "wire.ports": "wire_ports",
+    "wire.hook": "wire_hook",
     "fs.pids": "fs_pids",
     "fs.comms": "fs_comms",
     "fs.cgroup": "fs_cgroup",

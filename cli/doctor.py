@@ -75,6 +75,7 @@ FEATURES = [  # (key in strata-features output, row name, required, what needs i
     ("kprobe", "kprobe attach", False, "not used by strata"),
     ("fentry", "fentry/fexit attach", False, "not used by strata"),
     ("tc", "TC clsact attach", False, "wire layer (NFS of any server, from its interfaces)"),
+    ("tcx", "tcx link attach", False, "wire layer's preferred hook (Linux 6.6+; else TC clsact)"),
 ]
 
 

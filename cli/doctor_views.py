@@ -2,7 +2,7 @@
 features `strata-features` found and the programs present. A view is a family of
 statistics and the attach type it needs:
 
-    wire   wire.*   TC clsact on the interfaces      any NFS server, nothing asked of it
+    wire   wire.*   TC (tcx, or clsact) on the ifaces any NFS server, nothing asked of it
     fs     fs.*     syscall tracepoints              a user-space server's own syscalls
     disk   disk.*   block tracepoints                every block device below any server
     usdt   nfs.*, arc.*, l2arc.*, zil.*, vdev.*      uprobes on strata-engine's USDT probes

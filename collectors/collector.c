@@ -415,7 +415,15 @@ static void emit_wire(struct collector *c)
 		fprintf(c->out, "%s", i ? "," : "");
 		emit_json_string(c->out, L->wire->att[i].name);
 	}
-	fprintf(c->out, "],\"ports\":[");
+	fprintf(c->out, "],\"hooks\":{");
+	for (int i = 0; i < L->wire->natt; i++) {
+		const struct wire_attachment *a = &L->wire->att[i];
+
+		fprintf(c->out, "%s", i ? "," : "");
+		emit_json_string(c->out, a->name);
+		fprintf(c->out, ":\"%s\"", a->link_fd[0] >= 0 || a->link_fd[1] >= 0 ? "tcx" : "tc");
+	}
+	fprintf(c->out, "},\"ports\":[");
 	for (int port = 1, n = 0; port < 65536; port++)
 		if (wire_port_followed(L, (uint16_t)port))
 			fprintf(c->out, "%s%d", n++ ? "," : "", port);

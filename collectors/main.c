@@ -45,6 +45,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: strata-collect [--engine PATH] [--engine-pid PID] [--catalogue] [--interval SECONDS]\n"
 		"                      [--max-keys N] [--wire-iface PATTERN ...] [--wire-port PORT|rpcbind ...]\n"
+		"                      [--wire-hook auto|tcx|tc]\n"
 		"                      [--fs-pid PID]... [--fs-comm NAME]... [--fs-cgroup PATH]\n"
 		"Reads `add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit` on stdin and\n"
 		"writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n");
@@ -159,7 +160,7 @@ int main(int argc, char **argv)
 		{ "max-keys", required_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
 		{ "wire-iface", required_argument, NULL, 'w' }, { "wire-port", required_argument, NULL, 'P' },
 		{ "fs-pid", required_argument, NULL, 'F' },  { "fs-comm", required_argument, NULL, 'C' },
-		{ "fs-cgroup", required_argument, NULL, 'G' },
+		{ "fs-cgroup", required_argument, NULL, 'G' }, { "wire-hook", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *engine_arg = NULL;
@@ -220,6 +221,16 @@ int main(int argc, char **argv)
 			if (cfg.wire.nports == WIRE_PORTS_MAX)
 				return die_usage("too many --wire-port ports", NULL);
 			cfg.wire.ports[cfg.wire.nports++] = (uint16_t)port;
+			break;
+		case 'H':
+			if (strcmp(optarg, "auto") == 0)
+				cfg.wire.hook = WIRE_HOOK_AUTO;
+			else if (strcmp(optarg, "tcx") == 0)
+				cfg.wire.hook = WIRE_HOOK_TCX;
+			else if (strcmp(optarg, "tc") == 0)
+				cfg.wire.hook = WIRE_HOOK_TC;
+			else
+				return die_usage("--wire-hook needs auto, tcx or tc, not ", optarg);
 			break;
 		case 'h':
 			usage(stdout);

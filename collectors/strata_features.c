@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "features.skel.h"
+#include "wire.h"
 
 /* A function of our own to put a uprobe on. */
 __attribute__((noinline)) int strata_features_uprobe_target(int x)
@@ -44,7 +45,15 @@ static void check(const char *label, const char *name, int last)
 	if ((err = features_bpf__load(skel)))
 		goto out;
 	stage = "attach";
-	if (strcmp(name, "tc_probe") == 0) { /* TC clsact on lo ingress, as the wire layer attaches */
+	if (strcmp(label, "tcx") == 0) { /* a tcx link on lo egress, as the wire layer prefers */
+		int fd = wire_tcx_attach(bpf_program__fd(want), (int)if_nametoindex("lo"), true);
+
+		if (fd < 0)
+			err = fd;
+		else
+			close(fd);
+		goto out;
+	} else if (strcmp(name, "tc_probe") == 0) { /* TC clsact on lo ingress, as the wire layer attaches */
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = (int)if_nametoindex("lo"), .attach_point = BPF_TC_INGRESS);
 		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(want));
 
@@ -84,7 +93,8 @@ int main(void)
 	check("uprobe", "uprobe_probe", 0);
 	check("kprobe", "kprobe_probe", 0);
 	check("fentry", "fentry_probe", 0);
-	check("tc", "tc_probe", 1);
+	check("tc", "tc_probe", 0);
+	check("tcx", "tc_probe", 1);
 	printf("}\n");
 	return 0;
 }

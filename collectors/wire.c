@@ -2,8 +2,9 @@
  * keeping its TC programs on the chosen interfaces. Interfaces are chosen by
  * --wire-iface patterns, or are every interface with an address; an rtnetlink
  * socket reports links and addresses as they appear, so interfaces created later
- * (a container's veth, a client namespace) are attached within one poll. TC filters
- * made through netlink are not owned by a file descriptor: ours carry our pid as
+ * (a container's veth, a client namespace) are attached within one poll. The programs
+ * hook an interface with tcx links where the kernel has them (Linux 6.6+), else with TC
+ * clsact filters, which are not owned by a file descriptor: ours carry our pid as
  * handle and strata's priority (collectors/wire_tc.c reaps those of a killed
  * collector); detach removes ours and leaves the clsact qdisc (other filters may use it).
  * Server ports: --wire-port's, and with --wire-port rpcbind (the default with 2049) the
@@ -179,17 +180,20 @@ static bool chosen(const struct wire_state *w, const char *name, const struct if
 	return false;
 }
 
-static void detach_one(struct wire_state *w, struct wire_attachment *a)
+static void detach_one(struct wire_attachment *a)
 {
 	for (int d = 0; d < 2; d++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex,
 			    .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
 		LIBBPF_OPTS(bpf_tc_opts, opts, .handle = a->handle[d], .priority = a->priority[d]);
 
-		if (a->handle[d])
+		if (a->link_fd[d] >= 0)
+			close(a->link_fd[d]);
+		else if (a->handle[d])
 			bpf_tc_detach(&hook, &opts);
+		a->link_fd[d] = -1;
+		a->handle[d] = 0;
 	}
-	(void)w;
 }
 
 static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -223,13 +227,22 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 		bpf_map_update_elem(w->l2len_fd, &key, &l2, BPF_ANY);
 	memset(a, 0, sizeof(*a));
 	a->ifindex = ifindex;
+	a->link_fd[0] = a->link_fd[1] = -1;
 	snprintf(a->name, sizeof(a->name), "%s", name);
 	wire_tc_reap(ifindex);
 	for (int d = loopback ? 1 : 0; d < 2; d++) { /* lo: one program at egress sees both directions */
+		int prog = w->prog_fd[loopback ? 2 : d];
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = d ? BPF_TC_EGRESS : BPF_TC_INGRESS);
-		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = w->prog_fd[loopback ? 2 : d], .handle = (__u32)getpid(),
-			    .priority = WIRE_TC_PRIORITY);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog, .handle = (__u32)getpid(), .priority = WIRE_TC_PRIORITY);
 
+		if (w->cfg.hook != WIRE_HOOK_TC) {
+			if ((a->link_fd[d] = wire_tcx_attach(prog, ifindex, d)) >= 0)
+				continue;
+			err = a->link_fd[d];
+			a->link_fd[d] = -1;
+			if (w->cfg.hook == WIRE_HOOK_TCX)
+				goto fail;
+		}
 		if ((err = hook_create(&hook)))
 			goto fail;
 		if ((err = bpf_tc_attach(&hook, &opts)))
@@ -240,8 +253,9 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 	w->natt++;
 	return 0;
 fail:
-	detach_one(w, a);
-	snprintf(w->error, sizeof(w->error), "cannot attach the wire TC programs to %s: %s", name, strerror(-err));
+	detach_one(a);
+	snprintf(w->error, sizeof(w->error), "cannot attach the wire TC programs to %s%s: %s", name,
+		 w->cfg.hook == WIRE_HOOK_TCX ? " with tcx links (Linux 6.6+)" : "", strerror(-err));
 	return -1;
 }
 
@@ -264,6 +278,10 @@ static int sync_interfaces(struct wire_state *w)
 				present = true;
 		if (present)
 			w->att[keep++] = w->att[i];
+		else /* its hooks went with it; a tcx link's fd is still ours */
+			for (int d = 0; d < 2; d++)
+				if (w->att[i].link_fd[d] >= 0)
+					close(w->att[i].link_fd[d]);
 	}
 	w->natt = keep;
 	for (ni = names; ni->if_index; ni++) {
@@ -313,7 +331,7 @@ void wire_detach(struct layer *L)
 	struct wire_state *w = L->wire;
 
 	for (int i = 0; i < w->natt; i++)
-		detach_one(w, &w->att[i]);
+		detach_one(&w->att[i]);
 	w->natt = 0;
 	if (w->nl_fd >= 0)
 		close(w->nl_fd);

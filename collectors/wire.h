@@ -1,6 +1,6 @@
-/* wire.h — the wire layer's collector side: loads bpf/wire.bpf.c, keeps its TC clsact
- * programs attached (ingress and egress) on the chosen interfaces as interfaces come
- * and go (rtnetlink), and reads the program's stream counters. */
+/* wire.h — the wire layer's collector side: loads bpf/wire.bpf.c, keeps its TC programs
+ * attached (ingress and egress; tcx links, else clsact filters) on the chosen interfaces
+ * as interfaces come and go (rtnetlink), and reads the program's stream counters. */
 #ifndef STRATA_COLLECT_WIRE_H
 #define STRATA_COLLECT_WIRE_H
 
@@ -18,20 +18,27 @@
 
 struct layer;
 
-/* --wire-iface patterns (fnmatch; none = every interface with an address) and --wire-port:
- * ports, and rpcbind (follow the ports the local rpcbind maps NFS and MOUNT to). */
+/* How the programs hook an interface: tcx links where the kernel has them, else TC clsact
+ * filters (auto); or only one of the two. */
+enum wire_hook { WIRE_HOOK_AUTO = 0, WIRE_HOOK_TCX, WIRE_HOOK_TC };
+
+/* --wire-iface patterns (fnmatch; none = every interface with an address), --wire-port:
+ * ports, and rpcbind (follow the ports the local rpcbind maps NFS and MOUNT to), and
+ * --wire-hook. */
 struct wire_config {
 	const char *ifaces[WIRE_PATTERNS_MAX];
 	int nifaces;
 	uint16_t ports[WIRE_PORTS_MAX];
 	int nports;
 	bool rpcbind;
+	enum wire_hook hook;
 };
 
 struct wire_attachment {
 	int ifindex;
 	char name[IF_NAMESIZE];
-	uint32_t handle[2], priority[2]; /* ingress, egress filters */
+	int link_fd[2];                  /* ingress, egress tcx links; -1 where a TC filter is used */
+	uint32_t handle[2], priority[2]; /* ingress, egress TC filters (handle 0: none) */
 };
 
 struct wire_state {
@@ -74,5 +81,9 @@ const char *wire_counter_name(int i);
 /* Removes the wire filters on ifindex left by strata collectors no longer running
  * (collectors/wire_tc.c); the number removed. */
 int wire_tc_reap(int ifindex);
+
+/* A tcx link of prog_fd at ifindex's ingress or egress: its fd, or a negative errno
+ * (-EINVAL before Linux 6.6). */
+int wire_tcx_attach(int prog_fd, int ifindex, bool egress);
 
 #endif

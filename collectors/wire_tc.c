@@ -1,8 +1,12 @@
-/* wire_tc.c — the wire layer's TC filters and who owns them. A filter made through
- * netlink outlives the process that made it, so strata marks its own: priority
- * WIRE_TC_PRIORITY, handle = the collector's pid, a program named wire_*. Before
- * attaching to an interface, filters so marked whose collector is gone (killed
- * without detaching) are removed; every other filter is left alone. */
+/* wire_tc.c — how the wire layer's programs hook an interface, and who owns the hooks.
+ * Preferred: a tcx link (Linux 6.6+), made with the raw BPF_LINK_CREATE (Debian 12's
+ * libbpf predates its API); it runs without the clsact qdisc and classifier, and the
+ * kernel removes it when the collector's file descriptor closes, however the collector
+ * ends. Otherwise: a TC clsact filter made through netlink, which outlives the process
+ * that made it, so strata marks its own: priority WIRE_TC_PRIORITY, handle = the
+ * collector's pid, a program named wire_*. Before attaching to an interface, filters so
+ * marked whose collector is gone (killed without detaching) are removed; every other
+ * filter is left alone. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,10 +16,15 @@
 #include <linux/pkt_cls.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "wire.h"
 
 #define STALE_MAX 64
+
+/* Attach types of tcx links (enum bpf_attach_type, kernel ABI since Linux 6.6). */
+#define TCX_INGRESS 46
+#define TCX_EGRESS  47
 
 /* A strata collector with this pid is running. */
 static bool collector_alive(uint32_t pid)
@@ -117,4 +126,11 @@ int wire_tc_reap(int ifindex)
 		}
 	}
 	return reaped;
+}
+
+int wire_tcx_attach(int prog_fd, int ifindex, bool egress)
+{
+	int fd = bpf_link_create(prog_fd, ifindex, egress ? TCX_EGRESS : TCX_INGRESS, NULL);
+
+	return fd < 0 ? -errno : fd;
 }

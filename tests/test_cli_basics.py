@@ -44,6 +44,7 @@ def test_doctor_json_parses_and_reports_this_kernel():
     assert not checks["fentry/fexit attach"]["ok"] and not checks["fentry/fexit attach"]["required"]
     # TC clsact works here (the wire layer); kernel nfsd is not in this VM's kernel: one row, not fatal.
     assert checks["TC clsact attach"]["ok"] and not checks["TC clsact attach"]["required"]
+    assert checks["tcx link attach"]["ok"] and not checks["tcx link attach"]["required"]  # kernel 6.6+
     assert not checks["kernel nfsd"]["ok"] and not checks["kernel nfsd"]["required"]
     for c in report["checks"]:
         assert c["ok"] or c["fix"] or not c["required"], c

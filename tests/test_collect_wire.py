@@ -4,12 +4,14 @@ in their own network namespaces, real TCP through veth pairs, and the engine's o
 wire view needs nothing from the server, and on a host with nfsd it applies unchanged
 (collectors/STATISTICS.md, "Wire layer")."""
 import json
+import re
 import os
 import shutil
 import socket
 import struct
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -310,9 +312,10 @@ def strata_filters(dev):
 
 
 def test_killed_collector_filters_are_reaped():
-    """A SIGKILLed collector cannot detach its TC filters; the next collector that attaches
-    to the interface removes them (strata's priority, the dead collector's pid as handle, a
-    wire_ program) and leaves other filters alone, even one at strata's priority."""
+    """With --wire-hook tc, a SIGKILLed collector cannot detach its TC filters; the next
+    collector that attaches to the interface removes them (strata's priority, the dead
+    collector's pid as handle, a wire_ program) and leaves other filters alone, even one
+    at strata's priority."""
     dev = "stwreap0"
     subprocess.run(["ip", "link", "del", dev], capture_output=True)
     subprocess.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", "stwreap1"], check=True)
@@ -321,14 +324,14 @@ def test_killed_collector_filters_are_reaped():
         for pref, handle in (("100", "1"), (str(0xc057), "999999")):  # not ours: classic BPF, no wire_ program
             subprocess.run(["tc", "filter", "add", "dev", dev, "ingress", "pref", pref, "handle", handle, "bpf",
                             "bytecode", "1,6 0 0 0,"], check=True)
-        first = wire_collector([2049], [dev])
+        first = wire_collector([2049], [dev], "--wire-hook", "tc")
         first.add("w", "wire.ops", "op")
         first.flush_now()
         assert strata_filters(dev) == ({("ingress", first.proc.pid), ("egress", first.proc.pid)}, 2)
         first.proc.kill()
         first.proc.wait(timeout=10)
         assert strata_filters(dev)[0] == {("ingress", first.proc.pid), ("egress", first.proc.pid)}
-        second = wire_collector([2049], [dev])
+        second = wire_collector([2049], [dev], "--wire-hook", "tc")
         try:
             second.add("w", "wire.ops", "op")
             second.flush_now()
@@ -336,6 +339,45 @@ def test_killed_collector_filters_are_reaped():
         finally:
             assert second.stop() == 0
         assert strata_filters(dev) == (set(), 2)
+    finally:
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
+
+
+def bpf_program_ids(pid):
+    """Ids of the BPF programs process pid holds open."""
+    ids = set()
+    for fd in Path(f"/proc/{pid}/fdinfo").iterdir():
+        ids.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", fd.read_text(), re.M))
+    return ids
+
+
+def loaded_program_ids():
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True, text=True).stdout
+    return {p["id"] for p in json.loads(out)}
+
+
+def test_tcx_links_end_with_the_collector():
+    """By default the wire programs hook an interface with tcx links (this kernel has them):
+    the status says so, no TC filter is made, and a SIGKILLed collector leaves nothing
+    behind: the kernel drops the links with its descriptors, and with them the programs."""
+    dev = "stwtcx0"
+    subprocess.run(["ip", "link", "del", dev], capture_output=True)
+    subprocess.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", "stwtcx1"], check=True)
+    try:
+        c = wire_collector([2049], [dev])
+        c.add("w", "wire.ops", "op")
+        c.flush_now()
+        assert wire_status(c)["hooks"] == {dev: "tcx"}
+        assert strata_filters(dev) == (set(), 0)
+        progs = bpf_program_ids(c.proc.pid)
+        assert progs and progs <= loaded_program_ids()
+        c.proc.kill()
+        c.proc.wait(timeout=10)
+        for _ in range(50):  # programs are freed after an RCU grace period
+            if not progs & loaded_program_ids():
+                break
+            time.sleep(0.1)
+        assert not progs & loaded_program_ids()
     finally:
         subprocess.run(["ip", "link", "del", dev], capture_output=True)
 
@@ -429,3 +471,11 @@ def read_record(sock):
         return out
     marker = struct.unpack("!I", exactly(4))[0]
     return exactly(marker & 0x7fffffff)
+
+
+def test_wire_hook_rejects_other_words_and_strata_collect_passes_it_on():
+    r = subprocess.run([str(built("bin/strata-collect")), "--wire-hook", "xdp"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == "strata-collect: --wire-hook needs auto, tcx or tc, not xdp"
+    from strata.cli.collect_cmd import collector_args
+
+    assert collector_args({"wire_hook": "tc", "wire_ports": (2049,)}) == ["--wire-port", "2049", "--wire-hook", "tc"]
