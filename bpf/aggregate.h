@@ -237,6 +237,15 @@ static __always_inline struct agg_event *agg_event_get(void)
 	return ev;
 }
 
+/* The per-CPU event as the last hit left it, not cleared: for a program whose every
+ * event sets the same fields (the others stay zero as the map was created), or NULL. */
+static __always_inline struct agg_event *agg_event_reuse(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&agg_scratch, &zero);
+}
+
 /* Replaces key by its slot's "other" key once the slot holds agg_max_keys keys;
  * adds counts the hits so folded. */
 static __always_inline void agg_bound_key(__u32 slot, __u32 gen, __u8 *key, __u64 adds)

@@ -215,14 +215,15 @@ static __always_inline void server_key(__u8 *key, const struct wire_flow *f)
 }
 
 /* A global function: the verifier checks it (and the aggregation behind it) once, not
- * once for every place and state a reply is counted from. */
+ * once for every place and state a reply is counted from. Every event sets the same
+ * fields, so the per-CPU event is reused without clearing it. */
 __noinline int emit(const struct wire_flow *f, const struct wire_done *d)
 {
 	struct agg_event *ev;
 
 	if (!f || !d)
 		return 0;
-	ev = agg_event_get();
+	ev = agg_event_reuse();
 	if (!ev)
 		return 0;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = d->op;
