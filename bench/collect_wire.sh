@@ -6,7 +6,9 @@
 # wire.latency[client] + wire.ops[op] (TC program on lo), and on the engine the same two
 # statistics from its USDT probe (nfs.latency[client] + nfs.ops[op]) as the peer.
 # BASE_COLLECT_BIN=other/strata-collect adds a second collector whose wire programs are
-# switched on in windows of their own ("wire, base"): a before/after comparison in one run.
+# switched on in windows of their own ("wire, base"): a before/after comparison in one run;
+# BASE_COLLECT_ARGS adds options to it (BASE_COLLECT_ARGS="--wire-hook tc" with this build's
+# collector compares the two hooks).
 # Reported per server (bench/losses.py): median throughput loss of the windows against
 # their neighbours without datasets, with its 95 % interval, and from the kernel's BPF
 # statistics the BPF run time per NFS operation, per program run, runs per operation, and
@@ -40,7 +42,7 @@ server_windows() {
 	collect_start 'add warm wire.ops op\nremove warm\n' # the wire program verified once, up front
 	if [ -n "${BASE_COLLECT_BIN:-}" ]; then
 		rm -f "$work/ctl2"; mkfifo "$work/ctl2"
-		"$BASE_COLLECT_BIN" $COLLECT_ARGS < "$work/ctl2" > "$work/base.out" 3>&- &
+		"$BASE_COLLECT_BIN" $COLLECT_ARGS ${BASE_COLLECT_ARGS:-} < "$work/ctl2" > "$work/base.out" 3>&- &
 		base_pid=$!
 		owner[base]=$base_pid
 		exec 4> "$work/ctl2"
@@ -61,7 +63,7 @@ for server in $SERVERS; do
 	fi
 	if [ "$server" = engine ]; then server_windows engine "${configs[@]}" usdt; else server_windows ganesha "${configs[@]}"; fi
 	labels=("wire=wire.latency[client] + wire.ops[op] (TC)")
-	if [ -n "${BASE_COLLECT_BIN:-}" ]; then labels+=("base=the same, $BASE_COLLECT_BIN"); fi
+	if [ -n "${BASE_COLLECT_BIN:-}" ]; then labels+=("base=the same, $BASE_COLLECT_BIN ${BASE_COLLECT_ARGS:-}"); fi
 	if [ "$server" = engine ]; then labels+=("usdt=nfs.latency[client] + nfs.ops[op] (USDT peer)"); fi
 	.venv/bin/python bench/losses.py "$work/load.json" "$work/windows" \
 		"$server randread 8k on lo, 4 clients x 8 threads, windows of $SECS s" "${labels[@]}"
