@@ -169,15 +169,23 @@ paired_rounds() {
 	printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
 }
 
+# cpu_ticks: "BUSY STEAL" clock ticks of all CPUs so far (/proc/stat: user + nice + system +
+# irq + softirq; steal: time the hypervisor gave to others)
+cpu_ticks() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9; exit }' /proc/stat
+}
+
 # toggled_load SECS CYCLES CONFIG...: one load runs throughout while the configurations are
 # switched in windows of SECS seconds, CYCLES times each, in an order rotated every cycle
 # (starts and warm-ups are paid once, and a window is compared with its neighbours seconds
 # away, not minutes: this VM's speed drifts by tens of percent over a minute). The load's
 # report goes to $work/load.json (the load, long enough for any pace of windows, is stopped
-# with SIGINT after the last) and a line per window, "CONFIG T_ON T_OFF BPF_RUNS
-# BPF_NS" (wall-clock seconds), to $work/windows; bench/losses.py reads both.
+# with SIGINT after the last) and a line per window, "CONFIG T_ON T_OFF BPF_RUNS BPF_NS
+# BPF_SECS BUSY_TICKS STEAL_TICKS" (wall-clock seconds; BPF_SECS between the midpoints of
+# the two readings of the BPF statistics; the CPU ticks of the window), to $work/windows;
+# bench/losses.py reads both.
 toggled_load() {
-	local secs=$1 cycles=$2 r i cfg prev="" n0 t0 n1 t1 on pid lp
+	local secs=$1 cycles=$2 r i cfg prev="" n0 t0 m0 on b0 s0 lp
 	shift 2
 	local configs=("$@")
 	: > "$work/windows"
@@ -189,22 +197,36 @@ toggled_load() {
 	for ((r = 0; r < cycles; r++)); do
 		for ((i = 0; i < ${#configs[@]}; i++)); do
 			cfg=${configs[(i + r) % ${#configs[@]}]}
-			if [ -n "$prev" ]; then
-				read -r n1 t1 < <(bpf_runs "${progs[$prev]}" "${owner[$prev]:-$collect_pid}")
-				echo "$prev $on $(date +%s.%N) $((n1 - n0)) $((t1 - t0))" >> "$work/windows"
-				printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
-			fi
+			[ -n "$prev" ] && window_end "$prev"
 			printf "${want[$cfg]}" >&"${chan[$cfg]:-3}"
 			prev=$cfg
-			pid=${owner[$cfg]:-$collect_pid}
-			read -r n0 t0 < <(bpf_runs "${progs[$cfg]}" "$pid")
+			read -r n0 t0 m0 < <(bpf_runs_at "${progs[$cfg]}" "${owner[$cfg]:-$collect_pid}")
+			read -r b0 s0 < <(cpu_ticks)
 			on=$(date +%s.%N)
 			sleep "$secs"
 		done
 	done
-	read -r n1 t1 < <(bpf_runs "${progs[$prev]}" "${owner[$prev]:-$collect_pid}")
-	echo "$prev $on $(date +%s.%N) $((n1 - n0)) $((t1 - t0))" >> "$work/windows"
-	printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
+	window_end "$prev"
 	kill -INT "$lp" # the run ends here; the load writes its report
 	wait "$lp"
+}
+
+# bpf_runs_at PATTERN PID: bpf_runs, and the wall-clock time halfway through the reading
+bpf_runs_at() {
+	local a b n t
+	a=$(date +%s.%N)
+	read -r n t < <(bpf_runs "$1" "$2")
+	b=$(date +%s.%N)
+	echo "$n $t $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", (a + b) / 2 }')"
+}
+
+# window_end CONFIG: the window of CONFIG that toggled_load (whose locals it reads) opened,
+# recorded; CONFIG switched off
+window_end() {
+	local b1 s1 off n1 t1 m1
+	read -r b1 s1 < <(cpu_ticks)
+	off=$(date +%s.%N)
+	read -r n1 t1 m1 < <(bpf_runs_at "${progs[$1]}" "${owner[$1]:-$collect_pid}")
+	echo "$1 $on $off $((n1 - n0)) $((t1 - t0)) $(awk -v a="$m0" -v b="$m1" 'BEGIN { printf "%.4f", b - a }') $((b1 - b0)) $((s1 - s0))" >> "$work/windows"
+	printf "${want[$1]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$1]:-3}"
 }

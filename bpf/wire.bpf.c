@@ -93,9 +93,11 @@ struct wire_conn {
 	struct wire_stream dir[2]; /* DIR_CALL (client to server), DIR_REPLY */
 	__u32 npending;    /* calls awaiting a reply in wire_pending */
 	__u32 inline_used; /* bit i set while calls[i] awaits its reply */
+	__u32 inline_moved; /* bit i set while calls[i] holds a call not in its own slot */
 	/* calls awaiting a reply, in slot xid % WIRE_INLINE_CALLS (clients number their
 	 * calls in sequence), so that a connection with few calls outstanding (the usual
-	 * case) never touches wire_pending; a call whose slot is taken goes there */
+	 * case) never touches wire_pending; a call whose slot is taken (an older call still
+	 * unanswered) takes a free one, marked moved; with none free it goes to wire_pending */
 	struct wire_call calls[WIRE_INLINE_CALLS];
 };
 
@@ -272,6 +274,14 @@ static __always_inline struct wire_call *call_find(struct walk *w, __u32 xid, in
 		*slot = i;
 		return &conn->calls[i];
 	}
+	if (conn->inline_moved & conn->inline_used) {
+		for (int j = 0; j < WIRE_INLINE_CALLS; j++) {
+			if ((conn->inline_moved & conn->inline_used & (1u << j)) && conn->calls[j].xid == xid) {
+				*slot = j;
+				return &conn->calls[j];
+			}
+		}
+	}
 	if (!conn->npending)
 		return NULL;
 	key = *w->flow;
@@ -287,6 +297,7 @@ static __always_inline void call_forget(struct walk *w, __u32 xid, int slot)
 
 	if (slot >= 0) {
 		conn->inline_used &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
+		conn->inline_moved &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
 		return;
 	}
 	key = *w->flow;
@@ -350,9 +361,19 @@ static __always_inline void call_header(struct walk *w, const __u8 *h)
 		return;
 	}
 	slot = st->xid & (WIRE_INLINE_CALLS - 1);
-	if (!(conn->inline_used & (1u << slot))) {
-		conn->calls[slot] = c;
-		conn->inline_used |= 1u << slot;
+	if (conn->inline_used & (1u << slot)) { /* taken: the first free slot, if any */
+		slot = -1;
+		for (int j = 0; j < WIRE_INLINE_CALLS; j++) {
+			if (!(conn->inline_used & (1u << j))) {
+				slot = j;
+				conn->inline_moved |= 1u << j;
+				break;
+			}
+		}
+	}
+	if (slot >= 0) {
+		conn->calls[slot & (WIRE_INLINE_CALLS - 1)] = c;
+		conn->inline_used |= 1u << (slot & (WIRE_INLINE_CALLS - 1));
 		st->in_call = 1;
 		return;
 	}
@@ -730,6 +751,7 @@ static __always_inline struct wire_conn *conn_get(struct pkt *p, int dir, struct
 		st->next_seq = p->seq + 1;
 		if (dir == DIR_CALL) {
 			conn->inline_used = 0;
+			conn->inline_moved = 0;
 			conn->npending = 0;
 		}
 	} else {

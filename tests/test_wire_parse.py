@@ -170,6 +170,22 @@ def test_several_records_per_packet_both_ways(kernel):
     assert s["counters"]["desyncs"] == 0
 
 
+def test_calls_sharing_an_inline_slot_are_matched(kernel):
+    """xids 1, 17, 33 and 49 share inline slot 1 (xid % 16): the later calls take free slots,
+    a retransmission of one of them updates it in place, and replies in reverse order each
+    find their own call (none unmatched, none left for wire_pending)."""
+    c = Conn()
+    procs = {1: GETATTR, 17: LOOKUP, 33: READ, 49: WRITE}
+    calls = b"".join(record(call(x, p, args=b"\1" * 20)) for x, p in procs.items())
+    packets = c.syn() + c.send(calls) + c.send(record(call(33, READ, args=b"\1" * 20)))
+    for x in reversed(procs):
+        packets += c.answer(record(reply(x, body=b"\0" * 8)))
+    kernel.run(packets)
+    s = kernel.stats()
+    assert s["ops"] == {GETATTR: 1, LOOKUP: 1, READ: 1, WRITE: 1}
+    assert s["counters"]["unmatched"] == 0 and s["counters"]["desyncs"] == 0 and s["counters"]["calls"] == 5
+
+
 def test_one_record_over_many_packets_and_split_headers(kernel):
     """A 1 MiB WRITE in 1448-byte segments, its marker and header cut mid-way; a reply split
     inside its header; then the next call still parses."""
