@@ -137,7 +137,7 @@ ps = [p for p in json.load(sys.stdin) if re.fullmatch(sys.argv[1], p.get("name",
 print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in ps))' "$1" "$2"
 }
 
-# Configurations of paired_rounds: want[C] the add commands that switch C's datasets on,
+# Configurations of paired_rounds and toggled_load: want[C] the add commands that switch C's datasets on,
 # progs[C] the name pattern of the BPF programs C costs; chan[C] the file descriptor of the
 # collector that takes C's commands (default 3, collect_start's) and owner[C] its pid.
 declare -A want=() progs=() chan=() owner=()
