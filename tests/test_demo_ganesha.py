@@ -72,17 +72,21 @@ def test_disk_band_appears_after_the_drop_and_fades(demo):
     before, after, late = windows(summary)
     disk, reads = slow(archive, "fs.latency[op]", after, DISK_NS)
     assert disk >= 0.3 * reads, f"only {disk:.0f} of {reads:.0f} reads over 200 us right after the drop"
-    # over 1 ms: how many device reads pass that mark depends on the shared VM's disk, so the
-    # share is compared with the warm cache's (at most 0.5%) rather than fixed; the floor of 1%
-    # keeps the check when the warm cache had none (a clean run here saw 1.9%)
+    # over 1 ms: how many device reads pass that mark depends on the shared VM's disk (clean
+    # runs here saw 0.13% and 1.9%), so there must be some, at least ten times the warm
+    # cache's share (at most 0.5%)
     above, warm = slow(archive, "fs.latency[op]", after, SLOW_NS), slow(archive, "fs.latency[op]", before, SLOW_NS)
-    assert above[0] / above[1] >= max(0.01, 10 * warm[0] / warm[1]), (above, warm)
+    assert above[0] >= 1 and above[0] / above[1] >= 10 * warm[0] / warm[1], (above, warm)
     # the same reads at the layer below: the ext4 loop device serves them
     ios = histogram(archive, "disk.latency[device]", *after, [summary["device"]])[1].sum()
     assert ios >= 0.3 * disk, (ios, disk)
-    # and at the layer above: clients wait for the disk too
+    # and at the layer above: clients wait for the disk too. Most of their latency is
+    # ganesha's own (two thirds pass 200 us with the cache warm), so more of them pass 1 ms
+    # than with the cache warm: at least twice the share (runs here saw 3.9% against 1.0%,
+    # and over 10% with a slower disk)
     wire_slow, wire_all = slow(archive, "wire.latency[client]", after, SLOW_NS)
-    assert wire_slow >= 0.1 * wire_all, (wire_slow, wire_all)
+    wire_warm = slow(archive, "wire.latency[client]", before, SLOW_NS)
+    assert wire_slow / wire_all >= 2 * wire_warm[0] / wire_warm[1] and wire_slow > 0, (wire_slow, wire_all, wire_warm)
     # the cache fills again: in the last seconds far fewer reads wait for the disk
     late_disk, late_reads = slow(archive, "fs.latency[op]", late, DISK_NS)
     assert late_disk / late_reads <= 0.5 * disk / reads, (late_disk, late_reads, disk, reads)
