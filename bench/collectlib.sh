@@ -71,10 +71,16 @@ ganesha_start() {
 	exit 1
 }
 
+# randread SECONDS OPTION...: the benchmarks' load, 8 KiB random reads from 4 clients of
+# 8 threads each, with more strata-load options
+randread() {
+	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export "$export_path" \
+		--profile randread --io-size 8k --clients 4 --threads 8 --duration "$@"
+}
+
 # load SECONDS [--setup]: prints total ops/s
 load() {
-	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export "$export_path" \
-		--profile randread --io-size 8k --clients 4 --threads 8 --duration "$1" ${2:-} --json - |
+	randread "$1" ${2:-} --json - |
 		python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ops_per_sec"]["total"]))'
 }
 
@@ -142,6 +148,11 @@ print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in
 # collector that takes C's commands (default 3, collect_start's) and owner[C] its pid.
 declare -A want=() progs=() chan=() owner=()
 
+# switch_off CONFIG: CONFIG's datasets removed (a remove for each of its adds)
+switch_off() {
+	printf "${want[$1]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$1]:-3}"
+}
+
 # paired_rounds ROUNDS SECS CONFIG...: with the collector(s) running, each round loads SECS
 # seconds per configuration, in an order rotated each round (this VM's speed drifts by tens
 # of percent over a minute; each configuration is compared with the first one, no
@@ -155,7 +166,7 @@ paired_rounds() {
 	for ((r = 0; r < rounds; r++)); do
 		for ((i = 0; i < ${#configs[@]}; i++)); do
 			cfg=${configs[(i + r) % ${#configs[@]}]}
-			printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}" # off
+			switch_off "$prev"
 			printf "${want[$cfg]}" >&"${chan[$cfg]:-3}"
 			prev=$cfg
 			pid=${owner[$cfg]:-$collect_pid}
@@ -166,7 +177,7 @@ paired_rounds() {
 			echo "$r $cfg $ops $nsop $((n1 - n0)) $((t1 - t0))" >> "$work/results"
 		done
 	done
-	printf "${want[$prev]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$prev]:-3}"
+	switch_off "$prev"
 }
 
 # cpu_ticks: "BUSY STEAL" clock ticks of all CPUs so far (/proc/stat: user + nice + system +
@@ -189,9 +200,7 @@ toggled_load() {
 	shift 2
 	local configs=("$@")
 	: > "$work/windows"
-	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export "$export_path" \
-		--profile randread --io-size 8k --clients 4 --threads 8 \
-		--duration $((2 * secs * cycles * ${#configs[@]} + 30)) --json "$work/load.json" > /dev/null &
+	randread $((2 * secs * cycles * ${#configs[@]} + 30)) --json "$work/load.json" > /dev/null &
 	lp=$!
 	sleep 2 # mounted and running
 	for ((r = 0; r < cycles; r++)); do
@@ -228,5 +237,5 @@ window_end() {
 	off=$(date +%s.%N)
 	read -r n1 t1 m1 < <(bpf_runs_at "${progs[$1]}" "${owner[$1]:-$collect_pid}")
 	echo "$1 $on $off $((n1 - n0)) $((t1 - t0)) $(awk -v a="$m0" -v b="$m1" 'BEGIN { printf "%.4f", b - a }') $((b1 - b0)) $((s1 - s0))" >> "$work/windows"
-	printf "${want[$1]}" | sed -n 's/^add \([a-z]*\) .*/remove \1/p' >&"${chan[$1]:-3}"
+	switch_off "$1"
 }

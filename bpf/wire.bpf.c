@@ -274,9 +274,9 @@ static __always_inline struct wire_call *call_find(struct walk *w, __u32 xid, in
 		*slot = i;
 		return &conn->calls[i];
 	}
-	if (conn->inline_moved & conn->inline_used) {
+	if (conn->inline_moved) { /* moved slots are used ones: both bits clear together */
 		for (int j = 0; j < WIRE_INLINE_CALLS; j++) {
-			if ((conn->inline_moved & conn->inline_used & (1u << j)) && conn->calls[j].xid == xid) {
+			if ((conn->inline_moved & (1u << j)) && conn->calls[j].xid == xid) {
 				*slot = j;
 				return &conn->calls[j];
 			}

@@ -180,7 +180,9 @@ static bool chosen(const struct wire_state *w, const char *name, const struct if
 	return false;
 }
 
-static void detach_one(struct wire_attachment *a)
+/* The attachment's hooks removed: tcx links closed and, unless the interface is gone
+ * (and its filters with it), TC filters detached. */
+static void detach_one(struct wire_attachment *a, bool gone)
 {
 	for (int d = 0; d < 2; d++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->ifindex,
@@ -189,7 +191,7 @@ static void detach_one(struct wire_attachment *a)
 
 		if (a->link_fd[d] >= 0)
 			close(a->link_fd[d]);
-		else if (a->handle[d])
+		else if (a->handle[d] && !gone)
 			bpf_tc_detach(&hook, &opts);
 		a->link_fd[d] = -1;
 		a->handle[d] = 0;
@@ -253,7 +255,7 @@ static int attach_one(struct wire_state *w, int ifindex, const char *name)
 	w->natt++;
 	return 0;
 fail:
-	detach_one(a);
+	detach_one(a, false);
 	snprintf(w->error, sizeof(w->error), "cannot attach the wire TC programs to %s%s: %s", name,
 		 w->cfg.hook == WIRE_HOOK_TCX ? " with tcx links (Linux 6.6+)" : "", strerror(-err));
 	return -1;
@@ -279,9 +281,7 @@ static int sync_interfaces(struct wire_state *w)
 		if (present)
 			w->att[keep++] = w->att[i];
 		else /* its hooks went with it; a tcx link's fd is still ours */
-			for (int d = 0; d < 2; d++)
-				if (w->att[i].link_fd[d] >= 0)
-					close(w->att[i].link_fd[d]);
+			detach_one(&w->att[i], true);
 	}
 	w->natt = keep;
 	for (ni = names; ni->if_index; ni++) {
@@ -331,7 +331,7 @@ void wire_detach(struct layer *L)
 	struct wire_state *w = L->wire;
 
 	for (int i = 0; i < w->natt; i++)
-		detach_one(&w->att[i]);
+		detach_one(&w->att[i], false);
 	w->natt = 0;
 	if (w->nl_fd >= 0)
 		close(w->nl_fd);
