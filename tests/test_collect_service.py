@@ -55,8 +55,12 @@ def write_config(path, archive, datasets, extra=""):
 
 
 def state(archive, name):
+    """The dataset's state; None while the archive's tables are still being created."""
     with sqlite3.connect(archive) as c:
-        row = c.execute("SELECT state FROM datasets WHERE name = ?", (name,)).fetchone()
+        try:
+            row = c.execute("SELECT state FROM datasets WHERE name = ?", (name,)).fetchone()
+        except sqlite3.OperationalError:  # the collector created the file, not yet its schema
+            return None
     return row and row[0]
 
 
