@@ -19,6 +19,8 @@ PACKAGES=(
   nfs-ganesha nfs-ganesha-vfs rpcbind                   # a real NFS server to compare with
   chromium                                              # headless browser tests, plotly static export
   prometheus                                            # a real scraper of strata collect --metrics
+  qemu-system-x86 busybox-static cpio kmod             # the kernel matrix: Debian kernels in a TCG guest
+  nfs-kernel-server                                     # kernel nfsd, served inside that guest
   python3-venv
 )
 missing=()
