@@ -11,7 +11,8 @@ from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
 from strata.datasets.lock import CollectorLock
-from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
+from strata.datasets import native
+from strata.datasets.openmetrics import DEFAULT_TOP, Exposition, MetricsServer, parse_address
 from strata.datasets.paths import default_archive
 
 
@@ -100,6 +101,14 @@ class ListenAddress(click.ParamType):
 @click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
               help="Significant digits of the exported histogram bounds: llhist's own 2 "
                    "(90 a decade), or 1 (9 a decade, a tenth of the series).")
+@click.option("--metrics-schema", type=click.IntRange(-4, 8), default=native.default_schema(), show_default=True,
+              help="Schema of the native histograms served to scrapers that accept protobuf: 2^N "
+                   "buckets a doubling. The default is the coarsest whose measured error, llhist bins "
+                   "moved into base-2 buckets, stays under llhist's own 10% (datasets/METRICS.md).")
+@click.option("--metrics-top", type=click.IntRange(min=0), default=DEFAULT_TOP, show_default=True,
+              help="Breakdown keys served per dataset: the N with the most events over the last "
+                   "minute, the others added up as key 'other' (0: every key). The archive keeps "
+                   "every key.")
 @click.pass_context
 def collect(ctx, config_path, **given):
     """Collect the archive's active datasets every second until stopped.
@@ -120,9 +129,11 @@ def collect(ctx, config_path, **given):
     they appear.
 
     With --metrics, every archived second is also served as OpenMetrics for
-    Prometheus to scrape: heat maps as histograms (llhist bucket bounds as
-    `le`), counters and gauges as themselves, counted since the collector
-    started.
+    Prometheus to scrape: heat maps as native histograms (one series per
+    dataset and key) to scrapers that accept protobuf, as classic histograms
+    (llhist bucket bounds as `le`) to those that read text; counters and gauges
+    as themselves, counted since the collector started; per dataset the
+    --metrics-top keys with the most events, the rest as 'other'.
 
     With --config FILE, the file gives the options (a flag on the command
     line wins) and lists datasets that are created or resumed at start.
@@ -165,7 +176,8 @@ def _collect(options, config, reread):
         command = [program] + collector_args(options)
         listen = parse_address(metrics_address) if metrics_address else None
         with CollectorLock(path), open_archive(path, readonly=False) as archive:
-            exposition = Exposition(int(metrics_digits)) if listen else None
+            exposition = Exposition(int(metrics_digits), options["metrics_top"],
+                                    options["metrics_schema"]) if listen else None
             server = _serve(exposition, *listen) if listen else None
             if config:
                 for line in ensure(archive, config.datasets, config.retention):

@@ -38,9 +38,11 @@ import time
 
 import numpy as np
 
-from . import llhist
+from . import llhist, native, native_exposition
+from .topkeys import TopKeys
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+DEFAULT_TOP = 20      # keys shown per dataset: 21 series, inside the ~100 a metric per target
 # strata unit -> (OpenMetrics unit, units per OpenMetrics unit). Values are divided, not
 # multiplied by 1e-9: a correctly rounded quotient prints as 1.999e-06, not 1.9990000000000003e-06.
 UNITS = {"ns": ("seconds", 1e9), "bytes": ("bytes", 1)}
@@ -91,9 +93,10 @@ def exported_buckets(digits: int) -> np.ndarray:
 class _Dataset:
     """Counts of one dataset since the collector started (or it was resumed)."""
 
-    def __init__(self, info, digits: int):
+    def __init__(self, info, digits: int, top: int):
         self.info, self.exported = info, exported_buckets(digits)
-        self.created = {}                              # key -> when it first counted
+        self.shown = TopKeys(top if info.breakdown else 0)
+        self.created = {}                              # shown key -> when its series began
         self.family = family_name(info.statistic, info.unit, info.kind)
         self.per = exported_unit(info.unit, info.kind)[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
@@ -112,6 +115,11 @@ class _Dataset:
         kind = self.info.kind
         now = time.time()
         for key, value in data.items():
+            events = sum(value.values()) if kind == "heatmap" else value
+            key, dropped = self.shown.route(key, events, now)
+            for gone in dropped:
+                self.keys.pop(gone, None)
+                self.created.pop(gone, None)
             self.created.setdefault(key, now)
             if kind == "heatmap":
                 counts = self.keys.setdefault(key, np.zeros(llhist.NBUCKETS, np.uint64))
@@ -123,9 +131,13 @@ class _Dataset:
             else:
                 self.keys[key] = float(value)
 
+    def label_pairs(self, key: str) -> list:
+        """[(label, value)] of key's series (a classic histogram adds le)."""
+        return self.fixed + ([(self.key_label, key)] if self.key_label else [])
+
     def labels(self, key: str) -> str:
-        """The label pairs of key's series, without braces (a histogram adds le)."""
-        return _labels(self.fixed + ([(self.key_label, key)] if self.key_label else []))
+        """The label pairs of key's series, without braces."""
+        return _labels(self.label_pairs(key))
 
     def lines(self, uppers: np.ndarray) -> list:
         """This dataset's samples (the family's TYPE, UNIT and HELP are written by the caller)."""
@@ -154,18 +166,20 @@ class _Dataset:
 class Exposition:
     """What GET /metrics returns; fed by the collector, read by the HTTP server's threads."""
 
-    def __init__(self, digits: int = 2):
+    def __init__(self, digits: int = 2, top: int = 0, schema: int = None):
         self.lock = threading.Lock()
         self.datasets = {}            # dataset id -> _Dataset
         self.uppers = llhist.upper_bounds()
         self.digits = digits          # of the exported bounds: 2 (llhist's) or 1
+        self.top = top                # keys shown per dataset (topkeys.py); 0: all
+        self.schema = native.default_schema() if schema is None else schema   # of native histograms
 
     def add(self, info, data: dict):
         """One archived second of dataset `info` (its record's "data" object, already validated)."""
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
-                ds = self.datasets[info.id] = _Dataset(info, self.digits)
+                ds = self.datasets[info.id] = _Dataset(info, self.digits, self.top)
             ds.add(data)
 
     def keep(self, ids):
@@ -174,13 +188,22 @@ class Exposition:
             for gone in set(self.datasets) - set(ids):
                 del self.datasets[gone]
 
+    def _families(self) -> list:
+        """[((family, kind), [its _Datasets])], by name; call with the lock held."""
+        families = {}
+        for ds in sorted(self.datasets.values(), key=lambda d: d.info.name):
+            families.setdefault((ds.family, ds.info.kind), []).append(ds)
+        return sorted(families.items())
+
+    def protobuf(self) -> bytes:
+        """The delimited protobuf exposition: heat maps as native histograms."""
+        with self.lock:
+            return native_exposition.encode(self._families(), self.schema)
+
     def text(self) -> str:
         with self.lock:
-            families = {}
-            for ds in sorted(self.datasets.values(), key=lambda d: d.info.name):
-                families.setdefault((ds.family, ds.info.kind), []).append(ds)
             out = []
-            for (family, kind), members in sorted(families.items()):
+            for (family, kind), members in self._families():
                 info = members[0].info
                 om_kind = {"heatmap": "histogram"}.get(kind, kind)
                 out.append(f"# TYPE {family} {om_kind}")
@@ -202,17 +225,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/metrics":
             self.send_error(404, "strata serves /metrics only")
             return
-        body = self.exposition.text().encode()
+        if native_exposition.preferred(self.headers.get("Accept", "")):
+            body, content_type = self.exposition.protobuf(), native_exposition.CONTENT_TYPE
+        else:
+            body, content_type = self.exposition.text().encode(), CONTENT_TYPE
         gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
         if gzipped:               # Prometheus asks for it: a tenth of the bytes
             body = gzip.compress(body, compresslevel=1)
         self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Type", content_type)
         if gzipped:
             self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except ConnectionError:
+            pass      # the scraper hung up (its timeout): nothing to answer
 
     def log_message(self, *_):
         pass   # a scrape a second would flood the collector's log

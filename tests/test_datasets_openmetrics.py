@@ -163,9 +163,12 @@ needs_prometheus = pytest.mark.skipif(not os.path.exists(PROMETHEUS),
 
 
 @contextmanager
-def running_prometheus(targets, tmp_path):
-    """A real Prometheus scraping the metrics URLs every second; yields (its URL, ask), where
-    ask(promql) -> {labels: value} (None until it answers)."""
+def running_prometheus(targets, tmp_path, features=()):
+    """A real Prometheus scraping the metrics URLs every second, with the given feature flags;
+    yields (its URL, ask), where ask(promql) -> {labels: value, or a native histogram's JSON}
+    (None until it answers)."""
+    tmp_path = tmp_path / f"prometheus-{_free_port()}"
+    tmp_path.mkdir()
     config = tmp_path / "prometheus.yml"
     listed = ", ".join(f"'{urllib.parse.urlsplit(u).netloc}'" for u in targets)
     config.write_text("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
@@ -173,7 +176,8 @@ def running_prometheus(targets, tmp_path):
                       f"    static_configs: [{{targets: [{listed}]}}]\n")
     web = "127.0.0.1:" + str(_free_port())
     prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address={web}"], stdout=subprocess.DEVNULL,
+                             f"--web.listen-address={web}", *(f"--enable-feature={f}" for f in features)],
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
     def ask(promql):
@@ -183,7 +187,8 @@ def running_prometheus(targets, tmp_path):
                 result = json.load(r)["data"]["result"]
         except (urllib.error.URLError, ConnectionError):
             return None
-        return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in result}
+        return {tuple(sorted(s["metric"].items())): float(s["value"][1]) if "value" in s else s["histogram"][1]
+                for s in result}
 
     try:
         wait_for(lambda: list((ask('up{job="strata"}') or {}).values()) == [1.0] * len(targets), timeout=30,
