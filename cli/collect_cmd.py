@@ -104,7 +104,7 @@ class ListenAddress(click.ParamType):
 @click.option("--metrics-schema", type=click.IntRange(-4, 8), default=native.default_schema(), show_default=True,
               help="Schema of the native histograms served to scrapers that accept protobuf: 2^N "
                    "buckets a doubling. The default is the coarsest whose measured error, llhist bins "
-                   "moved into base-2 buckets, stays under llhist's own 10% (datasets/METRICS.md).")
+                   "moved into base-2 buckets, stays under llhist's own 10% (README, "A fleet").")
 @click.option("--metrics-top", type=click.IntRange(min=0), default=DEFAULT_TOP, show_default=True,
               help="Breakdown keys served per dataset: the N with the most events over the last "
                    "minute, the others added up as key 'other' (0: every key). The archive keeps "

@@ -1,5 +1,9 @@
 """The collector's datasets as OpenMetrics, for Prometheus to scrape (DESIGN.md, "Beyond one machine").
 
+Scrapers that prefer protobuf get the same state as native histograms instead
+(native_exposition.py); per dataset only the top keys by events are shown, the
+rest under `other` (topkeys.py).
+
 `strata collect --metrics ADDRESS:PORT` serves GET /metrics. Every second the
 collector archives is also added here, after the archive accepted it, so a scrape
 shows the archive's counts since the collector started:
