@@ -10,9 +10,10 @@ What that costs is measured, not assumed: a value v is shown in the native bucke
 (L, U] its bin moved to, so the error of the export is, over every integer v of
 every bin, max(U - v, v - L) / v, the farthest point of the bucket shown from the
 true value, relative to it (llhist's own error by the same measure is 10 %: 10
-shown as [10, 11)). mapping_error(s) computes it over all 1,639 bins;
-DEFAULT_SCHEMA is the coarsest schema (fewest buckets, smallest scrapes) whose
-error stays under llhist's 10 %.
+shown as [10, 11)). mapping_error(s) computes it over all 1,639 bins:
+14.4 % at schema 3, 9.5 % at 4, 7.2 % at 5, 5.3 % at 8. DEFAULT_SCHEMA is the
+coarsest schema (fewest buckets, smallest scrapes) whose error stays under
+llhist's 10 % (default_schema() computes it; a test keeps the two equal).
 """
 import functools
 import math
@@ -23,6 +24,7 @@ from . import llhist
 
 SCHEMAS = range(-4, 9)      # what Prometheus accepts
 LLHIST_ERROR = 0.10         # llhist's own, by the same measure
+DEFAULT_SCHEMA = 4          # = default_schema(), without computing it at every start
 
 
 @functools.lru_cache(maxsize=None)

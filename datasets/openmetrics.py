@@ -4,7 +4,7 @@ Scrapers that prefer protobuf get the same state as native histograms instead
 (native_exposition.py); per dataset only the top keys by events are shown, the
 rest under `other` (topkeys.py).
 
-`strata collect --metrics ADDRESS:PORT` serves GET /metrics. Every second the
+`strata collect --metrics ADDRESS:PORT` serves GET /metrics (metrics_server.py). Every second the
 collector archives is also added here, after the archive accepted it, so a scrape
 shows the archive's counts since the collector started:
 
@@ -32,11 +32,8 @@ disappear with it; resumed, it counts from zero under a new `_created` time. A
 series' `_created` is when its key first counted: the reader (datasets/prometheus.py)
 tells from it whether a series' first sample was born inside a column.
 """
-import gzip
-import http.server
 import math
 import re
-import socket
 import threading
 import time
 
@@ -176,7 +173,9 @@ class Exposition:
         self.uppers = llhist.upper_bounds()
         self.digits = digits          # of the exported bounds: 2 (llhist's) or 1
         self.top = top                # keys shown per dataset (topkeys.py); 0: all
-        self.schema = native.default_schema() if schema is None else schema   # of native histograms
+        self.schema = native.DEFAULT_SCHEMA if schema is None else schema   # of native histograms
+        self.version = 0              # counts changes: a body is rendered once per change
+        self.rendered = {}            # protobuf? -> (version, body)
 
     def add(self, info, data: dict):
         """One archived second of dataset `info` (its record's "data" object, already validated)."""
@@ -185,12 +184,24 @@ class Exposition:
             if ds is None:
                 ds = self.datasets[info.id] = _Dataset(info, self.digits, self.top)
             ds.add(data)
+            self.version += 1
 
     def keep(self, ids):
         """Forgets the datasets no longer collected."""
         with self.lock:
             for gone in set(self.datasets) - set(ids):
                 del self.datasets[gone]
+                self.version += 1
+
+    def body(self, protobuf: bool) -> bytes:
+        """What a scrape gets, rendered once per change however many scrapers ask."""
+        version, body = self.rendered.get(protobuf, (None, None))
+        if version != self.version:
+            with self.lock:
+                version = self.version
+            body = self.protobuf() if protobuf else self.text().encode()
+            self.rendered[protobuf] = (version, body)
+        return body
 
     def _families(self) -> list:
         """[((family, kind), [its _Datasets])], by name; call with the lock held."""
@@ -220,63 +231,3 @@ class Exposition:
                     out += ds.lines(self.uppers)
             out.append("# EOF")
             return "\n".join(out) + "\n"
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    exposition: Exposition = None
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        if self.path.split("?")[0] != "/metrics":
-            self.send_error(404, "strata serves /metrics only")
-            return
-        if native_exposition.preferred(self.headers.get("Accept", "")):
-            body, content_type = self.exposition.protobuf(), native_exposition.CONTENT_TYPE
-        else:
-            body, content_type = self.exposition.text().encode(), CONTENT_TYPE
-        gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
-        if gzipped:               # Prometheus asks for it: a tenth of the bytes
-            body = gzip.compress(body, compresslevel=1)
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        if gzipped:
-            self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except ConnectionError:
-            pass      # the scraper hung up (its timeout): nothing to answer
-
-    def log_message(self, *_):
-        pass   # a scrape a second would flood the collector's log
-
-
-def parse_address(text: str):
-    """`HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces) -> (host, port); ValueError if not."""
-    m = re.fullmatch(r"(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]]*)):(\d{1,5})", text)
-    if not m or int(m.group(3)) > 65535:
-        raise ValueError(f"bad metrics address {text!r}: expected HOST:PORT, [IPV6]:PORT or :PORT")
-    return (m.group(1) or m.group(2) or "0.0.0.0"), int(m.group(3))
-
-
-class MetricsServer:
-    """Serves an Exposition over HTTP from a background thread; close() stops it."""
-
-    def __init__(self, exposition: Exposition, host: str, port: int):
-        handler = type("Handler", (_Handler,), {"exposition": exposition})
-        server_class = http.server.ThreadingHTTPServer
-        if ":" in host:
-            server_class = type("V6Server", (server_class,), {"address_family": socket.AF_INET6})
-        self.server = server_class((host, port), handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{'[' + host + ']' if ':' in host else host}:{port}/metrics"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()

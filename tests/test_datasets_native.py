@@ -19,7 +19,8 @@ from google.protobuf.internal.decoder import _DecodeVarint
 from strata.datasets import llhist, metrics_pb2, native
 from strata.datasets.archive import Archive
 from strata.datasets.native_exposition import CONTENT_TYPE, preferred
-from strata.datasets.openmetrics import Exposition, MetricsServer
+from strata.datasets.metrics_server import MetricsServer
+from strata.datasets.openmetrics import Exposition
 from strata.datasets.topkeys import OTHER, TopKeys
 from strata.heatmaps.rebin import percentile_of
 from test_datasets_openmetrics import (collector, info, needs_prometheus, running_prometheus,  # noqa: F401
@@ -82,6 +83,7 @@ def test_mapping_error_is_measured_and_the_default_keeps_llhist_own():
     assert all(errors[s] > errors[s + 1] for s in range(-4, 8))          # finer is closer
     s = native.default_schema()
     assert errors[s] < native.LLHIST_ERROR <= errors[s - 1]                # coarsest under 10 %
+    assert s == native.DEFAULT_SCHEMA and native.default_schema(1.0) == s   # seconds and bytes alike
     # never better than a native bucket alone, nor than half an llhist bin
     assert all(errors[s] >= 2 ** (2.0 ** -s) - 1 for s in native.SCHEMAS) and errors[8] > 0.045
 
