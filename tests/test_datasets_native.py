@@ -10,6 +10,7 @@ kernel makes 200 clients here); the real collector on a loop device is scraped b
 the native Prometheus too, against its archive. The mapping, the Accept
 negotiation and the bounded keys are checked on their own."""
 import json
+import time
 import urllib.request
 
 import numpy as np
@@ -21,10 +22,12 @@ from strata.datasets.archive import Archive
 from strata.datasets.native_exposition import CONTENT_TYPE, preferred
 from strata.datasets.metrics_server import MetricsServer
 from strata.datasets.openmetrics import Exposition
+from strata.datasets.prometheus import PrometheusReader
 from strata.datasets.topkeys import OTHER, TopKeys
 from strata.heatmaps.rebin import percentile_of
 from test_datasets_openmetrics import (collector, info, needs_prometheus, running_prometheus,  # noqa: F401
                                        samples, scrape, settled)
+from datasets_util import strata
 from test_datasets_collect import wait_for
 
 PROMETHEUS_ACCEPT = ("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
@@ -238,4 +241,21 @@ def test_real_collector_scraped_as_native(collector, tmp_path):
         mine = percentile_of(np.arange(llhist.NBUCKETS), counts, 99.0) / 1e9
         assert len(p99) == 1 and abs(p99[0] - mine) <= native.mapping_error(schema) * 1.001 * mine
         assert "le" not in str(ask(f'{{__name__=~"strata_disk_latency.*",dataset="{lat}"}}'))
+        # read back by `strata heatmap --prometheus`: per native bucket, the archive's counts
+        time.sleep(1.5)
+        end = int(time.time())
+        with Archive.open(archive) as a, PrometheusReader(web) as p:
+            mine, theirs = a.query(lat, end - 60, end, 10), p.query(lat, end - 60, end, 10)
+
+        def per_native(q):
+            out = {}
+            for b, c in zip(q.buckets.tolist(), q.counts[q.keys.index("write")].sum(axis=0).tolist()):
+                k = int(native.bins_to_native(schema, 1e9)[b]) if b else None
+                out[k] = out.get(k, 0) + c
+            return {k: v for k, v in out.items() if v}
+        assert theirs.keys == mine.keys and per_native(theirs) == per_native(mine)
+        assert theirs.counts.sum() == mine.counts.sum() == timed
+        shown = strata("heatmap", lat, "--since", str(end - 60), "--until", str(end), "--prometheus", web,
+                       "--color", "none", env={"COLUMNS": "100"})
+        assert shown.returncode == 0 and str(timed) in shown.stdout, shown.stderr
     assert scrape(url).endswith("# EOF\n")                                 # text still served
