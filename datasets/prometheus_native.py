@@ -40,7 +40,7 @@ def parse(result, start: int, step: int, n: int, name: str) -> list:
             for v in buckets.values():
                 v[np.isnan(v) & ~np.isnan(alive)] = 0.0
             out.append((dict(series["metric"]), buckets))
-    except (KeyError, TypeError, ValueError, OverflowError, ZeroDivisionError):
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, ZeroDivisionError):
         raise ArchiveError(f"{name}: Prometheus answered a native histogram malformed") from None
     return out
 

@@ -259,3 +259,28 @@ def test_real_collector_scraped_as_native(collector, tmp_path):
                        "--color", "none", env={"COLUMNS": "100"})
         assert shown.returncode == 0 and str(timed) in shown.stdout, shown.stderr
     assert scrape(url).endswith("# EOF\n")                                 # text still served
+
+
+def test_native_answers_read_back_or_refused_in_one_line():
+    """prometheus_native.parse on what a Prometheus (or something posing as one) answers:
+    strata's buckets go back to the bins that moved into them, anything else is ArchiveError."""
+    from strata.datasets.errors import ArchiveError
+    from strata.datasets.prometheus_native import bins_of, parse
+    lo, hi = native.bucket_bounds(np.array([-317]), 4)
+    good = [{"metric": {"client": "a"}, "histograms": [[100, {"count": "9", "buckets": [
+        [3, "-1e-39", "1e-39", "1"], [0, str(float(lo[0])), str(float(hi[0])), "8"]]}]]}]
+    [(labels, buckets)] = parse(good, 99, 1, 2, "x")
+    assert labels == {"client": "a"} and buckets[None][1] == 1 and buckets[(4, -317)][1] == 8
+    assert np.isnan(buckets[(4, -317)][0]) and (4, -317) in {(4, int(k)) for k in native.bins_to_native(4, 1e9)}
+    assert [int(native.bins_to_native(4, 1e9)[b]) for b in bins_of((4, -317), 1e9)] == [-317] * len(bins_of((4, -317), 1e9))
+    rng = np.random.default_rng(5)
+    junk = [None, "x", -1, 1e309, [], {}, [1], "nan", "-inf", "1e400", [0, "2", "1", "3"], [0, "1", "1.5", "1"]]
+    for _ in range(300):                                     # structure-aware junk: refused, never a traceback
+        pick = lambda v, p: junk[rng.integers(len(junk))] if rng.random() < p else v   # noqa: E731
+        bucket = pick([pick(v, 0.3) for v in [0, "1", "2", "3"]], 0.1)
+        h = pick({"count": pick("3", 0.2), "buckets": pick([bucket], 0.1)}, 0.1)
+        series = pick({"metric": pick({}, 0.1), "histograms": pick([[pick(100, 0.2), h]], 0.1)}, 0.1)
+        try:
+            parse([series], 99, 1, 2, "x")
+        except ArchiveError as e:
+            assert str(e).startswith("x: ") and "\n" not in str(e)
