@@ -1,7 +1,7 @@
 """The metrics endpoint on the network: GET /metrics over HTTP or HTTPS, as exporters serve it.
 
-Content negotiation picks the body (native_exposition.preferred: protobuf with
-native histograms, else OpenMetrics text), rendered once per archived second
+Content negotiation picks the body (preferred(): protobuf with native histograms,
+native_exposition.py, else OpenMetrics text), rendered once per archived second
 however many scrapers ask. With a web configuration (webconfig.py) connections
 are TLS and requests need basic auth (401 without). A client can hold neither
 the collector nor the scrapes: at most MAX_CONNECTIONS connections are served at
@@ -21,9 +21,32 @@ import ssl
 import threading
 import time
 
-from . import native_exposition
 from .openmetrics import CONTENT_TYPE, Exposition
 from .webconfig import WebConfig
+
+PROTOBUF_CONTENT_TYPE = ("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+                         "encoding=delimited")
+_PROTO = "application/vnd.google.protobuf"
+_TEXT = ("application/openmetrics-text", "text/plain", "text/*", "application/*", "*/*")
+
+
+def preferred(accept: str) -> bool:
+    """Whether an Accept header prefers the delimited MetricFamily protobuf to text
+    (a tie goes to protobuf, which the client named)."""
+    best = {True: 0.0, False: 0.0}
+    for offer in accept.split(",")[:32]:
+        kind, *params = [p.strip() for p in offer.split(";")]
+        fields = dict(p.partition("=")[::2] for p in params)
+        try:
+            q = min(max(float(fields.get("q", "1")), 0.0), 1.0)
+        except ValueError:
+            continue
+        is_proto = kind.lower() == _PROTO and fields.get("proto") == "io.prometheus.client.MetricFamily" \
+            and fields.get("encoding") == "delimited"
+        if is_proto or kind.lower() in _TEXT:
+            best[is_proto] = max(best[is_proto], q)
+    return best[True] > 0 and best[True] >= best[False]
+
 
 MAX_CONNECTIONS = 64
 REQUEST_SECONDS = 5.0
@@ -103,13 +126,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        protobuf = native_exposition.preferred(self.headers.get("Accept", ""))
+        protobuf = preferred(self.headers.get("Accept", ""))
         body = self.exposition.body(protobuf)
         gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
         if gzipped:               # Prometheus asks for it: a tenth of the bytes
             body = gzip.compress(body, compresslevel=1)
         self.send_response(200)
-        self.send_header("Content-Type", native_exposition.CONTENT_TYPE if protobuf else CONTENT_TYPE)
+        self.send_header("Content-Type", PROTOBUF_CONTENT_TYPE if protobuf else CONTENT_TYPE)
         if gzipped:
             self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))

@@ -2,8 +2,8 @@
 
 A scraper whose Accept header prefers
 `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`
-(Prometheus with native histograms on) gets this; others get OpenMetrics text
-(openmetrics.py). Families and labels are the text's, with one series per dataset
+(Prometheus with native histograms on: metrics_server.preferred) gets this; others
+get OpenMetrics text (openmetrics.py). Families and labels are the text's, with one series per dataset
 x shown key instead of one per bucket:
 
   heat map  -> native histogram  strata_<statistic>_<unit>   (buckets: native.py; schema chosen)
@@ -22,29 +22,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from . import metrics_pb2 as pb
 from . import native, varint
 
-CONTENT_TYPE = ("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
-                "encoding=delimited")
 ZERO_THRESHOLD = 2.0 ** -128
-_PROTO = "application/vnd.google.protobuf"
-_TEXT = ("application/openmetrics-text", "text/plain", "text/*", "application/*", "*/*")
-
-
-def preferred(accept: str) -> bool:
-    """Whether an Accept header prefers the delimited MetricFamily protobuf to text
-    (a tie goes to protobuf, which the client named)."""
-    best = {True: 0.0, False: 0.0}
-    for offer in accept.split(",")[:32]:
-        kind, *params = [p.strip() for p in offer.split(";")]
-        fields = dict(p.partition("=")[::2] for p in params)
-        try:
-            q = min(max(float(fields.get("q", "1")), 0.0), 1.0)
-        except ValueError:
-            continue
-        is_proto = kind.lower() == _PROTO and fields.get("proto") == "io.prometheus.client.MetricFamily" \
-            and fields.get("encoding") == "delimited"
-        if is_proto or kind.lower() in _TEXT:
-            best[is_proto] = max(best[is_proto], q)
-    return best[True] > 0 and best[True] >= best[False]
 
 
 def _timestamp(seconds: float) -> Timestamp:

@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from . import llhist, native, native_exposition
+from . import llhist, native
 from .topkeys import TopKeys
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -117,7 +117,7 @@ class _Dataset:
         now = time.time()
         for key, value in data.items():
             events = sum(value.values()) if kind == "heatmap" else value
-            key, dropped = self.shown.route(key, events, now)
+            key, dropped = self.shown.route(key, events, time.monotonic())
             for gone in dropped:
                 self.keys.pop(gone, None)
                 self.created.pop(gone, None)
@@ -212,6 +212,7 @@ class Exposition:
 
     def protobuf(self) -> bytes:
         """The delimited protobuf exposition: heat maps as native histograms."""
+        from . import native_exposition   # here: only scrapers that ask need the generated classes
         with self.lock:
             return native_exposition.encode(self._families(), self.schema)
 

@@ -19,8 +19,7 @@ from google.protobuf.internal.decoder import _DecodeVarint
 
 from strata.datasets import llhist, metrics_pb2, native
 from strata.datasets.archive import Archive
-from strata.datasets.native_exposition import CONTENT_TYPE, preferred
-from strata.datasets.metrics_server import MetricsServer
+from strata.datasets.metrics_server import PROTOBUF_CONTENT_TYPE, MetricsServer, preferred
 from strata.datasets.openmetrics import Exposition
 from strata.datasets.prometheus import PrometheusReader
 from strata.datasets.topkeys import OTHER, TopKeys
@@ -41,7 +40,7 @@ def scrape_protobuf(url) -> list:
     """GET url as Prometheus with native histograms does; the MetricFamily messages."""
     request = urllib.request.Request(url, headers={"Accept": PROMETHEUS_ACCEPT})
     with urllib.request.urlopen(request, timeout=10) as r:
-        assert r.headers["Content-Type"] == CONTENT_TYPE
+        assert r.headers["Content-Type"] == PROTOBUF_CONTENT_TYPE
         body = r.read()
     out, pos = [], 0
     while pos < len(body):
