@@ -10,6 +10,8 @@ kernel makes 200 clients here); the real collector on a loop device is scraped b
 the native Prometheus too, against its archive. The mapping, the Accept
 negotiation and the bounded keys are checked on their own."""
 import json
+import shutil
+import subprocess
 import time
 import urllib.request
 
@@ -25,14 +27,17 @@ from strata.datasets.prometheus import PrometheusReader
 from strata.datasets.topkeys import OTHER, TopKeys
 from strata.heatmaps.rebin import percentile_of
 from test_datasets_openmetrics import (collector, info, needs_prometheus, running_prometheus,  # noqa: F401
-                                       samples, scrape, settled)
+                                       samples, scrape, start_collect)
 from datasets_util import strata
+from strata.cli.lab.process import stop
 from test_datasets_collect import wait_for
+from wire_util import WireEngine
 
 PROMETHEUS_ACCEPT = ("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
                      "encoding=delimited;q=0.8,application/openmetrics-text;version=1.0.0;q=0.7,"
                      "text/plain;version=0.0.4;q=0.6,*/*;q=0.5")
 NATIVE = ["native-histograms"]
+SLOW = "    scrape_interval: 5s\n    scrape_timeout: 5s\n"     # a classic scrape of 200 keys takes more than 1 s
 KEYS, DATASETS = 200, ("nfs.latency[client]", "nfs.latency[op=read][client]", "nfs.latency[op=write][client]")
 
 
@@ -223,7 +228,7 @@ def test_real_collector_scraped_as_native(collector, tmp_path):
                  what=f"prometheus to hold {timed} writes in one native series")
         families = {mf.name: mf for mf in scrape_protobuf(url)}
         with Archive.open(archive) as a:
-            q = a.query(lat, 0, 2 ** 31)
+            q = a.query(lat, int(time.time()) - 300, int(time.time()) + 2)
         counts = np.zeros(llhist.NBUCKETS, np.int64)
         counts[q.buckets] = q.counts[q.keys.index("write")].sum(axis=0)
         [m] = [m for m in families["strata_disk_latency_seconds"].metric
@@ -283,3 +288,57 @@ def test_native_answers_read_back_or_refused_in_one_line():
             parse([series], 99, 1, 2, "x")
         except ArchiveError as e:
             assert str(e).startswith("x: ") and "\n" not in str(e)
+
+
+@needs_prometheus
+@pytest.mark.skipif(not shutil.which("ip"), reason="--netns needs iproute2's ip")
+def test_200_real_clients_one_native_series_each(tmp_path):
+    """The real engine, 200 libnfs clients each from its own address (--netns), the real
+    collector with 3 heat-map datasets by client: the native Prometheus stores one series
+    per client and dataset, the classic one a series per bucket bound, both counted here;
+    the native p99 and share under 1 ms agree with the archive's within the mapping error."""
+    engine = WireEngine(tmp_path)
+    archive = str(tmp_path / "a.db")
+    names = ["nfs.latency[client]", "nfs.latency[op=read][client]", "nfs.size[client]"]
+    for name in names:
+        assert strata("datasets", "create", name, "--archive", archive).returncode == 0
+    began = int(time.time()) - 2
+    proc, url = start_collect(archive, "127.0.0.1:0", "2", "--engine-pid", str(engine.proc.pid),
+                              "--metrics-top", "250")
+    try:
+        with running_prometheus([url], tmp_path, NATIVE) as (web, ask), \
+                running_prometheus([url], tmp_path, job=SLOW) as (_, classic_ask):
+            load = subprocess.run(engine.load_args("--profile", "randread", "--setup", "--netns", "--clients", KEYS,
+                                                   "--threads", 1, "--duration", 3, "--working-set", "16m"),
+                                  capture_output=True, text=True)
+            assert load.returncode == 0, load.stderr
+            per_dataset = 'count by (dataset) ({__name__=~"strata_nfs_.+"})'
+            wait_for(lambda: (ask(per_dataset) or {}) == {(("dataset", n),): float(KEYS) for n in names},
+                     timeout=30, what="a native series per client and dataset")
+            time.sleep(2)                                       # the load's last seconds scraped
+            classic_count = 'count({__name__=~"strata_nfs_.+", dataset=~".+client.+"})'
+            wait_for(lambda: classic_ask(classic_count), timeout=30, what="the classic scrape")
+            classic = classic_ask(classic_count).popitem()[1]
+            took = [list(a("scrape_duration_seconds").values())[0] for a in (ask, classic_ask)]
+            print(f"200 clients x 3 datasets: native {3 * KEYS} series, classic {classic:.0f}; "
+                  f"scrape took {took[0]:.3f} s native, {took[1]:.3f} s classic")
+            assert classic > 50 * 3 * KEYS
+            with Archive.open(archive) as a:
+                q = a.query(names[0], began, int(time.time()) + 2)
+                assert len(q.keys) == KEYS
+            counts = np.zeros(llhist.NBUCKETS, np.int64)
+            counts[q.buckets] = q.counts.sum(axis=(0, 1))
+            series = f'sum(strata_nfs_latency_seconds{{dataset="{names[0]}"}})'
+            wait_for(lambda: [h["count"] for h in (ask(series) or {}).values()] == [str(counts.sum())],
+                     timeout=10, what="prometheus to hold the archive's count")
+            p99 = list(ask(f"histogram_quantile(0.99, {series})").values())
+            mine = percentile_of(np.arange(llhist.NBUCKETS), counts, 99.0) / 1e9
+            assert len(p99) == 1 and abs(p99[0] - mine) <= native.mapping_error(native.DEFAULT_SCHEMA) * 1.001 * mine
+            share = counts[:llhist.bucket(10 ** 6)].sum() / counts.sum()
+            one_ms = native.bins_to_native(native.DEFAULT_SCHEMA, 1e9)[llhist.bucket(10 ** 6)]
+            near = counts[native.bins_to_native(native.DEFAULT_SCHEMA, 1e9) == one_ms].sum() / counts.sum()
+            f = list(ask(f"histogram_fraction(0, 0.001, {series})").values())
+            assert len(f) == 1 and abs(f[0] - share) <= near + 1e-9, (f, share, near)
+    finally:
+        stop(proc)
+        engine.stop()
