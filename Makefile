@@ -82,4 +82,4 @@ bench: deps
 	bash bench/run.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) datasets/metrics_pb2.py
