@@ -186,3 +186,35 @@ def test_tls_and_basic_auth_with_real_prometheus_through_slowloris(web, tmp_path
             assert [t for t in range(start, end) if t not in archived] == []   # no second missed
         finally:
             stop(proc)
+
+
+@needs_prometheus
+def test_client_certificates_when_required(web, tmp_path):
+    """client_auth_type RequireAndVerifyClientCert: a client without a certificate signed by
+    client_ca_file is refused in the handshake; Prometheus with one scrapes."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp_path)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=clients-ca",
+            "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=prometheus", "-keyout", "client.key",
+            "-out", "client.csr")
+    openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "1", "-out", "client.pem")
+    config = tmp_path / "web.yml"
+    config.write_text(f"tls_server_config:\n  cert_file: {web / 'cert.pem'}\n  key_file: {web / 'key.pem'}\n"
+                      "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n")
+    e = Exposition()
+    server = MetricsServer(e, "127.0.0.1", 0, load(str(config)))
+    try:
+        with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
+            get(server.url, web)                                             # no certificate
+        ctx = ssl.create_default_context(cafile=str(web / "cert.pem"))
+        ctx.load_cert_chain(str(tmp_path / "client.pem"), str(tmp_path / "client.key"))
+        with urllib.request.urlopen(server.url, timeout=10, context=ctx) as r:
+            assert r.status == 200
+        job = (f"    scheme: https\n    tls_config: {{ca_file: '{web / 'cert.pem'}', "
+               f"cert_file: '{tmp_path / 'client.pem'}', key_file: '{tmp_path / 'client.key'}'}}\n")
+        with running_prometheus([server.url], tmp_path, job=job) as (_, ask):
+            assert list(ask('up{job="strata"}').values()) == [1.0]
+    finally:
+        server.close()
