@@ -1,7 +1,8 @@
 /* net.h — TCP front-end: listeners, one event loop for every connection
- * (RPC record marking, non-blocking replies with a queue per connection),
- * a fixed worker pool, the limits that bound what a client can hold, and
- * one probe hit per operation. */
+ * (RPC record marking, requests that need no wait run on it, non-blocking
+ * replies with a queue per connection), a fixed worker pool for the requests
+ * that may wait, the limits that bound what a client can hold, and one probe
+ * hit per operation. */
 #ifndef ENGINE_NET_H
 #define ENGINE_NET_H
 

@@ -1,11 +1,14 @@
 /* netloop.c — the event loop: one thread (epoll) accepts every connection,
- * reads each without blocking, splits its byte stream into RPC records and
- * queues them on the connection for the workers (net.c); it sends the replies
- * the sockets could not take at once, stops reading a connection that holds
- * too many requests or unsent replies, and enforces net_limits: connections in
- * total and per address (an idle one makes room), bytes of unfinished records,
- * record and idle timeouts.  Everything here runs on the loop's thread except
- * conn_arm, netloop_stop_reading and netloop_quit. */
+ * reads each without blocking (record marks and small records 16 KiB a recv, a
+ * long fragment straight into its record), splits its byte stream into RPC
+ * records and runs those that need no wait at once (net.c's net_inline_run: at
+ * most INLINE_PER_EVENT a connection and round, so one busy client does not
+ * starve the others), queueing the rest on the connection for the workers; it
+ * sends the replies the sockets could not take at once, stops reading a
+ * connection that holds too many requests or unsent replies, and enforces
+ * net_limits: connections in total and per address (an idle one makes room),
+ * bytes of unfinished records, record and idle timeouts.  Everything here runs
+ * on the loop's thread except conn_arm, netloop_stop_reading and netloop_quit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -102,7 +105,6 @@ static void conn_close(struct conn *c)
 		return;
 	c->closed = 1;
 	epoll_ctl(loop.ep, EPOLL_CTL_DEL, c->fd, NULL);
-	shutdown(c->fd, SHUT_RDWR);
 	pthread_mutex_lock(&c->lock);
 	c->closing = 1;
 	for (struct rpc_req *r = c->reqs, *n; r; r = n) {
@@ -134,6 +136,7 @@ static void conn_close(struct conn *c)
 	loop.nuntrusted -= !c->trusted;
 	netaddr_put(c->addr);
 	__atomic_sub_fetch(&g_engine.ctr.connections_open, 1, __ATOMIC_RELAXED);
+	shutdown(c->fd, SHUT_RDWR); /* the peer sees the close once the gauges have let go of it */
 	c->next = graveyard;
 	graveyard = c;
 }
