@@ -6,8 +6,9 @@
 # build): every round runs each server once, in an order that alternates between
 # rounds, and the summary gives the medians and the per-round ratios of the
 # engine to the base engine and of each engine to ganesha.
-# Prints ops/s and p50/p99 per server and run, the ratios, and the engine's RSS
-# against --arc-max.
+# Prints ops/s, p50/p99 and the server's CPU time per operation (the files are
+# created before the measured load) per server and round, the ratios, and each
+# engine's RSS against --arc-max.  ROUNDS: 3 with a base engine, else 1.
 # Usage: [ENGINE=bin] [BASE_ENGINE=bin] [ROUNDS=N] [CLIENTS=4] [THREADS=8] \
 #        bench/engine_vs_ganesha.sh [DURATION_S]
 set -euo pipefail
@@ -39,7 +40,19 @@ trap cleanup EXIT
 
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 LOADARGS=(--profile randread --io-size 8k --files 4 --file-size 16m --clients "$CLIENTS" --threads "$THREADS"
-	--duration "$DURATION" --setup --json -)
+	--duration "$DURATION" --json -)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, all its threads, gone ones too
+
+# Creates the files (not measured), then measures the load on server process $1: $2.json, $2.cpu.
+measure() {
+	local pid=$1 out=$2
+	shift 2
+	"$LOAD" "$@" "${LOADARGS[@]}" --setup-only >/dev/null
+	local t0
+	t0=$(cpu_ticks "$pid")
+	"$LOAD" "$@" "${LOADARGS[@]}" >"$out.json"
+	echo $(($(cpu_ticks "$pid") - t0)) >"$out.cpu"
+}
 
 # --- strata-engine: one run of binary $1 labelled $2 in round $3 ------------------
 run_engine() {
@@ -57,8 +70,7 @@ run_engine() {
 	[[ -s $dir/engine.port ]] || { echo "engine_vs_ganesha: $bin did not start: $(cat "$dir/engine.err")" >&2; exit 1; }
 	local port
 	port=$(sed -E 's/.*nfs=[^ ]*:([0-9]+) .*/\1/' "$dir/engine.port")
-	"$LOAD" --server 127.0.0.1 --nfsport "$port" --mountport "$port" --export /bench "${LOADARGS[@]}" \
-		>"$WORK/$label.$round.json"
+	measure "$ENGINE_PID" "$WORK/$label.$round" --server 127.0.0.1 --nfsport "$port" --mountport "$port" --export /bench
 	awk '/VmRSS/ {print $2}' "/proc/$ENGINE_PID/status" >"$WORK/$label.$round.rss"
 	"$bin" stats --socket "$dir/engine.sock" >"$WORK/$label.$round.stats"
 	kill "$ENGINE_PID"; wait "$ENGINE_PID" || true; ENGINE_PID=
@@ -88,8 +100,8 @@ start_ganesha() {
 	done
 }
 run_ganesha() {
-	"$LOAD" --server 127.0.0.1 --nfsport "$GPORT" --mountport "$GMPORT" --export "$WORK/export" "${LOADARGS[@]}" \
-		>"$WORK/ganesha.$1.json"
+	measure "$GANESHA_PID" "$WORK/ganesha.$1" --server 127.0.0.1 --nfsport "$GPORT" --mountport "$GMPORT" \
+		--export "$WORK/export"
 }
 
 start_ganesha
@@ -110,38 +122,40 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 $PY - "$WORK" "$ROUNDS" "$ARC_MAX" "$CLIENTS" "$THREADS" "$ENGINE" "$BASE_ENGINE" <<'PYEOF'
-import json, statistics, sys
+import json, os, statistics, sys
 from pathlib import Path
 work, rounds, arc_max, clients, threads, engine, base = sys.argv[1:8]
 work, rounds = Path(work), int(rounds)
 servers = ["engine"] + (["base"] if base else []) + ["ganesha"]
-names = {"engine": f"engine ({engine})", "base": f"base ({base})", "ganesha": "nfs-ganesha"}
+tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
 
-def read_figures(doc):
-    """ops/s and p50/p99 (us) of reads from strata-load's JSON."""
+def figures(server, r):
+    """ops/s, p50/p99 (us) of reads and the server's CPU us per operation in round r."""
+    doc = json.loads((work / f"{server}.{r}.json").read_text())
     if doc.get("error") or doc.get("errors"):
         raise SystemExit(f"engine_vs_ganesha: strata-load reported errors: {doc.get('error')}")
     lat = doc["latency_ns"]["read"]
-    return doc["ops_per_sec"]["read"], lat["p50"] / 1e3, lat["p99"] / 1e3
+    cpu = int((work / f"{server}.{r}.cpu").read_text()) * tick_us / max(1, doc["ops_total"])
+    return doc["ops_per_sec"]["read"], lat["p50"] / 1e3, lat["p99"] / 1e3, cpu
 
-fig = {s: [read_figures(json.loads((work / f"{s}.{r}.json").read_text())) for r in range(1, rounds + 1)]
-       for s in servers}
+fig = {s: [figures(s, r) for r in range(1, rounds + 1)] for s in servers}
 print(f"randread 8k, {clients} clients x {threads} threads, loopback, {rounds} round(s), order alternating")
+print(f"  engine: {engine}" + (f"\n  base:   {base}" if base else ""))
+row = "  {:<8} {:>7} {:>10.0f} ops/s  p50 {:8.1f}  p99 {:8.1f}  server CPU {:6.1f} us/op"
 for s in servers:
-    for r, (o, p50, p99) in enumerate(fig[s], 1):
-        print(f"  {names[s]:<40} round {r}: {o:10.0f} ops/s  p50 {p50:8.1f}  p99 {p99:8.1f}")
+    for r, f in enumerate(fig[s], 1):
+        print(row.format(s, f"round {r}", *f))
 print("medians:")
-med = {s: [statistics.median(f[i] for f in fig[s]) for i in range(3)] for s in servers}
 for s in servers:
-    o, p50, p99 = med[s]
-    print(f"  {names[s]:<40} {o:10.0f} ops/s  p50 {p50:8.1f}  p99 {p99:8.1f}")
+    print(row.format(s, "", *(statistics.median(f[i] for f in fig[s]) for i in range(4))))
 
 def ratios(a, b):
-    """Per-round ratios a/b of ops/s, p50, p99, and their medians."""
-    per = [[fa[i] / fb[i] for i in range(3)] for fa, fb in zip(fig[a], fig[b])]
-    m = [statistics.median(p[i] for p in per) for i in range(3)]
-    rounds_txt = " ".join(f"{p[0]:.2f}" for p in per)
-    print(f"  {a}/{b}: ops/s {m[0]:.2f}  p50 {m[1]:.2f}  p99 {m[2]:.2f}   (ops/s by round: {rounds_txt})")
+    """Per-round ratios a/b of ops/s, p50, p99 and CPU per op, and their medians."""
+    per = [[fa[i] / fb[i] for i in range(4)] for fa, fb in zip(fig[a], fig[b])]
+    m = [statistics.median(p[i] for p in per) for i in range(4)]
+    by_round = " ".join(f"{p[0]:.2f}" for p in per)
+    print(f"  {a}/{b}: ops/s {m[0]:.2f}  p50 {m[1]:.2f}  p99 {m[2]:.2f}  CPU/op {m[3]:.2f}"
+          f"   (ops/s by round: {by_round})")
 
 print("ratios (median of the rounds' ratios):")
 if base:
@@ -150,8 +164,7 @@ ratios("engine", "ganesha")
 if base:
     ratios("base", "ganesha")
 for s in servers[:-1]:
-    st = json.loads((work / f"{s}.{rounds}.stats").read_text())
-    arc = st["arc"]
+    arc = json.loads((work / f"{s}.{rounds}.stats").read_text())["arc"]
     hit = arc["hits"] / max(1, arc["hits"] + arc["misses"])
     rss_kb = int((work / f"{s}.{rounds}.rss").read_text())
     print(f"  {s} RSS {rss_kb / 1024:.0f} MiB with --arc-max {arc_max} (ARC size {arc['size'] / 2**20:.0f} MiB,"
