@@ -408,7 +408,7 @@ int obj_read(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 	}
 	uint64_t end = off + count < o->size ? off + count : o->size;
 	uint32_t rs = o->recordsize;
-	if (acct->nowait && !recs_cached(os, o, off / rs, (end - 1) / rs))
+	if (acct->nowait && end > off && !recs_cached(os, o, off / rs, (end - 1) / rs))
 		return -EWOULDBLOCK;
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t blkid = pos / rs;
