@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from engine_util import (MOUNT_PROG, NFS_PROG, Engine, Reader, RpcClient, call_header, create, mkpool,
+from engine_util import (MOUNT_PROG, NFS_PROG, Engine, Reader, RpcClient, call_header, create, mkpool, read,
                          write, xdr_opaque)
 
 MIB = 1 << 20
@@ -280,3 +280,16 @@ def test_a_read_waiting_for_a_device_holds_no_other_connection(tmp_path, stop_af
     assert eng.stats()["arc"]["misses"] >= 1
     slow.close()
     quick.close()
+
+
+def test_reads_of_no_bytes_are_answered(tmp_path, stop_after):
+    """READs of 0 bytes, at the start and the end of a file (the event loop's
+    in-memory check once walked every record of the 64-bit range for them)."""
+    eng = start(tmp_path, exports=("data:no_root_squash",))
+    stop_after(eng)
+    c = RpcClient(eng.port)
+    _, fh = create(c, c.mount(), "f")
+    write(c, fh, 0, b"\x01" * 8192, 2)
+    for off in (0, 4096, 8192):
+        assert read(c, fh, off, 0) == (b"", int(off == 8192))
+    c.close()
