@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import built
+from conftest import built, patience
 from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.cli.lab.process import stop
 from strata.datasets.archive import Archive
@@ -26,7 +26,7 @@ def start_collect(archive):
 
 def daemon_pid(proc, timeout=10):
     """The strata-collect child of a `strata collect` process."""
-    deadline = time.time() + timeout
+    deadline = time.time() + patience(timeout)
     while time.time() < deadline:
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
             kids = f.read().split()
@@ -51,7 +51,7 @@ def seconds(archive, name, since):
 
 
 def wait_for(predicate, timeout=10, what="condition"):
-    deadline = time.time() + timeout
+    deadline = time.time() + patience(timeout)
     while time.time() < deadline:
         value = predicate()
         if value:
