@@ -109,8 +109,16 @@ def collect(ctx, config_path, **given):
     minute and hour rollups. Datasets created, suspended, resumed or destroyed
     by other strata commands take effect within two seconds; retention is
     enforced every minute. One collector per archive (lock: ARCHIVE.lock).
-    SIGTERM or Ctrl-C stops it cleanly; a full disk stops it with a message
-    and an intact archive. Needs root (BPF).
+    SIGTERM or Ctrl-C stops it cleanly. Needs root (BPF).
+
+    Faults of the archive do not stop it: while the archive cannot be
+    written (disk full, I/O errors, a read-only file system), it says so
+    once, keeps its probes attached and holds the events in memory, and
+    when writing works again stores them as one record per dataset spanning
+    the outage (marked; heat maps show the span). An archive file or folder
+    removed is made again with the datasets being collected. A stall of the
+    collector (SIGSTOP, no CPU) costs time resolution the same way, never
+    events. `strata datasets list` shows the collector's state.
 
     fs.* statistics follow only the processes chosen with --fs-pid, --fs-comm
     and --fs-cgroup; other processes pay only the syscall tracepoints' entry
@@ -164,13 +172,13 @@ def _collect(options, config, reread):
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)
         listen = parse_address(metrics_address) if metrics_address else None
-        with CollectorLock(path), open_archive(path, readonly=False) as archive:
+        with CollectorLock(path) as lock, open_archive(path, readonly=False) as archive:
             exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
             if config:
                 for line in ensure(archive, config.datasets, config.retention):
                     _say(line)
-            collector = Collector(archive, command, exposition=exposition,
+            collector = Collector(archive, command, exposition=exposition, lock=lock,
                                   on_reload=_Reload(archive, config, options, reread) if config else None)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)

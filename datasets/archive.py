@@ -8,6 +8,7 @@ Writers (create, suspend, resume, destroy, prune, import, collection) open
 with readonly=False; every SQLite failure surfaces as one ArchiveError line.
 """
 import json
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -75,6 +76,41 @@ class Archive:
 
     def close(self):
         self.conn.close()
+
+    def identity(self):
+        """(device, inode) of the file at the archive's path now; None if there is none."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def reopen(self, infos: list):
+        """Open the archive at this path again (made, folder included, if it is gone), holding
+        the datasets `infos` under the same ids: restored where missing. ArchiveError if that
+        cannot be done now (the folder cannot be made, the file there is damaged, an id is
+        another dataset's there)."""
+        conn = schema.connect(self.path, readonly=False)
+        try:
+            with self.guard():
+                conn.execute("BEGIN IMMEDIATE")
+                for i in infos:
+                    row = conn.execute("SELECT name FROM datasets WHERE id = ?", (i.id,)).fetchone()
+                    if row and row[0] != i.name:
+                        raise ArchiveError(f"{self.path}: the file now there holds {row[0]} where "
+                                           f"{i.name} was expected; not writing into it")
+                    if not row:
+                        conn.execute(f"INSERT INTO datasets ({_COLUMNS.split(', horizon')[0]}) "
+                                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                     (i.id, i.name, i.statistic, i.breakdown, json.dumps(i.filters), i.kind,
+                                      i.unit, i.probe, i.state, i.created, i.state_since, i.retention.second,
+                                      i.retention.minute, i.retention.hour))
+                conn.execute("COMMIT")
+        except BaseException:
+            conn.close()
+            raise
+        self.conn.close()
+        self.conn = conn
 
     def __enter__(self):
         return self

@@ -32,6 +32,17 @@ class CollectorLock:
         self.fd = fd
         return self
 
+    def renew(self):
+        """Take the lock again if its file was removed (the archive's folder with it)."""
+        try:
+            same = os.path.samestat(os.fstat(self.fd), os.stat(self.path))
+        except OSError:
+            same = False
+        if not same:
+            old, self.fd = self.fd, None
+            self.acquire()
+            os.close(old)
+
     def release(self):
         if self.fd is not None:
             os.ftruncate(self.fd, 0)
