@@ -1,6 +1,7 @@
 """The archive with real SQLite: ingest of collector lines, exact rollups, queries, pruning,
 retention, export/import. Records are fed as the documented collector JSON lines through
 the collector's own line handler (the real ingest path; no daemon needed)."""
+import os
 import shutil
 import sqlite3
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from datasets_util import data_line, heat_second
-from strata.datasets import transfer
+from strata.datasets import schema, transfer
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.errors import ArchiveError
@@ -208,3 +209,34 @@ def test_reader_sees_committed_data_while_writer_is_open(filled, tmp_path):
     feed(filled, [data_line(ds, T0 + N + 5, "counter", {"read": 4})])
     assert reader.query("disk.ops[op]", T0 + N + 5, T0 + N + 6).values.sum() == 4
     reader.close()
+
+
+def test_a_long_reader_blocks_no_second_and_the_wal_is_cut_back(tmp_path):
+    """A reader holding one snapshot (a long heat map) while the collector writes second
+    after second: every second commits at once and the reader keeps its snapshot; the WAL
+    grows past its limit meanwhile, and is cut back to it once the reader lets go."""
+    a = Archive.open(tmp_path / "w.db", readonly=False)
+    heat = a.create("nfs.latency[client]", now=T0)
+    c = Collector(a, command=[], log=lambda m: None)
+    c.kinds = {heat.id: "heatmap"}
+    reader = Archive.open(a.path)
+    reader.conn.execute("BEGIN")
+    seen = reader.query("nfs.latency[client]", T0, T0 + 4000).counts.sum()
+    wal = a.path + "-wal"
+    t = T0
+    while os.path.getsize(wal) <= 1.5 * schema.WAL_LIMIT:   # one transaction a second, as collected
+        c.handle([data_line(heat.id, t, "heatmap", heat_second(t, 40))])
+        t += 1
+        assert t < T0 + 4000, "the WAL did not grow past its limit"
+    assert a.conn.execute("SELECT count(*) FROM records WHERE step = 1").fetchone()[0] == t - T0
+    assert reader.query("nfs.latency[client]", T0, T0 + 4000).counts.sum() == seen == 0
+    reader.conn.execute("COMMIT")
+    reader.close()
+    for _ in range(3):   # the next commits checkpoint the whole WAL, then start it over
+        c.handle([data_line(heat.id, t, "heatmap", heat_second(t, 40))])
+        t += 1
+    assert os.path.getsize(wal) <= schema.WAL_LIMIT
+    r = a.query("nfs.latency[client]", T0, t)
+    assert r.present.all() and r.counts.sum() == sum(sum(sum(b.values()) for b in heat_second(s, 40).values())
+                                                     for s in range(T0, t))
+    a.close()
