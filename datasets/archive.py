@@ -219,6 +219,7 @@ class Archive:
             c.execute("DELETE FROM usage WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM records WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM keys WHERE dataset = ?", (info.id,))
+            c.execute("DELETE FROM spans WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM datasets WHERE id = ?", (info.id,))
 
     def prune(self, name: str, older_than: int, level: str = "hour", now: int | None = None) -> int:
@@ -250,6 +251,8 @@ class Archive:
                 if n < PRUNE_BATCH:
                     c.execute(f"UPDATE datasets SET horizon_{level} = max(horizon_{level}, ?) WHERE id = ?",
                               (cutoff, info.id))
+                    if level == "second":   # a span's mark goes with its second-level record
+                        c.execute("DELETE FROM spans WHERE dataset = ? AND t < ?", (info.id, cutoff))
             removed += n
             if n < PRUNE_BATCH:
                 return removed

@@ -284,3 +284,19 @@ def test_an_archive_without_spans_reads_and_gets_them_when_written(filled):
         ds = again.dataset("disk.ops[op]").id
         feed(again, [data_line(ds, T0 + N, "counter", {"read": 1}), data_line(ds, T0 + N + 3, "counter", {"read": 8})])
         assert again.query("disk.ops[op]", T0 + N, T0 + N + 4).values[0].tolist() == [1, 3, 3, 2]
+
+
+def test_spans_travel_with_export_and_import(tmp_path):
+    a = Archive.open(tmp_path / "s.db", readonly=False)
+    ops = a.create("disk.ops[op]", now=T0)
+    feed(a, [data_line(ops.id, T0, "counter", {"write": 1}), data_line(ops.id, T0 + 5, "counter", {"write": 50})])
+    transfer.export(a, ["disk.ops[op]"], str(tmp_path / "x.strata"))
+    other = Archive.open(tmp_path / "o.db", readonly=False)
+    other.create("nfs.ops[op]", now=T0)
+    transfer.import_from(other, str(tmp_path / "x.strata"))
+    for path in (tmp_path / "x.strata", tmp_path / "o.db"):
+        with Archive.open(path) as b:
+            r = b.query("disk.ops[op]", T0, T0 + 6)
+            assert r.spans == [(T0 + 1, T0 + 6, "stall")] and r.values[0].tolist() == [1, 10, 10, 10, 10, 10]
+    a.close()
+    other.close()
