@@ -1,12 +1,14 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import signal
 import sys
+from contextlib import contextmanager
 
 import click
 
-from strata.cli.archive_option import archive_errors, archive_option, open_archive
+from strata.cli.archive_option import archive_errors, archive_option
 from strata.cli.binaries import MissingBinary, find_binary
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
+from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
@@ -172,14 +174,19 @@ def _collect(options, config, reread):
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)
         listen = parse_address(metrics_address) if metrics_address else None
-        with CollectorLock(path) as lock, open_archive(path, readonly=False) as archive:
+        with CollectorLock(path) as lock, _writable(path) as (archive, unwritable):
             exposition = Exposition(int(metrics_digits)) if listen else None
             server = _serve(exposition, *listen) if listen else None
-            if config:
+            if config and unwritable:
+                _say("the configuration's datasets are applied at the next reload (the archive cannot "
+                     "be written now)")
+            elif config:
                 for line in ensure(archive, config.datasets, config.retention):
                     _say(line)
             collector = Collector(archive, command, exposition=exposition, lock=lock,
                                   on_reload=_Reload(archive, config, options, reread) if config else None)
+            if unwritable:
+                collector.unwritable(unwritable)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
             if config:
@@ -193,6 +200,17 @@ def _collect(options, config, reread):
                 if server:
                     server.close()
     raise SystemExit(status)
+
+
+@contextmanager
+def _writable(path):
+    """(archive, None), or (the archive read-only, why) when it cannot be written now:
+    collection starts anyway and holds its records until it can."""
+    archive, why = Archive.open_for_collecting(path)
+    try:
+        yield archive, why
+    finally:
+        archive.close()
 
 
 class _Reload:

@@ -90,7 +90,29 @@ class Archive:
         the datasets `infos` under the same ids: restored where missing. ArchiveError if that
         cannot be done now (the folder cannot be made, the file there is damaged, an id is
         another dataset's there)."""
+        if not os.path.exists(self.path):   # made aside and renamed in: readers never see it half made
+            tmp = f"{self.path}.new-{os.getpid()}"
+            try:
+                made = Archive(tmp, schema.connect(tmp, readonly=False), False)
+                try:
+                    made._restore(infos)
+                finally:
+                    made.close()
+                os.replace(tmp, self.path)
+            except OSError as e:
+                raise ArchiveError(f"{self.path}: cannot make the archive again ({e.strerror})") from None
+            finally:
+                for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
         conn = schema.connect(self.path, readonly=False)
+        self.conn.close()
+        self.conn, self.readonly = conn, False
+        self._restore(infos)
+
+    def _restore(self, infos: list):
+        """Insert the datasets `infos` that are missing, under their ids."""
+        conn = self.conn
         try:
             with self.guard():
                 conn.execute("BEGIN IMMEDIATE")
@@ -107,10 +129,22 @@ class Archive:
                                       i.retention.minute, i.retention.hour))
                 conn.execute("COMMIT")
         except BaseException:
-            conn.close()
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        self.conn.close()
-        self.conn = conn
+
+    @classmethod
+    def open_for_collecting(cls, path) -> tuple:
+        """(archive, None) opened for writing; or, when it cannot be written now (a full disk,
+        a read-only file system), (archive opened read-only, the ArchiveError) so that
+        collection can start and hold its records until it can (Collector)."""
+        try:
+            return cls.open(path, readonly=False), None
+        except ArchiveError as e:
+            try:
+                return cls.open(path, readonly=True), e
+            except ArchiveError:
+                raise e from None
 
     def __enter__(self):
         return self

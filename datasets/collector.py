@@ -51,7 +51,7 @@ class Collector:
         self.on_reload, self.reloading = on_reload, False
         self.log = log or (lambda msg: print(f"strata collect: {msg}", file=sys.stderr, flush=True))
         self.poll, self.prune_every = poll, prune_every
-        self.ingest = archive.ingestor()
+        self.ingest = None if archive.readonly else archive.ingestor()   # None: not yet writable
         self.kinds = {}          # dataset id -> kind, for datasets added to the daemon
         self.infos = {}          # dataset id -> DatasetInfo
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
@@ -189,19 +189,25 @@ class Collector:
                  "per dataset spanning them")
         self.status.write("writing")
 
+    def unwritable(self, error):
+        """The archive could not be opened for writing at start (Archive.open_for_collecting)."""
+        self._hold([], error)
+
     def _same_file(self):
-        """Make the archive's path hold our archive again if its file was removed or replaced."""
+        """Open the archive for writing if it is not yet (it could not be at start), or again
+        if its file was removed or replaced (made again at its path)."""
         now = self.archive.identity()
-        if now == self.identity and now is not None:
+        if self.ingest is not None and now == self.identity and now is not None:
             return
         infos = [self.infos[ds] for ds in self.kinds]
         self.archive.reopen(infos)
+        if self.ingest is not None or now != self.identity:
+            self.log(f"{self.archive.path} was removed or replaced: made again with the "
+                     f"{len(infos)} dataset(s) being collected")
         self.identity = self.archive.identity()
         self.ingest = self.archive.ingestor()
         if self.lock:
             self.lock.renew()
-        self.log(f"{self.archive.path} was removed or replaced: made again with the "
-                 f"{len(infos)} dataset(s) being collected")
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -214,7 +220,8 @@ class Collector:
             self.log(f"cannot start {self.command[0]}: {e.strerror}")
             return 1
         status = 0
-        self.status.write("writing")
+        if not self.fault:
+            self.status.write("writing")
         try:
             changes = self.archive.changes()
             self.sync()

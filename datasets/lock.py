@@ -27,8 +27,11 @@ class CollectorLock:
             os.close(fd)
             raise ArchiveError(f"another collector (pid {holder}) is writing this archive "
                                f"(lock {self.path})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:   # the PID is for people; the flock is the lock (a full disk may refuse the bytes)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass
         self.fd = fd
         return self
 
@@ -45,7 +48,10 @@ class CollectorLock:
 
     def release(self):
         if self.fd is not None:
-            os.ftruncate(self.fd, 0)
+            try:
+                os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
             os.close(self.fd)
             self.fd = None
 

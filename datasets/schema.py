@@ -139,7 +139,11 @@ def check_header(path):
 
 def _connect(uri: str) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA application_id").fetchone()  # forces the file to be read now
+    try:
+        conn.execute("PRAGMA application_id").fetchone()  # forces the file to be read now
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -152,7 +156,10 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
     if exists:
         check_header(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as e:
+            raise ArchiveError(f"{path}: cannot make its folder ({e.strerror})") from None
     uri = "file:" + quote(os.path.abspath(path))
     try:
         if readonly:
@@ -162,6 +169,9 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
                 conn = _connect(uri + "?mode=ro&immutable=1")
         else:
             conn = _connect(uri + "?mode=rwc")
+    except sqlite3.Error as e:
+        raise translate(path, e) from None
+    try:
         _validate_or_create(conn, path, readonly)
         if not readonly:
             conn.execute("PRAGMA busy_timeout = 10000")
@@ -171,7 +181,11 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
             conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
         return conn
     except sqlite3.Error as e:
+        conn.close()
         raise translate(path, e) from None
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _validate_or_create(conn, path, readonly):

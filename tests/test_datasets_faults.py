@@ -18,7 +18,7 @@ from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.cli.lab.process import stop
 from strata.datasets import status
 from strata.datasets.archive import Archive
-from test_datasets_collect import archived_ops, daemon_pid, seconds, start_collect, wait_for
+from test_datasets_collect import archived_ops, bpf_links, daemon_pid, seconds, start_collect, wait_for
 
 
 @pytest.fixture()
@@ -53,6 +53,14 @@ def spans(archive):
         return conn.execute("SELECT dataset, t, seconds, cause FROM spans").fetchall()
 
 
+def attached(pid):
+    """Whether the daemon holds a BPF link (its descriptors change as it starts: retried)."""
+    try:
+        return bpf_links(pid) > 0
+    except OSError:
+        return False
+
+
 def collector_state(archive):
     s = status.read(archive)
     return s and s["state"]
@@ -65,7 +73,10 @@ def small_fs():
     try:
         yield folder
     finally:
-        subprocess.run(["umount", folder], check=False)
+        for _ in range(50):   # a process just stopped may hold it a moment longer
+            if subprocess.run(["umount", folder], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
         os.rmdir(folder)
 
 
@@ -103,6 +114,33 @@ def test_full_disk_holds_the_events_and_stores_the_gap(loop, small_fs):
     assert len(gaps) == 1 and gaps[0][3] == "archive" and gaps[0][2] >= 4, gaps
     with closing(sqlite3.connect(archive)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_collector_started_on_a_full_disk_collects_and_holds(loop, small_fs):
+    """A restart while the disk is full (the unit restarts on failure): the archive is read
+    for its datasets, collection starts, and the records wait for space."""
+    archive = os.path.join(small_fs, "a.db")
+    ops = f"disk.ops[device={os.path.basename(loop)}][op]"
+    assert strata("datasets", "create", ops, "--archive", archive).returncode == 0
+    subprocess.run(["dd", "if=/dev/zero", f"of={small_fs}/filler", "bs=4k"], capture_output=True)
+    before = writes(loop)
+    proc = start_collect(archive)
+    try:
+        daemon = daemon_pid(proc)
+        wait_for(lambda: collector_state(archive) == "holding", what="the collector to hold")
+        wait_for(lambda: attached(daemon), what="the disk probes to attach")
+        direct_writes(loop, 50)
+        time.sleep(2)
+        assert proc.poll() is None and not seconds(archive, ops, 0)
+        os.unlink(f"{small_fs}/filler")
+        wait_for(lambda: collector_state(archive) == "writing", what="the collector to write")
+        kernel, counted = settled(archive, ops, loop, before)
+    finally:
+        stop(proc)
+    err = proc.stderr.read()
+    assert proc.returncode == 0 and "held in memory" in err and "Traceback" not in err, err
+    assert kernel >= 50 and counted["write"] + counted.get("missed", 0) == kernel
+    assert [s[3] for s in spans(archive)] == ["archive"]
 
 
 def test_a_removed_folder_is_made_again(loop, tmp_path):
