@@ -258,9 +258,12 @@ class Collector:
             if self.reloading and self.on_reload:
                 self.reloading = False
                 self.on_reload()
-                changes = self.archive.changes()
-                self.failed.clear()
-                self.sync()
+                try:
+                    changes = self.archive.changes()
+                    self.failed.clear()
+                    self.sync()
+                except ArchiveError as e:
+                    self.log(f"reload: {e}; dataset changes are looked for again later")
             now = time.monotonic()
             if now >= next_poll and not self.fault:
                 next_poll = now + self.poll
