@@ -18,7 +18,8 @@ status file (datasets/status.py) say what is wrong, and every batch retries;
 the first batch that commits stores what was held as one record per dataset
 spanning the outage. An archive file removed, or replaced by another file, is
 made again at its path (folder included) holding the datasets being collected,
-under the same ids. A record whose second follows a gap in the daemon's
+under the same ids; not while its file system is gone (unmounted): then the
+records are held until it is back. A record whose second follows a gap in the daemon's
 seconds (the daemon stalled: SIGSTOP, starved of CPU, or its output blocked)
 holds the gap's events too: it is stored as spanning the gap.
 """
@@ -42,6 +43,14 @@ def control_line(info) -> str:
     """The `add` line for a dataset."""
     filters = " ".join(f"{k}={v}" for k, v in sorted(info.filters.items()))
     return f"add {info.id} {info.statistic} {info.breakdown or '-'}" + (f" {filters}" if filters else "")
+
+
+def _device_of(path):
+    """The device of the nearest existing folder above path (where it would be made again)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return os.stat(folder).st_dev
 
 
 class Collector:
@@ -199,6 +208,14 @@ class Collector:
         now = self.archive.identity()
         if self.ingest is not None and now == self.identity and now is not None:
             return
+        if now is None and self.identity is not None and _device_of(self.archive.path) != self.identity[0]:
+            if self.ingest is not None:   # let go of it: a lazily unmounted file system can be freed
+                self.ingest = None
+                self.archive.close()
+                if self.lock:
+                    self.lock.release()
+            raise ArchiveError(f"{self.archive.path}: its file system is gone (unmounted?); "
+                               "waiting for it to be back")
         infos = [self.infos[ds] for ds in self.kinds]
         self.archive.reopen(infos)
         if self.ingest is not None or now != self.identity:

@@ -36,15 +36,17 @@ class CollectorLock:
         return self
 
     def renew(self):
-        """Take the lock again if its file was removed (the archive's folder with it)."""
+        """Take the lock again if its file was removed (the archive's folder with it), or
+        after release()."""
         try:
-            same = os.path.samestat(os.fstat(self.fd), os.stat(self.path))
+            same = self.fd is not None and os.path.samestat(os.fstat(self.fd), os.stat(self.path))
         except OSError:
             same = False
         if not same:
             old, self.fd = self.fd, None
             self.acquire()
-            os.close(old)
+            if old is not None:
+                os.close(old)
 
     def release(self):
         if self.fd is not None:

@@ -175,7 +175,9 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
         _validate_or_create(conn, path, readonly)
         if not readonly:
             conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # every commit synced: a write the device fails fails its commit (and the collector
+            # holds those seconds) instead of being lost after SQLite reported it done
+            conn.execute("PRAGMA synchronous = FULL")
             # a reader holding a snapshot lets the WAL grow; once it lets go, the next
             # checkpoint resets the WAL and this truncates it back
             conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")

@@ -198,3 +198,68 @@ def test_a_stopped_collector_loses_no_event(loop, tmp_path):
     assert kernel >= 230 and counted["write"] + counted.get("missed", 0) == kernel
     gaps = spans(archive)
     assert len(gaps) == 1 and gaps[0][3] == "stall" and gaps[0][2] >= 5, gaps
+
+
+@pytest.fixture()
+def failing_ext4(tmp_path):
+    """(folder, loop device, backing folder): ext4 on a loop device over a sparse image on a
+    small tmpfs. Filling the tmpfs makes the device fail its writes (I/O errors; ext4 aborts
+    its journal and turns read-only), as a dying disk would."""
+    back, folder = tmp_path / "back", tmp_path / "mnt"
+    back.mkdir(), folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", back], check=True)
+    dev = None
+    try:
+        subprocess.run(["truncate", "-s", "64M", back / "ext4.img"], check=True)
+        subprocess.run(["mkfs.ext4", "-q", back / "ext4.img"], check=True)
+        dev = subprocess.run(["losetup", "--find", "--show", back / "ext4.img"], check=True, capture_output=True,
+                             text=True).stdout.strip()
+        subprocess.run(["mount", dev, folder], check=True)
+        yield str(folder), dev, str(back)
+    finally:
+        for _ in range(50):
+            if subprocess.run(["umount", folder], capture_output=True).returncode != 0:
+                break   # not (or no longer) mounted
+        if dev:
+            subprocess.run(["losetup", "-d", dev], check=False)
+        for _ in range(50):
+            if subprocess.run(["umount", back], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+
+
+def test_io_errors_then_a_repaired_file_system_lose_no_event(loop, failing_ext4):
+    """The archive's device fails its writes: ext4 aborts and goes read-only, the collector
+    holds. The admin repairs it (umount -l, e2fsck, mount): the collector, which let go of
+    the dead mount, opens the archive again and stores the outage as one record. Seconds
+    committed before the fault survived it (every commit is synced)."""
+    folder, dev, back = failing_ext4
+    archive = os.path.join(folder, "a.db")
+    ops = f"disk.ops[device={os.path.basename(loop)}][op]"
+    assert strata("datasets", "create", ops, "--archive", archive).returncode == 0
+    before = writes(loop)
+    proc = start_collect(archive)
+    try:
+        wait_for(lambda: seconds(archive, ops, 0), what="first records")
+        direct_writes(loop, 20)
+        time.sleep(1.5)
+        subprocess.run(["dd", "if=/dev/zero", f"of={back}/filler", "bs=64k"], capture_output=True)
+        wait_for(lambda: collector_state(archive) == "holding", what="the collector to hold")
+        for _ in range(3):
+            direct_writes(loop, 25)
+            time.sleep(1)
+        os.unlink(f"{back}/filler")
+        subprocess.run(["umount", "-l", folder], check=True)
+        wait_for(lambda: "gone" in ((status.read(archive) or {}).get("problem") or ""), what="the mount let go")
+        assert subprocess.run(["e2fsck", "-fy", dev], capture_output=True).returncode in (0, 1)
+        subprocess.run(["mount", dev, folder], check=True)
+        wait_for(lambda: collector_state(archive) == "writing", what="the collector to write again")
+        direct_writes(loop, 30)
+        kernel, counted = settled(archive, ops, loop, before)
+    finally:
+        stop(proc)
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    assert "disk I/O error" in err and "file system is gone" in err and "stored as one record" in err, err
+    assert kernel >= 125 and counted["write"] + counted.get("missed", 0) == kernel
+    assert [s[3] for s in spans(archive)] == ["archive"]
