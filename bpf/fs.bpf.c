@@ -70,8 +70,9 @@ struct {
 	__type(value, struct pending);
 } fs_pending SEC(".maps");
 
-/* Typed view of a kernel pointer read as a number, for plain loads (Linux 6.2+). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+/* Typed view of a kernel pointer read as a number, for plain loads (Linux 6.2+). Weak:
+ * on older kernels the collector loads the *_read programs, which never call it. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define KCAST(p, type) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
 
 /* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not followed. */
@@ -110,25 +111,36 @@ static __always_inline int chosen(struct task_struct *t, __u32 tgid)
 	return fs_use_cgroup && bpf_current_task_under_cgroup(&fs_cgroup, 0) == 1;
 }
 
-/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. Plain loads
- * through typed pointers (the verifier makes them fault-safe); one helper read for the
- * fd array slot, which has no type the verifier can follow. */
-static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out)
+/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. One helper
+ * read for the fd array slot, which has no type the verifier can follow; then, when
+ * typed, plain loads through bpf_rdonly_cast's typed pointers (the verifier makes them
+ * fault-safe), else CO-RE helper reads (kernels before 6.2). */
+static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out, int typed)
 {
 	struct fdtable *fdt = t->files->fdt;
 	struct file *fp = NULL, *f;
 	struct inode *inode;
+	umode_t mode;
 
 	if (fd < 0 || !fdt || (__u64)fd >= fdt->max_fds)
 		return 0;
 	if (bpf_probe_read_kernel(&fp, sizeof(fp), fdt->fd + fd) || !fp)
 		return 0;
-	f = KCAST(fp, struct file);
-	inode = f->f_inode;
-	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
-		return 0;
-	out->ino = inode->i_ino;
-	out->dev = inode->i_sb->s_dev;
+	if (typed) {
+		f = KCAST(fp, struct file);
+		inode = f->f_inode;
+		if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
+			return 0;
+		out->ino = inode->i_ino;
+		out->dev = inode->i_sb->s_dev;
+	} else {
+		inode = BPF_CORE_READ(fp, f_inode);
+		mode = BPF_CORE_READ(inode, i_mode);
+		if (!inode || (mode & S_IFMT) != S_IFREG)
+			return 0;
+		out->ino = BPF_CORE_READ(inode, i_ino);
+		out->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	}
 	out->zero = 0;
 	return 1;
 }
@@ -148,8 +160,7 @@ static __always_inline void report_name(const struct pending *p, __u32 tgid)
 	bpf_ringbuf_submit(n, 0);
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
+static __always_inline int enter(struct pt_regs *regs, long id, int typed)
 {
 	int op = fs_op(id);
 	struct task_struct *t;
@@ -161,7 +172,7 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 	t = bpf_get_current_task_btf();
 	if (!chosen(t, t->tgid))
 		return 0;
-	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file))
+	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file, typed))
 		return 0;
 	p = bpf_task_storage_get(&fs_pending, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!p) {
@@ -178,8 +189,7 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
+static __always_inline int leave(struct pt_regs *regs, long ret, int typed)
 {
 	__u64 now;
 	struct pending *pp, p;
@@ -200,7 +210,7 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	p = *pp;
 	pp->start = 0;
 	if (p.op == AGG_FS_OP_OPENAT) {
-		if (ret < 0 || !fd_file(t, ret, &p.file))
+		if (ret < 0 || !fd_file(t, ret, &p.file, typed))
 			return 0;
 		report_name(&p, t->tgid);
 	}
@@ -218,4 +228,30 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 			 (data_op(p.op) && ret >= 0 ? 1u << AGG_STAT_FS_SIZE : 0);
 	agg_event_apply(ev);
 	return 0;
+}
+
+/* The programs: fs_enter / fs_exit with typed loads (Linux 6.2+), fs_enter_read /
+ * fs_exit_read with helper reads; the collector loads one pair. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
+{
+	return enter(regs, id, 1);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
+{
+	return leave(regs, ret, 1);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(fs_enter_read, struct pt_regs *regs, long id)
+{
+	return enter(regs, id, 0);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(fs_exit_read, struct pt_regs *regs, long ret)
+{
+	return leave(regs, ret, 0);
 }

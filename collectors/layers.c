@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "layers.h"
 #include "disk_btf.h"
+#include "kernel_features.h"
 #include "nfs.skel.h"
 #include "cache.skel.h"
 #include "disk.skel.h"
@@ -185,6 +186,7 @@ static void destroy_fs(void *skel)
 static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 {
 	struct fs_bpf *s;
+	bool typed;
 	int err;
 
 	if (!fs_chosen_any()) {
@@ -196,6 +198,11 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 		return -ENOTSUP;
 	if (!(s = fs_bpf__open()))
 		return -errno;
+	typed = kernel_has_kfunc("bpf_rdonly_cast"); /* Linux 6.2+ */
+	bpf_program__set_autoload(s->progs.fs_enter, typed);
+	bpf_program__set_autoload(s->progs.fs_exit, typed);
+	bpf_program__set_autoload(s->progs.fs_enter_read, !typed);
+	bpf_program__set_autoload(s->progs.fs_exit_read, !typed);
 	s->rodata->agg_max_keys = max_keys;
 	s->rodata->ns_per_tick = fs_ns_per_tick();
 	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
@@ -206,8 +213,8 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 	L->skel = s;
 	L->destroy = destroy_fs;
 	BIND_COMMON(L, s);
-	add_probe(L, "sys_enter", s->progs.fs_enter, PROBE_TRACEPOINT);
-	add_probe(L, "sys_exit", s->progs.fs_exit, PROBE_TRACEPOINT);
+	add_probe(L, "sys_enter", typed ? s->progs.fs_enter : s->progs.fs_enter_read, PROBE_TRACEPOINT);
+	add_probe(L, "sys_exit", typed ? s->progs.fs_exit : s->progs.fs_exit_read, PROBE_TRACEPOINT);
 	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
 	L->refresh = refresh_fs;
 	return 0;

@@ -94,6 +94,7 @@ def loop():
         yield dev
 
 
+@pytest.mark.view("archive")
 def test_lifecycle_with_real_collector(tmp_path, loop):
     archive = str(tmp_path / "a.db")
     dev = os.path.basename(loop)
@@ -145,6 +146,12 @@ def test_lifecycle_with_real_collector(tmp_path, loop):
     with Archive.open(out) as a:
         r = a.query(ops, t_start - 1, int(time.time()) + 1)
         assert r.values[r.keys.index("write")].sum() >= 350
+        events = int(a.query(lat, t_start - 1, int(time.time()) + 1).counts.sum())
+    # the copy renders: its heat map holds every latency event, and draws in a terminal
+    grid = strata("heatmap", lat, "--archive", out, "--json")
+    assert grid.returncode == 0 and json.loads(grid.stdout)["events"] == events > 0, grid.stderr
+    drawn = strata("heatmap", lat, "--archive", out)
+    assert drawn.returncode == 0 and dev in drawn.stdout, drawn.stderr
     assert strata("datasets", "destroy", ops, "-y", "--archive", out).returncode == 0
     assert [d["name"] for d in json.loads(strata("datasets", "list", "--json", "--archive", out).stdout)
             ["datasets"]] == [lat]
