@@ -5,7 +5,6 @@ statistics and the attach type it needs:
     wire   wire.*   TC (tcx, or clsact) on the ifaces any NFS server, nothing asked of it
                     and bpf_loop (5.17+)
     fs     fs.*     syscall tracepoints              a user-space server's own syscalls
-                    and task storage (5.11+)
     disk   disk.*   block tracepoints                every block device below any server
     usdt   nfs.*, arc.*, l2arc.*, zil.*, vdev.*      uprobes on strata-engine's USDT probes
 """
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 
 VIEWS = {  # view -> (statistics, strata-features keys it needs)
     "wire": ("wire.*", ("tc", "bpf_loop")),
-    "fs": ("fs.*", ("syscalls", "task_storage")),
+    "fs": ("fs.*", ("syscalls",)),
     "disk": ("disk.*", ("tracepoint",)),
     "engine USDT": ("nfs.*, arc.*, l2arc.*, zil.*, vdev.*", ("uprobe",)),
 }

@@ -23,6 +23,15 @@ bool kernel_has_task_storage(void)
 	return known;
 }
 
+bool kernel_has_bpf_cookie(void)
+{
+	static int known = -1;
+
+	if (known < 0)
+		known = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1;
+	return known;
+}
+
 bool kernel_has_kfunc(const char *name)
 {
 	struct btf *btf = btf__load_vmlinux_btf();

@@ -11,6 +11,9 @@
 bool kernel_has_bpf_loop(void);
 /* Task storage maps for tracing programs (Linux 5.11+): the fs layer needs them. */
 bool kernel_has_task_storage(void);
+/* BPF cookies (Linux 5.15+): libbpf attaches USDT probes to a position-independent
+ * binary in every process (no pid) only with them. */
+bool kernel_has_bpf_cookie(void);
 /* A kfunc of this name in the kernel's BTF (bpf_rdonly_cast: Linux 6.2+). */
 bool kernel_has_kfunc(const char *name);
 

@@ -20,13 +20,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 			snprintf(why, n, "kernel lacks the bpf_loop helper (Linux 5.17+), which the wire parser needs");
 		return kernel_has_bpf_loop();
 	}
-	if (s->layer == LAYER_FS) {
-		if (!kernel_has_task_storage()) {
-			snprintf(why, n, "kernel lacks task storage for tracing programs (Linux 5.11+), which the fs layer needs");
-			return false;
-		}
+	if (s->layer == LAYER_FS)
 		return fs_supported(why, n);
-	}
 	if (!engine_path) {
 		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
 		return false;

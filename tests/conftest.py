@@ -37,7 +37,8 @@ def built(relpath: str) -> Path:
 # A test marked @pytest.mark.view("nfs") proves that view counts exactly on the kernel
 # it runs on; the matrix runs the marked tests in a guest of each kernel. In the guest
 # (STRATA_GUEST=1, one emulated CPU) work runs about ten times slower, so floors on how
-# much load a test got are ten times lower there; what it counted must still be exact.
+# much load a test got are ten times lower there, and waits ten times longer; what it
+# counted must still be exact.
 IN_GUEST = os.environ.get("STRATA_GUEST") == "1"
 VIEW_LAYERS = {"nfs": "nfs", "cache": "cache", "vdev": "vdev", "disk": "disk", "fs": "fs", "wire": "wire",
                "archive": "disk"}
@@ -51,6 +52,12 @@ def pytest_configure(config):
 def load_floor(n: int) -> int:
     """The least load a test expects: n on a host, n / 10 in the matrix's emulated guest."""
     return n // 10 if IN_GUEST else n
+
+
+def patience(seconds: float) -> float:
+    """How long to wait for something the host does in `seconds`: ten times longer in the
+    emulated guest (the verifier alone takes 10-40 s there for the wire programs)."""
+    return seconds * 10 if IN_GUEST else seconds
 
 
 _catalogue = None
@@ -81,3 +88,13 @@ def _view(request, record_property):
     ok, why = _layer_support(VIEW_LAYERS[view])
     if not ok and "kernel lacks" in why:
         pytest.skip(f"{view} view refused on this kernel: {why}")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The kernel matrix's guests start now, in the background, and its checks run last."""
+    matrix_items = [i for i in items if i.path.name == "test_kernels.py"]
+    if not matrix_items:
+        return
+    from vm import matrix
+    matrix.start([i.callspec.params["kernel"] for i in matrix_items])
+    items[:] = [i for i in items if i not in matrix_items] + matrix_items

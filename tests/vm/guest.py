@@ -84,24 +84,20 @@ def qemu_command(series: str, folder: Path, memory_mb: int) -> list[str]:
             "-append", f"console=ttyS0 panic=-1 quiet vmshare={folder}",
             "-serial", f"file:{folder / '.vm' / 'console'}",
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-            "-virtfs", f"local,path={folder},mount_tag=vmshare,security_model=none,multidevs=remap",
-            "-drive", f"file={folder / '.vm' / 'scratch.img'},if=virtio,format=raw,cache=unsafe"]
+            "-virtfs", f"local,path={folder},mount_tag=vmshare,security_model=none,multidevs=remap"]
 
 
-def run(series: str, command: str, folder: Path, timeout: float = 600, memory_mb: int = 2048,
-        scratch_mb: int = 4096) -> Run:
+def run(series: str, command: str, folder: Path, timeout: float = 600, memory_mb: int = 3072) -> Run:
     """Boots SERIES, runs COMMAND (a shell command, in FOLDER) and powers off."""
     folder = folder.resolve()
     if folder == Path("/tmp") or Path("/tmp") in folder.parents:
-        raise GuestError(f"{folder}: the run folder cannot be under /tmp (the guest's /tmp is a disk of its own)")
+        raise GuestError(f"{folder}: the run folder cannot be under /tmp (the guest mounts its own /tmp)")
     vm = folder / ".vm"
     shutil.rmtree(vm, ignore_errors=True)
     vm.mkdir(parents=True)
     shutil.copy(HERE / "stage2.sh", vm / "stage2.sh")
     (vm / "command.sh").write_text(command + "\n")
     (vm / "modules_path").write_text(str(kernels.modules_dir(series)) + "\n")
-    with open(vm / "scratch.img", "wb") as f:  # sparse: the guest's /tmp
-        f.truncate(scratch_mb << 20)
     cmd = qemu_command(series, folder, memory_mb)
     start = time.monotonic()
     try:
@@ -110,7 +106,6 @@ def run(series: str, command: str, folder: Path, timeout: float = 600, memory_mb
         raise GuestError(f"the {series} guest did not finish within {timeout:.0f} s "
                          f"(console: {vm / 'console'})") from None
     seconds = time.monotonic() - start
-    (vm / "scratch.img").unlink()
     console = (vm / "console").read_text(errors="replace") if (vm / "console").exists() else ""
     if not (vm / "rc").exists():
         why = (proc.stderr.strip().splitlines() or console.strip().splitlines() or ["no output"])[-1]

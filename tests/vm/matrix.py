@@ -3,12 +3,15 @@
 @pytest.mark.view), summarized per view into build/vm/matrix/KERNEL.json, which
 tests/test_kernels.py checks and tests/vm/table.py turns into the README's table."""
 import json
+import os
 import platform
 import re
+import shutil
 import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import guest, kernels
@@ -32,12 +35,15 @@ def inside_script(out: Path, guest_run: bool) -> str:
         f"cd {REPO}",
         f".venv/bin/strata doctor --json > {out}/doctor.json 2> {out}/doctor.err",
         f".venv/bin/strata statistics --json > {out}/statistics.json 2> {out}/statistics.err",
-        f"{env}.venv/bin/python -m pytest -m view -p no:cacheprovider -q -o addopts= "
+        f"{env}.venv/bin/python -m pytest -m view -p no:cacheprovider -q -o addopts= --durations=0 "
         f"--junitxml={out}/junit.xml --basetemp=/tmp/strata-matrix {files} > {out}/pytest.log 2>&1",
         "echo pytest exit $?",
-        # each layer's dataset added to a bare collector: an ack, or one error line
-        f"printf '{ADDS}quit\\n' | timeout 60 build/bin/strata-collect --fs-pid $$ --interval 1 "
-        f"> {out}/adds.out 2> {out}/adds.err",
+        # each layer's dataset added to a bare collector (the engine's probes in the probe
+        # fixture): an ack, or one error line
+        "sleep 120 | build/tests/strata-probe-fixture > /dev/null & fixture=$!; sleep 2",
+        f"printf '{ADDS}quit\\n' | timeout 60 build/bin/strata-collect --engine-pid $fixture --fs-pid $$ "
+        f"--interval 1 > {out}/adds.out 2> {out}/adds.err",
+        "kill $fixture",
     ])
 
 
@@ -111,6 +117,8 @@ def run(kernel: str, timeout: float = 900) -> dict:
     """Runs the matrix on KERNEL: a series (5.10, 6.1, 6.12) in a guest, or "host"."""
     runs = kernels.VMDIR / "runs"
     runs.mkdir(parents=True, exist_ok=True)
+    for old in runs.glob(f"matrix-{kernel}-*"):  # the last run's folder is kept until the next
+        shutil.rmtree(old, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix=f"matrix-{kernel}-", dir=runs))
     if kernel == "host":
         start = time.monotonic()
@@ -130,3 +138,23 @@ def required_version(reason: str) -> tuple[int, int] | None:
 def release_version(release: str) -> tuple[int, int]:
     major, minor = re.match(r"(\d+)\.(\d+)", release).groups()
     return int(major), int(minor)
+
+
+_runs: dict[str, Future] = {}
+
+
+def start(kernel_list: list[str]) -> None:
+    """Starts the matrix of each kernel in the background (KERNEL_JOBS at once, default
+    one: a guest is one emulated CPU, so the rest of the test suite runs beside it)."""
+    pool = ThreadPoolExecutor(max_workers=int(os.environ.get("KERNEL_JOBS", "1")), thread_name_prefix="matrix")
+    for k in kernel_list:
+        if k not in _runs:
+            _runs[k] = pool.submit(run, k)
+    pool.shutdown(wait=False)
+
+
+def result(kernel: str) -> dict:
+    """The matrix of kernel, started by start() or now."""
+    if kernel not in _runs:
+        start([kernel])
+    return _runs[kernel].result()

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The guest's second stage, pid 1 in the host's own userland (read-only under a tmpfs
 # overlay): mounts what a booted Debian host has (proc, sysfs, tracefs, bpffs, cgroup2,
-# the kernel's modules at /lib/modules, /tmp on a disk of its own), brings up lo, runs the run's command with the
+# the kernel's modules at /lib/modules, /tmp on ext4), brings up lo, runs the run's command with the
 # run folder as its working directory, stores its output and exit status there, and
 # powers the guest off.
 share="$1"
@@ -19,9 +19,12 @@ mkdir -p "/lib/modules/$release"
 mount --bind "$(cat "$vm/modules_path")" "/lib/modules/$release"
 hostname strata-vm
 modprobe loop
-# /tmp: ext4 on the run's scratch disk (virtio), as on a host whose /tmp is on disk
-modprobe virtio_blk
-mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 /dev/vda && mount /dev/vda /tmp && chmod 1777 /tmp
+# /tmp: ext4 (O_DIRECT, real inodes) on a loop device over a sparse file in memory, so
+# that no block I/O completes in interrupt context behind the tests' backs
+mkdir -p /run/scratch && mount -t tmpfs -o size=90% tmpfs /run/scratch
+truncate -s 4G /run/scratch/tmp.img
+scratch=$(losetup --find --show /run/scratch/tmp.img)
+mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$scratch" && mount "$scratch" /tmp && chmod 1777 /tmp
 ip link set lo up
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 echo "vm: up $(cut -d' ' -f1 /proc/uptime) s" > /dev/ttyS0
