@@ -22,13 +22,14 @@ SCRIPT = f"""cd {REPO}
 d=$(mktemp -d /tmp/bench-XXXX)
 build/bin/strata-engine mkpool $d/pool --size 256m > /dev/null
 build/bin/strata-engine serve --pool $d/pool --export /export:mode=1777 --listen 127.0.0.1:0 \\
-    --port-file $d/port > /dev/null 2>&1 &
+    --port-file $d/port > /dev/null 2>&1 & engine=$!
 while ! grep -q mount= $d/port 2>/dev/null; do sleep 0.1; done
 nfs=$(sed -n 's/.*nfs=[0-9.]*:\\([0-9]*\\).*/\\1/p' $d/port); mnt=$(sed -n 's/.*mount=[0-9.]*:\\([0-9]*\\).*/\\1/p' $d/port)
 build/bin/strata-load --server 127.0.0.1 --nfsport $nfs --mountport $mnt --export /export --profile randread \\
     --io-size 8k --working-set 8m --clients 1 --threads 1 --setup --duration {SECONDS} --json - > $d/report.json
-kill %1; wait
+kill $engine; wait
 python3 -c "import json,sys; r=json.load(open('$d/report.json')); print(json.dumps({{'ops': r['ops'].get('read', 0), 'seconds': {SECONDS}}}))"
+rm -rf $d
 """
 
 
