@@ -7,7 +7,8 @@ the two never serve that client at the same instant.
 Both sides are started by cli/check_ab.py (engines or servers, in a random
 order, each with its own collector); which side strata-load treats as its
 first server is drawn at random per check too. The working set is written to
-both and warmed under the paired load, then one paired run is measured; each
+both, then one paired run warms both for the profile's warm-up seconds and
+goes on into the measured seconds (same connections, no restart between); each
 side's measured seconds are exported as a self-contained archive (duet-A and
 duet-B, kept with -o DIR) and judged from those archives alone, block by
 block (strata.datasets.compare_duet).
@@ -122,25 +123,25 @@ def _query(path: str, name: str, start: int, end: int):
 
 
 def measure(prof, sides: dict, settings: dict, undo) -> tuple:
-    """Starts both sides, writes and warms both working sets under the paired load,
-    runs the measured paired load; returns (strata-load's first server, (servers' CPU, its CPU),
+    """Starts both sides, writes both working sets, runs the paired load: the profile's
+    warm-up seconds, then the measured ones; returns (strata-load's first server, (servers' CPU, its CPU),
     start, end, strata-load's report)."""
     options = {k: v for k, v in prof.load.items() if k != "setup"}
     options["threads"] = 1                        # one request in flight per client
+    options["clients"] = settings["clients"]
     check_ab.start_sides(prof, sides, undo)
     first, second = random.sample([sides["A"], sides["B"]], 2)
     server_cpu, load_cpu = placement()
     if server_cpu is not None:
         for s in sides.values():
             pin(s.pid, server_cpu)
-    warm, seconds, block = settings["round_warmup"], settings["seconds"], settings["block_seconds"]
-    if prof.load.get("setup") or prof.warmup:
-        _say(f"writing and warming both working sets for {prof.warmup}s (paired load)")
-        _run(first, second, {**options, "setup": bool(prof.load.get("setup")), "duration": max(prof.warmup, 1)},
-             "warmup", sides, load_cpu)
+    warm, seconds, block = max(prof.warmup, 1), settings["seconds"], settings["block_seconds"]
+    if prof.load.get("setup"):
+        _say("writing both working sets")
+        _run(first, second, {**options, "setup_only": True}, "setup", sides, load_cpu)
     blocks = seconds // block
-    _say(f"duet: {blocks} blocks of {block}s, A and B at once, {options['profile']} with "
-         f"{options.get('clients', 1)} client(s), strata-load's first server {first.name}"
+    _say(f"duet: {warm}s warm-up, then {blocks} blocks of {block}s, A and B at once, {options['profile']} with "
+         f"{options['clients']} client(s) at {options.get('rate') or 'any'} reads/s per side, strata-load's first server {first.name}"
          + (f", servers on CPU {server_cpu}, strata-load on CPU {load_cpu}" if server_cpu is not None else ""))
     began = time.time()
     start_guess = math.ceil(began) + warm
