@@ -35,6 +35,7 @@ from pathlib import Path
 import click
 
 from strata.cli import check_engines, check_profile, check_servers
+from strata.cli.check_progress import CheckProgress
 from strata.cli.check_run import EXPORT, FAILURES, private_engine
 from strata.cli.lab.collect import Collection, create_datasets
 from strata.cli.lab.load import Load, arguments
@@ -288,14 +289,45 @@ def measure(prof, sides: dict, order: str, settings: dict, undo) -> list:
     _say(f"{len(order)} rounds ({order[:8]}...) of {warm}s warm-up + {seconds}s measured, "
          f"{options['profile']}")
     windows = []
-    for r, name in enumerate(order):
-        began, sent = _run_load(sides[name], options, warm + seconds + 1, f"round{r + 1}", sides)
-        start = math.ceil(began) + warm
-        windows.append((name, start, start + seconds, sent))
+    with CheckProgress("rounds", len(order), warm + seconds + 2) as progress:
+        for r, name in enumerate(order):
+            began, sent = _run_load(sides[name], options, warm + seconds + 1, f"round{r + 1}", sides)
+            start = math.ceil(began) + warm
+            windows.append((name, start, start + seconds, sent))
+            progress.update(r + 1, running_estimate(prof, sides, windows) if r % 2 else None)
     time.sleep(max(0.0, windows[-1][2] + 1.5 - time.time()))   # the collectors write second end-1
     for s in sides.values():
         s.coll.stop()
     return windows
+
+
+def running_estimate(prof, sides: dict, windows: list):
+    """(metric, effect, low, high) of p50 over the pairs of rounds done so far, read from the
+    live archives: the mean log ratio with a normal 95% interval (a progress figure only; the
+    verdict's test is compare_rounds'). The last round's final second may still be missing."""
+    name = next((n for n in prof.datasets if ".latency" in n), None)
+    if name is None or len(windows) < 6:
+        return None
+    d = []
+    try:
+        for k in range(0, len(windows) - 1, 2):
+            values = {}
+            for side, start, end, _ in windows[k:k + 2]:
+                with Archive.open(sides[side].archive) as ar:
+                    qr = ar.query(name, start, end)
+                if not len(qr.buckets):
+                    return None
+                busiest = int(qr.counts.sum(axis=(1, 2)).argmax())
+                pooled = qr.counts[busiest].sum(axis=0)[None]
+                values[side] = float(interval_metric(pooled, qr.buckets, "p50")[0])
+            d.append(math.log(values["B"] / values["A"]))
+            if not math.isfinite(d[-1]):
+                return None
+    except (ArchiveError, ValueError, ZeroDivisionError):
+        return None
+    mean = sum(d) / len(d)
+    half = 1.96 * math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
+    return "p50", math.expm1(mean), math.expm1(mean - half), math.expm1(mean + half)
 
 
 def _wire_options(side: Side, options: dict) -> list:
