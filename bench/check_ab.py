@@ -19,6 +19,7 @@ Needs root. Prints one line per check and a summary; --json FILE keeps them.
 Usage: sudo .venv/bin/python bench/check_ab.py [--aa 20] [--planted 10] [--rounds-aa 5]
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
        [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab]
+       .venv/bin/python bench/check_ab.py --summary-of RESULTS.json [--keep DIR]
 """
 import argparse
 import json
@@ -79,12 +80,40 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int) -> tupl
         raise SystemExit(f"check ab --mode {mode} failed (exit {rc}): {err}")
     p50 = p50_read(rep)
     row = {"design": f"ab {mode}", "case": case, "verdict": rep["verdict"], "minutes": minutes,
+           "p50_ci95": list(interval95(out, mode)),
            "delay_ns": delay if case == "planted" else 0, "p50_effect": p50["effect"],
            "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep)}
     lag = f", lag-1 {rep['p50_lag1']:+.2f}" if rep.get("p50_lag1") is not None else ""
     print(f"check {n:02d}: {mode} {case}: {rep['verdict']} ({minutes:.1f} min), p50 {p50['effect']:+.2%} "
           f"[{p50['ci_low']:+.2%}, {p50['ci_high']:+.2%}]{lag} {row['worse']}", flush=True)
     return row, rep
+
+
+def interval95(folder: Path, mode: str) -> tuple:
+    """(low, high) of the 95% interval of the p50 ratio of reads, recomputed from a kept
+    check's archives with the statistics the check itself uses."""
+    from strata.datasets.archive import Archive
+    from strata.datasets.compare import stack
+    from strata.datasets.compare_duet import compare_duet
+    from strata.datasets.compare_rounds import compare_rounds_histograms
+
+    def whole(path):
+        with Archive.open(str(path)) as ar:
+            first, last = ar.extent("nfs.latency[op]")
+            return ar.query("nfs.latency[op]", first, last + 1)
+    if mode == "duet":
+        kv, _ = compare_duet("read", whole(folder / "duet-A.archive"), whole(folder / "duet-B.archive"), 1,
+                             ("p50",), 0.95)
+    else:
+        paths = sorted(folder.glob("round-*.archive"))
+        runs = [whole(p) for p in paths]
+        buckets, rows = stack(runs, "read")
+        sides = [p.stem.split("-")[-1] for p in paths]
+        a = rows[[i for i, x in enumerate(sides) if x == "A"]]
+        b = rows[[i for i, x in enumerate(sides) if x == "B"]]
+        kv = compare_rounds_histograms("read", a, b, buckets, ("p50",), 0.95)
+    m = kv.metrics[0]
+    return m.ci_low, m.ci_high
 
 
 def ab_runs(args, work: Path, out: list) -> int:
@@ -144,8 +173,15 @@ def stored_runs(args, delay: int, work: Path, out: list):
     print("run-to-run spread between stored baselines (vs the first): " + ", ".join(spread), flush=True)
 
 
-def summary(out: list):
-    print("\ndesign        case     worse/runs  minutes (median)  p50 effect (median)  p50 99% interval width (median)")
+def summary(out: list, work: Path | None = None):
+    """work: the --keep folder of an earlier run, to recompute 95% intervals missing from its rows."""
+    for n, r in enumerate(out):
+        if "p50_ci95" not in r and work and r["design"].startswith("ab "):
+            mode = r["design"][3:]
+            r["p50_ci95"] = list(interval95(work / f"check{n:02d}-{mode}-{'aa' if r['case'] == 'A/A' else 'planted'}",
+                                            mode))
+    print("\ndesign        case     worse/runs  minutes (median)  p50 effect (median)  p50 interval width, "
+          "99% / 95% (median)")
     keys = sorted({(r["design"], r["case"]) for r in out})
     for design, case in keys:
         rows = [r for r in out if r["design"] == design and r["case"] == case]
@@ -154,7 +190,16 @@ def summary(out: list):
         if "p50_ci" in rows[0]:
             width = statistics.median(r["p50_ci"][1] - r["p50_ci"][0] for r in rows)
             line += f"              {statistics.median(r['p50_effect'] for r in rows):+.2%}               {width:.2%}"
+            if all("p50_ci95" in r for r in rows):
+                line += f" / {statistics.median(r['p50_ci95'][1] - r['p50_ci95'][0] for r in rows):.2%}"
         print(line)
+    for design in sorted({r["design"] for r in out if "p50_effect" in r}):
+        aa = [r["p50_effect"] for r in out if r["design"] == design and r["case"] == "A/A"]
+        if len(aa) >= 2:
+            print(f"{design}: A/A p50 effects between checks: sd {statistics.stdev(aa):.2%}, "
+                  f"range {min(aa):+.2%} .. {max(aa):+.2%}; A/A intervals holding 0: "
+                  f"{sum(r['p50_ci'][0] <= 0 <= r['p50_ci'][1] for r in out if r['design'] == design and r['case'] == 'A/A')}"
+                  f"/{len(aa)}")
     lags = [r["p50_lag1"] for r in out if r.get("p50_lag1") is not None]
     if lags:
         print(f"duet blocks' p50 log ratios, lag-1 autocorrelation: median {statistics.median(lags):+.2f}, "
@@ -179,7 +224,11 @@ def main():
     ap.add_argument("--skip-stored", action="store_true")
     ap.add_argument("--skip-ab", action="store_true")
     ap.add_argument("--json", help="also write every check's outcome here")
+    ap.add_argument("--summary-of", metavar="JSON", help="only print the summary of an earlier run's --json")
     args = ap.parse_args()
+    if args.summary_of:
+        summary(json.loads(Path(args.summary_of).read_text()), Path(args.keep) if args.keep else None)
+        return 0
     out = []
     delay = args.delay_ns
     with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
