@@ -16,7 +16,7 @@ shape a signed distance between two runs' distributions of log10(value)
 - duet blocks (datasets/compare_duet.py, `strata check ab`), tested as rounds are;
 - a stored baseline of one or more runs (datasets/compare_runs.py).
 
-Either gives, per metric, an effect (candidate/baseline − 1, or decades for the
+Each gives, per metric, an effect (candidate/baseline − 1, or decades for the
 shape), an interval and a raw p-value (None where no test is possible). judge()
 then adjusts all p-values of one check together (Benjamini-Hochberg or Holm,
 over every dataset, key and metric) and calls a metric worse when its adjusted
