@@ -194,12 +194,12 @@ def summary(out: list, work: Path | None = None):
                 line += f" / {statistics.median(r['p50_ci95'][1] - r['p50_ci95'][0] for r in rows):.2%}"
         print(line)
     for design in sorted({r["design"] for r in out if "p50_effect" in r}):
-        aa = [r["p50_effect"] for r in out if r["design"] == design and r["case"] == "A/A"]
+        rows = [r for r in out if r["design"] == design and r["case"] == "A/A"]
+        aa = [r["p50_effect"] for r in rows]
         if len(aa) >= 2:
+            holding = sum(r["p50_ci"][0] <= 0 <= r["p50_ci"][1] for r in rows)
             print(f"{design}: A/A p50 effects between checks: sd {statistics.stdev(aa):.2%}, "
-                  f"range {min(aa):+.2%} .. {max(aa):+.2%}; A/A intervals holding 0: "
-                  f"{sum(r['p50_ci'][0] <= 0 <= r['p50_ci'][1] for r in out if r['design'] == design and r['case'] == 'A/A')}"
-                  f"/{len(aa)}")
+                  f"range {min(aa):+.2%} .. {max(aa):+.2%}; A/A 99% intervals holding 0: {holding}/{len(aa)}")
     lags = [r["p50_lag1"] for r in out if r.get("p50_lag1") is not None]
     if lags:
         print(f"duet blocks' p50 log ratios, lag-1 autocorrelation: median {statistics.median(lags):+.2f}, "

@@ -42,8 +42,12 @@ def _say(text: str):
 
 def pin(pid: int, cpu: int):
     """Every thread of process pid (and of its children, for a server run through sh) on one CPU."""
-    pids = [pid] + [int(c) for t in Path(f"/proc/{pid}/task").glob("*")
-                    for c in (t / "children").read_text().split() if (t / "children").exists()]
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            pids += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass                                  # a kernel without the children file: the process alone
     for p in pids:
         for task in Path(f"/proc/{p}/task").glob("*"):
             try:
@@ -67,8 +71,9 @@ def paired_args(first, second, options: dict, cpu: int | None = None) -> list:
     """strata-load's command line: `first` as its server, `second` as the pair; on `cpu`."""
     nfsport, mountport = second.ports
     taskset = ["taskset", "-c", str(cpu)] if cpu is not None else []
-    return taskset + check_ab._args(first, options) + ["--pair-nfsport", str(nfsport), "--pair-mountport", str(mountport),
-                                             "--pair-export", second.export]
+    return taskset + check_ab._args(first, options) + ["--pair-nfsport", str(nfsport),
+                                                       "--pair-mountport", str(mountport),
+                                                       "--pair-export", second.export]
 
 
 def _watch(sides: dict):
@@ -124,8 +129,8 @@ def _query(path: str, name: str, start: int, end: int):
 
 def measure(prof, sides: dict, settings: dict, undo) -> tuple:
     """Starts both sides, writes both working sets, runs the paired load: the profile's
-    warm-up seconds, then the measured ones; returns (strata-load's first server, (servers' CPU, its CPU),
-    start, end, strata-load's report)."""
+    warm-up seconds, then the measured ones; returns (strata-load's first server,
+    (servers' CPU, its CPU), start, end, strata-load's report)."""
     options = {k: v for k, v in prof.load.items() if k != "setup"}
     options["threads"] = 1                        # one request in flight per client
     options["clients"] = settings["clients"]
@@ -141,8 +146,9 @@ def measure(prof, sides: dict, settings: dict, undo) -> tuple:
         _run(first, second, {**options, "setup_only": True}, "setup", sides, load_cpu)
     blocks = seconds // block
     _say(f"duet: {warm}s warm-up, then {blocks} blocks of {block}s, A and B at once, {options['profile']} with "
-         f"{options['clients']} client(s) at {options.get('rate') or 'any'} reads/s per side, strata-load's first server {first.name}"
-         + (f", servers on CPU {server_cpu}, strata-load on CPU {load_cpu}" if server_cpu is not None else ""))
+         f"{options['clients']} client(s) at {options.get('rate') or 'any'} reads/s per side, strata-load's first "
+         f"server {first.name}" + (f", servers on CPU {server_cpu}, strata-load on CPU {load_cpu}"
+                                   if server_cpu is not None else ""))
     began = time.time()
     start_guess = math.ceil(began) + warm
     with CheckProgress("blocks", blocks, block) as progress:

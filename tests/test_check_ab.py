@@ -96,7 +96,8 @@ def runs(tmp_path_factory, engine_bin):
     same binary on both sides at confidence 0.99."""
     base = tmp_path_factory.mktemp("check-ab")
     engines = ("--a", engine_bin, "--b", engine_bin)
-    started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds", "--b-inject-delay", "nfs:40us"),
+    started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds",
+                                         "--b-inject-delay", "nfs:40us"),
                "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99"),
                "duet-planted": start_check_ab(base / "duet-planted", *engines, "--b-inject-delay", "nfs:10us"),
                "duet-same": start_check_ab(base / "duet-same", *engines, "--confidence", "0.99")}
