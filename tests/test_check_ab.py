@@ -187,6 +187,13 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, engine_bin):
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
         assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    for change, why in (('[ab]\n', '[ab]\nmode = "sideways"\n'), "ab.mode must be one of duet, rounds"), \
+                       (('"randread"', '"write"'), "duet mode sends each READ to both sides"):
+        profile.write_text(PROFILE.replace(*change))
+        proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), "--a", engine_bin, "--b", engine_bin],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and why in proc.stderr, (change, proc.stderr)
+        assert proc.stderr.strip().count("\n") == 0, proc.stderr
 
 
 def duet_p50_ratios(a_path, b_path) -> np.ndarray:
