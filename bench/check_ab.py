@@ -5,7 +5,7 @@ of both designs, each measured in the same run:
   (--rounds-aa and --rounds-planted), interleaved in a random order: A/A checks
   have the same engine binary on both sides (every "worse" is a false alarm),
   planted ones B's NFS replies delayed by --effect (default 5 %) of the median read
-  latency, the median taken from a first duet A/A check (every "worse" is a
+  latency, the median p50 of the first three duet A/A checks (every "worse" is a
   detection); minutes per check, the p50 effect and the width of its interval,
   and for duet checks the lag-1 autocorrelation of the blocks' p50 ratios (how far
   the blocks, the test's unit, are from independent).
@@ -34,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
 ENGINE = str(REPO / "build" / "bin" / "strata-engine")
+CALIBRATION = 3   # duet A/A checks whose median p50 sets the planted delay
 
 
 def strata(*args, timeout=1800) -> tuple[int, dict | None, float, str]:
@@ -118,18 +119,24 @@ def interval95(folder: Path, mode: str) -> tuple:
 
 def ab_runs(args, work: Path, out: list) -> int:
     """A/A and planted checks of both modes of `check ab`, interleaved in a random order
-    (after one duet A/A check that measures the p50 the planted delay is a share of);
-    returns the planted delay in ns."""
+    (after up to CALIBRATION duet A/A checks whose median p50 the planted delay is a share
+    of, unless --delay-ns is given); returns the planted delay in ns."""
     plan = [(m, c) for m, aa, planted in (("duet", args.aa, args.planted),
                                           ("rounds", args.rounds_aa, args.rounds_planted))
             for c, k in (("A/A", aa), ("planted", planted)) for _ in range(k)]
     delay = args.delay_ns
-    if ("duet", "A/A") in plan:
-        plan.remove(("duet", "A/A"))
-        row, rep = ab_check(args, "duet", "A/A", 0, work, 0)
-        out.append(row)
-        delay = max(1, round(p50_of(rep, "baseline") * args.effect))
-        print(f"planted delay: {delay} ns ({args.effect:.0%} of the duet A/A p50)", flush=True)
+    if not delay:
+        p50s = []
+        for _ in range(min(CALIBRATION, plan.count(("duet", "A/A")))):
+            plan.remove(("duet", "A/A"))
+            row, rep = ab_check(args, "duet", "A/A", 0, work, len(out))
+            out.append(row)
+            p50s.append(p50_of(rep, "baseline"))
+        if not p50s:
+            raise SystemExit("give --delay-ns, or --aa 1 or more to measure the p50 the delay is a share of")
+        delay = max(1, round(statistics.median(p50s) * args.effect))
+        print(f"planted delay: {delay} ns ({args.effect:.0%} of the median p50 of {len(p50s)} duet A/A checks, "
+              f"{statistics.median(p50s):.0f} ns)", flush=True)
     random.Random(args.seed).shuffle(plan)
     for mode, case in plan:
         row, _ = ab_check(args, mode, case, delay, work, len(out))
@@ -217,7 +224,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="seed of the order the checks run in")
     ap.add_argument("--keep", help="keep every check's archives in this folder")
     ap.add_argument("--effect", type=float, default=0.05, help="planted delay as a share of the baseline median")
-    ap.add_argument("--delay-ns", type=int, default=2000, help="planted delay when there are no A/A runs")
+    ap.add_argument("--delay-ns", type=int, help="planted delay (default: --effect of the duet A/A p50)")
     ap.add_argument("--baselines", type=int, default=3, help="stored baseline runs")
     ap.add_argument("--one-threshold", default="25%", help="threshold of the one-baseline comparison")
     ap.add_argument("--rounds", type=int, help="rounds per rounds-mode check (default: the profile's)")
@@ -230,7 +237,7 @@ def main():
         summary(json.loads(Path(args.summary_of).read_text()), Path(args.keep) if args.keep else None)
         return 0
     out = []
-    delay = args.delay_ns
+    delay = args.delay_ns or 2000          # the stored designs alone: no A/A p50 to take a share of
     with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
