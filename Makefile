@@ -36,6 +36,7 @@ include bpf/bpf.mk
 -include collectors/collectors.mk
 include collectors/features.mk
 -include workloads/workloads.mk
+include datasets/datasets.mk
 include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk
@@ -81,4 +82,4 @@ bench: deps
 	bash bench/run.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) datasets/metrics_pb2.py

@@ -342,16 +342,18 @@ static __always_inline void agg_pending_flush(struct agg_pending *p)
 	p->listed = listed;
 }
 
-struct agg_flush_ctx {
-	struct agg_pending_list *l;
-};
-
-static long agg_pending_flush_cb(__u32 i, void *ctx)
+/* Merges pending entry i of this hit's list into agg_counts. A global function: the
+ * verifier checks it once, whatever the loop that calls it (Linux 5.6+). */
+__noinline int agg_pending_flush_one(__u32 i)
 {
-	struct agg_pending_list *l = ((struct agg_flush_ctx *)ctx)->l;
-	__u32 index = l->index[i & (AGG_MAX_SLOTS * AGG_PEND_WAYS - 1)];
-	struct agg_pending *p = bpf_map_lookup_elem(&agg_pending, &index);
+	__u32 zero = 0, index;
+	struct agg_pending_list *l = bpf_map_lookup_elem(&agg_pending_used, &zero);
+	struct agg_pending *p;
 
+	if (!l)
+		return 0;
+	index = l->index[i & (AGG_MAX_SLOTS * AGG_PEND_WAYS - 1)];
+	p = bpf_map_lookup_elem(&agg_pending, &index);
 	if (p && p->used)
 		agg_pending_flush(p);
 	if (p)
@@ -362,16 +364,18 @@ static long agg_pending_flush_cb(__u32 i, void *ctx)
 /* Merges every pending chunk into agg_counts: the end of a batched hit. */
 static __always_inline void agg_pending_flush_all(void)
 {
-	__u32 zero = 0;
-	struct agg_flush_ctx ctx = { .l = bpf_map_lookup_elem(&agg_pending_used, &zero) };
-	__u32 n;
+	__u32 zero = 0, n;
+	struct agg_pending_list *l = bpf_map_lookup_elem(&agg_pending_used, &zero);
 
-	if (!ctx.l)
+	if (!l)
 		return;
-	n = ctx.l->n;
-	bpf_loop(n < AGG_MAX_SLOTS * AGG_PEND_WAYS ? n : AGG_MAX_SLOTS * AGG_PEND_WAYS,
-		 agg_pending_flush_cb, &ctx, 0);
-	ctx.l->n = 0;
+	n = l->n;
+	for (__u32 i = 0; i < AGG_MAX_SLOTS * AGG_PEND_WAYS; i++) {
+		if (i >= n)
+			break;
+		agg_pending_flush_one(i);
+	}
+	l->n = 0;
 }
 
 /* agg_add for batched hits: inc joins the pending chunk of its {slot, key, chunk},
@@ -511,6 +515,34 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	}
 }
 
+#ifndef AGG_SLOTS_BY_BPF_LOOP
+/* Applies the per-CPU event (agg_scratch, as agg_event_get / agg_event_reuse return
+ * it) to slot i, its counts pending in a batched hit. A global function: the verifier
+ * checks the slot body once, not once per slot, on every kernel since 5.6 (bpf_loop
+ * came with 5.17). */
+__noinline int agg_slot_run(__u32 i, int pending)
+{
+	__u32 zero = 0;
+	struct agg_event *ev = bpf_map_lookup_elem(&agg_scratch, &zero);
+
+	if (ev)
+		agg_slot_apply(i, ev, pending);
+	return 0;
+}
+
+static __always_inline void agg_slots_run(struct agg_event *ev, int pending)
+{
+	__u32 n = agg_nslots;
+
+	for (__u32 i = 0; i < AGG_MAX_SLOTS; i++) {
+		if (i >= n)
+			break;
+		agg_slot_run(i, pending);
+	}
+}
+#else
+/* The same with bpf_loop (Linux 5.17+), for a program that needs bpf_loop anyway and
+ * whose call chain leaves no stack room for one more global function's frame (wire). */
 struct agg_loop_ctx {
 	struct agg_event *ev;
 };
@@ -527,24 +559,26 @@ static long agg_slot_pending_cb(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Updates every enabled slot whose statistic this event feeds. bpf_loop (Linux 5.17+)
- * has the verifier check the slot body once instead of once per slot. */
-static __always_inline void agg_event_apply(struct agg_event *ev)
+static __always_inline void agg_slots_run(struct agg_event *ev, int pending)
 {
 	struct agg_loop_ctx ctx = { .ev = ev };
 	__u32 n = agg_nslots;
 
-	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_cb, &ctx, 0);
+	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, pending ? agg_slot_pending_cb : agg_slot_cb, &ctx, 0);
+}
+#endif
+
+/* Updates every enabled slot whose statistic this event (the per-CPU one) feeds. */
+static __always_inline void agg_event_apply(struct agg_event *ev)
+{
+	agg_slots_run(ev, 0);
 }
 
 /* agg_event_apply for one event of a batched hit: its counts stay pending until
  * agg_pending_flush_all() at the end of the hit. */
 static __always_inline void agg_event_apply_pending(struct agg_event *ev)
 {
-	struct agg_loop_ctx ctx = { .ev = ev };
-	__u32 n = agg_nslots;
-
-	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_pending_cb, &ctx, 0);
+	agg_slots_run(ev, 1);
 }
 
 #endif /* __bpf__ */

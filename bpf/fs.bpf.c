@@ -62,7 +62,7 @@ struct {
 
 /* The syscall a thread of a chosen process is in (start == 0: none): task storage, so
  * entry and exit find it without hashing, and other processes' exits find nothing at
- * the cost of one pointer test. */
+ * the cost of one pointer test (Linux 5.11+). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -70,8 +70,51 @@ struct {
 	__type(value, struct pending);
 } fs_pending SEC(".maps");
 
-/* Typed view of a kernel pointer read as a number, for plain loads (Linux 6.2+). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+/* The same keyed by thread id, for kernels without task storage for tracing programs
+ * (FS_HASHED); the least recently used entries (threads long gone) make room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct pending);
+} fs_pending_tid SEC(".maps");
+
+/* How the programs read the kernel, one pair of programs each (the collector loads the
+ * pair the kernel allows, collectors/layers.c):
+ *   FS_TYPED   typed task pointer, typed loads through bpf_rdonly_cast (Linux 6.2+)
+ *   FS_READ    typed task pointer, CO-RE helper reads below the fd table (5.11+)
+ *   FS_HASHED  CO-RE helper reads throughout, fs_pending_tid for the syscall in flight */
+enum fs_mode { FS_TYPED, FS_READ, FS_HASHED };
+
+/* A field of the current task (or below it), as mode allows reading it. */
+#define TASK_READ(mode, t, ...) ((mode) == FS_HASHED ? BPF_CORE_READ(t, __VA_ARGS__) : ___arrow(t, __VA_ARGS__))
+
+static __always_inline struct task_struct *current_task(int mode)
+{
+	if (mode == FS_HASHED)
+		return (struct task_struct *)bpf_get_current_task();
+	return bpf_get_current_task_btf();
+}
+
+/* The pending record of the current thread; created when create and absent. */
+static __always_inline struct pending *pending_get(struct task_struct *t, int mode, int create)
+{
+	struct pending *p, fresh = {};
+	__u32 tid;
+
+	if (mode != FS_HASHED)
+		return bpf_task_storage_get(&fs_pending, t, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	tid = (__u32)bpf_get_current_pid_tgid();
+	p = bpf_map_lookup_elem(&fs_pending_tid, &tid);
+	if (p || !create)
+		return p;
+	bpf_map_update_elem(&fs_pending_tid, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&fs_pending_tid, &tid);
+}
+
+/* Typed view of a kernel pointer read as a number, for plain loads (Linux 6.2+). Weak:
+ * on older kernels the collector loads the *_read programs, which never call it. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define KCAST(p, type) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
 
 /* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not followed. */
@@ -101,34 +144,48 @@ static __always_inline int data_op(__u32 op)
 	return op <= AGG_FS_OP_PWRITEV2;
 }
 
-static __always_inline int chosen(struct task_struct *t, __u32 tgid)
+static __always_inline int chosen(struct task_struct *t, __u32 tgid, int mode)
 {
 	__u64 *ticks = bpf_map_lookup_elem(&fs_pids, &tgid);
 
 	if (ticks)
-		return *ticks == t->group_leader->start_boottime / ns_per_tick;
+		return *ticks == TASK_READ(mode, t, group_leader, start_boottime) / ns_per_tick;
 	return fs_use_cgroup && bpf_current_task_under_cgroup(&fs_cgroup, 0) == 1;
 }
 
-/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. Plain loads
- * through typed pointers (the verifier makes them fault-safe); one helper read for the
- * fd array slot, which has no type the verifier can follow. */
-static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out)
+/* The inode behind fd if it is a regular file: 1 and *out filled, else 0. One helper
+ * read for the fd array slot, which has no type the verifier can follow; then, in
+ * FS_TYPED, plain loads through bpf_rdonly_cast's typed pointers (the verifier makes
+ * them fault-safe), else CO-RE helper reads. */
+static __always_inline int fd_file(struct task_struct *t, long fd, struct agg_fs_file *out, int how)
 {
-	struct fdtable *fdt = t->files->fdt;
-	struct file *fp = NULL, *f;
+	struct fdtable *fdt = TASK_READ(how, t, files, fdt);
+	struct file *fp = NULL, *f, **fds;
 	struct inode *inode;
+	umode_t mode;
 
-	if (fd < 0 || !fdt || (__u64)fd >= fdt->max_fds)
+	if (fd < 0 || !fdt)
 		return 0;
-	if (bpf_probe_read_kernel(&fp, sizeof(fp), fdt->fd + fd) || !fp)
+	if ((__u64)fd >= (how == FS_HASHED ? BPF_CORE_READ(fdt, max_fds) : fdt->max_fds))
 		return 0;
-	f = KCAST(fp, struct file);
-	inode = f->f_inode;
-	if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
+	fds = how == FS_HASHED ? BPF_CORE_READ(fdt, fd) : fdt->fd;
+	if (bpf_probe_read_kernel(&fp, sizeof(fp), fds + fd) || !fp)
 		return 0;
-	out->ino = inode->i_ino;
-	out->dev = inode->i_sb->s_dev;
+	if (how == FS_TYPED) {
+		f = KCAST(fp, struct file);
+		inode = f->f_inode;
+		if (!inode || (inode->i_mode & S_IFMT) != S_IFREG)
+			return 0;
+		out->ino = inode->i_ino;
+		out->dev = inode->i_sb->s_dev;
+	} else {
+		inode = BPF_CORE_READ(fp, f_inode);
+		mode = BPF_CORE_READ(inode, i_mode);
+		if (!inode || (mode & S_IFMT) != S_IFREG)
+			return 0;
+		out->ino = BPF_CORE_READ(inode, i_ino);
+		out->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	}
 	out->zero = 0;
 	return 1;
 }
@@ -148,8 +205,7 @@ static __always_inline void report_name(const struct pending *p, __u32 tgid)
 	bpf_ringbuf_submit(n, 0);
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
+static __always_inline int enter(struct pt_regs *regs, long id, int mode)
 {
 	int op = fs_op(id);
 	struct task_struct *t;
@@ -158,12 +214,12 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 
 	if (op < 0)
 		return 0;
-	t = bpf_get_current_task_btf();
-	if (!chosen(t, t->tgid))
+	t = current_task(mode);
+	if (!chosen(t, bpf_get_current_pid_tgid() >> 32, mode))
 		return 0;
-	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file))
+	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file, mode))
 		return 0;
-	p = bpf_task_storage_get(&fs_pending, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	p = pending_get(t, mode, 1);
 	if (!p) {
 		agg_stat_add(AGG_STATS_DROPS, 1);
 		return 0;
@@ -178,8 +234,7 @@ int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
+static __always_inline int leave(struct pt_regs *regs, long ret, int mode)
 {
 	__u64 now;
 	struct pending *pp, p;
@@ -190,8 +245,8 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 
 	if (op < 0)
 		return 0;
-	t = bpf_get_current_task_btf();
-	pp = bpf_task_storage_get(&fs_pending, t, NULL, 0);
+	t = current_task(mode);
+	pp = pending_get(t, mode, 0);
 	/* the entry of this very syscall (one left by a syscall whose exit was not seen,
 	 * around a detach, is of another op or is overwritten by the next entry) */
 	if (!pp || !pp->start || pp->op != (__u32)op)
@@ -200,9 +255,9 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	p = *pp;
 	pp->start = 0;
 	if (p.op == AGG_FS_OP_OPENAT) {
-		if (ret < 0 || !fd_file(t, ret, &p.file))
+		if (ret < 0 || !fd_file(t, ret, &p.file, mode))
 			return 0;
-		report_name(&p, t->tgid);
+		report_name(&p, bpf_get_current_pid_tgid() >> 32);
 	}
 	ev = agg_event_get();
 	if (!ev)
@@ -210,8 +265,11 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	*(__u32 *)ev->dims[AGG_DIM_OP] = p.op;
 	__builtin_memcpy(ev->dims[AGG_DIM_FILE], &p.file, sizeof(p.file));
 	proc = (struct agg_fs_process *)ev->dims[AGG_DIM_PROCESS];
-	proc->tgid = t->tgid;
-	__builtin_memcpy(proc->comm, t->group_leader->comm, sizeof(proc->comm));
+	proc->tgid = bpf_get_current_pid_tgid() >> 32;
+	if (mode == FS_HASHED)
+		BPF_CORE_READ_INTO(&proc->comm, t, group_leader, comm);
+	else
+		__builtin_memcpy(proc->comm, t->group_leader->comm, sizeof(proc->comm));
 	ev->latency_ns = now > p.start ? now - p.start : 0;
 	ev->bytes = ret > 0 ? (__u64)ret : 0;
 	ev->stats_mask = 1u << AGG_STAT_FS_OPS | 1u << AGG_STAT_FS_LATENCY |
@@ -219,3 +277,21 @@ int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
 	agg_event_apply(ev);
 	return 0;
 }
+
+/* The programs, one pair per mode: fs_enter / fs_exit (FS_TYPED), fs_enter_read /
+ * fs_exit_read (FS_READ), fs_enter_hashed / fs_exit_hashed (FS_HASHED). */
+#define FS_PROGRAMS(enter_prog, exit_prog, mode)                  \
+	SEC("tp_btf/sys_enter")                                   \
+	int BPF_PROG(enter_prog, struct pt_regs *regs, long id)   \
+	{                                                         \
+		return enter(regs, id, mode);                     \
+	}                                                         \
+	SEC("tp_btf/sys_exit")                                    \
+	int BPF_PROG(exit_prog, struct pt_regs *regs, long ret)   \
+	{                                                         \
+		return leave(regs, ret, mode);                    \
+	}
+
+FS_PROGRAMS(fs_enter, fs_exit, FS_TYPED)
+FS_PROGRAMS(fs_enter_read, fs_exit_read, FS_READ)
+FS_PROGRAMS(fs_enter_hashed, fs_exit_hashed, FS_HASHED)

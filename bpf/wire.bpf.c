@@ -28,6 +28,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "llhist.h"
+#define AGG_SLOTS_BY_BPF_LOOP /* the walk needs bpf_loop (Linux 5.17+) anyway */
 #include "aggregate.h"
 #include "wire_rpc.h"
 #include "wire_nfs4.h"
@@ -320,6 +321,10 @@ static __always_inline int gather(struct walk *w, __u32 want)
 	n &= 31;
 	if (n == 0)
 		return 0;
+	/* unchanged (1..31), but 1..32 whatever the verifier knows of n: Linux before 6.2
+	 * refuses a length that may be 0 */
+	barrier_var(n);
+	n = ((n - 1) & 31) + 1;
 	if (bpf_skb_load_bytes(w->skb, w->pos, &st->buf[have], n)) {
 		w->pos = w->end;
 		return 0;

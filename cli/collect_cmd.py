@@ -1,17 +1,22 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import signal
 import sys
+from contextlib import contextmanager
 
 import click
 
-from strata.cli.archive_option import archive_errors, archive_option, open_archive
+from strata.cli.archive_option import archive_errors, archive_option
 from strata.cli.binaries import MissingBinary, find_binary
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
+from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
 from strata.datasets.lock import CollectorLock
-from strata.datasets.openmetrics import Exposition, MetricsServer, parse_address
+from strata.datasets import native
+from strata.datasets.metrics_server import MetricsServer, parse_address
+from strata.datasets.openmetrics import DEFAULT_TOP, Exposition
+from strata.datasets.webconfig import WebConfigError, load as load_web_config
 from strata.datasets.paths import default_archive
 
 
@@ -100,6 +105,18 @@ class ListenAddress(click.ParamType):
 @click.option("--metrics-digits", type=click.Choice(("2", "1")), default="2", show_default=True,
               help="Significant digits of the exported histogram bounds: llhist's own 2 "
                    "(90 a decade), or 1 (9 a decade, a tenth of the series).")
+@click.option("--metrics-schema", type=click.IntRange(-4, 8), default=native.DEFAULT_SCHEMA, show_default=True,
+              help="Schema of the native histograms served to scrapers that accept protobuf: 2^N "
+                   "buckets a doubling. The default is the coarsest whose measured error, llhist bins "
+                   "moved into base-2 buckets, stays under llhist's own 10% (README, 'A fleet').")
+@click.option("--metrics-top", type=click.IntRange(min=0), default=DEFAULT_TOP, show_default=True,
+              help="Breakdown keys served per dataset: the N with the most events over the last "
+                   "minute, the others added up as key 'other' (0: every key). The archive keeps "
+                   "every key.")
+@click.option("--web-config", "web_config", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Web configuration of the metrics endpoint in the Prometheus exporters' format "
+                   "(tls_server_config: cert_file, key_file, client_ca_file, client_auth_type; "
+                   "basic_auth_users: name -> bcrypt hash): HTTPS, and basic auth when users are listed.")
 @click.pass_context
 def collect(ctx, config_path, **given):
     """Collect the archive's active datasets every second until stopped.
@@ -109,8 +126,16 @@ def collect(ctx, config_path, **given):
     minute and hour rollups. Datasets created, suspended, resumed or destroyed
     by other strata commands take effect within two seconds; retention is
     enforced every minute. One collector per archive (lock: ARCHIVE.lock).
-    SIGTERM or Ctrl-C stops it cleanly; a full disk stops it with a message
-    and an intact archive. Needs root (BPF).
+    SIGTERM or Ctrl-C stops it cleanly. Needs root (BPF).
+
+    Faults of the archive do not stop it: while the archive cannot be
+    written (disk full, I/O errors, a read-only file system), it says so
+    once, keeps its probes attached and holds the events in memory, and
+    when writing works again stores them as one record per dataset spanning
+    the outage (marked; heat maps show the span). An archive file or folder
+    removed is made again with the datasets being collected. A stall of the
+    collector (SIGSTOP, no CPU) costs time resolution the same way, never
+    events. `strata datasets list` shows the collector's state.
 
     fs.* statistics follow only the processes chosen with --fs-pid, --fs-comm
     and --fs-cgroup; other processes pay only the syscall tracepoints' entry
@@ -120,9 +145,11 @@ def collect(ctx, config_path, **given):
     they appear.
 
     With --metrics, every archived second is also served as OpenMetrics for
-    Prometheus to scrape: heat maps as histograms (llhist bucket bounds as
-    `le`), counters and gauges as themselves, counted since the collector
-    started.
+    Prometheus to scrape: heat maps as native histograms (one series per
+    dataset and key) to scrapers that accept protobuf, as classic histograms
+    (llhist bucket bounds as `le`) to those that read text; counters and gauges
+    as themselves, counted since the collector started; per dataset the
+    --metrics-top keys with the most events, the rest as 'other'.
 
     With --config FILE, the file gives the options (a flag on the command
     line wins) and lists datasets that are created or resumed at start.
@@ -164,14 +191,24 @@ def _collect(options, config, reread):
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)
         listen = parse_address(metrics_address) if metrics_address else None
-        with CollectorLock(path), open_archive(path, readonly=False) as archive:
-            exposition = Exposition(int(metrics_digits)) if listen else None
-            server = _serve(exposition, *listen) if listen else None
-            if config:
+        try:
+            web = load_web_config(options["web_config"]) if listen and options["web_config"] else None
+        except WebConfigError as e:
+            raise click.ClickException(str(e)) from None
+        with CollectorLock(path) as lock, _writable(path) as (archive, unwritable):
+            exposition = Exposition(int(metrics_digits), options["metrics_top"],
+                                    options["metrics_schema"]) if listen else None
+            server = _serve(exposition, *listen, web) if listen else None
+            if config and unwritable:
+                _say("the configuration's datasets are applied at the next reload (the archive cannot "
+                     "be written now)")
+            elif config:
                 for line in ensure(archive, config.datasets, config.retention):
                     _say(line)
-            collector = Collector(archive, command, exposition=exposition,
+            collector = Collector(archive, command, exposition=exposition, lock=lock,
                                   on_reload=_Reload(archive, config, options, reread) if config else None)
+            if unwritable:
+                collector.unwritable(unwritable)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
             if config:
@@ -185,6 +222,17 @@ def _collect(options, config, reread):
                 if server:
                     server.close()
     raise SystemExit(status)
+
+
+@contextmanager
+def _writable(path):
+    """(archive, None), or (the archive read-only, why) when it cannot be written now:
+    collection starts anyway and holds its records until it can."""
+    archive, why = Archive.open_for_collecting(path)
+    try:
+        yield archive, why
+    finally:
+        archive.close()
 
 
 class _Reload:
@@ -211,8 +259,8 @@ class _Reload:
         _say(f"reload: {len(new.datasets)} dataset(s) from {new.path}")
 
 
-def _serve(exposition, host, port):
+def _serve(exposition, host, port, web):
     try:
-        return MetricsServer(exposition, host, port)
+        return MetricsServer(exposition, host, port, web)
     except OSError as e:
         raise click.ClickException(f"cannot serve metrics on {host}:{port}: {e.strerror}") from None

@@ -3,7 +3,7 @@
     archive = "/var/lib/strata/archive.db"
     datasets = ["nfs.latency[client]", "disk.latency[device]"]   # ensured active at start and on reload
     [retention]   second = "7d"  minute = "90d"  hour = "104w"     # of the datasets listed
-    [metrics]     listen = ":9464"  digits = 2
+    [metrics]     listen = ":9464"  digits = 2  schema = 4  top = 20  web_config = "/etc/strata/web.yml"
     [collector]   program = ...  engine = ...  engine_pid = ...
     [wire]        interfaces = ["eth0"]  ports = [2049]  hook = "auto"
     [fs]          pids = [...]  comms = ["ganesha.nfsd"]  cgroup = ...
@@ -31,6 +31,9 @@ FLAGS = {
     "archive": "archive_path",
     "metrics.listen": "metrics_address",
     "metrics.digits": "metrics_digits",
+    "metrics.schema": "metrics_schema",
+    "metrics.top": "metrics_top",
+    "metrics.web_config": "web_config",
     "collector.program": "collector_bin",
     "collector.engine": "engine",
     "collector.engine_pid": "engine_pid",

@@ -56,17 +56,25 @@ def check_tracefs() -> Check:
     return Check("tracefs", False, "not mounted", "mount -t tracefs nodev /sys/kernel/tracing (make deps does it)")
 
 
+CAP_SYS_RESOURCE = 24
+
+
 def check_memlock() -> Check:
-    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KiB"
     major, minor = (int(x) for x in platform.release().split(".")[:2])
     if (major, minor) >= (5, 11):
         return Check("memlock rlimit", True, f"{limit}; kernel {major}.{minor} charges BPF maps to memcg, not memlock")
-    ok = soft == resource.RLIM_INFINITY or soft >= 64 << 20
-    return Check("memlock rlimit", ok, limit, "" if ok else "ulimit -l unlimited (kernel < 5.11 counts BPF maps here)")
+    if soft == resource.RLIM_INFINITY or soft >= 64 << 20:
+        return Check("memlock rlimit", True, limit)
+    if hard == resource.RLIM_INFINITY or os.geteuid() == 0 or _effective_caps() >> CAP_SYS_RESOURCE & 1:
+        return Check("memlock rlimit", True, f"{limit}; strata-collect raises it (libbpf does on kernels "
+                     "before 5.11, which count BPF maps here)")
+    return Check("memlock rlimit", False, f"{limit}, hard limit {hard // 1024} KiB",
+                 "ulimit -l unlimited (kernel < 5.11 counts BPF maps here)")
 
 
-FEATURES = [  # (key in strata-features output, row name, required, what needs it)
+ATTACH_TYPES = [  # (key in strata-features output, row name, required, what needs it)
     ("tp_btf", "tp_btf attach", False, "disk layer (else classic tracepoints)"),
     ("tracepoint", "tracepoint attach", True, "disk layer"),
     ("syscalls", "syscall tracepoints", False,
@@ -76,6 +84,12 @@ FEATURES = [  # (key in strata-features output, row name, required, what needs i
     ("fentry", "fentry/fexit attach", False, "not used by strata"),
     ("tc", "TC clsact attach", False, "wire layer (NFS of any server, from its interfaces)"),
     ("tcx", "tcx link attach", False, "wire layer's preferred hook (Linux 6.6+; else TC clsact)"),
+]
+KERNEL_FACTS = [  # helpers, maps and kfuncs strata-features asked the kernel for
+    ("bpf_loop", "bpf_loop helper", False, "wire layer's parser (Linux 5.17+)"),
+    ("task_storage", "task storage", False, "fs layer's syscall in flight (Linux 5.11+; else a hash by thread)"),
+    ("rdonly_cast", "bpf_rdonly_cast kfunc", False, "fs layer's typed loads (Linux 6.2+; else helper reads)"),
+    ("bpf_stats", "BPF run-time stats", False, "BPF ns per hit in bench/ (Linux 5.8+)"),
 ]
 
 
@@ -96,16 +110,29 @@ def probe_features() -> tuple[dict | None, Check | None]:
 def check_kernel_features(found: dict | None, failed: Check | None) -> list[Check]:
     if found is None:
         return [failed]
-    loads = [k for k, v in found.items() if v["ok"] or not v["error"].startswith("load")]
+    attach = {key: found.get(key, {"ok": False, "error": "not probed"}) for key, *_ in ATTACH_TYPES}
+    loads = [k for k, v in attach.items() if v["ok"] or not v["error"].startswith("load")]
     rows = [Check("BPF program load", bool(loads),
-                  f"{len(loads)} of {len(found)} program types load",
+                  f"{len(loads)} of {len(attach)} program types load",
                   "" if loads else "need root/CAP_BPF and a kernel with CONFIG_BPF_SYSCALL")]
-    for key, name, required, used_for in FEATURES:
+    for key, name, required, used_for in ATTACH_TYPES + KERNEL_FACTS:
         res = found.get(key, {"ok": False, "error": "not probed"})
         detail = f"works; {used_for}" if res["ok"] else f"absent here ({res['error']}); {used_for}"
         fix = "" if res["ok"] or not required else "needs a kernel with this attach type"
         rows.append(Check(name, res["ok"], detail, fix, required))
     return rows
+
+
+def check_module_btf() -> Check:
+    """BTF of loadable modules (CONFIG_DEBUG_INFO_BTF_MODULES): typed access to module
+    tracepoints such as nfsd's and sunrpc's."""
+    try:
+        mods = [m for m in os.listdir("/sys/kernel/btf") if m != "vmlinux"]
+    except OSError:
+        mods = []
+    if mods:
+        return Check("module BTF", True, f"{len(mods)} loaded modules have BTF", required=False)
+    return Check("module BTF", False, "no loaded module has BTF in /sys/kernel/btf", required=False)
 
 
 def check_nfsd() -> Check:
@@ -148,7 +175,7 @@ def run_checks() -> tuple[list[Check], list]:
     have_engine = any(c.name == "strata-engine" and c.ok for c in binaries)
     checks = ([Check("kernel", True, f"Linux {platform.release()} {platform.machine()}"),
                check_privileges(), check_btf(), check_tracefs(), check_memlock()]
-              + check_kernel_features(found, failed) + [check_nfsd()] + binaries + check_tools())
+              + check_kernel_features(found, failed) + [check_module_btf(), check_nfsd()] + binaries + check_tools())
     return checks, server_views(found or {}, have_engine)
 
 
@@ -158,7 +185,8 @@ def doctor(as_json):
     """Check what this kernel and machine offer for collection.
 
     Prints one row per check: BTF, tracefs, BPF program load, tp_btf,
-    tracepoint, uprobe/USDT, kprobe, fentry and TC attach, kernel nfsd,
+    tracepoint, uprobe/USDT, kprobe, fentry, TC and tcx attach, the bpf_loop
+    helper, task storage, bpf_rdonly_cast, BPF stats, module BTF, kernel nfsd,
     memlock, and strata's own programs. Each failing row says how to fix it.
     Then, per kind of NFS server (strata-engine, nfs-ganesha and other
     user-space servers, kernel nfsd), the views this host offers for it:

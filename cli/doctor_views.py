@@ -3,6 +3,7 @@ features `strata-features` found and the programs present. A view is a family of
 statistics and the attach type it needs:
 
     wire   wire.*   TC (tcx, or clsact) on the ifaces any NFS server, nothing asked of it
+                    and bpf_loop (5.17+)
     fs     fs.*     syscall tracepoints              a user-space server's own syscalls
     disk   disk.*   block tracepoints                every block device below any server
     usdt   nfs.*, arc.*, l2arc.*, zil.*, vdev.*      uprobes on strata-engine's USDT probes
@@ -11,11 +12,11 @@ import os
 import shutil
 from dataclasses import dataclass
 
-VIEWS = {  # view -> (statistics, strata-features key it needs)
-    "wire": ("wire.*", "tc"),
-    "fs": ("fs.*", "syscalls"),
-    "disk": ("disk.*", "tracepoint"),
-    "engine USDT": ("nfs.*, arc.*, l2arc.*, zil.*, vdev.*", "uprobe"),
+VIEWS = {  # view -> (statistics, strata-features keys it needs)
+    "wire": ("wire.*", ("tc", "bpf_loop")),
+    "fs": ("fs.*", ("syscalls",)),
+    "disk": ("disk.*", ("tracepoint",)),
+    "engine USDT": ("nfs.*, arc.*, l2arc.*, zil.*, vdev.*", ("uprobe",)),
 }
 
 SERVERS = [  # (server kind, the views that apply to it, why the others do not)
@@ -46,7 +47,7 @@ class ServerViews:
 def server_views(features: dict, have_engine: bool) -> list[ServerViews]:
     """features: strata-features' {key: {"ok": bool, ...}}; have_engine: strata-engine found."""
     def works(view):
-        ok = features.get(VIEWS[view][1], {}).get("ok", False)
+        ok = all(features.get(key, {}).get("ok", False) for key in VIEWS[view][1])
         return ok and (view != "engine USDT" or have_engine)
 
     rows = []

@@ -5,7 +5,7 @@
 # multiarch include dir that -target bpf does not search.
 BPF_CFLAGS += -I/usr/include/$(shell $(CC) -dumpmachine)
 
-COLLECT_MODS := main collector catalogue support layers wire wire_tc wire_ports disk_btf fs fs_names engine engine_names keys emit privileges
+COLLECT_MODS := main collector catalogue support kernel_features layers wire wire_tc wire_ports disk_btf fs fs_names engine engine_names keys emit privileges
 COLLECT_SRCS := $(patsubst %,collectors/%.c,$(COLLECT_MODS))
 COLLECT_HDRS := $(patsubst %,collectors/%.h,$(filter-out main support wire_tc,$(COLLECT_MODS))) \
 	collectors/statistics.def bpf/aggregate.h bpf/llhist.h bpf/wire_rpc.h engine/strata_probes.h

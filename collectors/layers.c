@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "layers.h"
 #include "disk_btf.h"
+#include "kernel_features.h"
 #include "nfs.skel.h"
 #include "cache.skel.h"
 #include "disk.skel.h"
@@ -184,8 +185,9 @@ static void destroy_fs(void *skel)
 /* Needs processes to follow (fs.h); their map is filled before any probe attaches. */
 static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 {
+	struct bpf_program *enter[3], *leave[3];
 	struct fs_bpf *s;
-	int err;
+	int err, mode;
 
 	if (!fs_chosen_any()) {
 		snprintf(why, n, "no processes chosen: start the collector with --fs-pid PID, --fs-comm NAME "
@@ -196,6 +198,16 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 		return -ENOTSUP;
 	if (!(s = fs_bpf__open()))
 		return -errno;
+	/* the program pair this kernel allows (bpf/fs.bpf.c, enum fs_mode) */
+	mode = kernel_has_kfunc("bpf_rdonly_cast") ? 0 : kernel_has_task_storage() ? 1 : 2;
+	enter[0] = s->progs.fs_enter, enter[1] = s->progs.fs_enter_read, enter[2] = s->progs.fs_enter_hashed;
+	leave[0] = s->progs.fs_exit, leave[1] = s->progs.fs_exit_read, leave[2] = s->progs.fs_exit_hashed;
+	for (int m = 0; m < 3; m++) {
+		bpf_program__set_autoload(enter[m], m == mode);
+		bpf_program__set_autoload(leave[m], m == mode);
+	}
+	bpf_map__set_autocreate(s->maps.fs_pending, mode != 2);
+	bpf_map__set_autocreate(s->maps.fs_pending_tid, mode == 2);
 	s->rodata->agg_max_keys = max_keys;
 	s->rodata->ns_per_tick = fs_ns_per_tick();
 	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
@@ -206,8 +218,8 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 	L->skel = s;
 	L->destroy = destroy_fs;
 	BIND_COMMON(L, s);
-	add_probe(L, "sys_enter", s->progs.fs_enter, PROBE_TRACEPOINT);
-	add_probe(L, "sys_exit", s->progs.fs_exit, PROBE_TRACEPOINT);
+	add_probe(L, "sys_enter", enter[mode], PROBE_TRACEPOINT);
+	add_probe(L, "sys_exit", leave[mode], PROBE_TRACEPOINT);
 	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
 	L->refresh = refresh_fs;
 	return 0;
@@ -384,6 +396,11 @@ static int probe_attach(struct layer *L, struct probe *p, const struct engine_ta
 	}
 	if (p->kind == PROBE_USDT && !t->path) {
 		snprintf(err, n, "no engine binary to attach strata:%s to", p->name);
+		return -1;
+	}
+	if (p->kind == PROBE_USDT && t->pid < 0 && !kernel_has_bpf_cookie()) {
+		snprintf(err, n, "kernel lacks BPF cookies (Linux 5.15+), which following every %s process needs: "
+				 "give --engine-pid PID", t->path);
 		return -1;
 	}
 	if (p->kind == PROBE_USDT)

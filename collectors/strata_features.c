@@ -1,13 +1,16 @@
 /* strata_features.c — `strata-features`: loads and attaches one trivial BPF program
- * per attach type (bpf/features.bpf.c) and prints what worked as JSON, for
- * `strata doctor`. Each check is independent: one failure never hides another. */
+ * per attach type (bpf/features.bpf.c), asks the kernel for the helpers, maps and
+ * kfuncs strata's layers depend on (kernel_features.h), and prints what worked as
+ * JSON, for `strata doctor`. Each check is independent: one failure never hides another. */
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include <bpf/bpf.h>
 #include "features.skel.h"
+#include "kernel_features.h"
 #include "wire.h"
 
 /* A function of our own to put a uprobe on. */
@@ -82,6 +85,24 @@ out:
 	features_bpf__destroy(skel);
 }
 
+/* A kernel fact as {"ok":..,"error":..}: what is missing, and since when it exists. */
+static void fact(const char *label, bool ok, const char *missing, int last)
+{
+	printf("  \"%s\": {\"ok\": %s, \"error\": \"%s\"}%s\n", label, ok ? "true" : "false", ok ? "" : missing,
+	       last ? "" : ",");
+}
+
+/* BPF run-time statistics (kernel.bpf_stats_enabled, BPF_ENABLE_STATS: Linux 5.8+). */
+static bool bpf_stats(void)
+{
+	int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 int main(void)
 {
 	libbpf_set_print(silent);
@@ -94,7 +115,11 @@ int main(void)
 	check("kprobe", "kprobe_probe", 0);
 	check("fentry", "fentry_probe", 0);
 	check("tc", "tc_probe", 0);
-	check("tcx", "tc_probe", 1);
+	check("tcx", "tc_probe", 0);
+	fact("bpf_loop", kernel_has_bpf_loop(), "no bpf_loop helper (Linux 5.17+)", 0);
+	fact("task_storage", kernel_has_task_storage(), "no task storage for tracing (Linux 5.11+)", 0);
+	fact("rdonly_cast", kernel_has_kfunc("bpf_rdonly_cast"), "no bpf_rdonly_cast kfunc (Linux 6.2+)", 0);
+	fact("bpf_stats", bpf_stats(), "no BPF_ENABLE_STATS (Linux 5.8+)", 1);
 	printf("}\n");
 	return 0;
 }

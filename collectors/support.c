@@ -1,5 +1,5 @@
 /* support.c — whether this host can collect a statistic (engine binary and its probes,
- * block and syscall tracepoint BTF, privileges), and `--catalogue` with that answer per statistic. */
+ * block and syscall tracepoint BTF, kernel features, privileges), and `--catalogue` with that answer per statistic. */
 #include <stdlib.h>
 #include <unistd.h>
 #include "catalogue.h"
@@ -7,6 +7,7 @@
 #include "emit.h"
 #include "engine.h"
 #include "fs.h"
+#include "kernel_features.h"
 #include "privileges.h"
 
 bool statistic_supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
@@ -14,8 +15,11 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 	why[0] = 0;
 	if (s->layer == LAYER_DISK)
 		return disk_btf_supported(why, n);
-	if (s->layer == LAYER_WIRE)
-		return true; /* TC clsact: checked when attaching (strata doctor probes it) */
+	if (s->layer == LAYER_WIRE) { /* TC clsact: checked when attaching (strata doctor probes it) */
+		if (!kernel_has_bpf_loop())
+			snprintf(why, n, "kernel lacks the bpf_loop helper (Linux 5.17+), which the wire parser needs");
+		return kernel_has_bpf_loop();
+	}
 	if (s->layer == LAYER_FS)
 		return fs_supported(why, n);
 	if (!engine_path) {

@@ -1,6 +1,10 @@
 """The collector's datasets as OpenMetrics, for Prometheus to scrape (DESIGN.md, "Beyond one machine").
 
-`strata collect --metrics ADDRESS:PORT` serves GET /metrics. Every second the
+Scrapers that prefer protobuf get the same state as native histograms instead
+(native_exposition.py); per dataset only the top keys by events are shown, the
+rest under `other` (topkeys.py).
+
+`strata collect --metrics ADDRESS:PORT` serves GET /metrics (metrics_server.py). Every second the
 collector archives is also added here, after the archive accepted it, so a scrape
 shows the archive's counts since the collector started:
 
@@ -28,19 +32,18 @@ disappear with it; resumed, it counts from zero under a new `_created` time. A
 series' `_created` is when its key first counted: the reader (datasets/prometheus.py)
 tells from it whether a series' first sample was born inside a column.
 """
-import gzip
-import http.server
 import math
 import re
-import socket
 import threading
 import time
 
 import numpy as np
 
-from . import llhist
+from . import llhist, native
+from .topkeys import TopKeys
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+DEFAULT_TOP = 20      # keys shown per dataset: 21 series, inside the ~100 a metric per target
 # strata unit -> (OpenMetrics unit, units per OpenMetrics unit). Values are divided, not
 # multiplied by 1e-9: a correctly rounded quotient prints as 1.999e-06, not 1.9990000000000003e-06.
 UNITS = {"ns": ("seconds", 1e9), "bytes": ("bytes", 1)}
@@ -91,9 +94,10 @@ def exported_buckets(digits: int) -> np.ndarray:
 class _Dataset:
     """Counts of one dataset since the collector started (or it was resumed)."""
 
-    def __init__(self, info, digits: int):
+    def __init__(self, info, digits: int, top: int):
         self.info, self.exported = info, exported_buckets(digits)
-        self.created = {}                              # key -> when it first counted
+        self.shown = TopKeys(top if info.breakdown else 0)
+        self.created = {}                              # shown key -> when its series began
         self.family = family_name(info.statistic, info.unit, info.kind)
         self.per = exported_unit(info.unit, info.kind)[1]
         self.key_label = label_name(info.breakdown) if info.breakdown else None
@@ -112,6 +116,11 @@ class _Dataset:
         kind = self.info.kind
         now = time.time()
         for key, value in data.items():
+            events = sum(value.values()) if kind == "heatmap" else value
+            key, dropped = self.shown.route(key, events, time.monotonic())
+            for gone in dropped:
+                self.keys.pop(gone, None)
+                self.created.pop(gone, None)
             self.created.setdefault(key, now)
             if kind == "heatmap":
                 counts = self.keys.setdefault(key, np.zeros(llhist.NBUCKETS, np.uint64))
@@ -123,9 +132,13 @@ class _Dataset:
             else:
                 self.keys[key] = float(value)
 
+    def label_pairs(self, key: str) -> list:
+        """[(label, value)] of key's series (a classic histogram adds le)."""
+        return self.fixed + ([(self.key_label, key)] if self.key_label else [])
+
     def labels(self, key: str) -> str:
-        """The label pairs of key's series, without braces (a histogram adds le)."""
-        return _labels(self.fixed + ([(self.key_label, key)] if self.key_label else []))
+        """The label pairs of key's series, without braces."""
+        return _labels(self.label_pairs(key))
 
     def lines(self, uppers: np.ndarray) -> list:
         """This dataset's samples (the family's TYPE, UNIT and HELP are written by the caller)."""
@@ -154,33 +167,59 @@ class _Dataset:
 class Exposition:
     """What GET /metrics returns; fed by the collector, read by the HTTP server's threads."""
 
-    def __init__(self, digits: int = 2):
+    def __init__(self, digits: int = 2, top: int = 0, schema: int = None):
         self.lock = threading.Lock()
         self.datasets = {}            # dataset id -> _Dataset
         self.uppers = llhist.upper_bounds()
         self.digits = digits          # of the exported bounds: 2 (llhist's) or 1
+        self.top = top                # keys shown per dataset (topkeys.py); 0: all
+        self.schema = native.DEFAULT_SCHEMA if schema is None else schema   # of native histograms
+        self.version = 0              # counts changes: a body is rendered once per change
+        self.rendered = {}            # protobuf? -> (version, body)
 
     def add(self, info, data: dict):
         """One archived second of dataset `info` (its record's "data" object, already validated)."""
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
-                ds = self.datasets[info.id] = _Dataset(info, self.digits)
+                ds = self.datasets[info.id] = _Dataset(info, self.digits, self.top)
             ds.add(data)
+            self.version += 1
 
     def keep(self, ids):
         """Forgets the datasets no longer collected."""
         with self.lock:
             for gone in set(self.datasets) - set(ids):
                 del self.datasets[gone]
+                self.version += 1
+
+    def body(self, protobuf: bool) -> bytes:
+        """What a scrape gets, rendered once per change however many scrapers ask."""
+        version, body = self.rendered.get(protobuf, (None, None))
+        if version != self.version:
+            with self.lock:
+                version = self.version
+            body = self.protobuf() if protobuf else self.text().encode()
+            self.rendered[protobuf] = (version, body)
+        return body
+
+    def _families(self) -> list:
+        """[((family, kind), [its _Datasets])], by name; call with the lock held."""
+        families = {}
+        for ds in sorted(self.datasets.values(), key=lambda d: d.info.name):
+            families.setdefault((ds.family, ds.info.kind), []).append(ds)
+        return sorted(families.items())
+
+    def protobuf(self) -> bytes:
+        """The delimited protobuf exposition: heat maps as native histograms."""
+        from . import native_exposition   # here: only scrapers that ask need the generated classes
+        with self.lock:
+            return native_exposition.encode(self._families(), self.schema)
 
     def text(self) -> str:
         with self.lock:
-            families = {}
-            for ds in sorted(self.datasets.values(), key=lambda d: d.info.name):
-                families.setdefault((ds.family, ds.info.kind), []).append(ds)
             out = []
-            for (family, kind), members in sorted(families.items()):
+            for (family, kind), members in self._families():
                 info = members[0].info
                 om_kind = {"heatmap": "histogram"}.get(kind, kind)
                 out.append(f"# TYPE {family} {om_kind}")
@@ -193,57 +232,3 @@ class Exposition:
                     out += ds.lines(self.uppers)
             out.append("# EOF")
             return "\n".join(out) + "\n"
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    exposition: Exposition = None
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        if self.path.split("?")[0] != "/metrics":
-            self.send_error(404, "strata serves /metrics only")
-            return
-        body = self.exposition.text().encode()
-        gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
-        if gzipped:               # Prometheus asks for it: a tenth of the bytes
-            body = gzip.compress(body, compresslevel=1)
-        self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE)
-        if gzipped:
-            self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_):
-        pass   # a scrape a second would flood the collector's log
-
-
-def parse_address(text: str):
-    """`HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces) -> (host, port); ValueError if not."""
-    m = re.fullmatch(r"(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]]*)):(\d{1,5})", text)
-    if not m or int(m.group(3)) > 65535:
-        raise ValueError(f"bad metrics address {text!r}: expected HOST:PORT, [IPV6]:PORT or :PORT")
-    return (m.group(1) or m.group(2) or "0.0.0.0"), int(m.group(3))
-
-
-class MetricsServer:
-    """Serves an Exposition over HTTP from a background thread; close() stops it."""
-
-    def __init__(self, exposition: Exposition, host: str, port: int):
-        handler = type("Handler", (_Handler,), {"exposition": exposition})
-        server_class = http.server.ThreadingHTTPServer
-        if ":" in host:
-            server_class = type("V6Server", (server_class,), {"address_family": socket.AF_INET6})
-        self.server = server_class((host, port), handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{'[' + host + ']' if ':' in host else host}:{port}/metrics"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()

@@ -19,7 +19,9 @@ started long after the collector, that column would hold everything before). His
 bounds are llhist's (upper(b) - 1 in the statistic's unit), mapped back to buckets
 exactly; a series whose bounds are not llhist's is refused. A histogram exported with
 one significant digit (le_digits="1") has its counts spread evenly over the buckets
-each bound stands for.
+each bound stands for. Native histograms (Prometheus with native histograms on)
+are read back by prometheus_native.py and added to the classic series of the same
+dataset, if any.
 """
 import json
 import urllib.error
@@ -28,7 +30,7 @@ import urllib.request
 
 import numpy as np
 
-from . import catalogue, llhist, names
+from . import catalogue, llhist, names, prometheus_native
 from .archive import DatasetInfo
 from .errors import ArchiveError
 from .openmetrics import escape, exported_unit, family_name, label_name
@@ -117,6 +119,21 @@ class PrometheusReader:
         series = self._edges(f'{family}_created{{dataset="{escape(info.name)}"}}', start, step, n)
         return {_identity(labels): float(v[~np.isnan(v)][0]) for labels, v in series if (~np.isnan(v)).any()}
 
+    def _natives(self, family: str, info, start: int, step: int, n: int) -> list:
+        """The dataset's native-histogram series (prometheus_native.parse), read from one edge
+        before the range: a series with a sample there began before it, so its first column
+        in the range is a difference, and one without began counting in the column it appears
+        in (the protobuf exposition's created time does not reach Prometheus' API)."""
+        if n + 2 > MAX_POINTS:
+            raise ArchiveError(f"query too large for Prometheus ({n} columns): use a coarser resolution")
+        data = self._get("query_range", {"query": f'{family}{{dataset="{escape(info.name)}"}}',
+                                         "start": start - step, "end": start + n * step, "step": step})
+        try:
+            result = data["result"]
+        except (KeyError, TypeError):
+            raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
+        return prometheus_native.parse(result, start - step, step, n + 1, info.name)
+
     def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
         info = self.dataset(name)
         step = max(1, int(resolution or 1))
@@ -125,6 +142,7 @@ class PrometheusReader:
         family = family_name(info.statistic, info.unit, info.kind)
         selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
         series = self._edges(f'{selector}{{dataset="{escape(info.name)}"}}', start, step, n)
+        natives = self._natives(family, info, start, step, n) if info.kind == "heatmap" else []
         created = self._created(family, info, start, step, n) if info.kind != "gauge" else {}
         opened = (start + step * np.arange(n)).astype(np.float64)       # each column's first edge
         key_label = label_name(info.breakdown) if info.breakdown else None
@@ -133,7 +151,8 @@ class PrometheusReader:
                              step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
                              level="prometheus")
         key_of = (lambda labels: labels.get(key_label, "")) if key_label else (lambda labels: "")
-        result.keys = sorted({key_of(labels) for labels, _ in series}) or ([""] if not info.breakdown else [])
+        result.keys = sorted({key_of(labels) for labels, _ in series + natives}) or \
+            ([""] if not info.breakdown else [])
         index = {k: i for i, k in enumerate(result.keys)}
         rows = [index[key_of(labels)] for labels, _ in series]
         if info.kind == "gauge":
@@ -143,6 +162,9 @@ class PrometheusReader:
         else:
             result.buckets, result.counts, present = _histograms(series, index, key_of, opened, created, per,
                                                                 info.name)
+            if natives:
+                result.buckets, result.counts, present = _add_natives(
+                    natives, index, key_of, per, result.buckets, result.counts, present)
         result.present = present
         return result
 
@@ -206,6 +228,32 @@ def _histograms(series, index, key_of, opened, created, per, name):
             for j, share in zip(group, _spread(column_counts, len(group))):
                 counts[row, :, pos[j]] += share
     return buckets, counts, present
+
+
+def _add_natives(natives, index, key_of, per, buckets, counts, present):
+    """The native series' counts added to the classic ones (a Prometheus may have scraped a
+    collector either way over a range): per native bucket, per-column increases (from the
+    edge before the range: its first column is dropped), spread over the bins it stands for."""
+    n = counts.shape[1]
+    opened = np.zeros(n + 1)                  # created is unknown: first values count where they appear
+    added = {}
+    for labels, native_buckets in natives:
+        row = index[key_of(labels)]
+        for key, v in native_buckets.items():
+            column_counts, seen = _columns(v, opened, np.nan)
+            present |= seen[1:]
+            bins = prometheus_native.bins_of(key, per)
+            for b, share in zip(bins, _spread(column_counts[1:], len(bins))):
+                into = added.setdefault(int(b), np.zeros((len(index), n), np.uint64))
+                into[row] += share
+    merged = np.array(sorted(set(buckets.tolist()) | set(added)), dtype=np.int64)
+    out = np.zeros((len(index), n, len(merged)), np.uint64)
+    pos = {int(b): j for j, b in enumerate(merged)}
+    for j, b in enumerate(buckets.tolist()):
+        out[:, :, pos[b]] += counts[:, :, j]
+    for b, c in added.items():
+        out[:, :, pos[b]] += c
+    return merged, out, present
 
 
 def _identity(labels: dict) -> tuple:

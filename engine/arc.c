@@ -504,6 +504,18 @@ static void lookup_ghost_slow(arc_t *arc, uint64_t bucket, struct arc_key key)
 	pthread_mutex_unlock(&arc->lock);
 }
 
+bool arc_cached(arc_t *arc, struct arc_key key)
+{
+	uint64_t bucket = key_bucket(arc, key);
+	struct arc_shard *sh = shard_of(arc, bucket);
+
+	pthread_mutex_lock(&sh->lock);
+	struct arc_hdr *hdr = hash_find(arc, bucket, key);
+	bool cached = hdr && resident(state_of(hdr)) && hdr->buf;
+	pthread_mutex_unlock(&sh->lock);
+	return cached;
+}
+
 arc_buf_t *arc_lookup(arc_t *arc, struct arc_key key)
 {
 	uint64_t bucket = key_bucket(arc, key);

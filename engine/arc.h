@@ -21,6 +21,8 @@ arc_t *arc_create(uint64_t max_bytes, enum arc_policy policy);
 void arc_destroy(arc_t *arc);
 /* hit: held buf; miss: NULL (ghost hits adapt p) */
 arc_buf_t *arc_lookup(arc_t *arc, struct arc_key key);
+/* whether the record is cached now; no statistics, no list moves */
+bool arc_cached(arc_t *arc, struct arc_key key);
 /* copies data; returns held buf (existing one if raced); a record of 0 bytes
  * or more than max_bytes is returned as a held buf but not cached; NULL only
  * when out of memory */

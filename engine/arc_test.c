@@ -1,6 +1,6 @@
 /* arc_test.c — unit test of engine/arc.c: step-by-step agreement with a
  * page-count transcription of the ARC paper's pseudo-code, list invariants,
- * invalidation, refcounts under eviction, the eviction hook, LRU (also with
+ * invalidation, arc_cached, refcounts under eviction, the eviction hook, LRU (also with
  * the deferred moves of lookups), resizing
  * and concurrent lookups/inserts/invalidates from several threads.
  * Exits non-zero on the first failure. */
@@ -262,6 +262,30 @@ static void test_invalidate(void)
 	arc_destroy(arc);
 }
 
+/* arc_cached: what is resident, without counting or moving anything (ghosts are not cached) */
+static void test_cached(void)
+{
+	unsigned char d[PAGE];
+	arc_t *arc = arc_create(2 * PAGE, ARC_POLICY_ARC);
+	fill(d, 1, PAGE);
+	for (uint64_t k = 1; k <= 3; k++)
+		arc_release(arc_insert(arc, K(k), d, PAGE)); /* 1 becomes a ghost */
+	struct arc_stats before, after;
+	struct arc_lists lb, la;
+	arc_get_stats(arc, &before);
+	arc_get_lists(arc, &lb);
+	REQUIRE(!arc_cached(arc, K(1)) && arc_cached(arc, K(2)) && arc_cached(arc, K(3)) && !arc_cached(arc, K(9)),
+		"arc_cached disagrees with what is resident");
+	arc_get_stats(arc, &after);
+	arc_get_lists(arc, &la);
+	REQUIRE(after.hits == before.hits && after.misses == before.misses && after.p == before.p &&
+		after.mru_ghost_hits == before.mru_ghost_hits && la.mru_count == lb.mru_count &&
+		la.mfu_count == lb.mfu_count, "arc_cached counted or moved a record");
+	arc_invalidate(arc, K(2));
+	REQUIRE(!arc_cached(arc, K(2)), "an invalidated record is cached");
+	arc_destroy(arc);
+}
+
 struct hook_log { int n; uint64_t last; bool had_data; };
 static void hook(void *ctx, struct arc_key key, const void *data, uint32_t size)
 {
@@ -406,6 +430,7 @@ int main(void)
 	test_matches_paper();
 	test_invariants();
 	test_invalidate();
+	test_cached();
 	test_refcounts_and_hook();
 	test_lru();
 	test_threads();

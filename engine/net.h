@@ -1,7 +1,8 @@
 /* net.h — TCP front-end: listeners, one event loop for every connection
- * (RPC record marking, non-blocking replies with a queue per connection),
- * a fixed worker pool, the limits that bound what a client can hold, and
- * one probe hit per operation. */
+ * (RPC record marking, requests that need no wait run on it, non-blocking
+ * replies with a queue per connection), a fixed worker pool for the requests
+ * that may wait, the limits that bound what a client can hold, and one probe
+ * hit per operation. */
 #ifndef ENGINE_NET_H
 #define ENGINE_NET_H
 
@@ -59,7 +60,9 @@ struct rpc_req {
 int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, char *err, size_t errsz);
 /* Decodes r->rec, runs the procedure and encodes the reply (with its record
  * mark) into reply[NET_REPLY_CAP]; -1 when the record is not an RPC call and
- * the connection should be closed.  *traced: report it to the nfs_ops probe. */
+ * the connection should be closed.  *traced: report it to the nfs_ops probe.
+ * With r->acct.nowait, 1 when the request would wait (nfs3_dispatch's
+ * NFS3_WOULD_BLOCK, or a MOUNT call): nothing ran; it is to run without. */
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced);
 /* Starts the event loop (accepting on listen_fds) and `workers` workers. */
 int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim);

@@ -32,6 +32,7 @@ struct conn {
 	uint64_t rec_start_ns;    /* first byte of the unfinished record; 0: none */
 	uint64_t last_active_ns;  /* a byte read or sent (atomic) */
 	int closed, starved;      /* closed: left the loop; starved: waits for record_mem */
+	int inline_left;          /* requests it may still run on the loop's thread this read */
 	struct conn *next, *prev; /* the loop's list */
 	/* under lock */
 	pthread_mutex_t lock;
@@ -62,6 +63,16 @@ void conn_schedule(struct conn *c);
 void conn_fail(struct conn *c);
 /* Sends queued replies until the socket would block (c->lock held); -1: the connection failed. */
 int conn_flush(struct conn *c);
+
+/* net.c: requests run on the loop's thread, which alone calls these. */
+/* Runs r (of c, c->lock not held) now if it needs no wait and c may take its reply:
+ * 0, r is done and freed, its reply gathered for net_inline_flush; -1: r is the
+ * caller's, for the workers. */
+int net_inline_run(struct conn *c, struct rpc_req *r);
+/* Sends the gathered replies (c->lock not held). */
+void net_inline_flush(void);
+/* Fires the loop's probe batch if due (or `force`); returns the ms until it is due, -1: none. */
+int net_inline_tick(uint64_t now, int force);
 
 /* netloop.c: the epoll interest (c->lock held) and the loop's life. */
 void conn_arm(struct conn *c);

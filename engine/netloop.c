@@ -1,11 +1,14 @@
 /* netloop.c — the event loop: one thread (epoll) accepts every connection,
- * reads each without blocking, splits its byte stream into RPC records and
- * queues them on the connection for the workers (net.c); it sends the replies
- * the sockets could not take at once, stops reading a connection that holds
- * too many requests or unsent replies, and enforces net_limits: connections in
- * total and per address (an idle one makes room), bytes of unfinished records,
- * record and idle timeouts.  Everything here runs on the loop's thread except
- * conn_arm, netloop_stop_reading and netloop_quit. */
+ * reads each without blocking (record marks and small records 16 KiB a recv, a
+ * long fragment straight into its record), splits its byte stream into RPC
+ * records and runs those that need no wait at once (net.c's net_inline_run: at
+ * most INLINE_PER_EVENT a connection and round, so one busy client does not
+ * starve the others), queueing the rest on the connection for the workers; it
+ * sends the replies the sockets could not take at once, stops reading a
+ * connection that holds too many requests or unsent replies, and enforces
+ * net_limits: connections in total and per address (an idle one makes room),
+ * bytes of unfinished records, record and idle timeouts.  Everything here runs
+ * on the loop's thread except conn_arm, netloop_stop_reading and netloop_quit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -30,6 +33,8 @@
 #define MAX_FRAGMENTS 1024
 #define READ_CHUNK (256u << 10)         /* one recv into a record body */
 #define READ_PER_EVENT (1u << 20)       /* bytes read from one connection before the next */
+#define IN_BUF (16u << 10)              /* one recv of record marks and small records */
+#define INLINE_PER_EVENT 16             /* requests of one connection run on this thread a round */
 #define RECORD_FREE_BYTES (64u << 10)   /* a record this small never waits for record_mem */
 #define EVICT_MIN_IDLE_NS 1000000000ull /* an idle connection evicted for a new one: idle this long */
 #define SWEEP_NS 250000000ull           /* timeouts are checked this often */
@@ -100,7 +105,6 @@ static void conn_close(struct conn *c)
 		return;
 	c->closed = 1;
 	epoll_ctl(loop.ep, EPOLL_CTL_DEL, c->fd, NULL);
-	shutdown(c->fd, SHUT_RDWR);
 	pthread_mutex_lock(&c->lock);
 	c->closing = 1;
 	for (struct rpc_req *r = c->reqs, *n; r; r = n) {
@@ -132,6 +136,7 @@ static void conn_close(struct conn *c)
 	loop.nuntrusted -= !c->trusted;
 	netaddr_put(c->addr);
 	__atomic_sub_fetch(&g_engine.ctr.connections_open, 1, __ATOMIC_RELAXED);
+	shutdown(c->fd, SHUT_RDWR); /* the peer sees the close once the gauges have let go of it */
 	c->next = graveyard;
 	graveyard = c;
 }
@@ -147,7 +152,8 @@ static void bury(void)
 	}
 }
 
-/* A finished record joins the connection's requests. */
+/* A finished record runs now on this thread when it needs no wait (net_inline_run),
+ * else joins the connection's requests for the workers. */
 static void record_done(struct conn *c)
 {
 	struct rpc_req *r = xcalloc(1, sizeof(*r));
@@ -157,6 +163,10 @@ static void record_done(struct conn *c)
 	r->reclen = c->reclen;
 	c->rec = NULL;
 	drop_record(c);
+	if (c->inline_left && !net_inline_run(c, r)) {
+		c->inline_left--;
+		return;
+	}
 	pthread_mutex_lock(&c->lock);
 	if (c->reqs_tail)
 		c->reqs_tail->next = r;
@@ -170,9 +180,24 @@ static void record_done(struct conn *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Stops reading the connection until record_mem has room again (resume_starved). */
+static void starve(struct conn *c)
+{
+	if (c->starved)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->starved = 1;
+	conn_arm(c);
+	pthread_mutex_unlock(&c->lock);
+	loop.nstarved++;
+	CTR_INC(net_record_waits);
+}
+
 /* Room for `want` more bytes of the record; -1 when the connection must wait
- * for record_mem (records up to RECORD_FREE_BYTES never wait). */
-static int record_reserve(struct conn *c, uint32_t want)
+ * for record_mem (records up to RECORD_FREE_BYTES never wait).  `taken`: the
+ * bytes are already read (at most IN_BUF of them): they get their room, and
+ * the connection waits for the next ones instead. */
+static int record_reserve(struct conn *c, uint32_t want, int taken)
 {
 	uint32_t need = c->reclen + want;
 	if (need <= c->reccap)
@@ -183,13 +208,10 @@ static int record_reserve(struct conn *c, uint32_t want)
 	if (cap > c->reclen + c->frag_left)
 		cap = c->reclen + c->frag_left;
 	if (cap > RECORD_FREE_BYTES && GAUGE(unfinished_record_bytes) + (cap - c->reccap) > net_lim.record_mem) {
-		pthread_mutex_lock(&c->lock);
-		c->starved = 1;
-		conn_arm(c);
-		pthread_mutex_unlock(&c->lock);
-		loop.nstarved++;
-		CTR_INC(net_record_waits);
-		return -1;
+		starve(c);
+		if (!taken)
+			return -1;
+		cap = need;
 	}
 	c->rec = xrealloc(c->rec, cap);
 	GAUGE_ADD(unfinished_record_bytes, cap - c->reccap);
@@ -197,32 +219,78 @@ static int record_reserve(struct conn *c, uint32_t want)
 	return 0;
 }
 
-/* Reads what the connection has (up to READ_PER_EVENT bytes) and queues each
- * complete record; -1 when it must close (end of stream, error, bad record). */
-static int conn_read(struct conn *c)
+/* The 4 bytes of a record mark are in c->hdr: its fragment begins; -1 when the
+ * record would pass `limit` bytes or MAX_FRAGMENTS. */
+static int fragment_begin(struct conn *c, uint32_t limit)
 {
+	uint32_t h = (uint32_t)c->hdr[0] << 24 | c->hdr[1] << 16 | c->hdr[2] << 8 | c->hdr[3];
+	uint32_t flen = h & 0x7fffffffu;
+	c->hdrlen = 0;
+	if (flen > limit - c->reclen || ++c->nfrags > MAX_FRAGMENTS) {
+		CTR_INC(bad_records);
+		return -1;
+	}
+	c->frag_left = flen;
+	c->last_frag = !!(h & 0x80000000u);
+	c->in_body = 1;
+	return 0;
+}
+
+/* A fragment's body is complete: the record is done with its last one. */
+static void fragment_end(struct conn *c)
+{
+	c->in_body = 0;
+	if (c->last_frag)
+		record_done(c);
+}
+
+/* Takes n bytes read into in[]: record marks, fragment bodies and finished
+ * records; -1 for a bad record. */
+static int consume(struct conn *c, const uint8_t *in, uint32_t n, uint32_t limit, uint64_t now)
+{
+	while (n) {
+		if (!c->rec_start_ns)
+			c->rec_start_ns = now;
+		uint32_t k;
+		if (!c->in_body) {
+			k = 4 - c->hdrlen < n ? 4 - c->hdrlen : n;
+			memcpy(c->hdr + c->hdrlen, in, k);
+			if ((c->hdrlen += k) == 4 && fragment_begin(c, limit))
+				return -1;
+		} else {
+			k = c->frag_left < n ? c->frag_left : n;
+			record_reserve(c, k, 1);
+			memcpy(c->rec + c->reclen, in, k);
+			c->reclen += k;
+			c->frag_left -= k;
+		}
+		in += k;
+		n -= k;
+		if (c->in_body && !c->frag_left)
+			fragment_end(c);
+	}
+	return 0;
+}
+
+/* Reads what the connection has (up to READ_PER_EVENT bytes) and handles each
+ * complete record (record_done); -1 when it must close (end of stream, error,
+ * bad record).  Marks and small records come IN_BUF bytes a recv; a long
+ * fragment body is read into its record directly. */
+static int read_records(struct conn *c)
+{
+	static uint8_t in[IN_BUF];
 	uint32_t limit = c->trusted ? NET_MAX_RECORD : NET_UNTRUSTED_RECORD;
 	uint32_t budget = READ_PER_EVENT;
-	for (;;) {
-		if (c->in_body && !c->frag_left) {
-			c->in_body = 0;
-			if (c->last_frag) {
-				record_done(c);
-				if (!(c->mask & EPOLLIN))
-					return 0;
-			}
-			continue;
-		}
-		if (!budget)
-			return 0; /* level-triggered: the rest on the next round */
+	while (budget && (c->mask & EPOLLIN) && c->inline_left) {
 		ssize_t n;
-		if (c->in_body) {
+		int direct = c->in_body && c->frag_left >= IN_BUF;
+		if (direct) {
 			uint32_t want = c->frag_left < READ_CHUNK ? c->frag_left : READ_CHUNK;
-			if (record_reserve(c, want))
+			if (record_reserve(c, want, 0))
 				return 0;
 			n = recv(c->fd, c->rec + c->reclen, want, 0);
 		} else {
-			n = recv(c->fd, c->hdr + c->hdrlen, 4 - c->hdrlen, 0);
+			n = recv(c->fd, in, IN_BUF, 0);
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -234,25 +302,31 @@ static int conn_read(struct conn *c)
 			return -1;
 		}
 		conn_touch(c);
-		if (!c->rec_start_ns)
-			c->rec_start_ns = now_mono_ns();
-		if (c->in_body) {
+		uint64_t now = __atomic_load_n(&c->last_active_ns, __ATOMIC_RELAXED);
+		if (direct) {
+			if (!c->rec_start_ns)
+				c->rec_start_ns = now;
 			c->reclen += (uint32_t)n;
 			c->frag_left -= (uint32_t)n;
-		} else if ((c->hdrlen += (uint32_t)n) == 4) {
-			uint32_t h = (uint32_t)c->hdr[0] << 24 | c->hdr[1] << 16 | c->hdr[2] << 8 | c->hdr[3];
-			uint32_t flen = h & 0x7fffffffu;
-			c->hdrlen = 0;
-			if (flen > limit - c->reclen || ++c->nfrags > MAX_FRAGMENTS) {
-				CTR_INC(bad_records);
-				return -1;
-			}
-			c->frag_left = flen;
-			c->last_frag = !!(h & 0x80000000u);
-			c->in_body = 1;
+			if (!c->frag_left)
+				fragment_end(c);
+		} else if (consume(c, in, (uint32_t)n, limit, now)) {
+			return -1;
+		} else if ((size_t)n < IN_BUF) {
+			return 0; /* drained; level-triggered: more is reported in a later round */
 		}
 		budget -= (uint32_t)n < budget ? (uint32_t)n : budget;
 	}
+	return 0;
+}
+
+/* One read event: the records read run or queue; the replies of those that ran go out. */
+static int conn_read(struct conn *c)
+{
+	c->inline_left = INLINE_PER_EVENT;
+	int rc = read_records(c);
+	net_inline_flush();
+	return rc;
 }
 
 /* Nothing running, queued, unsent or half-read (c->lock taken). */
@@ -441,10 +515,10 @@ static void stop_reading(void)
 static void *event_loop(void *arg)
 {
 	struct epoll_event evs[256];
-	int stopped = 0;
+	int stopped = 0, timeout = 100;
 	uint64_t quit_by = 0;
 	for (;;) {
-		int n = epoll_wait(loop.ep, evs, 256, 100);
+		int n = epoll_wait(loop.ep, evs, 256, timeout);
 		uint64_t now = now_mono_ns();
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
@@ -486,6 +560,8 @@ static void *event_loop(void *arg)
 			sweep(now);
 			loop.last_sweep_ns = now;
 		}
+		int due_ms = net_inline_tick(now_mono_ns(), 0);
+		timeout = due_ms >= 0 && due_ms < 100 ? due_ms : 100;
 		bury();
 		if (loop.nstarved && GAUGE(unfinished_record_bytes) + RECORD_FREE_BYTES <= net_lim.record_mem)
 			resume_starved();
@@ -496,6 +572,7 @@ static void *event_loop(void *arg)
 				break;
 		}
 	}
+	net_inline_tick(0, 1);
 	while (loop.conns)
 		conn_close(loop.conns);
 	bury();

@@ -104,6 +104,17 @@ static uint32_t resolve_or_fail(struct rpc_req *r, struct xdr_out *o, struct tar
 	return st;
 }
 
+/* Takes the object's lock shared; a request that may not wait (r->acct.nowait)
+ * takes it only if it is free: -1 then, nothing taken. */
+static int rdlock_obj(struct rpc_req *r, struct object *obj)
+{
+	if (!r->acct.nowait) {
+		pthread_rwlock_rdlock(&obj->lock);
+		return 0;
+	}
+	return pthread_rwlock_tryrdlock(&obj->lock) ? -1 : 0;
+}
+
 static int proc_getattr(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 {
 	struct target t;
@@ -114,7 +125,12 @@ static int proc_getattr(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	if (st)
 		return RPC_SUCCESS;
 	struct attrs a;
-	attrs_snap_locked(t.obj, &a);
+	if (rdlock_obj(r, t.obj)) {
+		release(&t);
+		return NFS3_WOULD_BLOCK;
+	}
+	attrs_snap(t.obj, &a);
+	pthread_rwlock_unlock(&t.obj->lock);
 	put_fattr(o, &a);
 	release(&t);
 	return RPC_SUCCESS;
@@ -229,10 +245,13 @@ static int proc_access(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 		return GARBAGE;
 	if (resolve_or_fail(r, o, &t))
 		return RPC_SUCCESS;
-	put_status(r, o, NFS3_OK);
 	struct attrs a;
 	uint32_t got = 0;
-	pthread_rwlock_rdlock(&t.obj->lock);
+	if (rdlock_obj(r, t.obj)) {
+		release(&t);
+		return NFS3_WOULD_BLOCK;
+	}
+	put_status(r, o, NFS3_OK);
 	attrs_snap(t.obj, &a);
 	int rd = perm_ok(t.obj, &t.cred, 4), wr = perm_ok(t.obj, &t.cred, 2) && !t.exp->read_only;
 	int ex = perm_ok(t.obj, &t.cred, 1);
@@ -280,6 +299,8 @@ static int proc_read(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	uint32_t count = xdr_get_u32(x);
 	if (x->err)
 		return GARBAGE;
+	if (r->acct.nowait && count > NFS3_NOWAIT_READ_MAX)
+		return NFS3_WOULD_BLOCK;
 	if (resolve_or_fail(r, o, &t))
 		return RPC_SUCCESS;
 	if (count > RTMAX)
@@ -294,8 +315,11 @@ static int proc_read(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	o->pos -= (hdr + count + 3) & ~(size_t)3;
 	struct attrs a;
 	uint32_t st, got = 0;
-	int eof = 0;
-	pthread_rwlock_rdlock(&t.obj->lock);
+	int eof = 0, err = 0;
+	if (rdlock_obj(r, t.obj)) {
+		release(&t);
+		return NFS3_WOULD_BLOCK;
+	}
 	attrs_snap(t.obj, &a);
 	if (t.obj->type == OBJ_DIR)
 		st = NFS3ERR_ISDIR;
@@ -304,8 +328,12 @@ static int proc_read(struct rpc_req *r, struct xdr_in *x, struct xdr_out *o)
 	else if (t.cred.uid != t.obj->uid && !perm_ok(t.obj, &t.cred, 4))
 		st = NFS3ERR_ACCES;
 	else
-		st = errno_to_nfs(obj_read(g_engine.os, t.obj, off, count, data + hdr, &got, &eof, &r->acct));
+		st = errno_to_nfs(err = obj_read(g_engine.os, t.obj, off, count, data + hdr, &got, &eof, &r->acct));
 	pthread_rwlock_unlock(&t.obj->lock);
+	if (err == -EWOULDBLOCK) {
+		release(&t);
+		return NFS3_WOULD_BLOCK;
+	}
 	put_status(r, o, st);
 	put_post_op_attr(o, &a);
 	if (!st) {
@@ -1117,11 +1145,21 @@ static void reply_delay(void)
 		;
 }
 
+/* Procedures that can run without waiting (r->acct.nowait): they change nothing
+ * and read only what is in memory, or say NFS3_WOULD_BLOCK. */
+static const uint8_t nowait_ok[22] = {
+	[0] = 1 /* NULL */, [1] = 1 /* GETATTR */, [4] = 1 /* ACCESS */, [6] = 1 /* READ */,
+};
+
 int nfs3_dispatch(struct rpc_req *r, struct xdr_out *o)
 {
 	if (r->call.proc >= 22)
 		return RPC_PROC_UNAVAIL;
+	if (r->acct.nowait && (!nowait_ok[r->call.proc] || __atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED)))
+		return NFS3_WOULD_BLOCK;
 	int rc = procs[r->call.proc](r, &r->args, o);
+	if (rc == NFS3_WOULD_BLOCK)
+		return rc;
 	reply_delay();
 	return rc == GARBAGE ? RPC_GARBAGE_ARGS : rc;
 }

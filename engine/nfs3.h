@@ -16,8 +16,15 @@ enum nfsstat3 {
 };
 
 /* Decodes the arguments of r->call.proc, runs it and appends the result to o.
- * Returns an RPC accept_stat (RPC_SUCCESS, RPC_PROC_UNAVAIL, RPC_GARBAGE_ARGS). */
+ * Returns an RPC accept_stat (RPC_SUCCESS, RPC_PROC_UNAVAIL, RPC_GARBAGE_ARGS),
+ * or, for a request that may not wait (r->acct.nowait), NFS3_WOULD_BLOCK when it
+ * would: a procedure that changes state, waits for a device or a busy object
+ * lock, a READ over NFS3_NOWAIT_READ_MAX, or any while replies are delayed.
+ * Nothing has changed then; o and r's results are to be discarded. */
 int nfs3_dispatch(struct rpc_req *r, struct xdr_out *o);
+#define NFS3_WOULD_BLOCK (-2)
+/* Largest READ run without waiting: bigger copies go to a worker. */
+#define NFS3_NOWAIT_READ_MAX (64u << 10)
 
 /* Fault injection: ns added to every NFS reply before it is sent (0: none),
  * set by `strata-engine ctl inject-delay nfs DURATION`. */

@@ -354,6 +354,8 @@ static int rec_fetch(struct objset *os, struct object *o, uint64_t blkid, const 
 	if (b) {
 		acct->arc_hits++;
 		acct->tiers |= STRATA_TIER_ARC;
+	} else if (acct->nowait) {
+		return -EWOULDBLOCK; /* evicted since obj_read looked */
 	} else {
 		acct->arc_misses++;
 		uint8_t *buf = scratch_buf();
@@ -383,6 +385,18 @@ static int rec_fetch(struct objset *os, struct object *o, uint64_t blkid, const 
 	return 0;
 }
 
+/* Whether records first..last are all in memory (dirty, holes or in the ARC),
+ * so that reading them waits for no device; nothing is counted. */
+static bool recs_cached(struct objset *os, struct object *o, uint64_t first, uint64_t last)
+{
+	for (uint64_t blkid = first; blkid <= last; blkid++) {
+		const struct blkrec *r = blkmap_find(&o->recs, blkid);
+		if (r && !r->dirty && r->bp.psize && !arc_cached(os->arc, (struct arc_key){ o->id, blkid }))
+			return false;
+	}
+	return true;
+}
+
 int obj_read(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 	     uint8_t *dst, uint32_t *got, int *eof, struct io_acct *acct)
 {
@@ -394,6 +408,8 @@ int obj_read(struct objset *os, struct object *o, uint64_t off, uint32_t count,
 	}
 	uint64_t end = off + count < o->size ? off + count : o->size;
 	uint32_t rs = o->recordsize;
+	if (acct->nowait && end > off && !recs_cached(os, o, off / rs, (end - 1) / rs))
+		return -EWOULDBLOCK;
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t blkid = pos / rs;
 		uint32_t inrec = (uint32_t)(pos % rs);

@@ -76,6 +76,7 @@ struct dataset {
 struct io_acct {
 	uint8_t tiers;
 	uint32_t arc_hits, arc_misses, l2arc_hits;
+	uint8_t nowait; /* set by the caller: a read that needs a device fails with -EWOULDBLOCK */
 };
 
 struct objset {

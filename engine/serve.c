@@ -45,7 +45,7 @@ static void usage(FILE *f)
 		"  --mount-port P          serve MOUNT on its own port (0 picks one)\n"
 		"  --arc-max SIZE          ARC size, default 256M\n"
 		"  --arc-policy arc|lru    replacement policy, default arc\n"
-		"  --workers N             worker threads, default 8\n"
+		"  --workers N             threads for requests that may wait (writes, misses), default 8\n"
 		"  --sync-interval DUR     txg sync period, default 5s\n"
 		"  --dirty-max SIZE        dirty data before writers wait for a sync, default 256M\n"
 		"  --stats-socket PATH     default /run/strata/engine-<pid>.sock\n"

@@ -23,9 +23,10 @@
  * Why nfs_ops is batched: a uprobe hit costs a trap, about 0.6 us on the VMs this is
  * built on, against about 0.1 us of BPF per operation (bench/collect_probe.sh). At
  * 70k ops/s on two cores one trap per operation alone is 2 % of the machine. So the
- * worker threads collect their completed operations in one shared batch, each with its
- * own start and end time, and fire once per batch: when the batch is full, or when its
- * oldest operation is STRATA_NFS_BATCH_NS old (an idle worker wakes up for that). So an
+ * worker threads collect their completed operations in one shared batch, and the event
+ * loop those it ran itself in its own (engine/net.c), each with its own start and end
+ * time, and fire once per batch: when the batch is full, or when its oldest operation
+ * is STRATA_NFS_BATCH_NS old (an idle worker, or the loop, wakes up for that). So an
  * operation is reported at most 5 ms after its reply, and a busy engine pays the trap
  * once per up to STRATA_NFS_BATCH operations.
  */

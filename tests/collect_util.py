@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import built
+from conftest import built, patience
 
 
 class Collector:
@@ -43,7 +43,7 @@ class Collector:
         """One control command; returns its ack or error record."""
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
-        return self.replies.get(timeout=timeout)
+        return self.replies.get(timeout=patience(timeout))
 
     def add(self, ident, statistic, breakdown="-", *filters):
         reply = self.send(" ".join(["add", ident, statistic, breakdown, *filters]))
@@ -65,7 +65,7 @@ class Collector:
     def wait_status(self, predicate=lambda s: True, timeout=10):
         """The first status record after now that satisfies predicate."""
         seen = len(self.statuses())
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while time.monotonic() < deadline:
             for s in self.statuses()[seen:]:
                 if predicate(s):

@@ -44,6 +44,7 @@ def data_file(folder, name="data", size=1 << 20):
     return path.resolve()
 
 
+@pytest.mark.view("fs")
 def test_preads_of_the_chosen_pid_are_counted_exactly_and_no_one_elses(tmp_path, workers, collectors):
     chosen, other = workers(), workers()
     path = data_file(tmp_path)

@@ -144,6 +144,8 @@ BAD = [  # (edit of a good file, key, line)
     (lambda t: t.replace('second = "2d"', 'second = "200d"'), "retention.second", 4),
     (lambda t: t.replace('listen = ""', 'listen = "nowhere"'), "metrics.listen", 6),
     (lambda t: t + "digits = 3\n", "metrics.digits", 7),
+    (lambda t: t + "schema = 9\n", "metrics.schema", 7),
+    (lambda t: t + "top = -1\n", "metrics.top", 7),
     (lambda t: t + "[collector]\nengine_pid = \"x\"\n", "collector.engine_pid", 8),
     (lambda t: t.replace("disk.ops[device=loop0]", "disk.opz[device=loop0]"), "datasets", 2),
     (lambda t: t.replace("[metrics]", "[metrics"), None, 5),
@@ -170,6 +172,7 @@ def test_the_default_config_reads_cleanly():
     config = load(str(DEFAULT_CONFIG), collect)
     assert config.options["archive_path"] == "/var/lib/strata/archive.db"
     assert config.options["metrics_address"] == ":9464"
+    assert config.options["metrics_schema"] == 4 and config.options["metrics_top"] == 20
     assert "nfs.latency[client]" in config.datasets and "disk.latency[device]" in config.datasets
     assert all(config.retention.of(level) is not None for level in ("second", "minute", "hour"))
 

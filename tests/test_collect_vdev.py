@@ -8,6 +8,8 @@ import tempfile
 import time
 
 from collect_util import Collector, Engine, Fixture, counter_totals, heatmap_totals, loop_device, private_copy
+import pytest
+
 from conftest import built
 from strata.datasets import llhist
 
@@ -38,6 +40,7 @@ def median(buckets: dict) -> int:
     return 0
 
 
+@pytest.mark.view("vdev")
 def test_vdev_counts_buckets_and_filters_are_exact(tmp_path):
     fixture = Fixture(private_copy(built("tests/strata-probe-fixture"), tmp_path))
     c = Collector("--engine-pid", fixture.pid)

@@ -25,7 +25,8 @@ from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
-from strata.datasets.openmetrics import Exposition, exported_buckets, family_name, parse_address
+from strata.datasets.metrics_server import parse_address
+from strata.datasets.openmetrics import Exposition, exported_buckets, family_name
 from strata.datasets.prometheus import PrometheusReader, _bounds, _bucket_of, _columns, _gauges
 from test_datasets_collect import seconds, stop, wait_for
 
@@ -47,12 +48,12 @@ def samples(text):
     return out
 
 
-def start_collect(archive, address="127.0.0.1:0", digits="2"):
-    """`strata collect --metrics`; returns (process, metrics URL)."""
+def start_collect(archive, address="127.0.0.1:0", digits="2", *more):
+    """`strata collect --metrics` (more: further options); returns (process, metrics URL)."""
     built("bin/strata-collect")
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
     proc = subprocess.Popen([STRATA, "collect", "--archive", archive, "--metrics", address,
-                             "--metrics-digits", digits],
+                             "--metrics-digits", digits, *more],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     for line in proc.stderr:
         if "serving OpenMetrics at " in line:
@@ -163,17 +164,22 @@ needs_prometheus = pytest.mark.skipif(not os.path.exists(PROMETHEUS),
 
 
 @contextmanager
-def running_prometheus(targets, tmp_path):
-    """A real Prometheus scraping the metrics URLs every second; yields (its URL, ask), where
-    ask(promql) -> {labels: value} (None until it answers)."""
+def running_prometheus(targets, tmp_path, features=(), job=""):
+    """A real Prometheus scraping the metrics URLs every second, with the given feature flags
+    and further job settings (YAML lines of the job, e.g. TLS and basic auth);
+    yields (its URL, ask), where ask(promql) -> {labels: value, or a native histogram's JSON}
+    (None until it answers)."""
+    tmp_path = tmp_path / f"prometheus-{_free_port()}"
+    tmp_path.mkdir()
     config = tmp_path / "prometheus.yml"
     listed = ", ".join(f"'{urllib.parse.urlsplit(u).netloc}'" for u in targets)
     config.write_text("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
                       "scrape_configs:\n  - job_name: strata\n"
-                      f"    static_configs: [{{targets: [{listed}]}}]\n")
+                      f"    static_configs: [{{targets: [{listed}]}}]\n" + job)
     web = "127.0.0.1:" + str(_free_port())
     prom = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address={web}"], stdout=subprocess.DEVNULL,
+                             f"--web.listen-address={web}", *(f"--enable-feature={f}" for f in features)],
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
     def ask(promql):
@@ -183,7 +189,8 @@ def running_prometheus(targets, tmp_path):
                 result = json.load(r)["data"]["result"]
         except (urllib.error.URLError, ConnectionError):
             return None
-        return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in result}
+        return {tuple(sorted(s["metric"].items())): float(s["value"][1]) if "value" in s else s["histogram"][1]
+                for s in result}
 
     try:
         wait_for(lambda: list((ask('up{job="strata"}') or {}).values()) == [1.0] * len(targets), timeout=30,

@@ -1,5 +1,7 @@
 """Hostile clients against the real engine over real TCP (raw ONC RPC): a client
-that never reads its replies does not stall others; idle connections cost no
+that never reads its replies does not stall others (whether its READs run on the
+workers or on the event loop's thread), nor does a read waiting for a (modelled)
+disk; idle connections cost no
 thread; unfinished records are bounded in memory and time; connections are
 limited per address and in total (also when descriptors run out); MOUNT DUMP
 and EXPORT answer only addresses some export allows.  Every refusal and
@@ -12,7 +14,7 @@ import time
 
 import pytest
 
-from engine_util import (MOUNT_PROG, NFS_PROG, Engine, Reader, RpcClient, call_header, create, mkpool,
+from engine_util import (MOUNT_PROG, NFS_PROG, Engine, Reader, RpcClient, call_header, create, mkpool, read,
                          write, xdr_opaque)
 
 MIB = 1 << 20
@@ -78,18 +80,20 @@ def threads(pid) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
 
 
-def test_a_client_not_reading_its_replies_stalls_no_one(tmp_path, stop_after):
+# READs of 1 MiB run on the workers, of 64 KiB from the ARC on the event loop's thread
+@pytest.mark.parametrize("count,size", [(64, MIB), (256, 64 << 10)])
+def test_a_client_not_reading_its_replies_stalls_no_one(tmp_path, stop_after, count, size):
     eng = start(tmp_path, exports=("data:no_root_squash",))  # root creates the file
     stop_after(eng)
     c = RpcClient(eng.port)
     root = c.mount()
     _, fh = create(c, root, "big")
     write(c, fh, 0, b"\xab" * MIB, 2)
-    # 64 pipelined READs of 1 MiB into a 4 KiB receive buffer, never read
+    # pipelined READs of 16 MiB or more into a 4 KiB receive buffer, never read
     hostile = connect(eng, rcvbuf=4096)
     reads = b"".join(struct.pack(">I", 0x80000000 | len(p)) + p for p in
-                     (call_header(5000 + i, NFS_PROG, 3, 6) + xdr_opaque(fh) + struct.pack(">QI", 0, MIB)
-                      for i in range(64)))
+                     (call_header(5000 + i, NFS_PROG, 3, 6) + xdr_opaque(fh) +
+                      struct.pack(">QI", i * size % MIB, size) for i in range(count)))
     hostile.sendall(reads)
     assert wait_for(lambda: net(eng)["queued_reply_bytes"] >= MIB)
     # the old engine held every worker in a blocking send: these never came back
@@ -246,3 +250,46 @@ def test_dump_and_export_only_to_allowed_addresses(tmp_path, stop_after):
     assert eng.stats()["rpc"]["rejects"] >= 2
     inside.close()
     outside.close()
+
+
+def test_a_read_waiting_for_a_device_holds_no_other_connection(tmp_path, stop_after):
+    """Cache hits are answered on the event loop's thread; a read that misses the ARC
+    goes to a worker first: the loop answers another connection meanwhile."""
+    pool = mkpool(tmp_path)
+    eng = Engine(tmp_path, pool, exports=("data:no_root_squash",)).start()
+    c = RpcClient(eng.port)
+    _, fh = create(c, c.mount(), "cold")
+    data = bytes(range(256)) * 32
+    write(c, fh, 0, data, 2)
+    c.close()
+    assert eng.stop() == 0
+    # restarted with an empty ARC and a disk whose every seek takes 500 ms
+    eng = Engine(tmp_path, pool, exports=("data:no_root_squash",),
+                 extra=["--vdev-model", "hdd:seek=500ms,settle=500ms"]).start()
+    stop_after(eng)
+    slow, quick = client(eng), client(eng)
+    slow.send_record(call_header(7, NFS_PROG, 3, 6) + xdr_opaque(fh) + struct.pack(">QI", 0, len(data)))
+    root = quick.mount()
+    assert quick.call(NFS_PROG, 1, xdr_opaque(root)).u32() == 0  # GETATTR
+    assert select.select([slow.s], [], [], 0)[0] == [], "the miss was answered before the hit"
+    reply = Reader(slow.recv_record())
+    assert reply.u32() == 7 and [reply.u32() for _ in range(4)] == [1, 0, 0, 0] and reply.u32() == 0
+    assert reply.u32() == 0  # NFS3_OK
+    reply.post_op_attr()
+    assert reply.u32() == len(data) and reply.u32() == 1 and reply.opaque() == data
+    assert eng.stats()["arc"]["misses"] >= 1
+    slow.close()
+    quick.close()
+
+
+def test_reads_of_no_bytes_are_answered(tmp_path, stop_after):
+    """READs of 0 bytes, at the start and the end of a file (the event loop's
+    in-memory check once walked every record of the 64-bit range for them)."""
+    eng = start(tmp_path, exports=("data:no_root_squash",))
+    stop_after(eng)
+    c = RpcClient(eng.port)
+    _, fh = create(c, c.mount(), "f")
+    write(c, fh, 0, b"\x01" * 8192, 2)
+    for off in (0, 4096, 8192):
+        assert read(c, fh, off, 0) == (b"", int(off == 8192))
+    c.close()

@@ -45,3 +45,16 @@ $(TESTOUT)/wire_ports_test: tests/wire_ports_test.c collectors/wire_ports.c coll
 	$(CC) $(CFLAGS) -Icollectors -Ibpf tests/wire_ports_test.c collectors/wire_ports.c -o $@ $(LDFLAGS)
 
 TEST_BINS += $(TESTOUT)/wire_ports_test
+
+# The kernel matrix (tests/test_kernels.py, tests/vm/): `make test` runs Debian 12's own
+# kernel (6.1) in a qemu guest; `make test-kernels` runs KERNELS (default: all of them and
+# this host) and rewrites the README's kernel table from the results.
+KERNELS ?= 5.10 6.1 6.12 host
+.PHONY: test-kernels kernel-table
+test-kernels: deps
+	$(MAKE) -j$(TEST_JOBS) $(ALL_TARGETS)
+	KERNELS="$(KERNELS)" $(PY) -m pytest -p no:cacheprovider tests/test_kernels.py
+	$(MAKE) kernel-table
+
+kernel-table: venv
+	PYTHONPATH=tests $(PY) -m vm table README.md

@@ -1,0 +1,45 @@
+"""The README's kernel table, written from the kernel matrix's results
+(build/vm/matrix/KERNEL.json) between its two marker lines; never by hand."""
+import json
+import time
+from pathlib import Path
+
+from . import matrix
+
+BEGIN, END = "<!-- kernel-table: begin (make test-kernels writes it) -->", "<!-- kernel-table: end -->"
+COLUMNS = ["nfs", "cache", "vdev", "disk", "fs", "wire", "archive"]
+
+
+def _cell(v: dict | None) -> str:
+    if v is None:
+        return "not run"
+    if v["state"] == "ok":
+        return "exact"
+    if v["state"] == "refused":
+        need = matrix.required_version(v["why"])
+        return f"refused: needs {need[0]}.{need[1]}+" if need else "refused"
+    return "**failed**"
+
+
+def render() -> str:
+    results = [json.loads(p.read_text()) for p in sorted(matrix.RESULTS.glob("*.json"))]
+    results.sort(key=lambda r: matrix.release_version(r["release"]))
+    lines = [BEGIN, "",
+             "| kernel | " + " | ".join(COLUMNS) + " | nfsd | measured |",
+             "|---|" + "---|" * (len(COLUMNS) + 2)]
+    for r in results:
+        where = "this host" if r["kernel"] == "host" else f"Debian {r['kernel']} guest"
+        cells = [_cell(r["views"].get(c)) for c in COLUMNS]
+        day = time.strftime("%Y-%m-%d", time.gmtime(r["measured"]))
+        lines.append(f"| {r['release']} ({where}) | " + " | ".join(cells) + f" | no nfsd layer yet | {day} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def write(readme: Path) -> None:
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: no kernel table markers ({BEGIN})")
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    readme.write_text(head + render() + tail)
