@@ -42,8 +42,12 @@ run, what to measure and how to judge it.
     confidence = 0.99
     metrics = ["p50", "p99", "p99.9", "mean"]
 
-    [ab]                  # `strata check ab` (interleaved rounds); defaults shown
-    rounds = 24           # ABBA... rounds, even; 12 pairs reach p < 0.001 (sign flips)
+    [ab]                  # `strata check ab`; defaults shown
+    mode = "duet"         # duet: A and B serve at once under paired requests; rounds: they alternate
+    seconds = 60          # duet: measured seconds (after round_warmup)
+    block_seconds = 1     # duet: seconds per block, the unit the test counts
+    clients = 1           # duet: strata-load clients (in place of [load]'s), one READ pair in flight each
+    rounds = 24           # rounds: ABBA... rounds, even; 12 pairs reach p < 0.001 (sign flips)
     round_seconds = 5     # measured seconds per round
     round_warmup = 1      # seconds of load before each round is measured
     threshold = "2%"      # smallest change that counts (significance comes from the rounds)
@@ -65,7 +69,9 @@ DELAY_TIERS = {"l2arc", "zil", "pool", "nfs"}
 SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
 MEASURE_KEYS = {"warmup", "duration", "datasets"}
 CHECK_KEYS = {"threshold", "confidence", "metrics"}
-AB_KEYS = {"rounds", "round_seconds", "round_warmup", "threshold", "confidence", "correction"}
+AB_KEYS = {"mode", "seconds", "block_seconds", "clients", "rounds", "round_seconds", "round_warmup", "threshold",
+           "confidence", "correction"}
+AB_MODES = ("duet", "rounds")
 TOP_KEYS = {"description", "baseline", "engine", "server", "load", "measure", "check", "ab"}
 
 
@@ -87,7 +93,8 @@ class Profile:
     threshold: str = "5%"
     confidence: float = 0.99
     metrics: list = field(default_factory=lambda: list(METRICS))
-    ab: dict = field(default_factory=lambda: {"rounds": 24, "round_seconds": 5, "round_warmup": 1,
+    ab: dict = field(default_factory=lambda: {"mode": "duet", "seconds": 60, "block_seconds": 1, "clients": 1,
+                                              "rounds": 24, "round_seconds": 5, "round_warmup": 1,
                                               "threshold": "2%", "confidence": 0.99, "correction": "bh"})
 
 
@@ -166,6 +173,12 @@ def load(path: str) -> Profile:
 
 def _ab(prof: Profile, ab: dict):
     out = prof.ab
+    out["mode"] = ab.get("mode", out["mode"])
+    if out["mode"] not in AB_MODES:
+        raise ProfileError(f"ab.mode must be one of {', '.join(AB_MODES)}, not {out['mode']!r}")
+    out["seconds"] = _int(ab, "seconds", "ab", out["seconds"], 6, 86400)
+    out["block_seconds"] = _int(ab, "block_seconds", "ab", out["block_seconds"], 1, 3600)
+    out["clients"] = _int(ab, "clients", "ab", out["clients"], 1, 254)
     out["rounds"] = _int(ab, "rounds", "ab", out["rounds"], 6, 1000)
     if out["rounds"] % 2:
         raise ProfileError(f"ab.rounds must be even (pairs of A and B rounds), not {out['rounds']}")

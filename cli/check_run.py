@@ -20,6 +20,7 @@ import click
 
 from strata.cli import check_profile
 from strata.cli.binaries import MissingBinary
+from strata.cli.check_progress import CheckProgress
 from strata.cli.lab import engine as lab_engine
 from strata.cli.lab.collect import Collection, CollectError, create_datasets
 from strata.cli.lab.load import Load, LoadError, arguments
@@ -127,10 +128,12 @@ def measure(prof, work: Path, candidate: str, undo):
     undo.callback(load.stop)
     start = math.ceil(began) + prof.warmup
     end = start + prof.duration
-    while load.running():
-        time.sleep(0.25)
-        coll.check()
-    load.wait(timeout=60)
+    with CheckProgress("seconds", prof.warmup + prof.duration, 1, prefix="strata check run") as progress:
+        while load.running():
+            time.sleep(0.25)
+            coll.check()
+            progress.update(int(time.time() - began))
+        load.wait(timeout=60)
     time.sleep(max(0.0, end + 1.5 - time.time()))   # the collector writes second end-1
     coll.stop()
     export_window(archive, prof.datasets, start, end, candidate)

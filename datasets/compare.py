@@ -1,18 +1,22 @@
 """Did a change move the latency distribution? What the statistics of `strata check` share.
 
-The unit of replication is a run (or a round of an A/B check), never a second:
-the seconds of one run share the machine's state of that minute, so they are
-not independent samples, and a test that treats them so is far too sure of
-itself (a shared VM drifts by tens of percent from one minute to the next).
-Each run therefore gives one value per metric, from its pooled histogram:
+The unit of replication is a run (or a round of an A/B check), never a second
+of one run: the seconds of one run share the machine's state of that minute,
+so they are not independent samples, and a test that treats them so is far
+too sure of itself (a shared VM drifts by tens of percent from one minute to
+the next). The exception is a duet, where A and B serve the same requests in
+the same seconds: the state of a second falls on both, and the B/A ratio of
+one short block is the unit. Each run (round, block) therefore gives one value
+per metric, from its pooled histogram:
 p50, p99, p99.9 and mean for latencies, the rate for counters, and for the
 shape a signed distance between two runs' distributions of log10(value)
-(`shift`). Two designs use them:
+(`shift`). Three designs use them:
 
-- paired rounds (datasets/compare_rounds.py, `strata check ab`);
+- paired rounds (datasets/compare_rounds.py, `strata check ab --mode rounds`);
+- duet blocks (datasets/compare_duet.py, `strata check ab`), tested as rounds are;
 - a stored baseline of one or more runs (datasets/compare_runs.py).
 
-Either gives, per metric, an effect (candidate/baseline − 1, or decades for the
+Each gives, per metric, an effect (candidate/baseline − 1, or decades for the
 shape), an interval and a raw p-value (None where no test is possible). judge()
 then adjusts all p-values of one check together (Benjamini-Hochberg or Holm,
 over every dataset, key and metric) and calls a metric worse when its adjusted

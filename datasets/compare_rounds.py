@@ -30,6 +30,15 @@ def _sign_patterns(n: int) -> np.ndarray:
     return _SIGNS[n]
 
 
+def _random_signs(n: int) -> np.ndarray:
+    """MONTE_CARLO fixed random sign patterns for n pairs (the same each call: a
+    verdict does not depend on the draw, and an interval's bisection is cheap)."""
+    key = ("mc", n)
+    if key not in _SIGNS:
+        _SIGNS[key] = np.random.default_rng(0).choice((-1.0, 1.0), size=(MONTE_CARLO, n))
+    return _SIGNS[key]
+
+
 def signflip_p(d: np.ndarray) -> float:
     """Two-sided p-value of mean(d) = 0 against sign flips of the pairs."""
     d = np.asarray(d, np.float64)
@@ -39,8 +48,7 @@ def signflip_p(d: np.ndarray) -> float:
     if n <= EXACT_PAIRS:
         stats = np.abs(_sign_patterns(n) @ d) / n
         return float(np.mean(stats >= observed - tol))
-    signs = np.random.default_rng(0).choice((-1.0, 1.0), size=(MONTE_CARLO, n))
-    exceed = int(np.sum(np.abs(signs @ d) / n >= observed - tol))
+    exceed = int(np.sum(np.abs(_random_signs(n) @ d) / n >= observed - tol))
     return (exceed + 1) / (MONTE_CARLO + 1)
 
 

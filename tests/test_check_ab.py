@@ -1,16 +1,25 @@
-"""`strata check ab` end to end: two real engines side by side under strata-load,
-real probes and collectors, one archive per round. B with every NFS reply
-delayed by about the median read latency reads worse, and the verdict's
-numbers are recomputed here from the round archives (datasets API, with this
-file's own percentile); the same binary on both sides is not worse. Rounds are
-few and short, so the test asserts only what survives a noisy machine. The two
-runs go at once: each measures its own engines (probes follow their pids), and
-the load one run adds falls on its neighbour's A and B rounds alike."""
+"""`strata check ab` end to end, in both modes: two real engines side by side under
+strata-load, real probes and collectors.
+
+- rounds: one archive per round. B with every NFS reply delayed by about the
+  median read latency reads worse, and the verdict's numbers are recomputed here
+  from the round archives (datasets API, with this file's own percentile); the
+  same binary on both sides is not worse.
+- duet: both engines serve at once under strata-load's paired reads, one archive
+  per side. Every read went to both (strata-load's own counts, and each
+  second's count in both engines' probes); B with a 10 us delay reads worse, its
+  p50 effect recomputed here block by block from the two archives; the same
+  binary on both sides is not worse.
+
+Checks are few and short, so the test asserts only what survives a noisy
+machine. The runs go at once: each measures its own engines (probes follow their
+pids), and the load one run adds falls on its neighbour's A and B alike."""
 import itertools
 import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -44,6 +53,7 @@ rounds = 16
 round_seconds = 2
 round_warmup = 1
 confidence = 0.95
+seconds = 12
 """
 
 
@@ -82,12 +92,15 @@ def engine_bin(build_dir):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, engine_bin):
-    """Both runs, started together: B with every NFS reply delayed, and the same binary
-    on both sides at confidence 0.99."""
+    """All runs, started together: in each mode B with every NFS reply delayed, and the
+    same binary on both sides at confidence 0.99."""
     base = tmp_path_factory.mktemp("check-ab")
-    started = {"planted": start_check_ab(base / "planted", "--a", engine_bin, "--b", engine_bin,
+    engines = ("--a", engine_bin, "--b", engine_bin)
+    started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds",
                                          "--b-inject-delay", "nfs:40us"),
-               "same": start_check_ab(base / "same", "--a", engine_bin, "--b", engine_bin, "--confidence", "0.99")}
+               "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99"),
+               "duet-planted": start_check_ab(base / "duet-planted", *engines, "--b-inject-delay", "nfs:10us"),
+               "duet-same": start_check_ab(base / "duet-same", *engines, "--confidence", "0.99")}
     try:
         return {name: finish(proc, base / name) for name, proc in started.items()}
     finally:
@@ -168,8 +181,70 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, engine_bin):
     for args, why in ((["--a", engine_bin], "side B"),
                       (["--a", engine_bin, "--b", str(tmp_path)], "no strata-engine"),
                       (["--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "disk:1ms"], "TIER:DURATION"),
-                      (["--a", engine_bin, "--b", engine_bin, "--rounds", "7"], "even")):
+                      (["--a", engine_bin, "--b", engine_bin, "--mode", "rounds", "--rounds", "7"], "even"),
+                      (["--a", engine_bin, "--b", engine_bin, "--seconds", "10", "--block-seconds", "2"], "6 blocks")):
         proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), *args],
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
         assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    for change, why in (('[ab]\n', '[ab]\nmode = "sideways"\n'), "ab.mode must be one of duet, rounds"), \
+                       (('"randread"', '"write"'), "duet mode sends each READ to both sides"):
+        profile.write_text(PROFILE.replace(*change))
+        proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), "--a", engine_bin, "--b", engine_bin],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and why in proc.stderr, (change, proc.stderr)
+        assert proc.stderr.strip().count("\n") == 0, proc.stderr
+
+
+def duet_p50_ratios(a_path, b_path) -> np.ndarray:
+    """B/A of the p50 of reads in every second both duet archives hold, from the raw data."""
+    sides = []
+    for path in (a_path, b_path):
+        with Archive.open(str(path)) as ar:
+            first, last = ar.extent("nfs.latency[op]")
+            sides.append(ar.query("nfs.latency[op]", first, last + 1))
+    a, b = sides
+    seconds = sorted(set(a.times[a.present].tolist()) & set(b.times[b.present].tolist()))
+    p50 = []
+    for qr in (a, b):
+        counts = qr.counts[qr.keys.index("read")]
+        rows = [counts[qr.times.tolist().index(t)] for t in seconds]
+        p50.append([percentile({int(k): int(c) for k, c in zip(qr.buckets, row) if c}, 0.5) for row in rows])
+    return np.array(p50[1]) / np.array(p50[0])
+
+
+def duet_reads(path) -> dict:
+    """Reads per second of one duet archive, from its nfs.ops[op] counter."""
+    with Archive.open(str(path)) as ar:
+        first, last = ar.extent("nfs.ops[op]")
+        ops = ar.query("nfs.ops[op]", first, last + 1)
+    values = ops.values[ops.keys.index("read")]
+    return {int(t): int(v) for t, v, p in zip(ops.times, values, ops.present) if p}
+
+
+def test_duet_sends_every_read_to_both_and_reads_a_planted_delay_worse(runs):
+    rc, report = verdict(runs["duet-planted"])
+    assert rc == 1 and report["verdict"] == "worse", report
+    assert report["mode"] == "duet" and report["b_inject_delay"] == {"nfs": "10us"}
+    assert report["blocks"] == 12 and report["first_server"] in ("A", "B")
+    p50, result = metric(report, "nfs.latency[op]", "p50")
+    assert result["verdict"] == "worse" and p50["verdict"] == "worse" and result["intervals"] == [12, 12]
+    assert p50["ci_low"] > 0
+    a_path, b_path = report["archives"]["A"], report["archives"]["B"]
+    ratios = duet_p50_ratios(a_path, b_path)
+    assert len(ratios) == 12
+    assert p50["effect"] == pytest.approx(np.exp(np.log(ratios).mean()) - 1, rel=1e-6, abs=1e-9)
+    # paired: strata-load sent each read to A and to B, and each engine's probes saw them in the same seconds
+    sent = json.loads((Path(a_path).parent / "duet.load.json").read_text())
+    by_name = {c["name"]: c["ops"].get("read", 0) for c in sent["clients"]}
+    assert by_name["client-0"] == by_name["client-0-b"] > 0 and sent["errors"] == 0
+    ra, rb = duet_reads(a_path), duet_reads(b_path)
+    assert ra.keys() == rb.keys() and len(ra) == 12
+    assert all(abs(ra[t] - rb[t]) <= 0.05 * ra[t] + 5 for t in ra), (ra, rb)
+
+
+def test_duet_same_binary_on_both_sides_is_not_worse(runs):
+    rc, report = verdict(runs["duet-same"])
+    assert rc == 0 and report["verdict"] != "worse", report
+    p50, _ = metric(report, "nfs.latency[op]", "p50")
+    assert p50["ci_low"] < 0.05 and p50["ci_high"] > -0.05 and p50["ci_high"] - p50["ci_low"] < 0.2

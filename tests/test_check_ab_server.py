@@ -1,10 +1,12 @@
 """`strata check ab --a-server/--b-server`: a server no one here wrote (nfs-ganesha,
 FSAL_VFS, NFSv3/TCP), the same config on both sides, started by strata from a
 command template and a config template, loaded by strata-load and measured
-through the wire layer (real TC BPF on lo). The run ends with a verdict, and every
-round archive holds wire data from its own side: its read count is at most what
-that round's strata-load reports it sent, and most of it. Bad server commands give
-one line and exit 2."""
+through the wire layer (real TC BPF on lo). In rounds mode the run ends with a
+verdict, and every round archive holds wire data from its own side: its read
+count is at most what that round's strata-load reports it sent, and most of it.
+In duet mode (both ganeshas serving at once under paired reads) each side's wire
+archive counts, second by second, the reads strata-load sent to both. Bad server
+commands give one line and exit 2."""
 import json
 import os
 import shutil
@@ -63,10 +65,12 @@ datasets = ["nfs.latency[op]", "nfs.ops[op]"]
 [check]
 metrics = ["p50", "mean"]
 [ab]
+mode = "rounds"
 rounds = 6
 round_seconds = 2
 round_warmup = 1
 confidence = 0.9
+seconds = 8
 """
 
 
@@ -127,12 +131,38 @@ def test_same_ganesha_on_both_sides_gives_a_verdict_from_wire_rounds(tmp_path, r
         assert sent["errors"] == 0 and 0.25 * sent_reads <= n <= sent_reads, (path.name, n, sent_reads)
 
 
+def wire_reads_per_second(path) -> dict:
+    with Archive.open(str(path)) as ar:
+        first, last = ar.extent("wire.ops[op]")
+        ops = ar.query("wire.ops[op]", first, last + 1)
+    values = ops.values[ops.keys.index("read")]
+    return {int(t): int(v) for t, v, p in zip(ops.times, values, ops.present) if p}
+
+
+def test_two_ganeshas_in_duet_mode_see_the_same_reads_each_second(tmp_path, rpcbind):
+    proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA, "--mode", "duet", "--json", "-o", "duet")
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["mode"] == "duet" and report["blocks"] == 8
+    [lat] = [r for r in report["results"] if r["dataset"] == "wire.latency[op]" and r["key"] == "read"]
+    assert lat["intervals"] == [8, 8]
+    sent = json.loads((tmp_path / "duet" / "duet.load.json").read_text())
+    by_name = {c["name"]: c["ops"].get("read", 0) for c in sent["clients"]}
+    assert by_name["client-0"] == by_name["client-0-b"] > 0 and sent["errors"] == 0
+    a = wire_reads_per_second(tmp_path / report["archives"]["A"])
+    b = wire_reads_per_second(tmp_path / report["archives"]["B"])
+    assert a.keys() == b.keys() and len(a) == 8
+    assert all(abs(a[t] - b[t]) <= 0.05 * a[t] + 5 and a[t] > 100 for t in a), (a, b)   # 400 reads/s each
+
+
 def test_bad_server_commands_are_one_line_and_exit_2(tmp_path, rpcbind):
     for args, why in ((["--a-server", "ganesha.nfsd", "--b-server", GANESHA], "{nfsport}"),
                       (["--a-server", "no-such-server-here {nfsport}", "--b-server", GANESHA], "server A exited 127"),
                       (["--a-server", "exec true {nfsport}", "--b-server", GANESHA], "server A exited 0"),
                       (["--a-server", GANESHA, "--b-server", GANESHA, "--b-inject-delay", "nfs:1ms"], "engine"),
-                      (["--a-server", "cat @missing.conf {nfsport}", "--b-server", GANESHA], "missing.conf")):
+                      (["--a-server", "cat @missing.conf {nfsport}", "--b-server", GANESHA], "missing.conf"),
+                      (["--a-server", "exec sleep 60 {nfsport}", "--b-server", GANESHA, "--mode", "duet"],
+                       "{mountport}")):
         proc = run(tmp_path, *args, timeout=60)
         assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
         assert proc.stderr.strip().count("\n") == 0, proc.stderr

@@ -76,7 +76,7 @@ static void on_reply(struct rpc_context *rpc, int status, void *data, void *priv
 		if (nfsstat != 0 && !(nfsstat == NFS3ERR_NOENT && call->noent_ok)) {
 			call->ph->errors++;
 			if (call->proc == LOAD_PROC_MNT)
-				client_note_error(c, "mount %s: %s", c->o->export,
+				client_note_error(c, "mount %s: %s", c->export,
 						  mountstat3_to_str(nfsstat));
 			else
 				client_note_error(c, "%s: %s", load_proc_name(call->proc),
@@ -423,22 +423,22 @@ int client_connect(struct load_client *c)
 	char err[240];
 
 	/* MOUNT: its own short-lived connection, as a kernel client does. */
-	c->rpc = connect_to(o->server, c->sh->mountport, client_auth(c), err, sizeof(err));
+	c->rpc = connect_to(o->server, c->mountport, client_auth(c), err, sizeof(err));
 	if (!c->rpc) {
 		client_fail(c, "mount: %s", err);
 		return -1;
 	}
 	struct call *call = call_new(c, &c->setup, LOAD_PROC_MNT, on_mnt, NULL);
 	if (!call || call_queued(c, call, rpc_mount3_mnt_async(c->rpc, on_reply,
-							   (char *)o->export, call)) < 0 ||
+							   (char *)c->export, call)) < 0 ||
 	    client_wait_inflight(c, 0, CALL_TIMEOUT_S) < 0 || c->root.len == 0) {
-		client_fail(c, "mount %s:%s failed", o->server, o->export);
+		client_fail(c, "mount %s:%s failed", o->server, c->export);
 		client_close(c);
 		return -1;
 	}
 	client_close(c);
 
-	c->rpc = connect_to(o->server, c->sh->nfsport, client_auth(c), err, sizeof(err));
+	c->rpc = connect_to(o->server, c->nfsport, client_auth(c), err, sizeof(err));
 	if (!c->rpc) {
 		client_fail(c, "nfs: %s", err);
 		return -1;

@@ -60,6 +60,9 @@ struct load_client {
 	const struct load_opts *o;
 	char name[32], machine[64], addr[INET6_ADDRSTRLEN];
 	uint32_t uid;
+	int nfsport, mountport;   /* the server this client talks to */
+	const char *export;
+	struct load_client *peer; /* --pair: this client's twin on server B (driven by this thread) */
 	pthread_t thread;
 
 	struct rpc_context *rpc;

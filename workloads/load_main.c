@@ -12,6 +12,7 @@
 
 #include "load_client.h"
 #include "load_netns.h"
+#include "load_pair.h"
 #include "load_report.h"
 #include "load_run.h"
 #include "load_workingset.h"
@@ -28,7 +29,16 @@ static void on_signal(int sig)
 
 static bool ok(const struct load_client *c)
 {
-	return !c->broken && !atomic_load(&c->sh->abort);
+	return !c->broken && !(c->peer && c->peer->broken) && !atomic_load(&c->sh->abort);
+}
+
+/* A phase on this thread's client and, with --pair, on its twin on server B. */
+static void both(struct load_client *c, int (*phase)(struct load_client *))
+{
+	if (ok(c))
+		phase(c);
+	if (c->peer && ok(c))
+		phase(c->peer);
 }
 
 static void *client_thread(void *arg)
@@ -43,19 +53,20 @@ static void *client_thread(void *arg)
 	if (o->netns_delay > 0) /* observers of new interfaces (strata's wire layer) attach meanwhile */
 		nanosleep(&(struct timespec){ (time_t)o->netns_delay,
 					      (long)((o->netns_delay - (double)(time_t)o->netns_delay) * 1e9) }, NULL);
-	if (!c->broken)
-		client_connect(c);
+	both(c, client_connect);
 	pthread_barrier_wait(&c->sh->barrier);          /* 1: connected */
-	if (o->setup && ok(c))
-		workingset_create(c);
+	if (o->setup)
+		both(c, workingset_create);
 	pthread_barrier_wait(&c->sh->barrier);          /* 2: working set created */
-	if (!o->setup_only && ok(c))
-		workingset_open(c);
+	if (!o->setup_only)
+		both(c, workingset_open);
 	pthread_barrier_wait(&c->sh->barrier);          /* 3: handles looked up */
 	pthread_barrier_wait(&c->sh->barrier);          /* 4: main has set the clock */
 	if (!o->setup_only && ok(c))
-		run_client(c);
+		c->peer ? run_pair(c) : run_client(c);
 	client_close(c);
+	if (c->peer)
+		client_close(c->peer);
 	return NULL;
 }
 
@@ -82,7 +93,7 @@ static const char *first_error(const struct load_client *cl, int n)
 }
 
 static int write_report(const struct load_opts *o, const struct load_shared *sh,
-			const struct load_client *cl, const struct load_totals *t,
+			const struct load_client *cl, int n, const struct load_totals *t,
 			const char *error)
 {
 	FILE *f = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
@@ -91,7 +102,7 @@ static int write_report(const struct load_opts *o, const struct load_shared *sh,
 		fprintf(stderr, "strata-load: cannot write %s: %s\n", o->json, strerror(errno));
 		return -1;
 	}
-	report_write(f, o, sh, cl, o->clients, t, error);
+	report_write(f, o, sh, cl, n, t, error);
 	if (f == stdout ? fflush(f) != 0 : fclose(f) != 0) {
 		fprintf(stderr, "strata-load: cannot write %s: %s\n", o->json, strerror(errno));
 		return -1;
@@ -126,16 +137,24 @@ int main(int argc, char **argv)
 	}
 	sh.nsec = (uint32_t)ceil(o.duration) + DRAIN_SLACK_S;
 
-	struct load_client *cl = calloc((size_t)o.clients, sizeof(*cl));
+	/* --pair: clients 0..N-1 talk to server A, N..2N-1 are their twins on server B */
+	int nclients = o.pair_nfsport ? 2 * o.clients : o.clients;
+	struct load_client *cl = calloc((size_t)nclients, sizeof(*cl));
 	if (!cl) {
 		fprintf(stderr, "strata-load: out of memory\n");
 		return 1;
 	}
-	for (int i = 0; i < o.clients; i++) {
-		struct load_client *c = &cl[i];
+	for (int j = 0; j < nclients; j++) {
+		struct load_client *c = &cl[j];
+		int i = j % o.clients;
+		bool b = j >= o.clients;
 
-		*c = (struct load_client){ .idx = i, .sh = &sh, .o = &o, .uid = 10000u + (uint32_t)i };
-		snprintf(c->name, sizeof(c->name), "client-%d", i);
+		*c = (struct load_client){ .idx = i, .sh = &sh, .o = &o, .uid = 10000u + (uint32_t)i,
+					   .nfsport = b ? o.pair_nfsport : sh.nfsport,
+					   .mountport = b ? o.pair_mountport : sh.mountport,
+					   .export = b ? o.pair_export : o.export,
+					   .peer = o.pair_nfsport && !b ? &cl[j + o.clients] : NULL };
+		snprintf(c->name, sizeof(c->name), b ? "client-%d-b" : "client-%d", i);
 		snprintf(c->machine, sizeof(c->machine), "strata-load-%d-c%d", (int)getpid(), i);
 		if (stats_init_series(&c->run, sh.nsec) < 0) {
 			fprintf(stderr, "strata-load: out of memory\n");
@@ -151,9 +170,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	phase_end(&sh, cl, o.clients);
-	phase_end(&sh, cl, o.clients);
-	phase_end(&sh, cl, o.clients);
+	phase_end(&sh, cl, nclients);
+	phase_end(&sh, cl, nclients);
+	phase_end(&sh, cl, nclients);
 	struct load_totals t = { .setup_s = (double)(mono_ns() - t0) / 1e9 };
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
@@ -169,10 +188,10 @@ int main(int argc, char **argv)
 		netns_cleanup(sh.netns_block, o.clients);
 
 	bool failed = atomic_load(&sh.abort) != 0;
-	for (int i = 0; i < o.clients; i++)
+	for (int i = 0; i < nclients; i++)
 		failed |= cl[i].broken;
-	const char *error = first_error(cl, o.clients);
-	if (report_merge(&sh, cl, o.clients, &t) < 0) {
+	const char *error = first_error(cl, nclients);
+	if (report_merge(&sh, cl, nclients, &t) < 0) {
 		fprintf(stderr, "strata-load: out of memory\n");
 		return 1;
 	}
@@ -180,7 +199,7 @@ int main(int argc, char **argv)
 	if (atomic_load(&sh.abort)) { /* never ran: no report, one line why */
 		fprintf(stderr, "strata-load: %s\n", error ? error : "aborted");
 		rc = 1;
-	} else if (o.json && write_report(&o, &sh, cl, &t, error) < 0) {
+	} else if (o.json && write_report(&o, &sh, cl, nclients, &t, error) < 0) {
 		rc = 1;
 	} else {
 		if (!o.json || strcmp(o.json, "-") != 0)
@@ -190,7 +209,7 @@ int main(int argc, char **argv)
 			rc = 1;
 		}
 	}
-	for (int i = 0; i < o.clients; i++) {
+	for (int i = 0; i < nclients; i++) {
 		run_free(&cl[i]);
 		free(cl[i].files);
 		stats_free(&cl[i].setup);

@@ -22,6 +22,7 @@ static const char USAGE[] =
 	"                   [--clients N] [--threads T] [--duration SECS] [--rate OPS]\n"
 	"                   [--stable unstable|data_sync|file_sync] [--step-interval SECS]\n"
 	"                   [--read-pct P] [--netns [--netns-delay SECS]] [--seed S] [--setup|--setup-only]\n"
+	"                   [--pair-nfsport P --pair-mountport Q [--pair-export /NAME]]\n"
 	"                   [--json FILE|-]\n"
 	"Sizes accept k/m/g suffixes (powers of 1024). See workloads/PROFILES.md.\n";
 
@@ -106,6 +107,7 @@ enum {
 	O_SERVER = 256, O_NFSPORT, O_MOUNTPORT, O_EXPORT, O_PROFILE, O_IOSIZE, O_FILES,
 	O_FILESIZE, O_WORKINGSET, O_CLIENTS, O_THREADS, O_DURATION, O_RATE, O_STABLE,
 	O_STEP, O_READPCT, O_NETNS, O_NETNS_DELAY, O_SEED, O_SETUP, O_SETUPONLY, O_JSON, O_HELP,
+	O_PAIR_NFSPORT, O_PAIR_MOUNTPORT, O_PAIR_EXPORT,
 };
 
 static const struct option LONGOPTS[] = {
@@ -132,6 +134,9 @@ static const struct option LONGOPTS[] = {
 	{ "setup-only", no_argument, NULL, O_SETUPONLY },
 	{ "json", required_argument, NULL, O_JSON },
 	{ "help", no_argument, NULL, O_HELP },
+	{ "pair-nfsport", required_argument, NULL, O_PAIR_NFSPORT },
+	{ "pair-mountport", required_argument, NULL, O_PAIR_MOUNTPORT },
+	{ "pair-export", required_argument, NULL, O_PAIR_EXPORT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -179,6 +184,11 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 		case O_SETUPONLY: o->setup = o->setup_only = true; break;
 		case O_JSON: o->json = optarg; break;
 		case O_HELP: fputs(USAGE, stdout); exit(0);
+		case O_PAIR_NFSPORT: o->pair_nfsport = parse_int("--pair-nfsport", optarg, 1, 65535); break;
+		case O_PAIR_MOUNTPORT:
+			o->pair_mountport = parse_int("--pair-mountport", optarg, 1, 65535);
+			break;
+		case O_PAIR_EXPORT: o->pair_export = optarg; break;
 		case ':': die_usage("%s needs a value", argv[optind - 1]);
 		default:
 			die_usage("unknown option '%s'", argv[optind - 1]);
@@ -198,6 +208,18 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 		die_usage("--netns-delay needs --netns");
 	if (o->netns && o->clients > MAX_NETNS_CLIENTS)
 		die_usage("--netns supports at most %d clients", MAX_NETNS_CLIENTS);
+	if ((o->pair_nfsport == 0) != (o->pair_mountport == 0))
+		die_usage("--pair-nfsport and --pair-mountport go together");
+	if (o->pair_export && !o->pair_nfsport)
+		die_usage("--pair-export needs --pair-nfsport and --pair-mountport");
+	if (o->pair_export && o->pair_export[0] != '/')
+		die_usage("--pair-export must start with '/'");
+	if (o->pair_nfsport && !o->setup_only && o->profile != PROFILE_RANDREAD)
+		die_usage("--pair drives randread only (each READ goes to both servers)");
+	if (o->pair_nfsport && have_threads && o->threads != 1)
+		die_usage("--pair keeps one request in flight per client: --threads must be 1");
+	if (!o->pair_export)
+		o->pair_export = o->export;
 	if (working_set) {
 		if (have_fsize)
 			die_usage("--file-size and --working-set exclude each other");
@@ -216,6 +238,6 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 	if (o->file_size < o->io_size)
 		die_usage("--file-size (%llu) is smaller than --io-size (%llu)",
 			  (unsigned long long)o->file_size, (unsigned long long)o->io_size);
-	if (strlen(o->export) > 1000)
+	if (strlen(o->export) > 1000 || (o->pair_export && strlen(o->pair_export) > 1000))
 		die_usage("--export: path too long");
 }

@@ -38,6 +38,8 @@ struct load_opts {
 	uint64_t seed;             /* RNG seed, also tags the data that run writes carry */
 	bool setup, setup_only;    /* create the working set first (and stop there) */
 	const char *json;          /* report path, "-" = stdout, NULL = none */
+	int pair_nfsport, pair_mountport; /* --pair: server B on the same host (0: no pair) */
+	const char *pair_export;   /* B's export (default: --export) */
 };
 
 /* Parses argv into *o. On bad input prints one line to stderr and exits 2;

@@ -102,6 +102,12 @@ void report_write(FILE *f, const struct load_opts *o, const struct load_shared *
 	json_str(f, server);
 	fprintf(f, ",\"mount_port\":%d,\"export\":", sh->mountport);
 	json_str(f, o->export);
+	if (o->pair_nfsport) {
+		fprintf(f, ",\"pair\":{\"nfs_port\":%d,\"mount_port\":%d,\"export\":",
+			o->pair_nfsport, o->pair_mountport);
+		json_str(f, o->pair_export);
+		fputc('}', f);
+	}
 	fprintf(f, ",\"profile\":\"%s\",\"config\":", load_profile_name(o->profile));
 	config_json(f, o);
 	fprintf(f, ",\"start_unix\":%.6f,\"duration_s\":%.6f,\"clients\":[", t->run_start_unix, t->run_s);

@@ -143,7 +143,7 @@ int workingset_create(struct load_client *c)
 {
 	for (uint32_t i = (uint32_t)c->idx; i < c->o->files; i += (uint32_t)c->o->clients) {
 		if (create_one(c, i) < 0) {
-			client_fail(c, "setup of file %u under %s failed", i, c->o->export);
+			client_fail(c, "setup of file %u under %s failed", i, c->export);
 			return -1;
 		}
 	}
@@ -185,12 +185,12 @@ int workingset_open(struct load_client *c)
 		workingset_name(i, name);
 		if (c->files[i].fh.len == 0) {
 			client_fail(c, "%s:%s/%s is missing (create the working set with --setup)",
-				    o->server, o->export, name);
+				    o->server, c->export, name);
 			return -1;
 		}
 		if (c->files[i].size < o->file_size) {
 			client_fail(c, "%s:%s/%s has %llu bytes, expected %llu (rerun with --setup)",
-				    o->server, o->export, name,
+				    o->server, c->export, name,
 				    (unsigned long long)c->files[i].size,
 				    (unsigned long long)o->file_size);
 			return -1;
