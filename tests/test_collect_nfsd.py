@@ -1,0 +1,58 @@
+"""nfsd.* on the kernel's own NFS server, in a kernel-matrix guest (tests/vm/): Debian's
+kernel with its nfsd module, one libnfs client (strata-load) on loopback, and the real
+collector (tests/nfsd_guest.py does the guest's part). nfsd.ops by op equals nfsd's own
+count per procedure (/proc/net/rpc/nfsd) exactly, and wire.ops on the same requests
+where the wire layer loads; before nfsd's modules are loaded, nfsd.* is refused in one
+line. KERNELS (as for tests/test_kernels.py, default "6.1") chooses the kernels."""
+import json
+import os
+import shutil
+
+import pytest
+
+from vm import guest, kernels
+
+KERNELS = os.environ.get("KERNELS", "6.1").split()
+LOAD_SECONDS = 8
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("kernel", [k for k in KERNELS if k != "host"])
+def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
+    folder = kernels.VMDIR / "runs" / f"nfsd-{kernel}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    r = guest.run(kernel, f"cd {kernels.REPO} && STRATA_GUEST=1 PYTHONPATH=tests .venv/bin/python "
+                  f"tests/nfsd_guest.py {folder} {LOAD_SECONDS}", folder, timeout=600)
+    assert r.rc == 0, r.output[-3000:]
+    res = json.loads((folder / "nfsd.json").read_text())
+
+    # before nfsd runs: one line that says so (not a missing kernel feature)
+    refused = res["refused"]
+    assert refused["type"] == "error" and "nfsd is not running" in refused["message"], refused
+    assert "kernel lacks" not in refused["message"], refused
+
+    adds = res["adds"]
+    for name in ("op", "client", "version", "status", "latency", "size"):
+        assert adds[name]["type"] == "ack", (name, adds[name])
+    assert res["load"]["rc"] == 0, res["load"]
+    assert "sunrpc:svc_stats_latency" in res["status"]["probes"], res["status"]
+
+    # nfsd.ops by op: exactly nfsd's own per-procedure counts
+    seen = res["seen"]
+    assert res["proc3"].get("read", 0) > 50 and res["proc3"].get("write", 0) > 20, res["proc3"]
+    assert seen["op"] == res["proc3"], (seen["op"], res["proc3"])
+    total = sum(res["proc3"].values())
+    # the other breakdowns and the heat maps count the same requests
+    assert seen["client"] == {"127.0.0.1": total}, seen["client"]
+    assert seen["version"] == {"nfs3": total}, seen["version"]
+    assert sum(seen["status"].values()) == total and seen["status"].get("ok", 0) > 0, seen["status"]
+    assert seen["latency"] == res["proc3"], seen["latency"]
+    assert seen["size"] == res["proc3"], seen["size"]
+
+    # the wire view, where it loads, on the same requests (MOUNT calls go to mountd, not nfsd)
+    if adds["wire"]["type"] == "ack":
+        wire = {op: n for op, n in seen["wire"].items() if not op.startswith("mnt") and op != "umnt"}
+        assert wire == seen["op"], (wire, seen["op"])
+    else:
+        assert "kernel lacks" in adds["wire"]["message"], adds["wire"]
