@@ -1,6 +1,6 @@
 """The guest side of tests/test_collect_nfsd.py, run inside a kernel-matrix guest as root:
 asks a collector for nfsd.* before nfsd runs (one error line), starts the kernel's nfsd
-(NFSv3 only, one export on the guest's ext4 /tmp), collects nfsd.* and wire.* while one
+(NFSv3 only, one export on the guest's ext4 /tmp), asks strata doctor, collects nfsd.* and wire.* while one
 long-lived libnfs client (strata-load) drives a mixed load, and writes what it saw and
 /proc/net/rpc/nfsd's procedure counts before and after to OUT/nfsd.json."""
 import json
@@ -61,6 +61,9 @@ def totals(c: Collector, ident: str) -> dict:
 def main(out: Path, seconds: int) -> None:
     result = {"refused": refusal_before_nfsd()}
     start_nfsd()
+    doctor = subprocess.run([str(Path(sys.executable).parent / "strata"), "doctor", "--json"], capture_output=True,
+                            text=True, timeout=300)
+    result["doctor"] = json.loads(doctor.stdout)
     result["btf"] = sorted(p.name for p in Path("/sys/kernel/btf").iterdir())
     c = Collector("--interval", "1")
     try:

@@ -3,7 +3,7 @@ kernel with its nfsd module, one libnfs client (strata-load) on loopback, and th
 collector (tests/nfsd_guest.py does the guest's part). nfsd.ops by op equals nfsd's own
 count per procedure (/proc/net/rpc/nfsd) exactly, and wire.ops on the same requests
 where the wire layer loads; before nfsd's modules are loaded, nfsd.* is refused in one
-line. KERNELS (as for tests/test_kernels.py, default "6.1") chooses the kernels."""
+line, and strata doctor offers the nfsd view once nfsd runs. KERNELS (as for tests/test_kernels.py, default "6.1") chooses the kernels."""
 import json
 import os
 import shutil
@@ -31,6 +31,12 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     refused = res["refused"]
     assert refused["type"] == "error" and "nfsd is not running" in refused["message"], refused
     assert "kernel lacks" not in refused["message"], refused
+
+    # strata doctor, nfsd running: its row, and the nfsd view among kernel nfsd's views here
+    checks = {c["name"]: c for c in res["doctor"]["checks"]}
+    assert checks["kernel nfsd"]["ok"] and "nfsd.*" in checks["kernel nfsd"]["detail"], checks["kernel nfsd"]
+    server = next(s for s in res["doctor"]["servers"] if s["server"] == "kernel nfsd")
+    assert server["installed"] and "nfsd" in server["here"], server
 
     adds = res["adds"]
     for name in ("op", "client", "version", "status", "latency", "size"):
