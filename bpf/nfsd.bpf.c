@@ -48,19 +48,28 @@ struct svc_rqst___nfsd {
  * bpf_probe_read_kernel otherwise (raw_tp). */
 #define READ(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
 
-/* The client as 16 key bytes: IPv6, or IPv4 as ::ffff:a.b.c.d. */
-static __always_inline void set_client(struct agg_event *ev, struct svc_rqst___nfsd *r)
+/* The client as 16 key bytes, all written: IPv6, or IPv4 as ::ffff:a.b.c.d. tp_btf loads
+ * the address straight from the request; raw_tp copies its first bytes first. */
+static __always_inline void set_client(struct agg_event *ev, struct svc_rqst___nfsd *r, int direct)
 {
-	__u8 sa[24] = {};
-	__u8 *key = ev->dims[AGG_DIM_CLIENT];
+	const __u8 *sa = (const __u8 *)__builtin_preserve_access_index(&r->rq_addr);
+	__u64 *key = (__u64 *)ev->dims[AGG_DIM_CLIENT];
+	__u8 copy[24];
+	__u16 family;
 
-	bpf_probe_read_kernel(sa, sizeof(sa), __builtin_preserve_access_index(&r->rq_addr));
-	if (*(__u16 *)sa == AF_INET_) {
-		key[10] = 0xff;
-		key[11] = 0xff;
-		__builtin_memcpy(&key[12], &sa[4], 4);
-	} else if (*(__u16 *)sa == AF_INET6_) {
-		__builtin_memcpy(key, &sa[8], 16);
+	if (!direct) {
+		if (bpf_probe_read_kernel(copy, sizeof(copy), sa))
+			__builtin_memset(copy, 0, sizeof(copy));
+		sa = copy;
+	}
+	family = *(const __u16 *)sa;
+	key[0] = 0;
+	key[1] = 0;
+	if (family == AF_INET_) {
+		key[1] = 0xffff0000ull | (__u64)*(const __u32 *)(sa + 4) << 32;
+	} else if (family == AF_INET6_) {
+		key[0] = *(const __u64 *)(sa + 8);
+		key[1] = *(const __u64 *)(sa + 16);
 	}
 }
 
@@ -93,14 +102,14 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	if (vers != 3 && vers != 4)
 		return 0;
 	proc = READ(direct, r, rq_proc);
-	ev = agg_event_get();
+	ev = agg_event_reuse(); /* every field used is written below; the others stay zero */
 	if (!ev)
 		return 0;
 	/* op keys as wire.*: NFSv3 procedures, an NFSv4 COMPOUND as "compound" */
 	*(__u32 *)ev->dims[AGG_DIM_OP] = vers == 4 && proc ? AGG_NFS_OP_COMPOUND : proc;
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = vers;
 	*(__u32 *)ev->dims[AGG_DIM_STATUS] = nfs_status(r, vers, proc, direct);
-	set_client(ev, r);
+	set_client(ev, r, direct);
 	start = (__u64)READ(direct, r, rq_stime);
 	now = bpf_ktime_get_ns();
 	ev->latency_ns = start && now > start ? now - start : 0;
