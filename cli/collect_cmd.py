@@ -1,12 +1,14 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import signal
 import sys
+from contextlib import contextmanager
 
 import click
 
-from strata.cli.archive_option import archive_errors, archive_option, open_archive
+from strata.cli.archive_option import archive_errors, archive_option
 from strata.cli.binaries import MissingBinary, find_binary
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
+from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
@@ -124,8 +126,16 @@ def collect(ctx, config_path, **given):
     minute and hour rollups. Datasets created, suspended, resumed or destroyed
     by other strata commands take effect within two seconds; retention is
     enforced every minute. One collector per archive (lock: ARCHIVE.lock).
-    SIGTERM or Ctrl-C stops it cleanly; a full disk stops it with a message
-    and an intact archive. Needs root (BPF).
+    SIGTERM or Ctrl-C stops it cleanly. Needs root (BPF).
+
+    Faults of the archive do not stop it: while the archive cannot be
+    written (disk full, I/O errors, a read-only file system), it says so
+    once, keeps its probes attached and holds the events in memory, and
+    when writing works again stores them as one record per dataset spanning
+    the outage (marked; heat maps show the span). An archive file or folder
+    removed is made again with the datasets being collected. A stall of the
+    collector (SIGSTOP, no CPU) costs time resolution the same way, never
+    events. `strata datasets list` shows the collector's state.
 
     fs.* statistics follow only the processes chosen with --fs-pid, --fs-comm
     and --fs-cgroup; other processes pay only the syscall tracepoints' entry
@@ -185,15 +195,20 @@ def _collect(options, config, reread):
             web = load_web_config(options["web_config"]) if listen and options["web_config"] else None
         except WebConfigError as e:
             raise click.ClickException(str(e)) from None
-        with CollectorLock(path), open_archive(path, readonly=False) as archive:
+        with CollectorLock(path) as lock, _writable(path) as (archive, unwritable):
             exposition = Exposition(int(metrics_digits), options["metrics_top"],
                                     options["metrics_schema"]) if listen else None
             server = _serve(exposition, *listen, web) if listen else None
-            if config:
+            if config and unwritable:
+                _say("the configuration's datasets are applied at the next reload (the archive cannot "
+                     "be written now)")
+            elif config:
                 for line in ensure(archive, config.datasets, config.retention):
                     _say(line)
-            collector = Collector(archive, command, exposition=exposition,
+            collector = Collector(archive, command, exposition=exposition, lock=lock,
                                   on_reload=_Reload(archive, config, options, reread) if config else None)
+            if unwritable:
+                collector.unwritable(unwritable)
             signal.signal(signal.SIGTERM, collector.stop)
             signal.signal(signal.SIGINT, collector.stop)
             if config:
@@ -207,6 +222,17 @@ def _collect(options, config, reread):
                 if server:
                     server.close()
     raise SystemExit(status)
+
+
+@contextmanager
+def _writable(path):
+    """(archive, None), or (the archive read-only, why) when it cannot be written now:
+    collection starts anyway and holds its records until it can."""
+    archive, why = Archive.open_for_collecting(path)
+    try:
+        yield archive, why
+    finally:
+        archive.close()
 
 
 class _Reload:

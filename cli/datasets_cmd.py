@@ -6,7 +6,7 @@ import time
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
-from strata.datasets import cost, transfer
+from strata.datasets import cost, status, transfer
 from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
 
 
@@ -54,14 +54,17 @@ def list_(archive_path, as_json):
     hit, as a percent of one CPU); the total counts a probe shared by several
     datasets once. ONDISK is approximate. KEEPS is the retention of the
     second/minute/hour levels ("all": never pruned), the limit ONDISK grows to.
+    A last line says what the running collector does: writing every second,
+    or holding events in memory while the archive cannot be written (why).
     """
     with open_archive(archive_path) as archive:
         infos = archive.datasets()
         rates = [archive.rate(i) if i.state == "active" else None for i in infos]
     each, total, probes = cost.estimate(zip(infos, rates))
+    collector = status.read(archive.path)
     if as_json:
         click.echo(json.dumps({
-            "archive": archive.path,
+            "archive": archive.path, "collector": collector,
             "datasets": [dict(i.to_json(), rate_per_s=r, cost_cpu_percent=round(each[i.name], 4))
                          for i, r in zip(infos, rates)],
             "total_cost_cpu_percent": round(total, 4), "probes": probes}, indent=2))
@@ -78,6 +81,17 @@ def list_(archive_path, as_json):
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     click.echo(f"archive file: {_human_bytes(os.path.getsize(archive.path))} ({archive.path})")
     click.echo(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)")
+    if collector:
+        click.echo(_collector_line(collector))
+
+
+def _collector_line(s: dict) -> str:
+    """One line on the collector writing this archive (datasets/status.py)."""
+    if s.get("state") == "holding":
+        since = time.strftime("%H:%M:%S", time.localtime(s.get("held_since") or s.get("since", 0)))
+        return (f"collector (pid {s.get('pid')}): holding the events since {since} in memory, the archive "
+                f"cannot be written: {s.get('problem')}")
+    return f"collector (pid {s.get('pid')}): writing every second"
 
 
 @datasets.command()

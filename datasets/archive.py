@@ -8,6 +8,7 @@ Writers (create, suspend, resume, destroy, prune, import, collection) open
 with readonly=False; every SQLite failure surfaces as one ArchiveError line.
 """
 import json
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -75,6 +76,75 @@ class Archive:
 
     def close(self):
         self.conn.close()
+
+    def identity(self):
+        """(device, inode) of the file at the archive's path now; None if there is none."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def reopen(self, infos: list):
+        """Open the archive at this path again (made, folder included, if it is gone), holding
+        the datasets `infos` under the same ids: restored where missing. ArchiveError if that
+        cannot be done now (the folder cannot be made, the file there is damaged, an id is
+        another dataset's there)."""
+        if not os.path.exists(self.path):   # made aside and renamed in: readers never see it half made
+            tmp = f"{self.path}.new-{os.getpid()}"
+            try:
+                made = Archive(tmp, schema.connect(tmp, readonly=False), False)
+                try:
+                    made._restore(infos)
+                finally:
+                    made.close()
+                os.replace(tmp, self.path)
+            except OSError as e:
+                raise ArchiveError(f"{self.path}: cannot make the archive again ({e.strerror})") from None
+            finally:
+                for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
+        conn = schema.connect(self.path, readonly=False)
+        self.conn.close()
+        self.conn, self.readonly = conn, False
+        self._restore(infos)
+
+    def _restore(self, infos: list):
+        """Insert the datasets `infos` that are missing, under their ids."""
+        conn = self.conn
+        try:
+            with self.guard():
+                conn.execute("BEGIN IMMEDIATE")
+                for i in infos:
+                    row = conn.execute("SELECT name FROM datasets WHERE id = ?", (i.id,)).fetchone()
+                    if row and row[0] != i.name:
+                        raise ArchiveError(f"{self.path}: the file now there holds {row[0]} where "
+                                           f"{i.name} was expected; not writing into it")
+                    if not row:
+                        conn.execute(f"INSERT INTO datasets ({_COLUMNS.split(', horizon')[0]}) "
+                                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                     (i.id, i.name, i.statistic, i.breakdown, json.dumps(i.filters), i.kind,
+                                      i.unit, i.probe, i.state, i.created, i.state_since, i.retention.second,
+                                      i.retention.minute, i.retention.hour))
+                conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @classmethod
+    def open_for_collecting(cls, path) -> tuple:
+        """(archive, None) opened for writing; or, when it cannot be written now (a full disk,
+        a read-only file system), (archive opened read-only, the ArchiveError) so that
+        collection can start and hold its records until it can (Collector)."""
+        try:
+            return cls.open(path, readonly=False), None
+        except ArchiveError as e:
+            try:
+                return cls.open(path, readonly=True), e
+            except ArchiveError:
+                raise e from None
 
     def __enter__(self):
         return self
@@ -183,6 +253,7 @@ class Archive:
             c.execute("DELETE FROM usage WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM records WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM keys WHERE dataset = ?", (info.id,))
+            c.execute("DELETE FROM spans WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM datasets WHERE id = ?", (info.id,))
 
     def prune(self, name: str, older_than: int, level: str = "hour", now: int | None = None) -> int:
@@ -214,6 +285,8 @@ class Archive:
                 if n < PRUNE_BATCH:
                     c.execute(f"UPDATE datasets SET horizon_{level} = max(horizon_{level}, ?) WHERE id = ?",
                               (cutoff, info.id))
+                    if level == "second":   # a span's mark goes with its second-level record
+                        c.execute("DELETE FROM spans WHERE dataset = ? AND t < ?", (info.id, cutoff))
             removed += n
             if n < PRUNE_BATCH:
                 return removed

@@ -9,7 +9,19 @@ commands are seen through the archive's change counter, polled every second;
 retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly;
 reload() (SIGHUP) runs the `on_reload` callback between two batches, without
 stopping the daemon, then applies the dataset changes it made at once.
-Given an openmetrics.Exposition, every committed second is added to it as well.
+Given an openmetrics.Exposition, every second collected is added to it as well.
+
+Faults of the archive never stop collection. While a batch cannot be written
+(disk full, I/O error, read-only file system, the file or its folder removed),
+its records are held in memory (datasets/held.py), one stderr line and the
+status file (datasets/status.py) say what is wrong, and every batch retries;
+the first batch that commits stores what was held as one record per dataset
+spanning the outage. An archive file removed, or replaced by another file, is
+made again at its path (folder included) holding the datasets being collected,
+under the same ids; not while its file system is gone (unmounted): then the
+records are held until it is back. A record whose second follows a gap in the daemon's
+seconds (the daemon stalled: SIGSTOP, starved of CPU, or its output blocked)
+holds the gap's events too: it is stored as spanning the gap.
 """
 import json
 import os
@@ -19,8 +31,10 @@ import sys
 import time
 
 from .archive import Archive
-from .errors import ArchiveError, ArchiveFull, BadRecord
+from .errors import ArchiveError, BadRecord
+from .held import Held
 from .parentdeath import die_with_parent
+from .status import StatusFile
 
 MAX_LINE = 16 << 20
 
@@ -31,14 +45,22 @@ def control_line(info) -> str:
     return f"add {info.id} {info.statistic} {info.breakdown or '-'}" + (f" {filters}" if filters else "")
 
 
+def _device_of(path):
+    """The device of the nearest existing folder above path (where it would be made again)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return os.stat(folder).st_dev
+
+
 class Collector:
     def __init__(self, archive: Archive, command: list, log=None, poll: float = 1.0, prune_every: float = 60,
-                 exposition=None, on_reload=None):
-        self.archive, self.command, self.exposition = archive, command, exposition
+                 exposition=None, on_reload=None, lock=None):
+        self.archive, self.command, self.exposition, self.lock = archive, command, exposition, lock
         self.on_reload, self.reloading = on_reload, False
         self.log = log or (lambda msg: print(f"strata collect: {msg}", file=sys.stderr, flush=True))
         self.poll, self.prune_every = poll, prune_every
-        self.ingest = archive.ingestor()
+        self.ingest = None if archive.readonly else archive.ingestor()   # None: not yet writable
         self.kinds = {}          # dataset id -> kind, for datasets added to the daemon
         self.infos = {}          # dataset id -> DatasetInfo
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
@@ -46,6 +68,11 @@ class Collector:
         self.stopping = False
         self.proc = None
         self.records = 0
+        self.last = {}           # dataset id -> the last second the daemon reported
+        self.held = Held()       # records not yet written: the archive failed
+        self.fault = None        # what is wrong with the archive, while it is
+        self.identity = archive.identity()
+        self.status = StatusFile(archive.path)
 
     def stop(self, *_):
         self.stopping = True
@@ -68,6 +95,7 @@ class Collector:
         for ds in [i for i in self.kinds if i not in want]:
             self._send(f"remove {ds}")
             del self.kinds[ds]
+            self.last.pop(ds, None)
         for ds, info in want.items():
             if ds not in self.kinds and ds not in self.failed:
                 self.kinds[ds], self.infos[ds] = info.kind, info
@@ -80,42 +108,123 @@ class Collector:
             self.log(msg)
 
     def handle(self, lines: list):
-        """Archive one batch of daemon output lines (one transaction)."""
+        """Archive one batch of daemon output lines (one transaction), or hold it."""
+        records = []
+        for raw in lines:
+            try:
+                msg = json.loads(raw)
+                if not isinstance(msg, dict):
+                    raise BadRecord("not a JSON object")
+                kind = msg.get("type")
+                if kind == "data":
+                    ds = msg.get("id")
+                    ds = int(ds) if isinstance(ds, (int, str)) and str(ds).isdigit() else None
+                    if ds not in self.kinds:
+                        continue  # removed meanwhile
+                    if msg.get("kind") != self.kinds[ds]:
+                        raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
+                    t = msg.get("t")
+                    last = self.last.get(ds)
+                    start = last + 1 if isinstance(t, int) and last is not None and t > last + 1 else t
+                    if isinstance(t, int) and (last is None or t > last):
+                        self.last[ds] = t
+                    records.append((ds, start, t, msg.get("data"), raw))
+                elif kind == "error":
+                    ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
+                    name = self.infos[ds].name if ds in self.infos else msg.get("id")
+                    self.log(f"{name}: {msg.get('message', 'refused')}")
+                    if ds in self.kinds:
+                        del self.kinds[ds]
+                        self.failed.add(ds)
+                elif kind == "status":
+                    for err in msg.get("errors") or []:
+                        self._warn_once(("status", str(err)), f"collector: {err}")
+            except (ValueError, KeyError, TypeError) as e:
+                self._bad(e, raw)
+        if records or self.held:
+            self._archive(records)
+
+    def _bad(self, e, raw):
+        self._warn_once(("bad", type(e).__name__, str(e)[:80]),
+                        f"ignoring a malformed collector line ({e}): {raw[:120]!r}")
+
+    def _archive(self, records):
+        """Write the records (and whatever is held) in one transaction; hold them if that fails."""
         committed = []
-        with self.archive.guard(), self.ingest.transaction():
-            for raw in lines:
-                try:
-                    msg = json.loads(raw)
-                    if not isinstance(msg, dict):
-                        raise BadRecord("not a JSON object")
-                    kind = msg.get("type")
-                    if kind == "data":
-                        ds = msg.get("id")
-                        ds = int(ds) if isinstance(ds, (int, str)) and str(ds).isdigit() else None
-                        if ds not in self.kinds:
-                            continue  # removed meanwhile
-                        if msg.get("kind") != self.kinds[ds]:
-                            raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
-                        self.ingest.add(ds, msg.get("t"), self.kinds[ds], msg.get("data"))
+        try:
+            self._same_file()
+            with self.archive.guard(), self.ingest.transaction():
+                if self.held:
+                    self.held.store(self.ingest, self.kinds)
+                for ds, start, t, data, raw in records:
+                    try:
+                        self.ingest.add(ds, start, self.kinds[ds], data, t + 1 - start)
                         self.records += 1
-                        committed.append((ds, msg["data"]))
-                    elif kind == "error":
-                        ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
-                        name = self.infos[ds].name if ds in self.infos else msg.get("id")
-                        self.log(f"{name}: {msg.get('message', 'refused')}")
-                        if ds in self.kinds:
-                            del self.kinds[ds]
-                            self.failed.add(ds)
-                    elif kind == "status":
-                        for err in msg.get("errors") or []:
-                            self._warn_once(("status", str(err)), f"collector: {err}")
-                except (ValueError, KeyError, TypeError) as e:
-                    self._warn_once(("bad", type(e).__name__, str(e)[:80]),
-                                    f"ignoring a malformed collector line ({e}): {raw[:120]!r}")
+                        committed.append((ds, data))
+                    except (BadRecord, TypeError) as e:
+                        self._bad(e, raw)
+        except ArchiveError as e:
+            self._hold(records, e)
+        else:
+            if self.fault:
+                self._recovered()
         if self.exposition:
             for ds, data in committed:
                 self.exposition.add(self.infos[ds], data)
             self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
+
+    def _hold(self, records, error):
+        for ds, start, t, data, raw in records:
+            try:
+                self.held.add(ds, start, t + 1, self.kinds[ds], data)
+            except (BadRecord, TypeError) as e:
+                self._bad(e, raw)
+            else:
+                if self.exposition:
+                    self.exposition.add(self.infos[ds], data)
+        if str(error) != self.fault:
+            self.fault = str(error)
+            self.log(f"{error}; collection goes on, the events held in memory until the archive "
+                     "can be written (retried every second)")
+            self.status.write("holding", self.fault, self.held.start())
+
+    def _recovered(self):
+        start = self.held.start()
+        seconds = self.held.seconds()
+        self.held.clear()
+        self.fault = None
+        when = time.strftime("%H:%M:%S", time.localtime(start)) if start is not None else "?"
+        self.log(f"the archive is written again: the {seconds} s from {when} stored as one record "
+                 "per dataset spanning them")
+        self.status.write("writing")
+
+    def unwritable(self, error):
+        """The archive could not be opened for writing at start (Archive.open_for_collecting)."""
+        self._hold([], error)
+
+    def _same_file(self):
+        """Open the archive for writing if it is not yet (it could not be at start), or again
+        if its file was removed or replaced (made again at its path)."""
+        now = self.archive.identity()
+        if self.ingest is not None and now == self.identity and now is not None:
+            return
+        if now is None and self.identity is not None and _device_of(self.archive.path) != self.identity[0]:
+            if self.ingest is not None:   # let go of it: a lazily unmounted file system can be freed
+                self.ingest = None
+                self.archive.close()
+                if self.lock:
+                    self.lock.release()
+            raise ArchiveError(f"{self.archive.path}: its file system is gone (unmounted?); "
+                               "waiting for it to be back")
+        infos = [self.infos[ds] for ds in self.kinds]
+        self.archive.reopen(infos)
+        if self.ingest is not None or now != self.identity:
+            self.log(f"{self.archive.path} was removed or replaced: made again with the "
+                     f"{len(infos)} dataset(s) being collected")
+        self.identity = self.archive.identity()
+        self.ingest = self.archive.ingestor()
+        if self.lock:
+            self.lock.renew()
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -128,18 +237,18 @@ class Collector:
             self.log(f"cannot start {self.command[0]}: {e.strerror}")
             return 1
         status = 0
+        if not self.fault:
+            self.status.write("writing")
         try:
             changes = self.archive.changes()
             self.sync()
             status = self._loop(changes)
-        except ArchiveFull as e:
-            self.log(f"{e}; collection stopped")
-            status = 1
         except ArchiveError as e:
             self.log(f"{e}; collection stopped")
             status = 1
         finally:
             self._shutdown()
+            self.status.remove()
         return status
 
     def _loop(self, changes) -> int:
@@ -166,20 +275,29 @@ class Collector:
             if self.reloading and self.on_reload:
                 self.reloading = False
                 self.on_reload()
-                changes = self.archive.changes()
-                self.failed.clear()
-                self.sync()
-            now = time.monotonic()
-            if now >= next_poll:
-                next_poll = now + self.poll
-                current = self.archive.changes()
-                if current != changes:
-                    changes = current
+                try:
+                    changes = self.archive.changes()
                     self.failed.clear()
                     self.sync()
-            if now >= next_prune:
+                except ArchiveError as e:
+                    self.log(f"reload: {e}; dataset changes are looked for again later")
+            now = time.monotonic()
+            if now >= next_poll and not self.fault:
+                next_poll = now + self.poll
+                try:
+                    current = self.archive.changes()
+                    if current != changes:
+                        changes = current
+                        self.failed.clear()
+                        self.sync()
+                except ArchiveError as e:
+                    self._warn_once(("poll", str(e)), f"{e}; dataset changes are looked for again later")
+            if now >= next_prune and not self.fault:
                 next_prune = now + self.prune_every
-                self.archive.enforce_retention()
+                try:
+                    self.archive.enforce_retention()
+                except ArchiveError as e:
+                    self._warn_once(("prune", str(e)), f"{e}; retention is enforced again later")
         return 0
 
     def _shutdown(self):
@@ -201,11 +319,11 @@ class Collector:
             except OSError:
                 pass
             lines = [ln.decode(errors="replace") for ln in rest.split(b"\n") if ln.strip()]
-            if lines:
-                try:
-                    self.handle(lines)
-                except ArchiveError as e:
-                    self.log(str(e))
+            if lines or self.held:
+                self.handle(lines)
+            if self.held:
+                self.log(f"stopping with {self.held.seconds()} s of events the archive could not take; "
+                         "they are lost")
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

@@ -4,9 +4,12 @@ Each record the collector emits for (dataset, second) becomes cells; the
 second record and the enclosing minute and hour records are read, summed
 cell-wise with it and written back in the caller's transaction, so rollups
 are always the exact sum of their seconds and a crash loses at most the
-transaction in flight. Breakdown keys are interned per dataset.
+transaction in flight. Breakdown keys are interned per dataset. A record that
+spans more than one second (events collected across an outage) is stored at
+its first second and marked in the spans table (datasets/schema.py).
 """
 import math
+import sqlite3
 from contextlib import contextmanager
 
 import numpy as np
@@ -23,6 +26,11 @@ def _count(value, what):
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= U64_MAX:
         raise BadRecord(f"{what}: count {value!r} is not an unsigned 64-bit integer")
     return value
+
+
+def check_time(t):
+    if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 1 << 40:
+        raise BadRecord(f"time {t!r} is not a unix second")
 
 
 def cells_of(kind: str, data: dict, intern) -> codec.Cells:
@@ -93,18 +101,33 @@ class Ingestor:
             yield self
             self.conn.execute("COMMIT")
         except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
             self.keys.clear()
+            if self.conn.in_transaction:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite rolled back itself (an I/O error); the failure in hand is the news
             raise
 
-    def add(self, dataset: int, t: int, kind: str, data: dict):
-        """Add one second of one dataset (inside transaction())."""
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 1 << 40:
-            raise BadRecord(f"time {t!r} is not a unix second")
-        new = cells_of(kind, data, self._interner(dataset))
+    def add(self, dataset: int, t: int, kind: str, data: dict, seconds: int = 1, cause: str = "stall"):
+        """Add one record of one dataset (inside transaction()): the events of [t, t + seconds);
+        a record spanning more than one second is marked in spans with its cause."""
+        check_time(t)
+        self.add_cells(dataset, t, kind, cells_of(kind, data, self._interner(dataset)), seconds, cause)
+
+    def add_cells(self, dataset: int, t: int, kind: str, cells: codec.Cells, seconds: int = 1,
+                  cause: str = "stall", keys: list | None = None):
+        """add() for cells already made; `keys`: the texts of the cells' key indices when they are
+        not this archive's (interned here)."""
+        if keys is not None:
+            intern = self._interner(dataset)
+            cells = codec.combine(codec.Cells(cells.row, np.array([intern(k) for k in keys], np.int64)[cells.key],
+                                              cells.bucket, cells.count, cells.total)) if len(cells) else cells
         for step in STEPS:
-            self._merge(dataset, step, t - t % step, kind, new)
+            self._merge(dataset, step, t - t % step, kind, cells)
+        if seconds > 1:
+            self.conn.execute("INSERT INTO spans VALUES (?, ?, ?, ?) ON CONFLICT (dataset, t) DO UPDATE "
+                              "SET seconds = max(seconds, excluded.seconds)", (dataset, t, seconds, cause))
 
     def _merge(self, dataset, step, t, kind, new):
         row = self.conn.execute("SELECT data FROM records WHERE dataset = ? AND step = ? AND t = ?",

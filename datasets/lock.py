@@ -27,14 +27,33 @@ class CollectorLock:
             os.close(fd)
             raise ArchiveError(f"another collector (pid {holder}) is writing this archive "
                                f"(lock {self.path})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:   # the PID is for people; the flock is the lock (a full disk may refuse the bytes)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass
         self.fd = fd
         return self
 
+    def renew(self):
+        """Take the lock again if its file was removed (the archive's folder with it), or
+        after release()."""
+        try:
+            same = self.fd is not None and os.path.samestat(os.fstat(self.fd), os.stat(self.path))
+        except OSError:
+            same = False
+        if not same:
+            old, self.fd = self.fd, None
+            self.acquire()
+            if old is not None:
+                os.close(old)
+
     def release(self):
         if self.fd is not None:
-            os.ftruncate(self.fd, 0)
+            try:
+                os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
             os.close(self.fd)
             self.fd = None
 

@@ -28,3 +28,7 @@ class QueryResult:
     # added by datasets/: bool (n,), True where the column holds at least one collected record
     # (a False column was not collected: a gap, not zeros). Empty when the producer does not know.
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    # added by datasets/: (start, end, cause) of each outage overlapping the range whose events
+    # were collected as one record (cause "stall": the collector stalled; "archive": the archive
+    # could not be written). At the second level its events are spread evenly over [start, end).
+    spans: list = field(default_factory=list)

@@ -5,10 +5,16 @@ range (nothing pruned after `start`); when a resolution is asked for, the
 coarsest such level whose step divides it is read instead (same answer, far
 fewer records), and records are summed into columns of `resolution` seconds
 aligned to multiples of the step.
+
+A second-level record that spans an outage (the spans table) is spread evenly
+over the seconds it spans (heat maps and counters; a gauge's samples stay in
+its first second); the result lists those spans so renderers can say so. In
+minute and hour rollups such a record counts in the step holding its first
+second.
 """
 import numpy as np
 
-from . import codec, llhist
+from . import codec, llhist, schema
 from .errors import ArchiveError
 from .query import QueryResult
 from .retention import LEVELS, STEP
@@ -39,16 +45,26 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     level, step = choose(info.horizon, start, None if resolution is None else int(resolution))
     t0 = start - start % step
     n = -(-(end - t0) // step)
+    spans = _spans(conn, info.id, t0, end)
+    first = min([t0] + [t for t, _, _ in spans]) if level == "second" else t0
     rows = conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? "
-                        "ORDER BY t", (info.id, STEP[level], t0, end)).fetchall()
+                        "ORDER BY t", (info.id, STEP[level], first, end)).fetchall()
     times = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     cells = codec.decode(info.kind, [r[1] for r in rows])
-    col = ((times - t0) // step)[cells.row]
+    at = times[cells.row]
+    if level == "second" and spans and info.kind != "gauge":
+        cells, at = _spread(cells, at, {t: k for t, k, _ in spans}, t0, end)
+    keep = (at >= t0) & (at < end)
+    cells = codec.Cells(cells.row[keep], cells.key[keep], cells.bucket[keep], cells.count[keep], cells.total[keep])
+    col = (at[keep] - t0) // step
     present = np.zeros(n, dtype=bool)
-    present[(times - t0) // step] = True
-    # one record per column when the level's step is the column's: cells are then unique per
-    # (key, column, bucket) and can be placed; otherwise they are summed into their column
-    place = step == STEP[level]
+    present[(times[times >= t0] - t0) // step] = True
+    for t, k, _ in spans:
+        present[max(t, t0) // step - t0 // step:-(-min(t + k, end) // step) - t0 // step] = True
+    # one record per column when the level's step is the column's and no record was spread:
+    # cells are then unique per (key, column, bucket) and can be placed; otherwise they are
+    # summed into their column
+    place = step == STEP[level] and not spans
 
     names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
     used = [int(k) for k in np.flatnonzero(np.bincount(cells.key))] if len(cells) else []
@@ -62,7 +78,7 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
 
     result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
                          step=step, times=t0 + step * np.arange(n, dtype=np.int64), keys=keys,
-                         level=level, present=present)
+                         level=level, present=present, spans=[(t, t + k, cause) for t, k, cause in spans])
     if info.kind == "heatmap":
         seen = np.zeros(llhist.NBUCKETS, dtype=bool)
         seen[cells.bucket] = True
@@ -84,6 +100,37 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
         with np.errstate(invalid="ignore", divide="ignore"):
             result.values = np.where(samples > 0, sums / samples, np.nan).reshape(len(keys), n)
     return result
+
+
+def _spans(conn, dataset, start, end) -> list:
+    """(t, seconds, cause) of the records of dataset spanning an outage that overlaps [start, end)."""
+    if not schema.has_spans(conn):
+        return []
+    return conn.execute("SELECT t, seconds, cause FROM spans WHERE dataset = ? AND t < ? AND t + seconds > ? "
+                        "ORDER BY t", (dataset, end, start)).fetchall()
+
+
+def _spread(cells, at, seconds, start, end):
+    """Each count of a record spanning k seconds spread evenly over them (the first c % k
+    seconds one more), kept only for the seconds inside [start, end): a window holding the
+    whole outage has every event, a window over part of it a share."""
+    k = np.array([seconds.get(int(t), 1) for t in at], dtype=np.int64)
+    if not (k > 1).any():
+        return cells, at
+    lo = np.maximum(at, start) - at                 # first and last offset kept inside the range
+    hi = np.minimum(at + k, end) - at
+    span = k > 1
+    one = ~span
+    idx = np.flatnonzero(span)
+    reps = np.maximum(hi[idx] - lo[idx], 0)
+    src = np.repeat(idx, reps)
+    offset = lo[src] + (np.arange(len(src)) - np.repeat(np.cumsum(reps) - reps, reps))
+    kk = k[src].astype(np.uint64)
+    count = cells.count[src] // kk + (offset.astype(np.uint64) < cells.count[src] % kk)
+    pick = np.concatenate([np.flatnonzero(one), src])
+    out = codec.Cells(cells.row[pick], cells.key[pick], cells.bucket[pick],
+                      np.concatenate([cells.count[one], count]).astype(np.uint64), cells.total[pick])
+    return out, np.concatenate([at[one], at[src] + offset])
 
 
 def _put(out, index, values, place):

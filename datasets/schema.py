@@ -17,6 +17,12 @@ Tables:
   usage     rows and bytes per (dataset, step), kept by triggers
   meta      'changes': bumped whenever a dataset is created, destroyed,
             suspended or resumed (the collector polls it)
+  spans     (dataset, t) -> seconds, cause: the second-level record at t holds
+            the events of [t, t + seconds), collected across an outage (the
+            collector stalled, or the archive could not be written); cause
+            'stall' or 'archive'. Added to format 1 without a version change:
+            writers create it in an archive that lacks it, readers of an archive
+            without it see no spans.
 """
 import os
 import sqlite3
@@ -26,7 +32,12 @@ from urllib.parse import quote
 from .errors import ArchiveError, ArchiveFull
 
 APPLICATION_ID = 0x53545241  # "STRA"
+SPANS = """CREATE TABLE IF NOT EXISTS spans(
+  dataset INTEGER NOT NULL, t INTEGER NOT NULL, seconds INTEGER NOT NULL CHECK (seconds > 1),
+  cause TEXT NOT NULL, PRIMARY KEY (dataset, t)
+) WITHOUT ROWID;"""
 VERSION = 1
+WAL_LIMIT = 16 << 20   # bytes the WAL file is cut back to after a checkpoint resets it
 HEADER = b"SQLite format 3\x00"
 
 DDL = """
@@ -82,7 +93,7 @@ CREATE TRIGGER records_removed AFTER DELETE ON records BEGIN
   UPDATE usage SET rows = rows - 1, bytes = bytes - length(OLD.data)
   WHERE dataset = OLD.dataset AND step = OLD.step;
 END;
-"""
+""" + SPANS
 
 
 def translate(path, e: Exception) -> ArchiveError:
@@ -128,7 +139,11 @@ def check_header(path):
 
 def _connect(uri: str) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA application_id").fetchone()  # forces the file to be read now
+    try:
+        conn.execute("PRAGMA application_id").fetchone()  # forces the file to be read now
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -141,7 +156,10 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
     if exists:
         check_header(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as e:
+            raise ArchiveError(f"{path}: cannot make its folder ({e.strerror})") from None
     uri = "file:" + quote(os.path.abspath(path))
     try:
         if readonly:
@@ -151,13 +169,25 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
                 conn = _connect(uri + "?mode=ro&immutable=1")
         else:
             conn = _connect(uri + "?mode=rwc")
+    except sqlite3.Error as e:
+        raise translate(path, e) from None
+    try:
         _validate_or_create(conn, path, readonly)
         if not readonly:
             conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # every commit synced: a write the device fails fails its commit (and the collector
+            # holds those seconds) instead of being lost after SQLite reported it done
+            conn.execute("PRAGMA synchronous = FULL")
+            # a reader holding a snapshot lets the WAL grow; once it lets go, the next
+            # checkpoint resets the WAL and this truncates it back
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
         return conn
     except sqlite3.Error as e:
+        conn.close()
         raise translate(path, e) from None
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _validate_or_create(conn, path, readonly):
@@ -174,6 +204,13 @@ def _validate_or_create(conn, path, readonly):
         raise ArchiveError(f"{path}: archive format {version} is newer than this strata reads ({VERSION})")
     if not readonly and conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
+    if not readonly:
+        conn.execute(SPANS)
+
+
+def has_spans(conn) -> bool:
+    """Whether the archive has the spans table (archives written before it have none)."""
+    return conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'spans'").fetchone() is not None
 
 
 def initialise(conn, journal: str = "WAL"):

@@ -18,6 +18,12 @@ def _src_uri(path: str) -> str:
     return "file:" + quote(os.path.abspath(path)) + "?mode=ro"
 
 
+def _has_spans(conn) -> bool:
+    """Whether the attached source archive has a spans table (older ones have none)."""
+    return conn.execute("SELECT 1 FROM src.sqlite_schema WHERE type = 'table' AND name = 'spans'").fetchone() \
+        is not None
+
+
 def export(archive: Archive, which: list, dest: str, overwrite: bool = False) -> list:
     """Write the named datasets of archive to a new archive file at dest; returns their names."""
     infos = [archive.dataset(n) for n in which]
@@ -38,6 +44,8 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False) ->
             conn.execute(f"INSERT INTO keys SELECT * FROM src.keys WHERE dataset IN ({ids})")
             conn.execute(f"INSERT INTO records (dataset, step, t, data) SELECT dataset, step, t, data "
                          f"FROM src.records WHERE dataset IN ({ids}) ORDER BY dataset, step, t")
+            if _has_spans(conn):
+                conn.execute(f"INSERT INTO spans SELECT * FROM src.spans WHERE dataset IN ({ids})")
             conn.execute("COMMIT")
             conn.execute("DETACH DATABASE src")
         finally:
@@ -75,6 +83,9 @@ def import_from(archive: Archive, src: str) -> list:
                 c.execute("INSERT INTO keys SELECT ?, idx, key FROM src.keys WHERE dataset = ?", (new, d.id))
                 c.execute("INSERT INTO records (dataset, step, t, data) SELECT ?, step, t, data "
                           "FROM src.records WHERE dataset = ? ORDER BY step, t", (new, d.id))
+                if _has_spans(c):
+                    c.execute("INSERT INTO spans SELECT ?, t, seconds, cause FROM src.spans WHERE dataset = ?",
+                              (new, d.id))
     finally:
         with archive.guard():
             archive.conn.execute("DETACH DATABASE src")

@@ -1,4 +1,4 @@
-"""The words around a heat map: title, time range, totals, crop note (all renderers)."""
+"""The words around a heat map: title, time range, totals, crop and outage notes (all renderers)."""
 import time
 
 from .units import event_noun, format_count, format_duration, format_value, quantity_name
@@ -47,6 +47,23 @@ def cropped(grid) -> str:
     if grid.crop["mode"] == "outliers":
         parts.append(f"p{grid.crop['percentile']:g} = {format_value(grid.crop['value'], grid.unit)}")
     return "; ".join(parts)
+
+
+CAUSES = {"stall": "the collector stalled", "archive": "the archive could not be written"}
+
+
+def outages(grid, most: int = 3) -> str:
+    """'outage 12:00:03–12:01:05 (1m2s, the collector stalled): events spread evenly (one record
+    each, none lost)', or '': the outages whose events were collected as one record."""
+    if not grid.spans:
+        return ""
+    parts = []
+    for start, end, cause in grid.spans[:most]:
+        clock = f"{time.strftime('%H:%M:%S', time.localtime(start))}–{time.strftime('%H:%M:%S', time.localtime(end))}"
+        parts.append(f"{clock} ({format_duration(end - start)}, {CAUSES.get(cause, cause)})")
+    more = f" and {len(grid.spans) - most} more" if len(grid.spans) > most else ""
+    what = "outage" if len(grid.spans) == 1 else "outages"
+    return f"{what} {', '.join(parts)}{more}: events spread evenly (one record each, none lost)"
 
 
 def range_of(b) -> str:

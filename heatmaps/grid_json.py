@@ -40,4 +40,5 @@ def to_json(grid, qr) -> dict:
         "events": grid.total, "below": grid.below, "above": grid.above,
         "percentiles": {f"p{p:g}": [_number(v) for v in values] for p, values in grid.percentiles.items()},
         "per_key": per_key,
+        "spans": [{"start": int(a), "end": int(b), "cause": c} for a, b, c in grid.spans],
     }

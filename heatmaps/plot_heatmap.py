@@ -114,14 +114,16 @@ def figure(grid, drill: str | None = None) -> go.Figure:
             hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"),
             row=1, col=2)
 
-    note = describe.cropped(grid)
+    for start, end, _ in grid.spans:   # outages collected as one record: shaded, named below the title
+        fig.add_vrect(x0=_local(start), x1=_local(end), fillcolor="#888", opacity=0.12, line_width=0, row=1, col=2)
+    note = "<br>".join(n for n in (describe.cropped(grid), describe.outages(grid)) if n)
     subtitle = f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}"
     fig.update_layout(
         template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
         title=dict(text=(f"<b>{describe.selection(grid.name, grid.keys)}</b>   {describe.time_range(*grid.span)}"
                          f"<br><span style='font-size:12px;color:#555'>{subtitle}"
                          + (f"<br>{note}" if note else "") + "</span>"), x=0.01, xanchor="left"),
-        margin=dict(l=70, r=30, t=110 if note else 95, b=60), plot_bgcolor="white",
+        margin=dict(l=70, r=30, t=95 + 15 * (note.count('<br>') + 1 if note else 0), b=60), plot_bgcolor="white",
         legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"),
         hovermode="closest")
     ytype = "log" if grid.axis == "log" else "linear"

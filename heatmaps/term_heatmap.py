@@ -168,7 +168,8 @@ def render(grid, mode: str, width: int = 200) -> str:
     note = describe.cropped(grid)
     noun = event_noun(grid.statistic)
     quantity = quantity_name(grid.statistic, grid.unit)
-    out = [head1, head2] + ([_fit(note, width)] if note else [])
+    gaps = describe.outages(grid)
+    out = [head1, head2] + ([_fit(note, width)] if note else []) + ([_fit(gaps, width)] if gaps else [])
     out.append(f"{dim}{(noun + '/s').rjust(PANEL)} {quantity.rjust(LABEL)}{reset}")
 
     if mode == "none":

@@ -1,14 +1,16 @@
 """The archive with real SQLite: ingest of collector lines, exact rollups, queries, pruning,
 retention, export/import. Records are fed as the documented collector JSON lines through
 the collector's own line handler (the real ingest path; no daemon needed)."""
+import json
+import os
 import shutil
 import sqlite3
 
 import numpy as np
 import pytest
 
-from datasets_util import data_line, heat_second
-from strata.datasets import transfer
+from datasets_util import data_line, heat_second, strata
+from strata.datasets import schema, transfer
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.errors import ArchiveError
@@ -208,3 +210,93 @@ def test_reader_sees_committed_data_while_writer_is_open(filled, tmp_path):
     feed(filled, [data_line(ds, T0 + N + 5, "counter", {"read": 4})])
     assert reader.query("disk.ops[op]", T0 + N + 5, T0 + N + 6).values.sum() == 4
     reader.close()
+
+
+def test_a_long_reader_blocks_no_second_and_the_wal_is_cut_back(tmp_path):
+    """A reader holding one snapshot (a long heat map) while the collector writes second
+    after second: every second commits at once and the reader keeps its snapshot; the WAL
+    grows past its limit meanwhile, and is cut back to it once the reader lets go."""
+    a = Archive.open(tmp_path / "w.db", readonly=False)
+    heat = a.create("nfs.latency[client]", now=T0)
+    c = Collector(a, command=[], log=lambda m: None)
+    c.kinds = {heat.id: "heatmap"}
+    reader = Archive.open(a.path)
+    reader.conn.execute("BEGIN")
+    seen = reader.query("nfs.latency[client]", T0, T0 + 4000).counts.sum()
+    wal = a.path + "-wal"
+    t = T0
+    while os.path.getsize(wal) <= 1.5 * schema.WAL_LIMIT:   # one transaction a second, as collected
+        c.handle([data_line(heat.id, t, "heatmap", heat_second(t, 40))])
+        t += 1
+        assert t < T0 + 4000, "the WAL did not grow past its limit"
+    assert a.conn.execute("SELECT count(*) FROM records WHERE step = 1").fetchone()[0] == t - T0
+    assert reader.query("nfs.latency[client]", T0, T0 + 4000).counts.sum() == seen == 0
+    reader.conn.execute("COMMIT")
+    reader.close()
+    for _ in range(3):   # the next commits checkpoint the whole WAL, then start it over
+        c.handle([data_line(heat.id, t, "heatmap", heat_second(t, 40))])
+        t += 1
+    assert os.path.getsize(wal) <= schema.WAL_LIMIT
+    r = a.query("nfs.latency[client]", T0, t)
+    assert r.present.all() and r.counts.sum() == sum(sum(sum(b.values()) for b in heat_second(s, 40).values())
+                                                     for s in range(T0, t))
+    a.close()
+
+
+def test_a_gap_in_the_seconds_is_one_record_spread_evenly_over_it(tmp_path):
+    """The daemon stalled: the record after a gap holds the gap's events. It is stored once,
+    marked as spanning the gap; second-level queries spread it evenly (exact totals over any
+    window holding the gap), rollups count it once, heat maps name the outage."""
+    a = Archive.open(tmp_path / "g.db", readonly=False)
+    ops, lat = a.create("disk.ops[op]", now=T0), a.create("disk.latency[op]", now=T0)
+    c = Collector(a, command=[], log=lambda m: None)
+    c.kinds = {ops.id: "counter", lat.id: "heatmap"}
+    for t in [T0, T0 + 1, T0 + 12, T0 + 13]:   # seconds T0+2 .. T0+11 not reported: a stall
+        n = 103 if t == T0 + 12 else 1
+        c.handle([data_line(ops.id, t, "counter", {"write": n}),
+                  data_line(lat.id, t, "heatmap", {"write": {"150": n, "160": 1}})])
+    assert a.conn.execute("SELECT dataset, t, seconds, cause FROM spans").fetchall() == \
+        [(ops.id, T0 + 2, 11, "stall"), (lat.id, T0 + 2, 11, "stall")]
+    r = a.query("disk.ops[op]", T0, T0 + 20)
+    assert r.values[0].tolist()[:15] == [1, 1] + [10] * 4 + [9] * 7 + [1, 0]   # 103 over 11 seconds
+    assert r.present.tolist() == [True] * 14 + [False] * 6
+    assert r.spans == [(T0 + 2, T0 + 13, "stall")]
+    assert a.query("disk.ops[op]", T0 + 5, T0 + 7).values.sum() == 19      # a window inside: its share
+    assert a.query("disk.ops[op]", T0, T0 + 20, resolution=60).values.sum() == 106
+    h = a.query("disk.latency[op]", T0 - 5, T0 + 30)
+    assert h.counts.sum() == 106 + 4 and h.counts[0, 5 + 2:5 + 13].sum() == 103 + 1
+    a.close()
+    env = {"NO_COLOR": "1", "COLUMNS": "200"}
+    grid = json.loads(strata("heatmap", "disk.latency[op]", "--archive", a.path, "--since", str(T0 - 5),
+                             "--until", str(T0 + 30), "--json", env=env).stdout)
+    assert grid["spans"] == [{"start": T0 + 2, "end": T0 + 13, "cause": "stall"}] and grid["events"] == 110
+    text = strata("heatmap", "disk.latency[op]", "--archive", a.path, "--since", str(T0 - 5),
+                  "--until", str(T0 + 30), env=env).stdout
+    assert "outage" in text and "(11s, the collector stalled)" in text, text
+
+
+def test_an_archive_without_spans_reads_and_gets_them_when_written(filled):
+    filled.conn.execute("DROP TABLE spans")
+    filled.close()
+    with Archive.open(filled.path) as old:
+        assert old.query("disk.ops[op]", T0, T0 + 10).spans == []
+    with Archive.open(filled.path, readonly=False) as again:
+        ds = again.dataset("disk.ops[op]").id
+        feed(again, [data_line(ds, T0 + N, "counter", {"read": 1}), data_line(ds, T0 + N + 3, "counter", {"read": 8})])
+        assert again.query("disk.ops[op]", T0 + N, T0 + N + 4).values[0].tolist() == [1, 3, 3, 2]
+
+
+def test_spans_travel_with_export_and_import(tmp_path):
+    a = Archive.open(tmp_path / "s.db", readonly=False)
+    ops = a.create("disk.ops[op]", now=T0)
+    feed(a, [data_line(ops.id, T0, "counter", {"write": 1}), data_line(ops.id, T0 + 5, "counter", {"write": 50})])
+    transfer.export(a, ["disk.ops[op]"], str(tmp_path / "x.strata"))
+    other = Archive.open(tmp_path / "o.db", readonly=False)
+    other.create("nfs.ops[op]", now=T0)
+    transfer.import_from(other, str(tmp_path / "x.strata"))
+    for path in (tmp_path / "x.strata", tmp_path / "o.db"):
+        with Archive.open(path) as b:
+            r = b.query("disk.ops[op]", T0, T0 + 6)
+            assert r.spans == [(T0 + 1, T0 + 6, "stall")] and r.values[0].tolist() == [1, 10, 10, 10, 10, 10]
+    a.close()
+    other.close()

@@ -1,0 +1,67 @@
+"""The collector's status file: what `strata collect` is doing with its archive, kept
+outside the archive's file system so that it can be written when the archive cannot.
+
+One JSON object, replaced atomically at each change of state, in the runtime folder
+(/run/strata for root, else $XDG_RUNTIME_DIR/strata or /tmp/strata-UID), named after
+the archive's absolute path; removed when the collector ends. `strata datasets list`
+shows it while its process runs:
+
+    {"pid": 1234, "archive": "/var/lib/strata/archive.db", "state": "holding",
+     "since": 1700000000, "problem": "...: the disk is full ...", "held_since": 1699999990}
+
+state "writing": the archive takes every second; "holding": it cannot be written and
+the events are held in memory (problem says why, held_since from which second).
+"""
+import hashlib
+import json
+import os
+import time
+
+
+def runtime_dir() -> str:
+    if os.geteuid() == 0:
+        return "/run/strata"
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    return os.path.join(base, "strata") if base else f"/tmp/strata-{os.getuid()}"
+
+
+def status_path(archive_path: str) -> str:
+    digest = hashlib.sha256(os.path.abspath(archive_path).encode()).hexdigest()[:16]
+    return os.path.join(runtime_dir(), f"collect-{digest}.json")
+
+
+class StatusFile:
+    def __init__(self, archive_path: str):
+        self.archive, self.path = os.path.abspath(archive_path), status_path(archive_path)
+
+    def write(self, state: str, problem: str = "", held_since: int | None = None):
+        """Best effort: a runtime folder that cannot be written costs only this file."""
+        record = {"pid": os.getpid(), "archive": self.archive, "state": state, "since": int(time.time()),
+                  "problem": problem, "held_since": held_since}
+        tmp = f"{self.path}.{os.getpid()}"
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o755, exist_ok=True)
+            with open(tmp, "w") as f:
+                json.dump(record, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+    def remove(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def read(archive_path: str) -> dict | None:
+    """The status of the collector writing archive_path, or None when none runs."""
+    try:
+        with open(status_path(archive_path)) as f:
+            record = json.load(f)
+        os.kill(int(record["pid"]), 0)
+    except PermissionError:
+        return record  # it runs, as another user
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record if isinstance(record, dict) else None

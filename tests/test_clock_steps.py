@@ -1,0 +1,39 @@
+"""Wall-clock steps (datasets/ARCHIVE.md, "Wall-clock steps"), in a qemu guest whose clock
+can be stepped (tests/vm/; this machine's clock is never stepped): while `strata collect`
+archives disk.ops of a loop device under steady writes, the guest's clock steps back 30 s,
+then forward 1 h. No second is stored twice, every write is counted once, and the hour the
+clock skipped is one span."""
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from vm import guest, kernels
+
+KERNEL = os.environ.get("CLOCK_KERNEL", "6.1")
+
+
+@pytest.mark.timeout(900)
+def test_clock_steps_back_and_forward_lose_and_duplicate_nothing():
+    runs = kernels.VMDIR / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="clock-", dir=runs))
+    inside = Path(__file__).resolve().parent / "clock_steps_inside.py"
+    repo = Path(__file__).resolve().parent.parent
+    r = guest.run(KERNEL, f"mkdir -p /tmp/clock && {repo}/.venv/bin/python {inside} /tmp/clock", folder,
+                  timeout=800)
+    assert r.rc == 0, r.output[-3000:]
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert out["rc"] == 0, out["stderr"]
+    labels = out["labels"]
+    assert labels == sorted(set(labels))                  # no second stored twice
+    assert out["kernel_writes"] >= 100
+    assert out["counted"].get("write", 0) + out["counted"].get("missed", 0) == out["kernel_writes"], out
+    # the step back: no second stored twice (above), those 30 s folded into one label.
+    # The step forward: the labels jump by the hour; the record after the jump is stored
+    # as a span over it (ARCHIVE.md's rule, point 3), at the first second the jump skipped
+    jumps = [(a, b) for a, b in zip(labels, labels[1:]) if b - a > 1]
+    assert len(jumps) == 1 and 3590 <= jumps[0][1] - jumps[0][0] <= 3610, jumps
+    assert [tuple(s) for s in out["spans"]] == [(jumps[0][0], jumps[0][1] - jumps[0][0], "stall")], out["spans"]
