@@ -55,7 +55,7 @@ int nfsd_load(struct layer *L, unsigned max_keys, char *why, size_t n)
 							  .kind = PROBE_TRACEPOINT };
 		return 0;
 	}
-	snprintf(why, n, "the kernel refused the sunrpc:svc_stats_latency programs (%s; struct svc_rqst needs "
-		 "the sunrpc module's BTF, Linux 5.11+)", strerror(-err));
+	snprintf(why, n, "the kernel refused the sunrpc:svc_stats_latency programs (%s; they read struct "
+		 "svc_rqst through BTF, the sunrpc module's or vmlinux's)", strerror(-err));
 	return err;
 }

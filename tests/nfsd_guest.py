@@ -18,7 +18,7 @@ NFS3_PROCS = ["null", "getattr", "setattr", "lookup", "access", "readlink", "rea
               "fsinfo", "pathconf", "commit"]
 DATASETS = {"op": ("nfsd.ops", "op"), "client": ("nfsd.ops", "client"), "version": ("nfsd.ops", "version"),
             "status": ("nfsd.ops", "status"), "latency": ("nfsd.latency", "op"), "size": ("nfsd.size", "op"),
-            "wire": ("wire.ops", "op")}
+            "wire": ("wire.ops", "op"), "wire_latency": ("wire.latency", "op")}
 
 
 def sh(cmd: str) -> str:
@@ -46,6 +46,17 @@ def start_nfsd() -> None:
     sh(f"mkdir -p {EXPORT} && chmod 777 {EXPORT}")
     sh(f"exportfs -o rw,no_root_squash,insecure,fsid=1 127.0.0.1:{EXPORT}")
     sh("rpc.nfsd -N 4 2 && rpc.mountd -N 4")
+
+
+def buckets(c: Collector, ident: str) -> dict:
+    """A heat map's events per key and bucket, over all its records."""
+    out: dict = {}
+    for rec in c.data(ident):
+        for key, counts in rec["data"].items():
+            mine = out.setdefault(key, {})
+            for b, n in counts.items():
+                mine[b] = mine.get(b, 0) + n
+    return out
 
 
 def totals(c: Collector, ident: str) -> dict:
@@ -82,6 +93,7 @@ def main(out: Path, seconds: int) -> None:
         c.flush_now()
         result["proc3"] = {op: after[op] - before[op] for op in NFS3_PROCS if after[op] != before[op]}
         result["seen"] = {name: totals(c, name) for name in DATASETS}
+        result["latency"] = {name: buckets(c, name) for name in ("latency", "wire_latency")}
         result["status"] = c.statuses()[-1]
     finally:
         c.send("quit")

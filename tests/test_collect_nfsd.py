@@ -2,7 +2,7 @@
 kernel with its nfsd module, one libnfs client (strata-load) on loopback, and the real
 collector (tests/nfsd_guest.py does the guest's part). nfsd.ops by op equals nfsd's own
 count per procedure (/proc/net/rpc/nfsd) exactly, and wire.ops on the same requests
-where the wire layer loads; before nfsd's modules are loaded, nfsd.* is refused in one
+where the wire layer loads, whose median latency is at least nfsd's; before nfsd's modules are loaded, nfsd.* is refused in one
 line, and strata doctor offers the nfsd view once nfsd runs. KERNELS (as for tests/test_kernels.py, default "6.1") chooses the kernels."""
 import json
 import os
@@ -10,10 +10,21 @@ import shutil
 
 import pytest
 
+from strata.datasets import llhist
 from vm import guest, kernels
 
 KERNELS = os.environ.get("KERNELS", "6.1").split()
 LOAD_SECONDS = 8
+
+
+def median(counts: dict) -> int:
+    """The lower bound of a heat map's median bucket ({bucket: events})."""
+    total, seen = sum(counts.values()), 0
+    for b in sorted(counts, key=int):
+        seen += counts[b]
+        if 2 * seen >= total:
+            return llhist.lower(int(b))
+    raise AssertionError("an empty heat map")
 
 
 @pytest.mark.timeout(900)
@@ -60,5 +71,9 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     if adds["wire"]["type"] == "ack":
         wire = {op: n for op, n in seen["wire"].items() if not op.startswith("mnt") and op != "umnt"}
         assert wire == seen["op"], (wire, seen["op"])
+        # the wire's time holds nfsd's (plus the network stack and the wait for a thread)
+        for op in ("read", "write"):
+            nfsd_p50, wire_p50 = (median(res["latency"][name][op]) for name in ("latency", "wire_latency"))
+            assert wire_p50 >= nfsd_p50, (op, wire_p50, nfsd_p50)
     else:
         assert "kernel lacks" in adds["wire"]["message"], adds["wire"]
