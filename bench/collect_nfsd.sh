@@ -3,7 +3,7 @@
 # the same requests: in a kernel-matrix guest (tests/vm/, KERNEL=6.1 by default; 6.12 too)
 # the kernel's nfsd serves one strata-load client (mixed NFSv3 load, SECS seconds) on
 # loopback while one collector holds nfsd.latency[client] + nfsd.ops[op] and
-# wire.latency[client] + wire.ops[op]. From the kernel's BPF statistics
+# wire.latency[client] + wire.ops[op] (ADDS: other collector commands). From the kernel's BPF statistics
 # (kernel.bpf_stats_enabled): each layer's BPF run time per request (/proc/net/rpc/nfsd's count), its
 # program runs per request, and the ratio nfsd/wire. Absolute ns are TCG-emulated (slow);
 # the ratio is the result.
@@ -11,11 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-15}
 KERNEL=${KERNEL:-6.1}
+# the datasets, as collector commands: one of each layer's statistics per breakdown given
+ADDS=${ADDS:-add a nfsd.latency client\\nadd b nfsd.ops op\\nadd c wire.latency client\\nadd d wire.ops op\\n}
 if [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-nfsd-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
 	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
-		env SECS="$SECS" bash "$PWD/bench/collect_nfsd.sh" inside
+		env SECS="$SECS" ADDS="$ADDS" bash "$PWD/bench/collect_nfsd.sh" inside
 	exit
 fi
 
@@ -29,7 +31,7 @@ sysctl -qw kernel.bpf_stats_enabled=1
 mkfifo ctl
 "$repo/build/bin/strata-collect" < ctl > collect.out 2> collect.err &
 exec 3> ctl
-printf 'add a nfsd.latency client\nadd b nfsd.ops op\nadd c wire.latency client\nadd d wire.ops op\n' >&3
+printf "$ADDS" >&3
 until grep -q '"attached":\["wire","nfsd"\]' collect.out; do sleep 1; done
 "$repo/build/bin/strata-load" --server 127.0.0.1 --export $export --profile mixed --setup-only --files 4 \
 	--file-size 1m > /dev/null
