@@ -280,38 +280,18 @@ static __always_inline int leave(struct pt_regs *regs, long ret, int mode)
 
 /* The programs, one pair per mode: fs_enter / fs_exit (FS_TYPED), fs_enter_read /
  * fs_exit_read (FS_READ), fs_enter_hashed / fs_exit_hashed (FS_HASHED). */
-SEC("tp_btf/sys_enter")
-int BPF_PROG(fs_enter, struct pt_regs *regs, long id)
-{
-	return enter(regs, id, FS_TYPED);
-}
+#define FS_PROGRAMS(enter_prog, exit_prog, mode)                  \
+	SEC("tp_btf/sys_enter")                                   \
+	int BPF_PROG(enter_prog, struct pt_regs *regs, long id)   \
+	{                                                         \
+		return enter(regs, id, mode);                     \
+	}                                                         \
+	SEC("tp_btf/sys_exit")                                    \
+	int BPF_PROG(exit_prog, struct pt_regs *regs, long ret)   \
+	{                                                         \
+		return leave(regs, ret, mode);                    \
+	}
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(fs_exit, struct pt_regs *regs, long ret)
-{
-	return leave(regs, ret, FS_TYPED);
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(fs_enter_read, struct pt_regs *regs, long id)
-{
-	return enter(regs, id, FS_READ);
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(fs_exit_read, struct pt_regs *regs, long ret)
-{
-	return leave(regs, ret, FS_READ);
-}
-
-SEC("tp_btf/sys_enter")
-int BPF_PROG(fs_enter_hashed, struct pt_regs *regs, long id)
-{
-	return enter(regs, id, FS_HASHED);
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(fs_exit_hashed, struct pt_regs *regs, long ret)
-{
-	return leave(regs, ret, FS_HASHED);
-}
+FS_PROGRAMS(fs_enter, fs_exit, FS_TYPED)
+FS_PROGRAMS(fs_enter_read, fs_exit_read, FS_READ)
+FS_PROGRAMS(fs_enter_hashed, fs_exit_hashed, FS_HASHED)

@@ -10,20 +10,28 @@ from pathlib import Path
 
 import pytest
 
-from vm import guest, kernels
+from vm import guest, jobs, kernels
 
 KERNEL = os.environ.get("CLOCK_KERNEL", "6.1")
 
 
-@pytest.mark.timeout(900)
-def test_clock_steps_back_and_forward_lose_and_duplicate_nothing():
+def run_guest():
     runs = kernels.VMDIR / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="clock-", dir=runs))
     inside = Path(__file__).resolve().parent / "clock_steps_inside.py"
     repo = Path(__file__).resolve().parent.parent
-    r = guest.run(KERNEL, f"mkdir -p /tmp/clock && {repo}/.venv/bin/python {inside} /tmp/clock", folder,
-                  timeout=800)
+    return guest.run(KERNEL, f"mkdir -p /tmp/clock && {repo}/.venv/bin/python {inside} /tmp/clock", folder,
+                     timeout=800)
+
+
+def start_guest(item):
+    jobs.submit("clock-steps", run_guest)
+
+
+@pytest.mark.timeout(1500)
+def test_clock_steps_back_and_forward_lose_and_duplicate_nothing():
+    r = jobs.result("clock-steps", run_guest)  # started with the session: the guest runs beside the suite
     assert r.rc == 0, r.output[-3000:]
     out = json.loads(r.output.strip().splitlines()[-1])
     assert out["rc"] == 0, out["stderr"]

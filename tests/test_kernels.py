@@ -14,13 +14,17 @@ from conftest import VIEW_LAYERS
 from vm import matrix
 
 KERNELS = os.environ.get("KERNELS", "6.1").split()
+def start_guest(item):
+    matrix.start(item.callspec.params["kernel"])
+
+
 DOCTOR_VIEWS = {"wire": "wire", "fs": "fs", "disk": "disk", "nfs": "engine USDT"}  # layer -> doctor's view
 
 
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_every_view_counts_exactly_or_is_refused_for_what_the_kernel_lacks(kernel):
-    r = matrix.result(kernel)  # started with the session (conftest.py): the guest runs beside the suite
+    r = matrix.result(kernel)  # started with the session (start_guest): the guest runs beside the suite
     tail = r["pytest_tail"]
     assert r["doctor"] and r["statistics"], tail
     assert sorted(r["views"]) == sorted(matrix.VIEWS), tail

@@ -3,7 +3,6 @@
 @pytest.mark.view), summarized per view into build/vm/matrix/KERNEL.json, which
 tests/test_kernels.py checks and tests/vm/table.py turns into the README's table."""
 import json
-import os
 import platform
 import re
 import shutil
@@ -11,10 +10,9 @@ import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from . import guest, kernels
+from . import guest, jobs, kernels
 
 REPO = kernels.REPO
 RESULTS = kernels.VMDIR / "matrix"
@@ -140,21 +138,10 @@ def release_version(release: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-_runs: dict[str, Future] = {}
-
-
-def start(kernel_list: list[str]) -> None:
-    """Starts the matrix of each kernel in the background (KERNEL_JOBS at once, default
-    one: a guest is one emulated CPU, so the rest of the test suite runs beside it)."""
-    pool = ThreadPoolExecutor(max_workers=int(os.environ.get("KERNEL_JOBS", "1")), thread_name_prefix="matrix")
-    for k in kernel_list:
-        if k not in _runs:
-            _runs[k] = pool.submit(run, k)
-    pool.shutdown(wait=False)
+def start(kernel: str) -> None:
+    """The matrix of kernel, in the background (tests/vm/jobs.py)."""
+    jobs.submit(f"matrix-{kernel}", run, kernel)
 
 
 def result(kernel: str) -> dict:
-    """The matrix of kernel, started by start() or now."""
-    if kernel not in _runs:
-        start([kernel])
-    return _runs[kernel].result()
+    return jobs.result(f"matrix-{kernel}", run, kernel)
