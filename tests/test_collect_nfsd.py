@@ -2,8 +2,10 @@
 kernel with its nfsd module, one libnfs client (strata-load) on loopback, and the real
 collector (tests/nfsd_guest.py does the guest's part). nfsd.ops by op equals nfsd's own
 count per procedure (/proc/net/rpc/nfsd) exactly, and wire.ops on the same requests
-where the wire layer loads, whose median latency is at least nfsd's; before nfsd's modules are loaded, nfsd.* is refused in one
-line, and strata doctor offers the nfsd view once nfsd runs. KERNELS (as for tests/test_kernels.py, default "6.1") chooses the kernels."""
+where the wire layer loads, whose median latency is at least nfsd's; before nfsd's
+modules are loaded, nfsd.* is refused in one line, and strata doctor offers the nfsd
+view once nfsd runs. The guest starts with the session (tests/vm/jobs.py). KERNELS (as
+for tests/test_kernels.py, default "6.1") chooses the kernels."""
 import json
 import os
 import shutil
@@ -11,7 +13,7 @@ import shutil
 import pytest
 
 from strata.datasets import llhist
-from vm import guest, kernels
+from vm import guest, jobs, kernels
 
 KERNELS = os.environ.get("KERNELS", "6.1").split()
 LOAD_SECONDS = 8
@@ -27,15 +29,25 @@ def median(counts: dict) -> int:
     raise AssertionError("an empty heat map")
 
 
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("kernel", [k for k in KERNELS if k != "host"])
-def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
+def run_guest(kernel: str):
     folder = kernels.VMDIR / "runs" / f"nfsd-{kernel}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    r = guest.run(kernel, f"cd {kernels.REPO} && STRATA_GUEST=1 PYTHONPATH=tests .venv/bin/python "
-                  f"tests/nfsd_guest.py {folder} {LOAD_SECONDS}", folder, timeout=600)
+    return guest.run(kernel, f"cd {kernels.REPO} && STRATA_GUEST=1 PYTHONPATH=tests .venv/bin/python "
+                     f"tests/nfsd_guest.py {folder} {LOAD_SECONDS}", folder, timeout=600)
+
+
+def start_guest(item):
+    kernel = item.callspec.params["kernel"]
+    jobs.submit(f"nfsd-{kernel}", run_guest, kernel)
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("kernel", [k for k in KERNELS if k != "host"])
+def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
+    r = jobs.result(f"nfsd-{kernel}", run_guest, kernel)  # started with the session: the guest runs beside the suite
     assert r.rc == 0, r.output[-3000:]
+    folder = r.folder
     res = json.loads((folder / "nfsd.json").read_text())
 
     # before nfsd runs: one line that says so (not a missing kernel feature)
