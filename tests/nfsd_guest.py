@@ -84,8 +84,9 @@ def main(out: Path, seconds: int) -> None:
         time.sleep(2)  # every probe attached for a whole interval before the load starts
         before = proc3()
         load = subprocess.run([str(built("bin/strata-load")), "--server", "127.0.0.1", "--export", EXPORT,
-                               "--profile", "mixed", "--duration", str(seconds), "--setup", "--files", "4",
-                               "--file-size", "256k", "--json", "-"], capture_output=True, text=True, timeout=300)
+                               "--profile", "mixed", "--io-size", "8k", "--duration", str(seconds), "--setup",
+                               "--files", "4", "--file-size", "256k", "--json", "-"],
+                              capture_output=True, text=True, timeout=300)
         result["load"] = {"rc": load.returncode, "stderr": load.stderr[-2000:]}
         after = proc3()
         c.flush_now()
@@ -93,7 +94,7 @@ def main(out: Path, seconds: int) -> None:
         c.flush_now()
         result["proc3"] = {op: after[op] - before[op] for op in NFS3_PROCS if after[op] != before[op]}
         result["seen"] = {name: totals(c, name) for name in DATASETS}
-        result["latency"] = {name: buckets(c, name) for name in ("latency", "wire_latency")}
+        result["heatmaps"] = {name: buckets(c, name) for name in ("latency", "wire_latency", "size")}
         result["status"] = c.statuses()[-1]
     finally:
         c.send("quit")

@@ -78,6 +78,9 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     assert sum(seen["status"].values()) == total and seen["status"].get("ok", 0) > 0, seen["status"]
     assert seen["latency"] == res["proc3"], seen["latency"]
     assert seen["size"] == res["proc3"], seen["size"]
+    # an 8 KiB READ or WRITE: 8 KiB of data and the RPC and NFS headers of call and reply
+    for op in ("read", "write"):
+        assert 8192 < median(res["heatmaps"]["size"][op]) < 8192 + 512, (op, res["heatmaps"]["size"][op])
 
     # the wire view, where it loads, on the same requests (MOUNT calls go to mountd, not nfsd)
     if adds["wire"]["type"] == "ack":
@@ -85,7 +88,7 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
         assert wire == seen["op"], (wire, seen["op"])
         # the wire's time holds nfsd's (plus the network stack and the wait for a thread)
         for op in ("read", "write"):
-            nfsd_p50, wire_p50 = (median(res["latency"][name][op]) for name in ("latency", "wire_latency"))
+            nfsd_p50, wire_p50 = (median(res["heatmaps"][name][op]) for name in ("latency", "wire_latency"))
             assert wire_p50 >= nfsd_p50, (op, wire_p50, nfsd_p50)
     else:
         assert "kernel lacks" in adds["wire"]["message"], adds["wire"]
