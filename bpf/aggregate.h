@@ -1,6 +1,6 @@
 /* aggregate.h — dataset slots and the per-hit aggregation shared by the layer programs.
  *
- * Every layer program (nfs, cache, disk, vdev, wire, fs) includes this header once and gets its own
+ * Every layer program (nfs, cache, disk, vdev, wire, fs, nfsd) includes this header once and gets its own
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
@@ -486,6 +486,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	case AGG_STAT_WIRE_OPS:
 	case AGG_STAT_VDEV_OPS:
 	case AGG_STAT_FS_OPS:
+	case AGG_STAT_NFSD_OPS:
 		agg_add_to(pending, i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
@@ -504,6 +505,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	case AGG_STAT_WIRE_SIZE:
 	case AGG_STAT_VDEV_SIZE:
 	case AGG_STAT_FS_SIZE:
+	case AGG_STAT_NFSD_SIZE:
 		agg_add_to(pending, i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

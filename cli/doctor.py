@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import click
 
 from strata.cli.binaries import MissingBinary, find_binary
-from strata.cli.doctor_views import describe, server_views
+from strata.cli.doctor_views import describe, nfsd_running, server_views
 
 CAP_PERFMON, CAP_BPF = 38, 39
 
@@ -136,12 +136,13 @@ def check_module_btf() -> Check:
 
 
 def check_nfsd() -> Check:
-    """Kernel nfsd: the wire layer sees it unchanged; sunrpc:svc_stats_latency is its in-kernel cross-check."""
-    if os.path.exists("/proc/net/rpc/nfsd"):
-        return Check("kernel nfsd", True, "running: wire.* sees it (port 2049, mountd found through rpcbind)",
-                     required=False)
-    return Check("kernel nfsd", False, "not in this kernel (or not started): wire.* still sees any "
-                 "user-space server (nfs-ganesha, strata-engine)", required=False)
+    """Kernel nfsd: nfsd.* sees each request inside it while its modules are loaded; the
+    wire layer sees it on its interfaces."""
+    if nfsd_running():
+        return Check("kernel nfsd", True, "running: nfsd.* sees each request inside nfsd "
+                     "(sunrpc:svc_stats_latency), wire.* on its interfaces", required=False)
+    return Check("kernel nfsd", False, "not running here (nfsd module not loaded): nfsd.* is refused until it "
+                 "runs; wire.* still sees any user-space server (nfs-ganesha, strata-engine)", required=False)
 
 
 def check_binaries() -> list[Check]:
@@ -190,7 +191,8 @@ def doctor(as_json):
     memlock, and strata's own programs. Each failing row says how to fix it.
     Then, per kind of NFS server (strata-engine, nfs-ganesha and other
     user-space servers, kernel nfsd), the views this host offers for it:
-    wire (wire.*), fs (fs.*), disk (disk.*), engine USDT (nfs.*, arc.*, ...).
+    wire (wire.*), fs (fs.*), disk (disk.*), nfsd (nfsd.*), engine USDT
+    (nfs.*, arc.*, ...).
 
     Exits 0 when collection can run here, 1 otherwise.
     """

@@ -6,6 +6,7 @@ statistics and the attach type it needs:
                     and bpf_loop (5.17+)
     fs     fs.*     syscall tracepoints              a user-space server's own syscalls
     disk   disk.*   block tracepoints                every block device below any server
+    nfsd   nfsd.*   sunrpc's svc_stats_latency       the kernel's nfsd, while its modules are loaded
     usdt   nfs.*, arc.*, l2arc.*, zil.*, vdev.*      uprobes on strata-engine's USDT probes
 """
 import os
@@ -16,6 +17,7 @@ VIEWS = {  # view -> (statistics, strata-features keys it needs)
     "wire": ("wire.*", ("tc", "bpf_loop")),
     "fs": ("fs.*", ("syscalls",)),
     "disk": ("disk.*", ("tracepoint",)),
+    "nfsd": ("nfsd.*", ("tracepoint",)),
     "engine USDT": ("nfs.*, arc.*, l2arc.*, zil.*, vdev.*", ("uprobe",)),
 }
 
@@ -23,15 +25,21 @@ SERVERS = [  # (server kind, the views that apply to it, why the others do not)
     ("strata-engine", ("wire", "fs", "disk", "engine USDT"), ""),
     ("nfs-ganesha, other user-space servers", ("wire", "fs", "disk"),
      "no USDT probes of strata's (fs: --fs-comm ganesha.nfsd)"),
-    ("kernel nfsd", ("wire", "disk"), "its threads make no syscalls; no USDT probes"),
+    ("kernel nfsd", ("nfsd", "wire", "disk"),
+     "its threads make no syscalls; no USDT probes; nfsd.* while nfsd runs (its modules loaded)"),
 ]
+
+
+def nfsd_running() -> bool:
+    """The kernel's nfsd is loaded (what strata-collect asks before loading nfsd.*)."""
+    return os.path.exists("/proc/net/rpc/nfsd")
 
 
 def _installed(server: str, have_engine: bool) -> bool:
     if server == "strata-engine":
         return have_engine
     if server == "kernel nfsd":
-        return os.path.exists("/proc/net/rpc/nfsd")
+        return nfsd_running()
     return shutil.which("ganesha.nfsd") is not None
 
 
@@ -48,7 +56,7 @@ def server_views(features: dict, have_engine: bool) -> list[ServerViews]:
     """features: strata-features' {key: {"ok": bool, ...}}; have_engine: strata-engine found."""
     def works(view):
         ok = all(features.get(key, {}).get("ok", False) for key in VIEWS[view][1])
-        return ok and (view != "engine USDT" or have_engine)
+        return ok and (view != "engine USDT" or have_engine) and (view != "nfsd" or nfsd_running())
 
     rows = []
     for server, views, note in SERVERS:

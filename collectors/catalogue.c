@@ -52,7 +52,7 @@ static void print_dims(FILE *out, const char *field, unsigned mask)
 const char *probe_provider(const struct statistic *s)
 {
 	return s->layer == LAYER_DISK ? "block" : s->layer == LAYER_FS ? "raw_syscalls"
-	       : s->layer == LAYER_WIRE ? "tc" : "strata";
+	       : s->layer == LAYER_NFSD ? "sunrpc" : s->layer == LAYER_WIRE ? "tc" : "strata";
 }
 
 /* "usdt strata:nfs_ops", "tracepoints block:block_rq_issue, block:block_rq_complete", ... */

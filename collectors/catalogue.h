@@ -36,7 +36,7 @@ extern const size_t nstatistics;
 const struct statistic *statistic_find(const char *name);
 /* "nfs", "cache", "disk", "vdev", "wire", "fs", "engine" */
 const char *layer_name(enum layer_id layer);
-/* Who defines s's probes: "strata" (the engine's USDT), "block" or "raw_syscalls"
+/* Who defines s's probes: "strata" (the engine's USDT), "block", "raw_syscalls" or "sunrpc"
  * (tracepoints), "tc" (the wire view's TC programs). */
 const char *probe_provider(const struct statistic *s);
 

@@ -468,7 +468,8 @@ static void emit_status(struct collector *c, long long t)
 			if (!c->layers[l].probes[p].on)
 				continue;
 			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",",
-				l == LAYER_FS ? "raw_syscalls:" : prefixes[c->layers[l].probes[p].kind],
+				l == LAYER_FS ? "raw_syscalls:" : l == LAYER_NFSD ? "sunrpc:"
+				: prefixes[c->layers[l].probes[p].kind],
 				c->layers[l].probes[p].name);
 			first = false;
 		}

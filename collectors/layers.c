@@ -1,5 +1,5 @@
 /* layers.c — loads the nfs / cache / disk / vdev / fs skeletons (and the wire layer through
- * wire.c), manages their dataset slots and probe links, and turns their cumulative per-CPU counts into per-interval deltas
+ * wire.c, the nfsd layer through nfsd.c), manages their dataset slots and probe links, and turns their cumulative per-CPU counts into per-interval deltas
  * (batch map reads, sorted snapshots, merge-diff). */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "fs.h"
 #include "fs_names.h"
 #include "fs.skel.h"
+#include "nfsd.h"
 
 #define READ_CHUNK 4096
 
@@ -244,6 +245,8 @@ int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg
 		rc = load_vdev(L, max_keys);
 	else if (id == LAYER_FS)
 		rc = load_fs(L, max_keys, err, n);
+	else if (id == LAYER_NFSD)
+		rc = nfsd_load(L, max_keys, err, n);
 	else
 		rc = load_disk(L, max_keys, err, n);
 	if (rc) {
@@ -414,8 +417,8 @@ static int probe_attach(struct layer *L, struct probe *p, const struct engine_ta
 			snprintf(err, n, "cannot attach strata:%s in %s (pid %d): %s", p->name, t->path, (int)t->pid,
 				 strerror(e));
 		else
-			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", L->id == LAYER_FS ? "raw_syscalls" : "block",
-				 p->name, strerror(e));
+			snprintf(err, n, "cannot attach tracepoint %s:%s: %s", L->id == LAYER_FS ? "raw_syscalls"
+				 : L->id == LAYER_NFSD ? "sunrpc" : "block", p->name, strerror(e));
 		return -1;
 	}
 	p->link = link;

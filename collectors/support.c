@@ -1,5 +1,5 @@
 /* support.c — whether this host can collect a statistic (engine binary and its probes,
- * block and syscall tracepoint BTF, kernel features, privileges), and `--catalogue` with that answer per statistic. */
+ * block and syscall tracepoint BTF, nfsd running, kernel features, privileges), and `--catalogue` with that answer per statistic. */
 #include <stdlib.h>
 #include <unistd.h>
 #include "catalogue.h"
@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "fs.h"
 #include "kernel_features.h"
+#include "nfsd.h"
 #include "privileges.h"
 
 bool statistic_supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
@@ -22,6 +23,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 	}
 	if (s->layer == LAYER_FS)
 		return fs_supported(why, n);
+	if (s->layer == LAYER_NFSD)
+		return nfsd_supported(why, n);
 	if (!engine_path) {
 		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
 		return false;

@@ -59,19 +59,23 @@ def test_doctor_table_has_one_row_per_check():
 
 def test_doctor_lists_views_per_server_kind():
     """Each server kind's views follow the attach checks above them: wire needs TC, fs the
-    syscall tracepoints, disk the tracepoints, engine USDT the uprobes (and the engine)."""
+    syscall tracepoints, disk the tracepoints, engine USDT the uprobes (and the engine), nfsd
+    the tracepoints and nfsd running."""
     report = json.loads(run("doctor", "--json").stdout)
     ok = {c["name"]: c["ok"] for c in report["checks"]}
     needs = {"wire": ok["TC clsact attach"], "fs": ok["syscall tracepoints"], "disk": ok["tracepoint attach"],
-             "engine USDT": ok["uprobe/USDT attach"] and ok["strata-engine"]}
+             "engine USDT": ok["uprobe/USDT attach"] and ok["strata-engine"],
+             "nfsd": ok["tracepoint attach"] and ok["kernel nfsd"]}
     servers = {s["server"]: s for s in report["servers"]}
     assert set(servers) == {"strata-engine", "nfs-ganesha, other user-space servers", "kernel nfsd"}
     for s in servers.values():
         assert all(needs[v] for v in s["here"]) and not any(needs[v] for v in s["absent"]), s
     assert set(servers["strata-engine"]["here"]) == {"wire", "fs", "disk", "engine USDT"}   # all work here
     assert set(servers["nfs-ganesha, other user-space servers"]["here"]) == {"wire", "fs", "disk"}
-    # kernel nfsd makes no syscalls and is not in this VM's kernel: said, its views still listed
+    # kernel nfsd makes no syscalls and is not in this VM's kernel: said, its views still listed,
+    # nfsd.* among those not here (tests/test_collect_nfsd.py checks it where nfsd runs)
     assert set(servers["kernel nfsd"]["here"]) == {"wire", "disk"} and not servers["kernel nfsd"]["installed"]
+    assert servers["kernel nfsd"]["absent"] == ["nfsd"]
     out = run("doctor", env_columns=200).stdout
     assert "views this host offers, by server" in out
     for name in ("strata-engine", "nfs-ganesha", "kernel nfsd"):

@@ -25,6 +25,8 @@ STATISTICS = [
     ("wire.size", "heatmap", "bytes", "wire"),
     ("fs.ops", "counter", "operations", "fs"), ("fs.latency", "heatmap", "ns", "fs"),
     ("fs.size", "heatmap", "bytes", "fs"),
+    ("nfsd.ops", "counter", "operations", "nfsd"), ("nfsd.latency", "heatmap", "ns", "nfsd"),
+    ("nfsd.size", "heatmap", "bytes", "nfsd"),
     ("arc.size", "gauge", "bytes", "engine"), ("arc.c", "gauge", "bytes", "engine"),
     ("arc.p", "gauge", "bytes", "engine"), ("arc.hdr_size", "gauge", "bytes", "engine"),
     ("arc.data_size", "gauge", "bytes", "engine"), ("l2arc.size", "gauge", "bytes", "engine"),
@@ -64,6 +66,10 @@ CLOSED = {
     # nfsstat3 (RFC 1813 section 2.6); accept_stat + 0x10000, reject_stat + 0x20000 (RFC 5531)
     ("wire.latency", "status"): {"ok": 0, "noent": 2, "acces": 13, "stale": 70, "jukebox": 10008,
                                  "prog_unavail": 0x10001, "garbage_args": 0x10004, "auth_error": 0x20001},
+    # nfsd.*: the same op, version and status keys as wire.*; unread: a status not read (NFSv4)
+    ("nfsd.ops", "op"): {"null": 0, "read": 6, "write": 7, "commit": 21, "compound": 0x40000},
+    ("nfsd.ops", "version"): {"nfs3": 3, "nfs4": 4},
+    ("nfsd.latency", "status"): {"ok": 0, "noent": 2, "unread": 0x30000},
     ("fs.ops", "op"): {s: i for i, s in enumerate(                     # strata's own numbering (fs.bpf.c)
         ["read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
          "fsync", "fdatasync", "openat", "close"])},
@@ -79,7 +85,8 @@ REFUSED = [("nfs.ops", "op", "reed"), ("nfs.ops", "op", "READ"), ("nfs.ops", "op
            ("wire.ops", "server", "10.0.0.1:"), ("wire.ops", "server", "::ffff:10.0.0.1"),
            ("wire.ops", "status", "fine"), ("wire.ops", "version", "nfs5"), ("wire.ops", "op", "read_plus"), ("wire.ops", "op", "nfs4_read"),
            ("fs.ops", "op", "pread"), ("fs.ops", "file", "relative/path"), ("fs.ops", "file", "inode:7:0:12"),
-           ("fs.ops", "process", "nocolon"), ("fs.ops", "process", "x:0"), ("fs.ops", "process", ":12")]
+           ("fs.ops", "process", "nocolon"), ("fs.ops", "process", "x:0"), ("fs.ops", "process", ":12"),
+           ("nfsd.ops", "status", "fine")]
 
 
 def u32(v):
@@ -97,6 +104,8 @@ def cases():
             yield stat, fld, text, u32(value)
     for text in ["10.0.0.3", "127.0.0.1", "0.0.0.0", "255.255.255.255", "::1", "fd00::7", "::ffff:10.0.0.3"]:
         yield "nfs.ops", "client", text, address(text)
+    for text in ["127.0.0.1", "fd00::7"]:
+        yield "nfsd.ops", "client", text, address(text)
     for n in [0, 1, 42, 2**32, 2**64 - 1]:
         yield "nfs.ops", "file", f"object:{n}", struct.pack("<Q", n).ljust(16, b"\0")
     for n in [0, 3, 2**32 - 1]:

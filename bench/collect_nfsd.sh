@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# collect_nfsd.sh — BPF cost per NFS request of the nfsd layer against the wire layer, on
+# the same requests: in a kernel-matrix guest (tests/vm/, KERNEL=6.1 by default; 6.12 too)
+# the kernel's nfsd serves one strata-load client (mixed NFSv3 load, SECS seconds) on
+# loopback while one collector holds nfsd.latency[client] + nfsd.ops[op] and
+# wire.latency[client] + wire.ops[op] (ADDS: other collector commands). From the kernel's BPF statistics
+# (kernel.bpf_stats_enabled): each layer's BPF run time per request (/proc/net/rpc/nfsd's count), its
+# program runs per request, and the ratio nfsd/wire. Absolute ns are TCG-emulated (slow);
+# the ratio is the result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${SECS:-15}
+KERNEL=${KERNEL:-6.1}
+# the datasets, as collector commands: one of each layer's statistics per breakdown given
+ADDS=${ADDS:-add a nfsd.latency client\\nadd b nfsd.ops op\\nadd c wire.latency client\\nadd d wire.ops op\\n}
+if [ "${1:-}" != inside ]; then
+	folder=$PWD/build/vm/runs/bench-nfsd-$KERNEL
+	rm -rf "$folder" && mkdir -p "$folder"
+	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
+		env SECS="$SECS" ADDS="$ADDS" bash "$PWD/bench/collect_nfsd.sh" inside
+	exit
+fi
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+export=/tmp/nfsd-export
+modprobe nfsd && mount -t nfsd nfsd /proc/fs/nfsd && (rpcbind -w || rpcbind)
+mkdir -p $export && chmod 777 $export
+exportfs -o rw,no_root_squash,insecure,fsid=1 127.0.0.1:$export
+rpc.nfsd -N 4 2 && rpc.mountd -N 4
+sysctl -qw kernel.bpf_stats_enabled=1
+mkfifo ctl
+"$repo/build/bin/strata-collect" < ctl > collect.out 2> collect.err &
+exec 3> ctl
+printf "$ADDS" >&3
+until grep -q '"attached":\["wire","nfsd"\]' collect.out; do sleep 1; done
+"$repo/build/bin/strata-load" --server 127.0.0.1 --export $export --profile mixed --setup-only --files 4 \
+	--file-size 1m > /dev/null
+bpftool prog show -j > before.json
+grep '^proc3 ' /proc/net/rpc/nfsd > proc3.before
+"$repo/build/bin/strata-load" --server 127.0.0.1 --export $export --profile mixed --duration "$SECS" --files 4 \
+	--file-size 1m
+bpftool prog show -j > after.json
+grep '^proc3 ' /proc/net/rpc/nfsd > proc3.after
+sleep 3
+printf 'quit\n' >&3
+exec 3>&-
+wait
+"$repo/.venv/bin/python" - <<'EOF'
+import json
+
+def progs(path):
+    return {p["id"]: p for p in json.load(open(path)) if p.get("name", "").startswith(("nfsd_", "wire_"))}
+
+before, after = progs("before.json"), progs("after.json")
+ops = sum(int(x) for x in open("proc3.after").read().split()[2:]) - \
+      sum(int(x) for x in open("proc3.before").read().split()[2:])
+cost = {}
+for pid, p in after.items():
+    layer = "nfsd" if p["name"].startswith("nfsd_") else "wire"
+    b = before.get(pid, {})
+    ns, runs = p.get("run_time_ns", 0) - b.get("run_time_ns", 0), p.get("run_cnt", 0) - b.get("run_cnt", 0)
+    t = cost.setdefault(layer, [0, 0])
+    t[0] += ns
+    t[1] += runs
+print(f"requests (/proc/net/rpc/nfsd): {ops}")
+for layer, (ns, runs) in sorted(cost.items()):
+    print(f"{layer}: {ns / ops:.0f} ns of BPF per request, {runs / ops:.2f} program runs per request")
+if cost.get("wire", [0])[0]:
+    print(f"nfsd / wire: {cost['nfsd'][0] / cost['wire'][0]:.3f}")
+EOF
