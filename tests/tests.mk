@@ -53,7 +53,7 @@ KERNELS ?= 5.10 6.1 6.12 host
 .PHONY: test-kernels kernel-table
 test-kernels: deps
 	$(MAKE) -j$(TEST_JOBS) $(ALL_TARGETS)
-	KERNELS="$(KERNELS)" $(PY) -m pytest -p no:cacheprovider tests/test_kernels.py
+	KERNELS="$(KERNELS)" KERNEL_JOBS=2 $(PY) -m pytest -p no:cacheprovider tests/test_kernels.py tests/test_collect_nfsd.py
 	$(MAKE) kernel-table
 
 kernel-table: venv
