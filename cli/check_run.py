@@ -150,7 +150,9 @@ def private_engine(prof, work: Path, undo, binary: str | None = None, delays: di
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]
     eng = lab_engine.Engine(work, binary)
     # mode=1777: strata-load's clients (uids 10000 and up) create their files in the export root
-    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash,mode=1777",
+    # (an engine of a revision before mode= made such roots already: --a-rev of an old one)
+    mode = ",mode=1777" if lab_engine.takes_export_mode(binary) else ""
+    eng.start(vdevs, f"{EXPORT}:allow=127.0.0.0/8,allow=10.213.0.0/16,no_root_squash{mode}",
               str(e.get("arc_max", "256M")), extra)
     undo.callback(eng.stop)
     for tier, delay in {**e.get("inject_delay", {}), **(delays or {})}.items():

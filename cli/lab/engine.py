@@ -30,10 +30,16 @@ class Features:
     ctl: bool          # strata-engine ctl ... (l2arc on|off, inject-delay)
 
 
-def _help(*args) -> str:
-    proc = subprocess.run([find_binary("strata-engine"), *args, "--help"], capture_output=True, text=True,
-                          timeout=10)
+def _help(*args, binary: str | None = None) -> str:
+    proc = subprocess.run([binary or find_binary("strata-engine"), *args, "--help"], capture_output=True,
+                          text=True, timeout=10)
     return proc.stdout + proc.stderr
+
+
+def takes_export_mode(binary: str | None = None) -> bool:
+    """Whether this strata-engine takes mode=OCTAL in --export (engines before it made
+    export roots anyone could write)."""
+    return "mode=OCTAL" in _help("serve", binary=binary)
 
 
 def features() -> Features:
