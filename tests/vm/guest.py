@@ -5,7 +5,6 @@ returns its output and exit status, within a time limit. Nothing on the host cha
 but files under build/vm/ and the run folder."""
 import gzip
 import lzma
-import os
 import shutil
 import subprocess
 import tempfile
@@ -53,7 +52,7 @@ def initramfs(series: str) -> Path:
     init = HERE / "init.sh"
     if out.exists() and out.stat().st_mtime >= init.stat().st_mtime:
         return out
-    with tempfile.TemporaryDirectory(prefix="strata-initramfs-") as tmp:
+    with kernels.fetch_lock(), tempfile.TemporaryDirectory(prefix="strata-initramfs-") as tmp:
         t = Path(tmp)
         for d in ("bin", "proc", "sys", "dev", "ko"):
             (t / d).mkdir()

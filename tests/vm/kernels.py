@@ -1,6 +1,8 @@
 """Debian kernel packages for the kernel matrix, by series (5.10, 6.1, 6.12): the newest
 build of each, fetched through an apt configuration of the harness's own (never the
 machine's sources), unpacked with its modules indexed, and cached under build/vm/kernels/."""
+import contextlib
+import fcntl
 import re
 import shutil
 import subprocess
@@ -78,6 +80,15 @@ def kernel_dir(series: str) -> Path:
     return VMDIR / "kernels" / series
 
 
+@contextlib.contextmanager
+def fetch_lock():
+    """One fetch (and initramfs build) at a time: guests start in parallel."""
+    VMDIR.mkdir(parents=True, exist_ok=True)
+    with open(VMDIR / "fetch.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def fetch(series: str) -> Path:
     """The unpacked kernel of a series (boot/vmlinuz-*, lib/modules/RELEASE with modules.dep),
     downloaded on first use."""
@@ -86,6 +97,13 @@ def fetch(series: str) -> Path:
     root = kernel_dir(series)
     if (root / "release").exists():
         return root
+    with fetch_lock():
+        if not (root / "release").exists():
+            _download(series, root)
+    return root
+
+
+def _download(series: str, root: Path) -> None:
     package = newest_package(series)
     tmp = root.with_name(series + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -100,7 +118,6 @@ def fetch(series: str) -> Path:
     (tmp / "package").write_text(package + "\n")
     shutil.rmtree(root, ignore_errors=True)
     tmp.rename(root)
-    return root
 
 
 def release(series: str) -> str:
