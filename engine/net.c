@@ -203,8 +203,9 @@ static int conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Describes a completed operation for the strata:nfs_ops probe. end_ns: when its reply
- * went out, or 0 (not sent yet: now). */
+/* Describes a completed operation for the strata:nfs_ops probe. end_ns: the clock just
+ * before its reply was sent (so the client cannot have seen the reply earlier), or 0
+ * (queued, not sent yet: now). */
 static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r, uint64_t end_ns)
 {
 	*op = (struct strata_nfs_op){
@@ -355,8 +356,11 @@ void net_inline_flush(void)
 		return;
 	uint64_t sent_ns = 0;
 	pthread_mutex_lock(&c->lock);
-	if (!c->closing && conn_reply(c, lo.buf, lo.len))
-		sent_ns = __atomic_load_n(&c->last_active_ns, __ATOMIC_RELAXED);
+	if (!c->closing) { /* the clock as the replies go out: before the client can see them */
+		sent_ns = now_mono_ns();
+		if (!conn_reply(c, lo.buf, lo.len))
+			sent_ns = 0;
+	}
 	conn_arm(c);
 	pthread_mutex_unlock(&c->lock);
 	if (!sent_ns)
@@ -474,13 +478,16 @@ static int run_one(struct conn *c, uint8_t *reply, struct strata_nfs_op *op)
 	size_t len;
 	int traced;
 	int bad = net_process(r, reply, &len, &traced);
-	uint64_t sent_ns = 0; /* the clock conn_reply read as the reply went out */
+	uint64_t sent_ns = 0; /* the clock as the reply goes out: before the client can see it */
 	pthread_mutex_lock(&c->lock);
 	c->running--;
-	if (bad)
+	if (bad) {
 		conn_fail(c);
-	else if (!c->closing && conn_reply(c, reply, len))
-		sent_ns = __atomic_load_n(&c->last_active_ns, __ATOMIC_RELAXED);
+	} else if (!c->closing) {
+		sent_ns = now_mono_ns();
+		if (!conn_reply(c, reply, len))
+			sent_ns = 0;
+	}
 	conn_schedule(c);
 	conn_arm(c);
 	pthread_mutex_unlock(&c->lock);

@@ -50,7 +50,7 @@
 
 struct strata_nfs_op {
 	__u64 start_ns;   /* request decoded (CLOCK_MONOTONIC ns) */
-	__u64 end_ns;     /* reply sent */
+	__u64 end_ns;     /* reply handed to the socket (read just before its send) */
 	__u64 file_id;    /* object id of the file handle operated on (0: none) */
 	__u32 bytes;      /* payload bytes read or written (0 for metadata ops) */
 	__u32 status;     /* nfsstat3 of the reply (0 = NFS3_OK) */
