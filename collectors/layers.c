@@ -21,16 +21,6 @@
 
 #define READ_CHUNK 4096
 
-#define BIND_COMMON(L, s)                                         \
-	do {                                                      \
-		(L)->slots = (s)->bss->agg_slots;                 \
-		(L)->nslots = &(s)->bss->agg_nslots;              \
-		(L)->counts_fd = bpf_map__fd((s)->maps.agg_counts); \
-		(L)->keyset_fd = bpf_map__fd((s)->maps.agg_keyset); \
-		(L)->nkeys_fd = bpf_map__fd((s)->maps.agg_nkeys); \
-		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
-	} while (0)
-
 static void add_probe(struct layer *L, const char *name, struct bpf_program *prog, enum probe_kind kind)
 {
 	L->probes[L->nprobes++] = (struct probe){ .name = name, .prog = prog, .kind = kind };
@@ -51,7 +41,7 @@ static int load_nfs(struct layer *L, unsigned max_keys)
 	}
 	L->skel = s;
 	L->destroy = (void (*)(void *))nfs_bpf__destroy;
-	BIND_COMMON(L, s);
+	LAYER_BIND_COMMON(L, s);
 	add_probe(L, "nfs_ops", s->progs.nfs_ops, PROBE_USDT);
 	return 0;
 }
@@ -71,7 +61,7 @@ static int load_cache(struct layer *L, unsigned max_keys)
 	}
 	L->skel = s;
 	L->destroy = (void (*)(void *))cache_bpf__destroy;
-	BIND_COMMON(L, s);
+	LAYER_BIND_COMMON(L, s);
 	add_probe(L, "l2arc_read", s->progs.l2arc_read, PROBE_USDT);
 	add_probe(L, "l2arc_write", s->progs.l2arc_write, PROBE_USDT);
 	add_probe(L, "zil_commit", s->progs.zil_commit, PROBE_USDT);
@@ -93,7 +83,7 @@ static int load_vdev(struct layer *L, unsigned max_keys)
 	}
 	L->skel = s;
 	L->destroy = (void (*)(void *))vdev_bpf__destroy;
-	BIND_COMMON(L, s);
+	LAYER_BIND_COMMON(L, s);
 	add_probe(L, "vdev_io_done", s->progs.vdev_io_done, PROBE_USDT);
 	return 0;
 }
@@ -154,7 +144,7 @@ static int load_disk(struct layer *L, unsigned max_keys, char *why, size_t n)
 		L->skel = s;
 		L->destroy = (void (*)(void *))disk_bpf__destroy;
 		L->active = disk_active;
-		BIND_COMMON(L, s);
+		LAYER_BIND_COMMON(L, s);
 		add_probe(L, "block_rq_issue", raw ? s->progs.disk_issue_raw : s->progs.disk_issue_btf, PROBE_TRACEPOINT);
 		add_probe(L, "block_rq_complete", raw ? s->progs.disk_complete_raw : s->progs.disk_complete_btf,
 			  PROBE_TRACEPOINT);
@@ -218,7 +208,7 @@ static int load_fs(struct layer *L, unsigned max_keys, char *why, size_t n)
 	}
 	L->skel = s;
 	L->destroy = destroy_fs;
-	BIND_COMMON(L, s);
+	LAYER_BIND_COMMON(L, s);
 	add_probe(L, "sys_enter", enter[mode], PROBE_TRACEPOINT);
 	add_probe(L, "sys_exit", leave[mode], PROBE_TRACEPOINT);
 	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);

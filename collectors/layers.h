@@ -68,6 +68,17 @@ struct engine_target {
 	pid_t pid;
 };
 
+/* Binds a loaded skeleton's aggregation state (bpf/aggregate.h) to its layer. */
+#define LAYER_BIND_COMMON(L, s)                                   \
+	do {                                                      \
+		(L)->slots = (s)->bss->agg_slots;                 \
+		(L)->nslots = &(s)->bss->agg_nslots;              \
+		(L)->counts_fd = bpf_map__fd((s)->maps.agg_counts); \
+		(L)->keyset_fd = bpf_map__fd((s)->maps.agg_keyset); \
+		(L)->nkeys_fd = bpf_map__fd((s)->maps.agg_nkeys); \
+		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
+	} while (0)
+
 int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n);
 void layer_unload(struct layer *L);
 

@@ -44,12 +44,7 @@ int nfsd_load(struct layer *L, unsigned max_keys, char *why, size_t n)
 		}
 		L->skel = s;
 		L->destroy = (void (*)(void *))nfsd_bpf__destroy;
-		L->slots = s->bss->agg_slots;
-		L->nslots = &s->bss->agg_nslots;
-		L->counts_fd = bpf_map__fd(s->maps.agg_counts);
-		L->keyset_fd = bpf_map__fd(s->maps.agg_keyset);
-		L->nkeys_fd = bpf_map__fd(s->maps.agg_nkeys);
-		L->stats_fd = bpf_map__fd(s->maps.agg_stats);
+		LAYER_BIND_COMMON(L, s);
 		L->probes[L->nprobes++] = (struct probe){ .name = "svc_stats_latency",
 							  .prog = raw ? s->progs.nfsd_reply_raw : s->progs.nfsd_reply_btf,
 							  .kind = PROBE_TRACEPOINT };

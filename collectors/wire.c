@@ -123,12 +123,7 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	L->skel = s;
 	L->destroy = (void (*)(void *))wire_bpf__destroy;
 	L->wire = w;
-	L->slots = s->bss->agg_slots;
-	L->nslots = &s->bss->agg_nslots;
-	L->counts_fd = bpf_map__fd(s->maps.agg_counts);
-	L->keyset_fd = bpf_map__fd(s->maps.agg_keyset);
-	L->nkeys_fd = bpf_map__fd(s->maps.agg_nkeys);
-	L->stats_fd = bpf_map__fd(s->maps.agg_stats);
+	LAYER_BIND_COMMON(L, s);
 	return 0;
 }
 

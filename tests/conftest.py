@@ -1,5 +1,4 @@
 """Shared pytest setup: paths to the checkout and its build outputs."""
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vm.matrix import VIEW_LAYERS  # noqa: E402  (tests/ is on the path from here on)
 
 # Debian's chromium for plotly's static export (kaleido) and browser tests.
 os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
@@ -40,8 +40,6 @@ def built(relpath: str) -> Path:
 # much load a test got are ten times lower there, and waits ten times longer; what it
 # counted must still be exact.
 IN_GUEST = os.environ.get("STRATA_GUEST") == "1"
-VIEW_LAYERS = {"nfs": "nfs", "cache": "cache", "vdev": "vdev", "disk": "disk", "fs": "fs", "wire": "wire",
-               "archive": "disk"}
 
 
 def pytest_configure(config):
@@ -67,12 +65,13 @@ def _layer_support(layer: str) -> tuple[bool, str]:
     """Whether strata-collect can collect this layer here, and why not (its --catalogue)."""
     global _catalogue
     if _catalogue is None:
+        from strata.datasets import catalogue
         out = subprocess.run([str(BUILD / "bin" / "strata-collect"), "--catalogue"], capture_output=True,
                              text=True, timeout=60).stdout
-        _catalogue = json.loads(out)["statistics"]
+        _catalogue = catalogue.with_support(out)
     for s in _catalogue:
-        if s.get("layer") == layer:
-            return s["supported"], s["reason"]
+        if s.layer == layer:
+            return s.supported, s.reason
     return False, f"no statistic of layer {layer} in the catalogue"
 
 

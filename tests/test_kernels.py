@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from conftest import VIEW_LAYERS
 from vm import matrix
 
 KERNELS = os.environ.get("KERNELS", "6.1").split()
@@ -35,7 +34,7 @@ def test_every_view_counts_exactly_or_is_refused_for_what_the_kernel_lacks(kerne
         if v["state"] == "refused":
             need = matrix.required_version(v["why"])
             assert need is not None and release < need, (r["release"], view, v["why"])
-            refused_layers.add(VIEW_LAYERS[view])
+            refused_layers.add(matrix.VIEW_LAYERS[view])
 
     # strata statistics lists as supported exactly the layers that loaded
     stats = {s["layer"]: s for s in r["statistics"]["statistics"] if s["layer"] in matrix.LAYER_STATS}

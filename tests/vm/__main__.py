@@ -38,7 +38,7 @@ def main() -> int:
         folder = a.folder or Path(tempfile.mkdtemp(prefix="run-", dir=kernels.VMDIR / "runs"))
         folder.mkdir(parents=True, exist_ok=True)
         res = guest.run(a.kernel, shlex.join(a.command), folder, a.timeout)
-    except (kernels.KernelError, guest.GuestError) as e:
+    except (kernels.KernelError, guest.GuestError, OSError) as e:
         print(f"vm: {e}", file=sys.stderr)
         return 2
     sys.stdout.write(res.output)

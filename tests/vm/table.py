@@ -7,7 +7,7 @@ from pathlib import Path
 from . import matrix
 
 BEGIN, END = "<!-- kernel-table: begin (make test-kernels writes it) -->", "<!-- kernel-table: end -->"
-COLUMNS = ["nfs", "cache", "vdev", "disk", "fs", "wire", "archive"]
+COLUMNS = matrix.VIEWS
 
 
 def _cell(v: dict | None) -> str:
