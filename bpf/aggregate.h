@@ -517,7 +517,6 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	}
 }
 
-#ifndef AGG_SLOTS_BY_BPF_LOOP
 /* Applies the per-CPU event (agg_scratch, as agg_event_get / agg_event_reuse return
  * it) to slot i, its counts pending in a batched hit. A global function: the verifier
  * checks the slot body once, not once per slot, on every kernel since 5.6 (bpf_loop
@@ -542,11 +541,13 @@ static __always_inline void agg_slots_run(struct agg_event *ev, int pending)
 		agg_slot_run(i, pending);
 	}
 }
-#else
-/* The same with bpf_loop (Linux 5.17+), for a program that needs bpf_loop anyway and
- * whose call chain leaves no stack room for one more global function's frame (wire). */
+
+#ifdef AGG_SLOTS_BY_BPF_LOOP
+/* agg_event_apply with bpf_loop (Linux 5.17+), for programs that use bpf_loop anyway
+ * and whose call chain leaves no stack room for one more global function's frame
+ * (wire's bpf_loop programs). */
 struct agg_loop_ctx {
-	struct agg_event *ev;
+	struct agg_event *ev; /* bpf_loop's context lies on the stack */
 };
 
 static long agg_slot_cb(__u32 i, void *ctx)
@@ -555,18 +556,12 @@ static long agg_slot_cb(__u32 i, void *ctx)
 	return 0;
 }
 
-static long agg_slot_pending_cb(__u32 i, void *ctx)
-{
-	agg_slot_apply(i, ((struct agg_loop_ctx *)ctx)->ev, 1);
-	return 0;
-}
-
-static __always_inline void agg_slots_run(struct agg_event *ev, int pending)
+static __always_inline void agg_event_apply_by_bpf_loop(struct agg_event *ev)
 {
 	struct agg_loop_ctx ctx = { .ev = ev };
 	__u32 n = agg_nslots;
 
-	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, pending ? agg_slot_pending_cb : agg_slot_cb, &ctx, 0);
+	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_cb, &ctx, 0);
 }
 #endif
 

@@ -28,7 +28,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "llhist.h"
-#define AGG_SLOTS_BY_BPF_LOOP /* the walk needs bpf_loop (Linux 5.17+) anyway */
+#define AGG_SLOTS_BY_BPF_LOOP /* the bpf_loop programs' aggregation (see emit) */
 #include "aggregate.h"
 #include "wire_rpc.h"
 #include "wire_nfs4.h"
@@ -217,18 +217,22 @@ static __always_inline void server_key(__u8 *key, const struct wire_flow *f)
 	}
 }
 
-/* A global function: the verifier checks it (and the aggregation behind it) once, not
- * once for every place and state a reply is counted from. Every event sets the same
- * fields, so the per-CPU event is reused without clearing it. */
-__noinline int emit(const struct wire_flow *f, const struct wire_done *d)
-{
-	struct agg_event *ev;
+/* How a program loops: an argument of the inlined walk, constant in each program. */
+enum loop_kind {
+	LOOP_BPF = 0,      /* with bpf_loop (Linux 5.17+) */
+	LOOP_BOUNDED,      /* bounded loops over global functions (any kernel since 5.10) */
+	LOOP_BOUNDED_STEP, /* the same, inside walk_step_bounded: an operation counted leaves its
+	                      event for the caller to aggregate, as the stack holds no more frames */
+};
 
-	if (!f || !d)
-		return 0;
-	ev = agg_event_reuse();
+/* The operation d of connection f counted (with LOOP_BOUNDED_STEP, its event made ready).
+ * Every event sets the same fields, so the per-CPU event is reused without clearing it. */
+static __always_inline void emit_event(const struct wire_flow *f, const struct wire_done *d, int loop)
+{
+	struct agg_event *ev = agg_event_reuse();
+
 	if (!ev)
-		return 0;
+		return;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = d->op;
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = d->version;
 	*(__u32 *)ev->dims[AGG_DIM_STATUS] = d->status;
@@ -238,9 +242,24 @@ __noinline int emit(const struct wire_flow *f, const struct wire_done *d)
 	ev->bytes = d->bytes;
 	ev->stats_mask = 1u << AGG_STAT_WIRE_OPS | 1u << AGG_STAT_WIRE_LATENCY | 1u << AGG_STAT_WIRE_SIZE;
 	count(WIRE_REPLIES);
-	agg_event_apply(ev);
+	if (loop == LOOP_BPF)
+		agg_event_apply_by_bpf_loop(ev);
+	else if (loop == LOOP_BOUNDED)
+		agg_event_apply(ev);
+}
+
+/* A global function: the verifier checks it (and the aggregation behind it) once, not
+ * once for every place and state a reply is counted from. Before Linux 5.12 a global
+ * function takes no pointer but the context, so the bounded programs inline it, and
+ * aggregate through a global function per slot instead. */
+__noinline int emit(const struct wire_flow *f, const struct wire_done *d)
+{
+	if (f && d)
+		emit_event(f, d, 0);
 	return 0;
 }
+
+
 
 /* --- the stream walk --- */
 
@@ -251,9 +270,21 @@ struct walk {
 	struct wire_flow *flow;
 	__u32 pos, end;       /* skb offsets of the payload still to walk */
 	__u64 now;
-	int lost;             /* the stream lost sync in this packet */
+	__u8 lost;            /* the stream lost sync in this packet */
+	__u8 emitted;         /* LOOP_BOUNDED_STEP: an operation's event awaits its aggregation */
 	__u32 dir;            /* st's direction: DIR_* */
 };
+
+static __always_inline void emit_op(struct walk *w, const struct wire_done *d, int loop)
+{
+	if (loop == LOOP_BPF) {
+		emit(w->flow, d);
+		return;
+	}
+	emit_event(w->flow, d, loop);
+	if (loop == LOOP_BOUNDED_STEP)
+		w->emitted = 1;
+}
 
 static __always_inline void lose_sync(struct walk *w)
 {
@@ -335,7 +366,7 @@ static __always_inline int gather(struct walk *w, __u32 want)
 }
 
 /* A call's RPC header h (WIRE_HEADER_BYTES) was read: the call remembered until its reply. */
-static __always_inline void call_header(struct walk *w, const __u8 *h)
+static __always_inline void call_header(struct walk *w, const __u8 *h, int loop)
 {
 	struct wire_stream *st = w->st;
 	struct wire_conn *conn = w->conn;
@@ -354,7 +385,11 @@ static __always_inline void call_header(struct walk *w, const __u8 *h)
 	}
 	count(WIRE_CALLS);
 	if (c.op == WIRE_OP_V4 && st->want == WIRE_HEADER_BYTES) /* a COMPOUND: its main op */
-		c.op = nfs4_main_op(w->skb, w->pos, w->end - w->pos < st->frag_left ? w->end : w->pos + st->frag_left);
+	{
+		__u32 end = w->end - w->pos < st->frag_left ? w->end : w->pos + st->frag_left;
+
+		c.op = loop != LOOP_BPF ? nfs4_main_op_bounded(w->skb, w->pos, end) : nfs4_main_op(w->skb, w->pos, end);
+	}
 	st->xid = be32(h);
 	c.xid = st->xid;
 	c.start_ns = w->now;
@@ -396,7 +431,7 @@ static __always_inline void call_header(struct walk *w, const __u8 *h)
 
 /* A reply's RPC header h (st->want bytes) was read: its call found, the operation
  * counted (or, for a reply in several fragments, kept in st->done until its last). */
-static __always_inline void reply_header(struct walk *w, const __u8 *h)
+static __always_inline void reply_header(struct walk *w, const __u8 *h, int loop)
 {
 	struct wire_stream *st = w->st;
 	__u32 status = 0, xid = be32(h);
@@ -421,13 +456,13 @@ static __always_inline void reply_header(struct walk *w, const __u8 *h)
 	st->done.valid = 1;
 	call_forget(w, xid, slot);
 	if (st->last_frag) {
-		emit(w->flow, &st->done);
+		emit_op(w, &st->done, loop);
 		st->done.valid = 0;
 	}
 }
 
 /* A record marker m was read: the fragment that follows. */
-static __always_inline void marker(struct walk *w, __u32 m)
+static __always_inline void marker(struct walk *w, __u32 m, int loop)
 {
 	struct wire_stream *st = w->st;
 	__u32 len = m & 0x7fffffff;
@@ -456,21 +491,21 @@ static __always_inline void marker(struct walk *w, __u32 m)
 	} else if (w->dir == DIR_REPLY && st->done.valid) {
 		st->done.bytes += (__u64)len + 4;
 		if (st->last_frag) {
-			emit(w->flow, &st->done);
+			emit_op(w, &st->done, loop);
 			st->done.valid = 0;
 		}
 	}
 }
 
 /* A record's header h is complete: the call or reply it starts. */
-static __always_inline void header(struct walk *w, const __u8 *h)
+static __always_inline void header(struct walk *w, const __u8 *h, int loop)
 {
 	w->st->have = 0;
 	w->st->phase = PH_BODY;
 	if (w->dir == DIR_CALL)
-		call_header(w, h);
+		call_header(w, h, loop);
 	else
-		reply_header(w, h);
+		reply_header(w, h, loop);
 }
 
 /* The fragment's body in this packet, skipped (never read). */
@@ -492,9 +527,8 @@ static __always_inline void body(struct walk *w)
 }
 
 /* One step of the state machine; 1 to stop. */
-static long walk_step(__u32 i, void *ctx)
+static __always_inline long walk_step(struct walk *w, int loop)
 {
-	struct walk *w = ctx;
 	struct wire_stream *st = w->st;
 	__u32 n;
 	int done;
@@ -504,14 +538,14 @@ static long walk_step(__u32 i, void *ctx)
 	switch (st->phase) {
 	case PH_MARKER:
 		if (gather(w, 4))
-			marker(w, be32(st->buf));
+			marker(w, be32(st->buf), loop);
 		return 0;
 	case PH_HEADER:
 		n = w->pos;
 		done = gather(w, st->want);
 		st->frag_left -= w->pos - n;
 		if (done)
-			header(w, st->buf);
+			header(w, st->buf, loop);
 		return 0;
 	case PH_BODY:
 		body(w);
@@ -521,10 +555,109 @@ static long walk_step(__u32 i, void *ctx)
 	}
 }
 
+static long walk_step_cb(__u32 i, void *ctx)
+{
+	return walk_step(ctx, LOOP_BPF);
+}
+
+/* The bounded programs' walk in progress (per CPU): the walk's scalars, and what finds
+ * its pointers again (a global function before Linux 5.12 takes no pointer but the
+ * context). */
+struct walk_state {
+	struct wire_flow flow; /* the connection's key */
+	__u64 now;
+	__u32 pos, end, dir, lost;
+	__u32 scratch;         /* the stream walked is wire_new_conn's (hole_fill), not the connection's */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk_state);
+} wire_walk_state SEC(".maps");
+
+/* One step of the walk in wire_walk_state: WALK_STOP, and WALK_EMITTED when it counted
+ * an operation whose event (agg_scratch) the caller aggregates. A global function: the
+ * verifier checks the step once, whatever the loop that calls it. */
+enum { WALK_STOP = 1, WALK_EMITTED = 2 };
+
+__noinline int walk_step_bounded(struct __sk_buff *skb)
+{
+	struct walk w = { .skb = skb };
+	struct walk_state *s;
+	struct wire_conn *scratch;
+	__u32 zero = 0;
+	long stop;
+
+	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
+	if (!s)
+		return WALK_STOP;
+	w.conn = bpf_map_lookup_elem(&wire_conns, &s->flow);
+	if (!w.conn)
+		return WALK_STOP;
+	if (s->scratch) {
+		scratch = bpf_map_lookup_elem(&wire_new_conn, &zero);
+		if (!scratch)
+			return WALK_STOP;
+		w.st = &scratch->dir[0];
+	} else {
+		w.st = &w.conn->dir[s->dir & 1];
+	}
+	w.flow = &s->flow;
+	w.pos = s->pos;
+	w.end = s->end;
+	w.now = s->now;
+	w.lost = s->lost;
+	w.dir = s->dir;
+	stop = walk_step(&w, LOOP_BOUNDED_STEP);
+	s->pos = w.pos;
+	s->lost = w.lost;
+	return (stop ? WALK_STOP : 0) | (w.emitted ? WALK_EMITTED : 0);
+}
+
+/* The event a step left (rc: walk_step_bounded's) aggregated; rc. A global function, so
+ * that the loop over the steps branches once per step: the verifier follows at most
+ * 8192 branches in a row. */
+__noinline int walk_step_aggregate(int rc)
+{
+	if (rc & WALK_EMITTED)
+		agg_slots_run(0, 0);
+	return rc;
+}
+
+/* Walks w (whose stream is wire_new_conn's if scratch) up to WIRE_STEPS_MAX steps. */
+static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
+{
+	struct walk_state *s;
+	__u32 zero = 0;
+
+
+	if (loop == LOOP_BPF) {
+		bpf_loop(WIRE_STEPS_MAX, walk_step_cb, w, 0);
+		return;
+	}
+	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
+	if (!s)
+		return;
+	s->flow = *w->flow;
+	s->now = w->now;
+	s->pos = w->pos;
+	s->end = w->end;
+	s->dir = w->dir;
+	s->lost = w->lost;
+	s->scratch = scratch;
+	for (__u32 i = 0; i < WIRE_STEPS_MAX; i++)
+		if (walk_step_aggregate(walk_step_bounded(w->skb)) & WALK_STOP)
+			break;
+	w->pos = s->pos;
+	w->lost = s->lost;
+}
+
 /* The common case without the loop: a packet that starts a record and holds its marker
  * and whole header (one copy of both) and, mostly, the rest of the record. The walk
  * goes on in walk_step() only for what is left after this record's first fragment. */
-static __always_inline void record_inline(struct walk *w)
+static __always_inline void record_inline(struct walk *w, int loop)
 {
 	struct wire_stream *st = w->st;
 	__u8 *b = st->buf;
@@ -534,22 +667,22 @@ static __always_inline void record_inline(struct walk *w)
 	if (bpf_skb_load_bytes(w->skb, w->pos, b, 4 + WIRE_HEADER_BYTES))
 		return;
 	w->pos += 4;
-	marker(w, be32(b));
+	marker(w, be32(b), loop);
 	if (st->phase != PH_HEADER || st->want != WIRE_HEADER_BYTES)
 		return; /* lost, or a fragment shorter than a header: walk_step() reads it */
 	w->pos += WIRE_HEADER_BYTES;
 	st->frag_left -= WIRE_HEADER_BYTES;
-	header(w, b + 4);
+	header(w, b + 4, loop);
 	if (!w->lost)
 		body(w);
 }
 
 /* Walks the packet's payload from w->pos to w->end. */
-static __always_inline void walk(struct walk *w)
+static __always_inline void walk(struct walk *w, int loop)
 {
-	record_inline(w);
+	record_inline(w, loop);
 	if (w->pos < w->end && !w->lost)
-		bpf_loop(WIRE_STEPS_MAX, walk_step, w, 0);
+		walk_steps(w, 0, loop);
 }
 
 /* --- resync: a packet that starts with a plausible record --- */
@@ -799,7 +932,7 @@ static __always_inline int hole_open(struct walk *w, __u32 seq)
 
 /* The late segment at the start of the hole: walked with a fresh state up to the hole's
  * end; it must end on a record boundary, else the rest of the hole is given up. */
-static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
+static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len, int loop)
 {
 	struct wire_stream *st = w->st, *tmp;
 	struct wire_conn *scratch;
@@ -818,7 +951,7 @@ static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
 		tmp->phase = PH_MARKER;
 		tmp->rec_start = 1;
 		tmp->have = 0;
-		bpf_loop(WIRE_STEPS_MAX, walk_step, w, 0);
+		walk_steps(w, 1, loop);
 		whole = !w->lost && w->pos >= w->end && tmp->phase == PH_MARKER && tmp->rec_start && !tmp->have;
 	}
 	__builtin_memset(tmp, 0, sizeof(*tmp));
@@ -833,7 +966,7 @@ static __always_inline void hole_fill(struct walk *w, __u32 seq, __u32 len)
 		count(WIRE_DESYNCS);
 }
 
-static __always_inline int on_packet(struct __sk_buff *skb, int hook)
+static __always_inline int on_packet(struct __sk_buff *skb, int hook, int loop)
 {
 	struct pkt p;
 	struct wire_conn *conn;
@@ -874,7 +1007,7 @@ static __always_inline int on_packet(struct __sk_buff *skb, int hook)
 			count(WIRE_DESYNCS);
 		} else if (ahead < 0) {
 			if (st->has_hole && p.seq == st->hole_seq) { /* a reordered segment, late */
-				hole_fill(&w, p.seq, len);
+				hole_fill(&w, p.seq, len, loop);
 				goto done;
 			}
 			if ((__u32)-ahead >= len) /* a retransmission: walk only what is new */
@@ -894,7 +1027,7 @@ static __always_inline int on_packet(struct __sk_buff *skb, int hook)
 		st->has_hole = 0;
 		count(WIRE_RESYNCS);
 	}
-	walk(&w);
+	walk(&w, loop);
 	if (w.pos < w.end && !w.lost) /* more records in one packet than the walk allows */
 		lose_sync(&w);
 advance:
@@ -905,16 +1038,19 @@ done:
 	return TC_ACT_UNSPEC;
 }
 
+/* The programs, in two trios: with bpf_loop (Linux 5.17+), and bounded (any kernel
+ * since 5.10: a bounded loop over a global function per step); the collector loads the
+ * trio the kernel allows. */
 SEC("tc")
 int wire_ingress(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_INGRESS);
+	return on_packet(skb, HOOK_INGRESS, 0);
 }
 
 SEC("tc")
 int wire_egress(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_EGRESS);
+	return on_packet(skb, HOOK_EGRESS, 0);
 }
 
 /* Loopback carries every packet twice, out (egress) and back in (ingress): one hook,
@@ -924,5 +1060,23 @@ int wire_egress(struct __sk_buff *skb)
 SEC("tc")
 int wire_loopback(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_LOOPBACK);
+	return on_packet(skb, HOOK_LOOPBACK, 0);
+}
+
+SEC("tc")
+int wire_ingress_bounded(struct __sk_buff *skb)
+{
+	return on_packet(skb, HOOK_INGRESS, 1);
+}
+
+SEC("tc")
+int wire_egress_bounded(struct __sk_buff *skb)
+{
+	return on_packet(skb, HOOK_EGRESS, 1);
+}
+
+SEC("tc")
+int wire_loopback_bounded(struct __sk_buff *skb)
+{
+	return on_packet(skb, HOOK_LOOPBACK, 1);
 }

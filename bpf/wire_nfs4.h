@@ -103,11 +103,10 @@ struct nfs4_walk {
 	__u32 pos, numops, first, lookup, key;
 };
 
-/* Op i of the compound (a bpf_loop step, verified once whatever the op count); 1 once
- * w->key is decided. */
-static long nfs4_op_step(__u32 i, void *ctx)
+/* Op i of the compound; 1 once w->key is decided. One step of a loop that the verifier
+ * checks once whatever the op count: a bpf_loop callback, or a global function. */
+static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w)
 {
-	struct nfs4_walk *w = ctx;
 	__u32 opcode, len, arg = 0;
 
 	if (i == w->numops) { /* prefix and lookup ops only */
@@ -156,12 +155,45 @@ static long nfs4_op_step(__u32 i, void *ctx)
 	return 0;
 }
 
+static long nfs4_op_step_cb(__u32 i, void *ctx)
+{
+	return nfs4_op_step(i, ctx);
+}
+
+/* The bounded programs' walk (before Linux 5.17, no bpf_loop): per CPU, as a global
+ * function before 5.12 takes no pointer but the context. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfs4_walk); /* r.win unused: the window is looked up again */
+} wire_nfs4_walk SEC(".maps");
+
+__noinline int nfs4_op_step_bounded(__u32 i)
+{
+	__u32 zero = 0;
+	struct nfs4_walk *s = bpf_map_lookup_elem(&wire_nfs4_walk, &zero), w;
+	__u8 *win = bpf_map_lookup_elem(&wire_nfs4_window, &zero);
+	long stop;
+
+	if (!s || !win)
+		return 1;
+	w = *s;
+	w.r.win = win;
+	stop = nfs4_op_step(i, &w);
+	s->pos = w.pos;
+	s->first = w.first;
+	s->lookup = w.lookup;
+	s->key = w.key;
+	return stop;
+}
+
 /* The op key of the COMPOUND call whose credentials start at pos (the call header's
  * 24 fixed bytes and the credential flavor read already); end bounds the fragment.
- * A global function: the verifier checks it once, not once per path that calls it. */
-__noinline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
+ * bounded: without bpf_loop. */
+static __always_inline __u32 nfs4_main_op_in(struct __sk_buff *skb, __u32 pos, __u32 end, int bounded)
 {
-	struct nfs4_walk w = { .r.base = pos, .key = WIRE_OP_V4 };
+	struct nfs4_walk w = { .r.base = pos, .key = WIRE_OP_V4 }, *s;
 	__u32 len, zero = 0, n;
 
 	w.r.win = bpf_map_lookup_elem(&wire_nfs4_window, &zero);
@@ -186,8 +218,34 @@ __noinline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
 	if (nfs4_load(&w.r, pos + 4, &w.numops) || w.numops == 0) /* minorversion, numops */
 		return WIRE_OP_V4;
 	w.pos = pos + 8;
-	bpf_loop(NFS4_OPS_SCANNED, nfs4_op_step, &w, 0);
-	return w.key;
+	if (!bounded) {
+		bpf_loop(NFS4_OPS_SCANNED, nfs4_op_step_cb, &w, 0);
+		return w.key;
+	}
+	s = bpf_map_lookup_elem(&wire_nfs4_walk, &zero);
+	if (!s)
+		return WIRE_OP_V4;
+	s->r.base = w.r.base;
+	s->r.have = w.r.have;
+	s->pos = w.pos;
+	s->numops = w.numops;
+	s->first = s->lookup = 0;
+	s->key = WIRE_OP_V4;
+	for (__u32 i = 0; i < NFS4_OPS_SCANNED; i++)
+		if (nfs4_op_step_bounded(i))
+			break;
+	return s->key;
+}
+
+/* Global functions: the verifier checks them once, not once per path that calls them. */
+__noinline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
+{
+	return nfs4_main_op_in(skb, pos, end, 0);
+}
+
+__noinline __u32 nfs4_main_op_bounded(struct __sk_buff *skb, __u32 pos, __u32 end)
+{
+	return nfs4_main_op_in(skb, pos, end, 1);
 }
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kernel_features.h"
 #include "layers.h"
 #include "wire.h"
 #include "wire.skel.h"
@@ -93,6 +94,7 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 {
 	struct wire_bpf *s = wire_bpf__open();
 	struct wire_state *w;
+	bool bounded;
 	int err;
 
 	if (!s)
@@ -101,6 +103,14 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 		wire_bpf__destroy(s);
 		return -ENOMEM;
 	}
+	/* the trio this kernel allows: with bpf_loop (Linux 5.17+), else bounded */
+	bounded = !kernel_has_bpf_loop();
+	bpf_program__set_autoload(s->progs.wire_ingress, !bounded);
+	bpf_program__set_autoload(s->progs.wire_egress, !bounded);
+	bpf_program__set_autoload(s->progs.wire_loopback, !bounded);
+	bpf_program__set_autoload(s->progs.wire_ingress_bounded, bounded);
+	bpf_program__set_autoload(s->progs.wire_egress_bounded, bounded);
+	bpf_program__set_autoload(s->progs.wire_loopback_bounded, bounded);
 	s->rodata->agg_max_keys = max_keys;
 	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * max_keys);
 	if ((err = wire_bpf__load(s))) {
@@ -111,9 +121,9 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	}
 	w->cfg = *cfg;
 	w->nl_fd = -1;
-	w->prog_fd[0] = bpf_program__fd(s->progs.wire_ingress);
-	w->prog_fd[1] = bpf_program__fd(s->progs.wire_egress);
-	w->prog_fd[2] = bpf_program__fd(s->progs.wire_loopback);
+	w->prog_fd[0] = bpf_program__fd(bounded ? s->progs.wire_ingress_bounded : s->progs.wire_ingress);
+	w->prog_fd[1] = bpf_program__fd(bounded ? s->progs.wire_egress_bounded : s->progs.wire_egress);
+	w->prog_fd[2] = bpf_program__fd(bounded ? s->progs.wire_loopback_bounded : s->progs.wire_loopback);
 	w->l2len_fd = bpf_map__fd(s->maps.wire_l2len);
 	w->counters_fd = bpf_map__fd(s->maps.wire_counters);
 	w->l2_table = s->bss->wire_l2_table;

@@ -4,7 +4,8 @@ split headers, multi-fragment records, retransmissions, gaps, streams joined mid
 connections ended by FIN and RST — and NFSv4.x COMPOUNDs (main op after SEQUENCE / PUTFH / SAVEFH..., bounds that keep
 `compound`), with the expected operations, statuses and stream counters checked; then
 100,000 mutated packets (v3, MOUNT and v4 records; half through each hooks layout) run
-without a failure. One process loads the program once; each test starts from emptied maps."""
+without a failure. Every test runs on both program trios: with bpf_loop (Linux 5.17+) and
+bounded (older kernels). One process loads a trio once; each test starts from emptied maps."""
 import json
 import os
 import random
@@ -24,14 +25,19 @@ COUNTERS = ["calls", "replies", "joined", "desyncs", "resyncs", "unmatched", "fo
 SYN, ACK, RST, FIN = 0x02, 0x10, 0x04, 0x01
 
 
-class Harness:
-    """One loaded wire.bpf.c for the module; before each test, reset (maps emptied, as just
-    loaded) and set to hooks "tc" (calls run the ingress program, replies the egress one) or
-    "lo" (both run the loopback program, which must tell them apart by port and count the same)."""
+TRIOS = ["bpf_loop", "bounded"]
 
-    def __init__(self, ports=(PORT,)):
-        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), *map(str, ports)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+
+class Harness:
+    """One loaded wire.bpf.c trio ("bpf_loop" or "bounded") for the module; before each test,
+    reset (maps emptied, as just loaded) and set to hooks "tc" (calls run the ingress program,
+    replies the egress one) or "lo" (both run the loopback program, which must tell them apart
+    by port and count the same)."""
+
+    def __init__(self, ports=(PORT,), trio="bpf_loop"):
+        option = ["--bounded"] if trio == "bounded" else []
+        self.proc = subprocess.Popen([str(built("tests/wire_test_run")), *option, *map(str, ports)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def start(self, hooks):
         self.hooks = hooks
@@ -69,9 +75,9 @@ class Harness:
         assert self.proc.wait(timeout=30) == 0
 
 
-@pytest.fixture(scope="module")
-def loaded():
-    h = Harness()
+@pytest.fixture(scope="module", params=TRIOS)
+def loaded(request):
+    h = Harness(trio=request.param)
     yield h
     h.close()
 
@@ -380,10 +386,11 @@ def test_reset_from_the_server_ends_the_connection(kernel):
     assert s["ops"] == {} and s["counters"]["joined"] == 1 and s["counters"]["replies"] == 0
 
 
-def test_loopback_client_ports_also_followed():
+@pytest.mark.parametrize("trio", TRIOS)
+def test_loopback_client_ports_also_followed(trio):
     """On loopback, clients whose port numbers are also followed server ports: the SYN, the
     SYN-ACK, calls and replies each read the right way, with or without the SYN seen."""
-    h = Harness((PORT, 40030, 40031))
+    h = Harness((PORT, 40030, 40031), trio)
     try:
         h.start("lo")
         c, d = Conn(40030), Conn(40031)

@@ -1,7 +1,8 @@
 /* wire_test_run.c — runs bpf/wire.bpf.c's TC programs on packets given on stdin
  * (BPF_PROG_TEST_RUN), for tests/test_wire_parse.py. Needs root (or CAP_BPF).
  *
- * usage: wire_test_run [--loopback] PORT...   (the server ports the program follows)
+ * usage: wire_test_run [--bounded] [--loopback] PORT...   (the server ports the program follows;
+ *        --bounded: the programs without bpf_loop, which kernels before 5.17 load)
  * stdin, one command a line:
  *   i HEX | e HEX   run the ingress / egress program on the Ethernet frame HEX (with
  *                   --loopback, both run the loopback program, which tells a call from a
@@ -132,15 +133,34 @@ int main(int argc, char **argv)
 	static const __u32 stats[3] = { AGG_STAT_WIRE_OPS, AGG_STAT_WIRE_OPS, AGG_STAT_WIRE_SIZE };
 	static const __u32 dims[3] = { AGG_DIM_OP, AGG_DIM_STATUS, AGG_DIM_NONE };
 	struct wire_bpf *s = wire_bpf__open();
+	struct bpf_program *ingress, *egress, *lo;
 	unsigned long runs = 0;
 	uint64_t run_ns[2] = { 0, 0 };
-	int err, loopback = argc > 1 && strcmp(argv[1], "--loopback") == 0;
+	int err, arg = 1, loopback = 0, bounded = 0;
 
-	if (!s || (err = wire_bpf__load(s))) {
-		fprintf(stderr, "wire_test_run: cannot load bpf/wire.bpf.c: %s\n", strerror(errno));
+	for (; arg < argc && strncmp(argv[arg], "--", 2) == 0; arg++) {
+		if (strcmp(argv[arg], "--loopback") == 0) {
+			loopback = 1;
+		} else if (strcmp(argv[arg], "--bounded") == 0) {
+			bounded = 1;
+		} else {
+			fprintf(stderr, "wire_test_run: unknown option %s\n", argv[arg]);
+			return 2;
+		}
+	}
+	if (!s)
+		return 2;
+	ingress = bounded ? s->progs.wire_ingress_bounded : s->progs.wire_ingress;
+	egress = bounded ? s->progs.wire_egress_bounded : s->progs.wire_egress;
+	lo = bounded ? s->progs.wire_loopback_bounded : s->progs.wire_loopback;
+	bpf_program__set_autoload(bounded ? s->progs.wire_ingress : s->progs.wire_ingress_bounded, false);
+	bpf_program__set_autoload(bounded ? s->progs.wire_egress : s->progs.wire_egress_bounded, false);
+	bpf_program__set_autoload(bounded ? s->progs.wire_loopback : s->progs.wire_loopback_bounded, false);
+	if ((err = wire_bpf__load(s))) {
+		fprintf(stderr, "wire_test_run: cannot load bpf/wire.bpf.c: %s\n", strerror(-err));
 		return 2;
 	}
-	for (int i = 1 + loopback; i < argc; i++) {
+	for (int i = arg; i < argc; i++) {
 		__u16 port = (__u16)atoi(argv[i]);
 
 		s->bss->wire_port_bits[port >> 3] |= (__u8)(1u << (port & 7));
@@ -175,8 +195,7 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			continue;
 		}
-		prog = bpf_program__fd(loopback ? s->progs.wire_loopback
-					: line[0] == 'i' ? s->progs.wire_ingress : s->progs.wire_egress);
+		prog = bpf_program__fd(loopback ? lo : line[0] == 'i' ? ingress : egress);
 		run.data_in = frame;
 		run.data_size_in = (__u32)n;
 		run.repeat = 1;
