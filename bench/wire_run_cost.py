@@ -3,7 +3,10 @@ BPF_PROG_TEST_RUN (tests/wire_test_run) over crafted NFSv3 connections (READ cal
 their replies, OUTSTANDING calls in flight, three datasets as in the parse tests), ns per
 call packet (ingress) and per reply packet (egress). The peer is the same programs built
 from another git revision (default main), measured in the same run in alternating rounds.
-Needs root.   usage: [ROUNDS=N] wire_run_cost.py [REV]"""
+With --trios the peers are this tree's two program trios instead, bpf_loop and bounded
+(bpf/wire.bpf.c), on two workloads: one record per packet (the walk's inline path) and
+BATCH records per packet (its loop).
+Needs root.   usage: [ROUNDS=N] [BATCH=N] wire_run_cost.py [REV | --trios]"""
 import os
 import statistics
 import subprocess
@@ -16,6 +19,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_wire_parse import PORT, READ, Conn, call, record, reply  # noqa: E402
 
 CALLS, OUTSTANDING, ROUNDS = 4000, 8, int(os.environ.get("ROUNDS", 7))
+BATCH = int(os.environ.get("BATCH", 8))
 BPF_CFLAGS = "-g -O2 -target bpf -D__TARGET_ARCH_x86 -D__bpf__ -Wall".split()
 
 
@@ -40,9 +44,9 @@ def build_at(rev, out):
 
 
 class Runner:
-    def __init__(self, binary):
-        self.proc = subprocess.Popen([str(binary), str(PORT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+    def __init__(self, binary, *options):
+        self.proc = subprocess.Popen([str(binary), *options, str(PORT)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
 
     def run_ns(self, packets):
         """Kernel run time (ingress, egress) summed over packets."""
@@ -72,29 +76,62 @@ def workload(cport):
     return packets
 
 
+def batched(cport):
+    """One connection: CALLS READ calls, BATCH records to a packet both ways (as a client
+    that pipelines its calls and a server that answers them in one send)."""
+    c, packets = Conn(cport=cport), []
+    packets += c.syn()
+    for first in range(1, CALLS + 1, BATCH):
+        xids = range(first, first + BATCH)
+        packets += c.send(b"".join(record(call(x, READ, args=b"\0" * 60)) for x in xids))
+        packets += c.answer(b"".join(record(reply(x, body=b"\0" * 100)) for x in xids))
+    return packets
+
+
+def measure(runners, make_packets, packets_per_dir):
+    """{peer: (call ns, reply ns)} per packet, medians over ROUNDS alternating rounds."""
+    samples = {name: ([], []) for name in runners}
+    for n in range(ROUNDS):
+        packets = make_packets(40000 + n)
+        for name, r in runners.items():
+            before = r.run_ns([])
+            after = r.run_ns(packets)
+            samples[name][0].append((after[0] - before[0]) / packets_per_dir)
+            samples[name][1].append((after[1] - before[1]) / packets_per_dir)
+    return {name: (statistics.median(c), statistics.median(r)) for name, (c, r) in samples.items()}
+
+
+def report(title, medians, base):
+    print(title)
+    bc, br = medians[base]
+    for name, (c, r) in medians.items():
+        print(f"  {name:12s} call {c:6.0f} ns (x{c / bc:.2f})   reply {r:6.0f} ns (x{r / br:.2f})")
+
+
 def main():
     if os.geteuid() != 0:
         print("wire_run_cost: skipped (BPF_PROG_TEST_RUN needs root)")
         return
     rev = sys.argv[1] if len(sys.argv) > 1 else "main"
-    with tempfile.TemporaryDirectory() as tmp:
-        runners = {rev: Runner(build_at(rev, Path(tmp))), "this tree": Runner(ROOT / "build/tests/wire_test_run")}
-        samples = {name: ([], []) for name in runners}
-        for n in range(ROUNDS):
-            packets = workload(40000 + n)
-            for name, r in runners.items():
-                before = r.run_ns([])
-                after = r.run_ns(packets)
-                samples[name][0].append((after[0] - before[0]) / CALLS)
-                samples[name][1].append((after[1] - before[1]) / CALLS)
+    this = ROOT / "build/tests/wire_test_run"
+    if rev == "--trios":
+        runners = {"bpf_loop": Runner(this), "bounded": Runner(this, "--bounded")}
+        one = measure(runners, workload, CALLS)
+        many = measure(runners, batched, CALLS // BATCH)
         for r in runners.values():
             r.close()
-    print(f"wire BPF run time per packet (median of {ROUNDS} rounds x {CALLS} NFSv3 READs, "
-          f"{OUTSTANDING} outstanding):")
-    base = {k: statistics.median(v) for k, v in zip(("call", "reply"), samples[rev])}
-    for name, (calls, replies) in samples.items():
-        c, r = statistics.median(calls), statistics.median(replies)
-        print(f"  {name:12s} call {c:6.0f} ns (x{c / base['call']:.2f})   reply {r:6.0f} ns (x{r / base['reply']:.2f})")
+        report(f"wire BPF run time per packet, one record a packet (median of {ROUNDS} rounds x {CALLS} "
+               f"NFSv3 READs, {OUTSTANDING} outstanding):", one, "bpf_loop")
+        report(f"wire BPF run time per packet, {BATCH} records a packet (median of {ROUNDS} rounds x "
+               f"{CALLS} NFSv3 READs):", many, "bpf_loop")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        runners = {rev: Runner(build_at(rev, Path(tmp))), "this tree": Runner(this)}
+        medians = measure(runners, workload, CALLS)
+        for r in runners.values():
+            r.close()
+    report(f"wire BPF run time per packet (median of {ROUNDS} rounds x {CALLS} NFSv3 READs, "
+           f"{OUTSTANDING} outstanding):", medians, rev)
 
 
 if __name__ == "__main__":

@@ -560,6 +560,29 @@ static long walk_step_cb(__u32 i, void *ctx)
 	return walk_step(ctx, LOOP_BPF);
 }
 
+/* The common case without the loop: a packet that starts a record and holds its marker
+ * and whole header (one copy of both) and, mostly, the rest of the record. The walk
+ * goes on in walk_step() only for what is left after this record's first fragment. */
+static __always_inline void record_inline(struct walk *w, int loop)
+{
+	struct wire_stream *st = w->st;
+	__u8 *b = st->buf;
+
+	if (st->phase != PH_MARKER || !st->rec_start || st->have || w->end - w->pos < 4 + WIRE_HEADER_BYTES)
+		return;
+	if (bpf_skb_load_bytes(w->skb, w->pos, b, 4 + WIRE_HEADER_BYTES))
+		return;
+	w->pos += 4;
+	marker(w, be32(b), loop);
+	if (st->phase != PH_HEADER || st->want != WIRE_HEADER_BYTES)
+		return; /* lost, or a fragment shorter than a header: walk_step() reads it */
+	w->pos += WIRE_HEADER_BYTES;
+	st->frag_left -= WIRE_HEADER_BYTES;
+	header(w, b + 4, loop);
+	if (!w->lost)
+		body(w);
+}
+
 /* The bounded programs' walk in progress (per CPU): the walk's scalars, and what finds
  * its pointers again (a global function before Linux 5.12 takes no pointer but the
  * context). */
@@ -610,7 +633,9 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	w.now = s->now;
 	w.lost = s->lost;
 	w.dir = s->dir;
-	stop = walk_step(&w, LOOP_BOUNDED_STEP);
+	/* a record that starts here and whose header this packet holds: at once, in one copy */
+	record_inline(&w, LOOP_BOUNDED_STEP);
+	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED_STEP) : 0;
 	s->pos = w.pos;
 	s->lost = w.lost;
 	return (stop ? WALK_STOP : 0) | (w.emitted ? WALK_EMITTED : 0);
@@ -652,29 +677,6 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 			break;
 	w->pos = s->pos;
 	w->lost = s->lost;
-}
-
-/* The common case without the loop: a packet that starts a record and holds its marker
- * and whole header (one copy of both) and, mostly, the rest of the record. The walk
- * goes on in walk_step() only for what is left after this record's first fragment. */
-static __always_inline void record_inline(struct walk *w, int loop)
-{
-	struct wire_stream *st = w->st;
-	__u8 *b = st->buf;
-
-	if (st->phase != PH_MARKER || !st->rec_start || st->have || w->end - w->pos < 4 + WIRE_HEADER_BYTES)
-		return;
-	if (bpf_skb_load_bytes(w->skb, w->pos, b, 4 + WIRE_HEADER_BYTES))
-		return;
-	w->pos += 4;
-	marker(w, be32(b), loop);
-	if (st->phase != PH_HEADER || st->want != WIRE_HEADER_BYTES)
-		return; /* lost, or a fragment shorter than a header: walk_step() reads it */
-	w->pos += WIRE_HEADER_BYTES;
-	st->frag_left -= WIRE_HEADER_BYTES;
-	header(w, b + 4, loop);
-	if (!w->lost)
-		body(w);
 }
 
 /* Walks the packet's payload from w->pos to w->end. */

@@ -86,7 +86,7 @@ ATTACH_TYPES = [  # (key in strata-features output, row name, required, what nee
     ("tcx", "tcx link attach", False, "wire layer's preferred hook (Linux 6.6+; else TC clsact)"),
 ]
 KERNEL_FACTS = [  # helpers, maps and kfuncs strata-features asked the kernel for
-    ("bpf_loop", "bpf_loop helper", False, "wire layer's parser (Linux 5.17+)"),
+    ("bpf_loop", "bpf_loop helper", False, "wire layer's parser loop (Linux 5.17+; else bounded loops)"),
     ("task_storage", "task storage", False, "fs layer's syscall in flight (Linux 5.11+; else a hash by thread)"),
     ("rdonly_cast", "bpf_rdonly_cast kfunc", False, "fs layer's typed loads (Linux 6.2+; else helper reads)"),
     ("bpf_stats", "BPF run-time stats", False, "BPF ns per hit in bench/ (Linux 5.8+)"),

@@ -3,7 +3,6 @@ features `strata-features` found and the programs present. A view is a family of
 statistics and the attach type it needs:
 
     wire   wire.*   TC (tcx, or clsact) on the ifaces any NFS server, nothing asked of it
-                    and bpf_loop (5.17+)
     fs     fs.*     syscall tracepoints              a user-space server's own syscalls
     disk   disk.*   block tracepoints                every block device below any server
     nfsd   nfsd.*   sunrpc's svc_stats_latency       the kernel's nfsd, while its modules are loaded
@@ -14,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 
 VIEWS = {  # view -> (statistics, strata-features keys it needs)
-    "wire": ("wire.*", ("tc", "bpf_loop")),
+    "wire": ("wire.*", ("tc",)),
     "fs": ("fs.*", ("syscalls",)),
     "disk": ("disk.*", ("tracepoint",)),
     "nfsd": ("nfsd.*", ("tracepoint",)),

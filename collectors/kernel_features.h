@@ -7,7 +7,8 @@
 
 #include <stdbool.h>
 
-/* The bpf_loop helper (Linux 5.17+): the wire layer's parser needs it. */
+/* The bpf_loop helper (Linux 5.17+): the wire layer loads its bpf_loop programs with it,
+ * its bounded ones without. */
 bool kernel_has_bpf_loop(void);
 /* Task storage maps for tracing programs (Linux 5.11+): the fs layer needs them. */
 bool kernel_has_task_storage(void);

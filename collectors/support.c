@@ -16,11 +16,8 @@ bool statistic_supported(const struct statistic *s, const char *engine_path, cha
 	why[0] = 0;
 	if (s->layer == LAYER_DISK)
 		return disk_btf_supported(why, n);
-	if (s->layer == LAYER_WIRE) { /* TC clsact: checked when attaching (strata doctor probes it) */
-		if (!kernel_has_bpf_loop())
-			snprintf(why, n, "kernel lacks the bpf_loop helper (Linux 5.17+), which the wire parser needs");
-		return kernel_has_bpf_loop();
-	}
+	if (s->layer == LAYER_WIRE) /* TC clsact: checked when attaching (strata doctor probes it) */
+		return true;
 	if (s->layer == LAYER_FS)
 		return fs_supported(why, n);
 	if (s->layer == LAYER_NFSD)
