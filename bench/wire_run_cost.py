@@ -4,8 +4,8 @@ their replies, OUTSTANDING calls in flight, three datasets as in the parse tests
 call packet (ingress) and per reply packet (egress). The peer is the same programs built
 from another git revision (default main), measured in the same run in alternating rounds.
 With --trios the peers are this tree's two program trios instead, bpf_loop and bounded
-(bpf/wire.bpf.c), on two workloads: one record per packet (the walk's inline path) and
-BATCH records per packet (its loop).
+(bpf/wire.bpf.c). Two workloads: one record per packet (the walk's inline path) and BATCH
+records per packet (its loop).
 Needs root.   usage: [ROUNDS=N] [BATCH=N] wire_run_cost.py [REV | --trios]"""
 import os
 import statistics
@@ -114,24 +114,19 @@ def main():
         return
     rev = sys.argv[1] if len(sys.argv) > 1 else "main"
     this = ROOT / "build/tests/wire_test_run"
-    if rev == "--trios":
-        runners = {"bpf_loop": Runner(this), "bounded": Runner(this, "--bounded")}
+    with tempfile.TemporaryDirectory() as tmp:
+        if rev == "--trios":
+            base, runners = "bpf_loop", {"bpf_loop": Runner(this), "bounded": Runner(this, "--bounded")}
+        else:
+            base, runners = rev, {rev: Runner(build_at(rev, Path(tmp))), "this tree": Runner(this)}
         one = measure(runners, workload, CALLS)
         many = measure(runners, batched, CALLS // BATCH)
         for r in runners.values():
             r.close()
-        report(f"wire BPF run time per packet, one record a packet (median of {ROUNDS} rounds x {CALLS} "
-               f"NFSv3 READs, {OUTSTANDING} outstanding):", one, "bpf_loop")
-        report(f"wire BPF run time per packet, {BATCH} records a packet (median of {ROUNDS} rounds x "
-               f"{CALLS} NFSv3 READs):", many, "bpf_loop")
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        runners = {rev: Runner(build_at(rev, Path(tmp))), "this tree": Runner(this)}
-        medians = measure(runners, workload, CALLS)
-        for r in runners.values():
-            r.close()
-    report(f"wire BPF run time per packet (median of {ROUNDS} rounds x {CALLS} NFSv3 READs, "
-           f"{OUTSTANDING} outstanding):", medians, rev)
+    report(f"wire BPF run time per packet, one record a packet (median of {ROUNDS} rounds x {CALLS} "
+           f"NFSv3 READs, {OUTSTANDING} outstanding):", one, base)
+    report(f"wire BPF run time per packet, {BATCH} records a packet (median of {ROUNDS} rounds x "
+           f"{CALLS} NFSv3 READs):", many, base)
 
 
 if __name__ == "__main__":

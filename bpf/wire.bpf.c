@@ -555,10 +555,6 @@ static __always_inline long walk_step(struct walk *w, int loop)
 	}
 }
 
-static long walk_step_cb(__u32 i, void *ctx)
-{
-	return walk_step(ctx, LOOP_BPF);
-}
 
 /* The common case without the loop: a packet that starts a record and holds its marker
  * and whole header (one copy of both) and, mostly, the rest of the record. The walk
@@ -581,6 +577,17 @@ static __always_inline void record_inline(struct walk *w, int loop)
 	header(w, b + 4, loop);
 	if (!w->lost)
 		body(w);
+}
+
+/* A step of the bpf_loop walk: as the bounded one (walk_step_bounded), a record that
+ * starts here and whose header this packet holds at once, else one step. */
+static long walk_step_cb(__u32 i, void *ctx)
+{
+	struct walk *w = ctx;
+	__u32 pos = w->pos;
+
+	record_inline(w, LOOP_BPF);
+	return w->pos == pos ? walk_step(w, LOOP_BPF) : 0;
 }
 
 /* The bounded programs' walk in progress (per CPU): the walk's scalars, and what finds
