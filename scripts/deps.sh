@@ -34,6 +34,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # The packages' services stay stopped: a policy-rc.d answering 101 ("not allowed", honoured
+  # by invoke-rc.d and deb-systemd-invoke) while this script runs, unless the host has its own.
+  # Otherwise a systemd host would start nfs-server, rpcbind, nfs-ganesha and prometheus on
+  # install; strata's tests and guests start the servers they need themselves.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
