@@ -621,7 +621,7 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	long stop;
 
 	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
-	if (!s)
+	if (!s || s->pos >= s->end || s->lost)
 		return WALK_STOP;
 	w.conn = bpf_map_lookup_elem(&wire_conns, &s->flow);
 	if (!w.conn)
@@ -658,6 +658,16 @@ __noinline int walk_step_aggregate(int rc)
 	return rc;
 }
 
+/* The walk in wire_walk_state, up to WIRE_STEPS_MAX steps. A global function: the
+ * verifier checks the loop once, not once per place that walks. */
+__noinline int walk_steps_bounded(struct __sk_buff *skb)
+{
+	for (__u32 i = 0; i < WIRE_STEPS_MAX; i++)
+		if (walk_step_aggregate(walk_step_bounded(skb)) & WALK_STOP)
+			break;
+	return 0;
+}
+
 /* Walks w (whose stream is wire_new_conn's if scratch) up to WIRE_STEPS_MAX steps. */
 static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 {
@@ -679,9 +689,7 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 	s->dir = w->dir;
 	s->lost = w->lost;
 	s->scratch = scratch;
-	for (__u32 i = 0; i < WIRE_STEPS_MAX; i++)
-		if (walk_step_aggregate(walk_step_bounded(w->skb)) & WALK_STOP)
-			break;
+	walk_steps_bounded(w->skb);
 	w->pos = s->pos;
 	w->lost = s->lost;
 }
@@ -689,7 +697,8 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 /* Walks the packet's payload from w->pos to w->end. */
 static __always_inline void walk(struct walk *w, int loop)
 {
-	record_inline(w, loop);
+	if (loop == LOOP_BPF)
+		record_inline(w, loop); /* the bounded walk's steps begin with it */
 	if (w->pos < w->end && !w->lost)
 		walk_steps(w, 0, loop);
 }

@@ -105,7 +105,7 @@ struct nfs4_walk {
 
 /* Op i of the compound; 1 once w->key is decided. One step of a loop that the verifier
  * checks once whatever the op count: a bpf_loop callback, or a global function. */
-static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w)
+static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w, const struct nfs4_reader *r)
 {
 	__u32 opcode, len, arg = 0;
 
@@ -113,7 +113,7 @@ static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w)
 		w->key = nfs4_op_key(w->lookup ? w->lookup : w->first, 0);
 		return 1;
 	}
-	if (nfs4_load(&w->r, w->pos, &opcode))
+	if (nfs4_load(r, w->pos, &opcode))
 		return 1;
 	if (i == 0)
 		w->first = opcode;
@@ -123,12 +123,12 @@ static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w)
 		return 0;
 	case OP4_PUTFH:
 	case OP4_LOOKUP: /* nfs_fh4, component4 */
-		if (nfs4_load(&w->r, w->pos + 4, &len) || len > (opcode == OP4_PUTFH ? NFS4_FHSIZE : NFS4_NAME_MAX))
+		if (nfs4_load(r, w->pos + 4, &len) || len > (opcode == OP4_PUTFH ? NFS4_FHSIZE : NFS4_NAME_MAX))
 			return 1;
 		w->pos += 8 + ((len + 3) & ~3u);
 		break;
 	case OP4_GETATTR: /* bitmap4 */
-		if (nfs4_load(&w->r, w->pos + 4, &len) || len > NFS4_BITMAP_MAX)
+		if (nfs4_load(r, w->pos + 4, &len) || len > NFS4_BITMAP_MAX)
 			return 1;
 		w->pos += 8 + 4 * len;
 		break;
@@ -144,7 +144,7 @@ static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w)
 		w->pos += 4;
 		break;
 	default: /* the main op */
-		if (opcode == OP4_CREATE && nfs4_load(&w->r, w->pos + 4, &arg))
+		if (opcode == OP4_CREATE && nfs4_load(r, w->pos + 4, &arg))
 			return 1;
 		w->key = nfs4_op_key(opcode, arg);
 		return 1;
@@ -157,7 +157,9 @@ static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w)
 
 static long nfs4_op_step_cb(__u32 i, void *ctx)
 {
-	return nfs4_op_step(i, ctx);
+	struct nfs4_walk *w = ctx;
+
+	return nfs4_op_step(i, w, &w->r);
 }
 
 /* The bounded programs' walk (before Linux 5.17, no bpf_loop): per CPU, as a global
@@ -172,20 +174,17 @@ struct {
 __noinline int nfs4_op_step_bounded(__u32 i)
 {
 	__u32 zero = 0;
-	struct nfs4_walk *s = bpf_map_lookup_elem(&wire_nfs4_walk, &zero), w;
-	__u8 *win = bpf_map_lookup_elem(&wire_nfs4_window, &zero);
-	long stop;
+	struct nfs4_walk *w = bpf_map_lookup_elem(&wire_nfs4_walk, &zero);
+	struct nfs4_reader r;
 
-	if (!s || !win)
+	if (!w)
 		return 1;
-	w = *s;
-	w.r.win = win;
-	stop = nfs4_op_step(i, &w);
-	s->pos = w.pos;
-	s->first = w.first;
-	s->lookup = w.lookup;
-	s->key = w.key;
-	return stop;
+	r.win = bpf_map_lookup_elem(&wire_nfs4_window, &zero);
+	if (!r.win)
+		return 1;
+	r.base = w->r.base;
+	r.have = w->r.have;
+	return nfs4_op_step(i, w, &r);
 }
 
 /* The op key of the COMPOUND call whose credentials start at pos (the call header's

@@ -6,7 +6,10 @@
  * open files of the followed processes: /proc/PID/fd/N is opened (O_PATH, our own
  * reference to the same file), and the path readlink gives for our descriptor is kept
  * only if it stats to the inode fstat shows. An inode no followed process holds open
- * any more, and never seen under a name, has no path (keys.c prints inode:MAJ,MIN:INO). */
+ * any more, and never seen under a name, has no path (keys.c prints inode:MAJ,MIN:INO).
+ * On an overlayfs whose layers lie on several file systems (without xino), stat shows a
+ * file on its layer's device while the kernel's inode is the overlay's: such a file is
+ * matched by the device of its directory, which stat shows as the overlay's. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <bpf/libbpf.h>
 #include "fs.h"
 #include "fs_names.h"
@@ -38,11 +43,6 @@ static struct name cache[CACHE_SLOTS];
 static struct ring_buffer *names_rb;
 static long long last_scan_ns = -SCAN_EVERY_NS;
 
-static dev_t user_dev(uint32_t kdev)
-{
-	return makedev(kdev >> 20, kdev & 0xfffff);
-}
-
 static uint32_t kernel_dev(dev_t dev)
 {
 	return major(dev) << 20 | minor(dev);
@@ -53,11 +53,27 @@ static struct name *slot_of(uint64_t ino, uint32_t dev)
 	return &cache[(ino * 0x9e3779b97f4a7c15ull ^ dev) & (CACHE_SLOTS - 1)];
 }
 
+/* The kernel dev_t of the inode behind path, which stat described as st. */
+static uint32_t inode_dev(const char *path, const struct stat *st)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat parent;
+	struct statfs fs;
+
+	if (statfs(path, &fs) != 0 || fs.f_type != OVERLAYFS_SUPER_MAGIC)
+		return kernel_dev(st->st_dev);
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (!(slash = strrchr(dir, '/')))
+		return kernel_dev(st->st_dev);
+	slash[slash == dir] = 0; /* "/name" -> "/" */
+	return stat(dir, &parent) == 0 ? kernel_dev(parent.st_dev) : kernel_dev(st->st_dev);
+}
+
 static bool names_inode(const char *path, uint64_t ino, uint32_t dev)
 {
 	struct stat st;
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == ino && st.st_dev == user_dev(dev);
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == ino && inode_dev(path, &st) == dev;
 }
 
 static void remember(uint64_t ino, uint32_t dev, const char *path)
@@ -93,11 +109,13 @@ static void learn_fd(pid_t pid, const char *fdname)
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	    (len = readlink(self, path, sizeof(path) - 1)) > 0) {
-		uint32_t dev = kernel_dev(st.st_dev);
-
 		path[len] = 0;
-		if (path[0] == '/' && names_inode(path, st.st_ino, dev))
-			remember(st.st_ino, dev, path);
+		if (path[0] == '/') {
+			uint32_t dev = inode_dev(path, &st);
+
+			if (names_inode(path, st.st_ino, dev))
+				remember(st.st_ino, dev, path);
+		}
 	}
 	close(fd);
 }

@@ -1,7 +1,8 @@
 """File-system layer, real BPF on the real raw syscall tracepoints: exact syscall counts
 for the chosen process only (by pid, by name appearing later, by cgroup), file keys that
 are paths (and never another file's after a rename), page-cache hits and disk reads as
-two bands on a real ext4 loop device, and choices that match nothing."""
+two bands on a real ext4 loop device, paths of files on an overlayfs whose layers lie on two
+file systems (a container's root), and choices that match nothing."""
 import os
 import subprocess
 from pathlib import Path
@@ -231,3 +232,39 @@ def test_page_cache_hits_and_disk_reads_are_two_bands(ext4, workers, collectors)
     # a page-cache hit takes a few microseconds, a read from the loop device tens or more
     assert above(warm, 20_000) < 300, warm
     assert above(cold, 20_000) > 1500, cold
+
+
+@pytest.fixture
+def overlay(tmp_path):
+    """An overlayfs whose lower layer is a tmpfs and whose upper one lies on tmp_path's file
+    system: stat shows its files on their layers' devices, the kernel's inode is the overlay's."""
+    lower, upper, work, mnt = (tmp_path / n for n in ("lower", "upper", "work", "mnt"))
+    for d in (lower, upper, work, mnt):
+        d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "none", str(lower)], check=True)
+    try:
+        (lower / "old").write_bytes(os.urandom(1 << 20))
+        subprocess.run(["mount", "-t", "overlay", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={work}",
+                        str(mnt)], check=True)
+        try:
+            yield mnt
+        finally:
+            subprocess.run(["umount", str(mnt)], check=False)
+    finally:
+        subprocess.run(["umount", str(lower)], check=False)
+
+
+def test_files_on_an_overlay_over_two_file_systems_are_named_by_path(overlay, workers, collectors):
+    old, new = overlay / "old", data_file(overlay, "new")  # a lower layer's file, an upper one's
+    assert os.stat(old).st_dev != os.stat(overlay).st_dev  # what made them inode:... before
+    w = workers()
+    c = collectors("--fs-pid", w.pid)
+    c.add("files", "fs.ops", "file")
+    c.wait_status(lambda s: "fs" in s["attached"])
+    for name, path in (("o", old), ("n", new)):
+        w.do(f"open {name} {path}")
+        w.do(f"pread {name} 10 4096 1048576")
+    c.flush_now()
+    assert counter_totals(c.data("files")) == {str(old): 11, str(new): 11}  # the open and 10 preads
+    w.do("close o")
+    w.do("close n")

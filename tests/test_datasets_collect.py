@@ -36,9 +36,15 @@ def daemon_pid(proc, timeout=10):
 
 
 def bpf_links(pid):
-    """BPF links the process holds (each attached probe is one)."""
-    fds = f"/proc/{pid}/fd"
-    return sum(1 for fd in os.listdir(fds) if os.readlink(os.path.join(fds, fd)) == "anon_inode:bpf_link")
+    """BPF links the process holds (each attached probe is one); a descriptor closed while
+    they are listed is not one."""
+    fds, n = f"/proc/{pid}/fd", 0
+    for fd in os.listdir(fds):
+        try:
+            n += os.readlink(os.path.join(fds, fd)) == "anon_inode:bpf_link"
+        except FileNotFoundError:
+            pass
+    return n
 
 
 def seconds(archive, name, since):
