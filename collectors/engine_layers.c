@@ -25,75 +25,40 @@ static bool engine_supported(const struct statistic *s, const char *engine_path,
 	return true;
 }
 
-/* Opens skeleton X with the key bound, loads it and binds it to L; 0 or a negative errno. */
-#define LOAD_ENGINE_SKEL(X, L, cfg)                                                       \
-	({                                                                                \
-		struct X##_bpf *s_ = X##_bpf__open();                                     \
-		int err_ = s_ ? 0 : -errno;                                               \
-		if (s_) {                                                                 \
-			s_->rodata->agg_max_keys = (cfg)->max_keys;                       \
-			bpf_map__set_max_entries(s_->maps.agg_keyset, AGG_MAX_SLOTS * (cfg)->max_keys); \
-			if ((err_ = X##_bpf__load(s_)))                                   \
-				X##_bpf__destroy(s_);                                     \
-			else {                                                            \
-				(L)->skel = s_;                                           \
-				LAYER_BIND_COMMON(L, s_);                                 \
-			}                                                                 \
-		}                                                                         \
-		err_;                                                                     \
-	})
-
-static int load_nfs(struct layer *L, const struct layer_config *cfg, char *why, size_t n)
+/* Adds the USDT probes named in names (NULL-ended): each program is named as its probe. */
+static void add_probes(struct layer *L, struct bpf_object *obj, const char *const *names)
 {
-	int err = LOAD_ENGINE_SKEL(nfs, L, cfg);
-	struct nfs_bpf *s = L->skel;
-
-	(void)why, (void)n;
-	if (!err)
-		layer_add_probe(L, "nfs_ops", s->progs.nfs_ops, PROBE_USDT);
-	return err;
+	for (; *names; names++)
+		layer_add_probe(L, *names, bpf_object__find_program_by_name(obj, *names), PROBE_USDT);
 }
 
-static void unload_nfs(struct layer *L)
-{
-	nfs_bpf__destroy(L->skel);
-}
+/* The layer X_layer on skeleton X (bpf/X.bpf.c) and its USDT probes, named as its programs. */
+#define ENGINE_LAYER(X, ...)                                                                         \
+	static int load_##X(struct layer *L, const struct layer_config *cfg, char *why, size_t n)   \
+	{                                                                                            \
+		struct X##_bpf *s = X##_bpf__open();                                                 \
+		int err;                                                                             \
+                                                                                                     \
+		(void)why, (void)n;                                                                  \
+		if (!s)                                                                              \
+			return -errno;                                                               \
+		s->rodata->agg_max_keys = cfg->max_keys;                                             \
+		bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);         \
+		if ((err = X##_bpf__load(s))) {                                                      \
+			X##_bpf__destroy(s);                                                         \
+			return err;                                                                  \
+		}                                                                                    \
+		L->skel = s;                                                                         \
+		LAYER_BIND_COMMON(L, s);                                                             \
+		add_probes(L, s->obj, (const char *const[]){ __VA_ARGS__, NULL });                   \
+		return 0;                                                                            \
+	}                                                                                            \
+	static void unload_##X(struct layer *L)                                                      \
+	{                                                                                            \
+		X##_bpf__destroy(L->skel);                                                           \
+	}                                                                                            \
+	const struct layer_ops X##_layer = { .supported = engine_supported, .load = load_##X, .unload = unload_##X }
 
-static int load_cache(struct layer *L, const struct layer_config *cfg, char *why, size_t n)
-{
-	int err = LOAD_ENGINE_SKEL(cache, L, cfg);
-	struct cache_bpf *s = L->skel;
-
-	(void)why, (void)n;
-	if (!err) {
-		layer_add_probe(L, "l2arc_read", s->progs.l2arc_read, PROBE_USDT);
-		layer_add_probe(L, "l2arc_write", s->progs.l2arc_write, PROBE_USDT);
-		layer_add_probe(L, "zil_commit", s->progs.zil_commit, PROBE_USDT);
-	}
-	return err;
-}
-
-static void unload_cache(struct layer *L)
-{
-	cache_bpf__destroy(L->skel);
-}
-
-static int load_vdev(struct layer *L, const struct layer_config *cfg, char *why, size_t n)
-{
-	int err = LOAD_ENGINE_SKEL(vdev, L, cfg);
-	struct vdev_bpf *s = L->skel;
-
-	(void)why, (void)n;
-	if (!err)
-		layer_add_probe(L, "vdev_io_done", s->progs.vdev_io_done, PROBE_USDT);
-	return err;
-}
-
-static void unload_vdev(struct layer *L)
-{
-	vdev_bpf__destroy(L->skel);
-}
-
-const struct layer_ops nfs_layer = { .supported = engine_supported, .load = load_nfs, .unload = unload_nfs };
-const struct layer_ops cache_layer = { .supported = engine_supported, .load = load_cache, .unload = unload_cache };
-const struct layer_ops vdev_layer = { .supported = engine_supported, .load = load_vdev, .unload = unload_vdev };
+ENGINE_LAYER(nfs, "nfs_ops");
+ENGINE_LAYER(cache, "l2arc_read", "l2arc_write", "zil_commit");
+ENGINE_LAYER(vdev, "vdev_io_done");
