@@ -23,7 +23,13 @@
  * record's body need not be seen at all; a segment that arrives ahead of its
  * predecessor at a record boundary, starting with a plausible header, is walked at
  * once and leaves a hole, which the late segment fills when it holds whole records
- * (the common case: one call per send). */
+ * (the common case: one call per send).
+ *
+ * The programs come in two trios from this one source (enum loop_kind), and the collector
+ * loads the one the kernel allows (collectors/wire.c): with bpf_loop (Linux 5.17+), or
+ * bounded, for older kernels (5.10+), whose loops call global functions that keep the
+ * walk's state in a per-CPU map (wire_walk_state) and find the connection again at each
+ * step, as a global function before 5.12 takes no pointer but the context. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -219,13 +225,12 @@ static __always_inline void server_key(__u8 *key, const struct wire_flow *f)
 
 /* How a program loops: an argument of the inlined walk, constant in each program. */
 enum loop_kind {
-	LOOP_BPF = 0,      /* with bpf_loop (Linux 5.17+) */
-	LOOP_BOUNDED,      /* bounded loops over global functions (any kernel since 5.10) */
-	LOOP_BOUNDED_STEP, /* the same, inside walk_step_bounded: an operation counted leaves its
-	                      event for the caller to aggregate, as the stack holds no more frames */
+	LOOP_BPF = 0, /* with bpf_loop (Linux 5.17+) */
+	LOOP_BOUNDED, /* bounded loops over global functions (any kernel since 5.10) */
 };
 
-/* The operation d of connection f counted (with LOOP_BOUNDED_STEP, its event made ready).
+/* The operation d of connection f counted; with LOOP_BOUNDED its event is left for the
+ * step's caller to aggregate (walk_step_aggregate: the stack holds no more frames).
  * Every event sets the same fields, so the per-CPU event is reused without clearing it. */
 static __always_inline void emit_event(const struct wire_flow *f, const struct wire_done *d, int loop)
 {
@@ -244,22 +249,17 @@ static __always_inline void emit_event(const struct wire_flow *f, const struct w
 	count(WIRE_REPLIES);
 	if (loop == LOOP_BPF)
 		agg_event_apply_by_bpf_loop(ev);
-	else if (loop == LOOP_BOUNDED)
-		agg_event_apply(ev);
 }
 
 /* A global function: the verifier checks it (and the aggregation behind it) once, not
  * once for every place and state a reply is counted from. Before Linux 5.12 a global
- * function takes no pointer but the context, so the bounded programs inline it, and
- * aggregate through a global function per slot instead. */
+ * function takes no pointer but the context: the bounded programs inline emit_event. */
 __noinline int emit(const struct wire_flow *f, const struct wire_done *d)
 {
 	if (f && d)
-		emit_event(f, d, 0);
+		emit_event(f, d, LOOP_BPF);
 	return 0;
 }
-
-
 
 /* --- the stream walk --- */
 
@@ -271,7 +271,7 @@ struct walk {
 	__u32 pos, end;       /* skb offsets of the payload still to walk */
 	__u64 now;
 	__u8 lost;            /* the stream lost sync in this packet */
-	__u8 emitted;         /* LOOP_BOUNDED_STEP: an operation's event awaits its aggregation */
+	__u8 emitted;         /* LOOP_BOUNDED: an operation's event awaits its aggregation */
 	__u32 dir;            /* st's direction: DIR_* */
 };
 
@@ -282,8 +282,7 @@ static __always_inline void emit_op(struct walk *w, const struct wire_done *d, i
 		return;
 	}
 	emit_event(w->flow, d, loop);
-	if (loop == LOOP_BOUNDED_STEP)
-		w->emitted = 1;
+	w->emitted = 1;
 }
 
 static __always_inline void lose_sync(struct walk *w)
@@ -555,10 +554,9 @@ static __always_inline long walk_step(struct walk *w, int loop)
 	}
 }
 
-
-/* The common case without the loop: a packet that starts a record and holds its marker
- * and whole header (one copy of both) and, mostly, the rest of the record. The walk
- * goes on in walk_step() only for what is left after this record's first fragment. */
+/* The common case in one go: a record that starts at w->pos, whose marker and whole
+ * header the packet holds (one copy of both) and, mostly, the rest of the record. The
+ * walk goes on in walk_step() only for what is left after the record's first fragment. */
 static __always_inline void record_inline(struct walk *w, int loop)
 {
 	struct wire_stream *st = w->st;
@@ -641,8 +639,8 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	w.lost = s->lost;
 	w.dir = s->dir;
 	/* a record that starts here and whose header this packet holds: at once, in one copy */
-	record_inline(&w, LOOP_BOUNDED_STEP);
-	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED_STEP) : 0;
+	record_inline(&w, LOOP_BOUNDED);
+	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED) : 0;
 	s->pos = w.pos;
 	s->lost = w.lost;
 	return (stop ? WALK_STOP : 0) | (w.emitted ? WALK_EMITTED : 0);
@@ -654,7 +652,7 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 __noinline int walk_step_aggregate(int rc)
 {
 	if (rc & WALK_EMITTED)
-		agg_slots_run(0, 0);
+		agg_slots_run(NULL, 0); /* the event is agg_scratch's */
 	return rc;
 }
 
@@ -673,7 +671,6 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 {
 	struct walk_state *s;
 	__u32 zero = 0;
-
 
 	if (loop == LOOP_BPF) {
 		bpf_loop(WIRE_STEPS_MAX, walk_step_cb, w, 0);
@@ -698,7 +695,7 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 static __always_inline void walk(struct walk *w, int loop)
 {
 	if (loop == LOOP_BPF)
-		record_inline(w, loop); /* the bounded walk's steps begin with it */
+		record_inline(w, loop); /* each of the bounded walk's steps begins with it */
 	if (w->pos < w->end && !w->lost)
 		walk_steps(w, 0, loop);
 }
@@ -1056,19 +1053,17 @@ done:
 	return TC_ACT_UNSPEC;
 }
 
-/* The programs, in two trios: with bpf_loop (Linux 5.17+), and bounded (any kernel
- * since 5.10: a bounded loop over a global function per step); the collector loads the
- * trio the kernel allows. */
+/* The programs: the bpf_loop trio, then the bounded one. */
 SEC("tc")
 int wire_ingress(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_INGRESS, 0);
+	return on_packet(skb, HOOK_INGRESS, LOOP_BPF);
 }
 
 SEC("tc")
 int wire_egress(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_EGRESS, 0);
+	return on_packet(skb, HOOK_EGRESS, LOOP_BPF);
 }
 
 /* Loopback carries every packet twice, out (egress) and back in (ingress): one hook,
@@ -1078,23 +1073,23 @@ int wire_egress(struct __sk_buff *skb)
 SEC("tc")
 int wire_loopback(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_LOOPBACK, 0);
+	return on_packet(skb, HOOK_LOOPBACK, LOOP_BPF);
 }
 
 SEC("tc")
 int wire_ingress_bounded(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_INGRESS, 1);
+	return on_packet(skb, HOOK_INGRESS, LOOP_BOUNDED);
 }
 
 SEC("tc")
 int wire_egress_bounded(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_EGRESS, 1);
+	return on_packet(skb, HOOK_EGRESS, LOOP_BOUNDED);
 }
 
 SEC("tc")
 int wire_loopback_bounded(struct __sk_buff *skb)
 {
-	return on_packet(skb, HOOK_LOOPBACK, 1);
+	return on_packet(skb, HOOK_LOOPBACK, LOOP_BOUNDED);
 }
