@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import built, load_floor
+from conftest import built, load_floor, patience
 
 from collect_util import heatmap_totals
 from strata.datasets import llhist
@@ -60,7 +60,7 @@ def test_wire_matches_engine_per_client_and_op(engine):
         c.add("nlat", "nfs.latency", "op")
         c.flush_now()
         report = json.loads(subprocess.run(
-            engine.load_args("--profile", "mixed", "--setup", "--netns", "--netns-delay", 0.5, "--clients", 10, "--threads", 2,
+            engine.load_args("--profile", "mixed", "--setup", "--netns", "--netns-delay", patience(0.5), "--clients", 10, "--threads", 2,
                              "--files", 8, "--file-size", "256k", "--io-size", "16k", "--duration", 2),
             check=True, capture_output=True, text=True, timeout=120).stdout)
         time.sleep(0.1)  # the engine's probe batches flush within 5 ms of a reply
