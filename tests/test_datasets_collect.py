@@ -124,8 +124,11 @@ def test_lifecycle_with_real_collector(tmp_path, loop):
         assert strata("datasets", "suspend", "--all", "--archive", archive).returncode == 0
         wait_for(lambda: bpf_links(pid) == 0, what="probes to detach")
         # resume: data again
+        asked = int(time.time()) + 1
         assert strata("datasets", "resume", "--all", "--archive", archive).returncode == 0
         wait_for(lambda: bpf_links(pid) == links_both, what="probes to attach again")
+        # both datasets enabled again (the probes are attached with the first): each has a record
+        wait_for(lambda: seconds(archive, ops, asked) and seconds(archive, lat, asked), what="records after resume")
         t_resume = int(time.time())
         direct_writes(loop, 50)
         wait_for(lambda: Archive.open(archive).query(ops, t_resume - 1, int(time.time()) + 1).values.sum() >= 50,
