@@ -158,7 +158,7 @@ class Archive:
         try:
             yield
         except codec.CorruptRecord as e:
-            raise ArchiveError(f"{self.path}: damaged archive (bad record: {e})") from None
+            raise ArchiveError(f"{self.path}: damaged archive (bad record: {e}); {schema.REPAIR}") from None
         except sqlite3.Error as e:
             raise schema.translate(self.path, e) from None
 
