@@ -161,6 +161,8 @@ class Archive:
             raise ArchiveError(f"{self.path}: damaged archive (bad record: {e}); {schema.REPAIR}") from None
         except sqlite3.Error as e:
             raise schema.translate(self.path, e) from None
+        except UnicodeDecodeError:
+            raise ArchiveError(f"{self.path}: damaged archive (text that is not UTF-8); {schema.REPAIR}") from None
 
     @contextmanager
     def write(self):

@@ -28,7 +28,7 @@ def rows(conn, table: str, columns: str, order: str, skipped, where: str = "", a
     for each run of rows lost to damage between two readable ones (None: the table's start
     or end). Cells of a damaged page that SQLite reads without noticing are yielded (the
     caller checks their contents); after a failure, a jump in `order` counts as skipped."""
-    cond = f"{where} AND " if where else ""
+    cond = (f"{where} AND " if where else "") + f"typeof({order}) = 'integer' AND "   # damage may store any type
     sql = f"SELECT {order}, {columns} FROM {table} WHERE {cond}{order} > ? ORDER BY {order}"
     start = last = -TOP - 1
     gap_from = stuck = None    # after a seek: the last row read before it, and where it resumed

@@ -195,6 +195,9 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
     except sqlite3.Error as e:
         conn.close()
         raise translate(path, e) from None
+    except UnicodeDecodeError:
+        conn.close()
+        raise ArchiveError(f"{path}: damaged archive (text that is not UTF-8); {REPAIR}") from None
     except BaseException:
         conn.close()
         raise

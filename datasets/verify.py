@@ -58,11 +58,27 @@ class Report:
     expected: dict = field(default_factory=dict)   # step -> records the usage table counts
 
     def add(self, where: str, what: str):
-        self.problems.append(f"{where}: {what}")
+        line = f"{where}: {what}"   # bytes of the file quoted in it may not be UTF-8
+        self.problems.append(line.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def _when(t: int) -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(t))} ({t})"
+
+
+def _text(raw: bytes) -> str:
+    """TEXT as stored; bytes that are not UTF-8 kept as surrogates (_utf8 finds them)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _utf8(*values) -> bool:
+    try:
+        for v in values:
+            if isinstance(v, str):
+                v.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -73,11 +89,20 @@ def _connect(path: str) -> sqlite3.Connection:
     for mode in ("?mode=ro", "?mode=ro&immutable=1"):
         try:
             conn = sqlite3.connect(uri + mode, uri=True, isolation_level=None, check_same_thread=False)
+        except sqlite3.OperationalError:
+            continue
+        try:
+            conn.text_factory = _text
             conn.execute("PRAGMA writable_schema = ON")   # no write happens on a read-only connection
             conn.execute("PRAGMA application_id").fetchone()
             return conn
-        except sqlite3.OperationalError:
-            continue
+        except sqlite3.OperationalError as e:
+            conn.close()
+            if scan.is_damage(e):
+                raise ArchiveError(f"{path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise ArchiveError(f"{path}: {e}") from None
     raise ArchiveError(f"{path}: cannot open")
 
 
@@ -103,6 +128,7 @@ class _Checker:
             return r
         try:
             if self._format(conn):
+                self._schema()
                 self._integrity(conn)
                 if self._tables(conn):
                     self._datasets(conn)
@@ -110,7 +136,7 @@ class _Checker:
                     self._records(conn)
                     self._usage(conn)
                     self._spans(conn)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             r.add("sqlite", f"reading stopped: {e}")
         finally:
             conn.close()
@@ -136,6 +162,18 @@ class _Checker:
             r.add("file", f"archive format {version} is not a format strata wrote")
             return False
         return True
+
+    def _schema(self):
+        """SQLite's own parse of the schema, which the reading connection (writable_schema)
+        would let pass."""
+        try:
+            conn = sqlite3.connect("file:" + quote(os.path.abspath(self.path)) + "?mode=ro&immutable=1", uri=True)
+            try:
+                conn.execute("SELECT 1 FROM datasets LIMIT 0").fetchall()
+            finally:
+                conn.close()
+        except (sqlite3.Error, UnicodeDecodeError) as e:
+            self.report.add("sqlite", f"the schema cannot be read: {e}")
 
     def _integrity(self, conn):
         r = self.report
@@ -184,7 +222,9 @@ class _Checker:
         for row in scan.rows(conn, "datasets", DATASET_COLUMNS, "id", self._skipped("datasets", "id")):
             ds, name, kind, state = row[1], row[2], row[6], row[9]
             bad = None
-            if kind not in codec.KINDS:
+            if not _utf8(*row):
+                bad = "text that is not UTF-8"
+            elif kind not in codec.KINDS:
                 bad = f"unknown kind {kind!r}"
             elif state not in ("active", "suspended"):
                 bad = f"unknown state {state!r}"
@@ -208,6 +248,9 @@ class _Checker:
             known = set()
             for _, idx, key in scan.rows(conn, "keys", "idx, key", "idx",
                                          self._skipped(f"keys of {name}", "index"), "dataset = ?", (ds,)):
+                if not _utf8(key):
+                    self.report.add(f"keys of {name}", f"key {idx} is text that is not UTF-8")
+                    continue
                 known.add(idx)
                 if self.sink:
                     self.sink.key(ds, idx, key)
@@ -236,7 +279,7 @@ class _Checker:
                 batch.clear()
         for ds, batch in batches.items():
             self._decode(ds, batch)
-        for ds, n in sorted(unknown.items()):
+        for ds, n in sorted(unknown.items(), key=str):
             self.report.add("records", f"{n} record(s) of dataset id {ds}, which the archive does not hold "
                                        "(or whose row cannot be read)")
         self._duplicates()
