@@ -37,6 +37,7 @@ from .parentdeath import die_with_parent
 from .status import StatusFile
 
 MAX_LINE = 16 << 20
+ERRORS_KEPT = 5     # problems the status file keeps (the last ones said)
 
 
 def control_line(info) -> str:
@@ -73,6 +74,7 @@ class Collector:
         self.fault = None        # what is wrong with the archive, while it is
         self.identity = archive.identity()
         self.status = StatusFile(archive.path)
+        self.errors = []         # the last ERRORS_KEPT distinct problems said, for the status file
 
     def stop(self, *_):
         self.stopping = True
@@ -92,6 +94,7 @@ class Collector:
     def sync(self):
         """Add what became active, remove what was suspended or destroyed."""
         want = {d.id: d for d in self.archive.datasets() if d.state == "active"}
+        collected = len(self.kinds)
         for ds in [i for i in self.kinds if i not in want]:
             self._send(f"remove {ds}")
             del self.kinds[ds]
@@ -101,11 +104,23 @@ class Collector:
                 self.kinds[ds], self.infos[ds] = info.kind, info
                 self._send(control_line(info))
         self.failed &= set(want)
+        if len(self.kinds) != collected:
+            self._write_status()
 
     def _warn_once(self, key, msg):
         if key not in self.warned:
             self.warned.add(key)
-            self.log(msg)
+            self._error(msg)
+
+    def _error(self, msg):
+        """Say a problem that is not the archive's (stderr), and keep it in the status file."""
+        self.log(msg)
+        self.errors = (self.errors + [msg])[-ERRORS_KEPT:]
+        self._write_status()
+
+    def _write_status(self):
+        self.status.write("holding" if self.fault else "writing", self.fault or "",
+                          self.held.start() if self.fault else None, len(self.kinds), self.errors)
 
     def handle(self, lines: list):
         """Archive one batch of daemon output lines (one transaction), or hold it."""
@@ -132,7 +147,7 @@ class Collector:
                 elif kind == "error":
                     ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
-                    self.log(f"{name}: {msg.get('message', 'refused')}")
+                    self._error(f"{name}: {msg.get('message', 'refused')}")
                     if ds in self.kinds:
                         del self.kinds[ds]
                         self.failed.add(ds)
@@ -186,7 +201,7 @@ class Collector:
             self.fault = str(error)
             self.log(f"{error}; collection goes on, the events held in memory until the archive "
                      "can be written (retried every second)")
-            self.status.write("holding", self.fault, self.held.start())
+            self._write_status()
 
     def _recovered(self):
         start = self.held.start()
@@ -196,7 +211,7 @@ class Collector:
         when = time.strftime("%H:%M:%S", time.localtime(start)) if start is not None else "?"
         self.log(f"the archive is written again: the {seconds} s from {when} stored as one record "
                  "per dataset spanning them")
-        self.status.write("writing")
+        self._write_status()
 
     def unwritable(self, error):
         """The archive could not be opened for writing at start (Archive.open_for_collecting)."""
@@ -238,7 +253,7 @@ class Collector:
             return 1
         status = 0
         if not self.fault:
-            self.status.write("writing")
+            self._write_status()
         try:
             changes = self.archive.changes()
             self.sync()
