@@ -21,7 +21,11 @@ made again at its path (folder included) holding the datasets being collected,
 under the same ids; not while its file system is gone (unmounted): then the
 records are held until it is back. A record whose second follows a gap in the daemon's
 seconds (the daemon stalled: SIGSTOP, starved of CPU, or its output blocked)
-holds the gap's events too: it is stored as spanning the gap.
+holds the gap's events too: it is stored as spanning the gap. The daemon's interval
+record says how long each interval lasted on CLOCK_MONOTONIC and by how much the wall
+clock stepped (datasets/ARCHIVE.md, "Wall-clock steps"): after a step forward the
+record is placed on the seconds it lasted (the labels skipped hold none), after a step
+back it spans the seconds it lasted from its label on (cause `clock`); each step is said.
 """
 import json
 import os
@@ -38,6 +42,7 @@ from .status import StatusFile
 
 MAX_LINE = 16 << 20
 ERRORS_KEPT = 5     # problems the status file keeps (the last ones said)
+STEP_MS = 500       # a wall-clock advance this far from the monotonic one is a step
 
 
 def control_line(info) -> str:
@@ -70,6 +75,7 @@ class Collector:
         self.proc = None
         self.records = 0
         self.last = {}           # dataset id -> the last second the daemon reported
+        self.tick = None         # (t, mono_ms, step_ms) of the daemon's last interval record
         self.held = Held()       # records not yet written: the archive failed
         self.fault = None        # what is wrong with the archive, while it is
         self.identity = archive.identity()
@@ -140,10 +146,12 @@ class Collector:
                         raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
                     t = msg.get("t")
                     last = self.last.get(ds)
-                    start = last + 1 if isinstance(t, int) and last is not None and t > last + 1 else t
+                    start, seconds, cause = self._placement(t, last)
                     if isinstance(t, int) and (last is None or t > last):
                         self.last[ds] = t
-                    records.append((ds, start, t, msg.get("data"), raw))
+                    records.append((ds, start, seconds, cause, msg.get("data"), raw))
+                elif kind == "interval":
+                    self._interval(msg)
                 elif kind == "error":
                     ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
@@ -159,6 +167,38 @@ class Collector:
         if records or self.held:
             self._archive(records)
 
+    def _interval(self, msg):
+        """The daemon's interval record: remembered for its data records; a step is said."""
+        t, mono, step = msg.get("t"), msg.get("mono_ms"), msg.get("step_ms")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t, mono, step)) or mono < 0:
+            raise BadRecord("an interval record needs integer t, mono_ms (>= 0) and step_ms")
+        self.tick = (t, mono, step)
+        if abs(step) >= STEP_MS:
+            when = time.strftime("%H:%M:%S", time.localtime(t))
+            self.log(f"the wall clock stepped {'forward' if step > 0 else 'back'} {abs(step) / 1000:.1f} s "
+                     f"(the interval labelled {when} lasted {mono / 1000:.1f} s): " +
+                     ("the seconds it skipped hold no record" if step > 0 else
+                      f"its record spans the {max(1, round(mono / 1000))} s it lasted (cause clock)"))
+
+    def _placement(self, t, last) -> tuple:
+        """(first second, seconds, cause) of the record labelled t, the dataset's previous
+        being labelled last: a gap in the labels is a stall the record spans, unless the
+        wall clock stepped (the interval record): forward, the record holds only the seconds
+        it lasted; back, it spans the seconds it lasted from its label on."""
+        if not isinstance(t, int) or isinstance(t, bool):
+            return t, 1, "stall"          # refused by the ingest
+        start = last + 1 if last is not None and t > last + 1 else t
+        seconds, cause = t + 1 - start, "stall"
+        tick = self.tick if self.tick and self.tick[0] == t else None
+        if tick and abs(tick[2]) >= STEP_MS:
+            lasted = max(1, round(tick[1] / 1000))
+            if tick[2] > 0:
+                start = max(start, t + 1 - lasted)
+                seconds = t + 1 - start
+            elif lasted > seconds:
+                seconds, cause = lasted, "clock"
+        return start, seconds, cause
+
     def _bad(self, e, raw):
         self._warn_once(("bad", type(e).__name__, str(e)[:80]),
                         f"ignoring a malformed collector line ({e}): {raw[:120]!r}")
@@ -171,9 +211,9 @@ class Collector:
             with self.archive.guard(), self.ingest.transaction():
                 if self.held:
                     self.held.store(self.ingest, self.kinds)
-                for ds, start, t, data, raw in records:
+                for ds, start, seconds, cause, data, raw in records:
                     try:
-                        self.ingest.add(ds, start, self.kinds[ds], data, t + 1 - start)
+                        self.ingest.add(ds, start, self.kinds[ds], data, seconds, cause)
                         self.records += 1
                         committed.append((ds, data))
                     except (BadRecord, TypeError) as e:
@@ -189,9 +229,9 @@ class Collector:
             self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
 
     def _hold(self, records, error):
-        for ds, start, t, data, raw in records:
+        for ds, start, seconds, cause, data, raw in records:
             try:
-                self.held.add(ds, start, t + 1, self.kinds[ds], data)
+                self.held.add(ds, start, start + seconds, self.kinds[ds], data)
             except (BadRecord, TypeError) as e:
                 self._bad(e, raw)
             else:

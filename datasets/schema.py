@@ -19,8 +19,8 @@ Tables:
             suspended or resumed (the collector polls it)
   spans     (dataset, t) -> seconds, cause: the second-level record at t holds
             the events of [t, t + seconds), collected across an outage (the
-            collector stalled, or the archive could not be written); cause
-            'stall' or 'archive'. Added to format 1 without a version change:
+            collector stalled, the archive could not be written, the wall clock
+            stepped back); cause 'stall', 'archive' or 'clock'. Added to format 1 without a version change:
             writers create it in an archive that lacks it, readers of an archive
             without it see no spans.
 """

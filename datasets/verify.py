@@ -71,6 +71,10 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+def _integer(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _utf8(*values) -> bool:
     try:
         for v in values:
@@ -222,12 +226,17 @@ class _Checker:
         for row in scan.rows(conn, "datasets", DATASET_COLUMNS, "id", self._skipped("datasets", "id")):
             ds, name, kind, state = row[1], row[2], row[6], row[9]
             bad = None
-            if not _utf8(*row):
+            if not all(isinstance(v, str) for v in row[2:10]):
+                bad = "a name, kind, unit, probe or state that is not text"
+            elif not _utf8(*row):
                 bad = "text that is not UTF-8"
             elif kind not in codec.KINDS:
                 bad = f"unknown kind {kind!r}"
             elif state not in ("active", "suspended"):
                 bad = f"unknown state {state!r}"
+            elif not all(map(_integer, row[10:12] + row[15:18])) or \
+                    not all(v is None or (_integer(v) and v > 0) for v in row[12:15]):
+                bad = "times, retention or horizons that are not whole seconds"
             else:
                 try:
                     if not isinstance(name, str) or str(names.parse(name)) != name:
@@ -338,6 +347,9 @@ class _Checker:
             return
         for ds, step, rows in usage:
             if ds not in self.datasets:
+                continue
+            if step not in STEPS or not _integer(rows):
+                self.report.add("usage", f"{self.datasets[ds][0]}: a row of step {step!r} counting {rows!r}")
                 continue
             self.report.expected[step] = self.report.expected.get(step, 0) + rows
             if found.get((ds, step), 0) != rows:
