@@ -163,6 +163,9 @@ class Archive:
             raise schema.translate(self.path, e) from None
         except UnicodeDecodeError:
             raise ArchiveError(f"{self.path}: damaged archive (text that is not UTF-8); {schema.REPAIR}") from None
+        except MemoryError:   # SQLITE_NOMEM: a damaged row's header asks for a huge allocation
+            raise ArchiveError(f"{self.path}: out of memory reading the archive (a damaged row?); "
+                               f"{schema.REPAIR}") from None
 
     @contextmanager
     def write(self):

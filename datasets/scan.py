@@ -18,7 +18,10 @@ RECOVERY_ROWS = 64   # rows read one at a time after a failure, before scanning 
 
 
 def is_damage(e: Exception) -> bool:
-    """Whether an SQLite error says the file's bytes are bad (not a request or a lock)."""
+    """Whether an SQLite error says the file's bytes are bad (not a request or a lock); a
+    damaged row's header can also make SQLite ask for more memory than there is."""
+    if isinstance(e, MemoryError):
+        return True
     code = getattr(e, "sqlite_errorcode", None)
     return code is not None and (code & 0xFF) in DAMAGE
 
@@ -45,7 +48,7 @@ def rows(conn, table: str, columns: str, order: str, skipped, where: str = "", a
                 last = row[0]
             else:
                 return
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, MemoryError) as e:
             if not is_damage(e):
                 raise
         # the module drops the row it read before a failing step, and a damaged page may be
@@ -53,7 +56,7 @@ def rows(conn, table: str, columns: str, order: str, skipped, where: str = "", a
         for _ in range(RECOVERY_ROWS):
             try:
                 row = conn.execute(sql + " LIMIT 1", (*args, last)).fetchone()
-            except sqlite3.DatabaseError as e:
+            except (sqlite3.DatabaseError, MemoryError) as e:
                 if not is_damage(e):
                     raise
                 break
@@ -93,7 +96,7 @@ def _next_readable(conn, table, order, cond, args, after):
         try:
             _first_at(conn, table, order, cond, args, v)
             return True
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, MemoryError) as e:
             if not is_damage(e):
                 raise
             return False

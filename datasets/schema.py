@@ -198,6 +198,9 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
     except UnicodeDecodeError:
         conn.close()
         raise ArchiveError(f"{path}: damaged archive (text that is not UTF-8); {REPAIR}") from None
+    except MemoryError:
+        conn.close()
+        raise ArchiveError(f"{path}: out of memory reading the archive (a damaged row?); {REPAIR}") from None
     except BaseException:
         conn.close()
         raise

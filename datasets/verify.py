@@ -71,6 +71,10 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+def _why(e: Exception) -> str:
+    return str(e) or "SQLite ran out of memory (a damaged row's header asks for too much)"
+
+
 def _integer(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -104,9 +108,9 @@ def _connect(path: str) -> sqlite3.Connection:
             conn.close()
             if scan.is_damage(e):
                 raise ArchiveError(f"{path}: {e}") from None
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, MemoryError) as e:
             conn.close()
-            raise ArchiveError(f"{path}: {e}") from None
+            raise ArchiveError(f"{path}: {_why(e)}") from None
     raise ArchiveError(f"{path}: cannot open")
 
 
@@ -142,6 +146,8 @@ class _Checker:
                     self._spans(conn)
         except (sqlite3.Error, UnicodeDecodeError) as e:
             r.add("sqlite", f"reading stopped: {e}")
+        except MemoryError:
+            r.add("sqlite", "reading stopped: a damaged row asks for more memory than there is")
         finally:
             conn.close()
         return r
@@ -151,8 +157,8 @@ class _Checker:
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as e:
-            r.add("file", f"the header cannot be read ({e})")
+        except (sqlite3.DatabaseError, MemoryError) as e:
+            r.add("file", f"the header cannot be read ({_why(e)})")
             return False
         if app_id != schema.APPLICATION_ID:
             r.add("file", "not a strata archive (an SQLite database of another program)")
@@ -184,8 +190,8 @@ class _Checker:
         try:
             roots = dict(conn.execute("SELECT rootpage, name FROM sqlite_schema WHERE rootpage > 0"))
             lines = [line for (row,) in conn.execute("PRAGMA integrity_check(50)") for line in row.splitlines()]
-        except sqlite3.DatabaseError as e:
-            r.add("sqlite", f"the integrity check stopped: {e}")
+        except (sqlite3.DatabaseError, MemoryError) as e:
+            r.add("sqlite", f"the integrity check stopped: {_why(e)}")
             return
         lines = [line for line in lines if line != "ok" and not line.startswith("*** in database")]
         owners = self._owners(conn, {int(m.group(1)) for m in map(PAGE.match, lines) if m})
@@ -342,8 +348,8 @@ class _Checker:
             found[ds, step] = found.get((ds, step), 0) + n
         try:
             usage = conn.execute("SELECT dataset, step, rows FROM usage").fetchall()
-        except sqlite3.DatabaseError as e:
-            self.report.add("usage", f"cannot be read ({e})")
+        except (sqlite3.DatabaseError, MemoryError) as e:
+            self.report.add("usage", f"cannot be read ({_why(e)})")
             return
         for ds, step, rows in usage:
             if ds not in self.datasets:
