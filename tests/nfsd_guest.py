@@ -1,5 +1,5 @@
 """The guest side of tests/test_collect_nfsd.py, run inside a kernel-matrix guest as root:
-asks a collector for nfsd.* before nfsd runs (one error line), starts the kernel's nfsd
+starts a collector and asks it for nfsd.* before nfsd runs (the datasets wait), starts the kernel's nfsd
 (NFSv3 only, one export on the guest's ext4 /tmp), asks strata doctor, collects nfsd.* and wire.* while one
 long-lived libnfs client (strata-load) drives a mixed load, and writes what it saw and
 /proc/net/rpc/nfsd's procedure counts before and after to OUT/nfsd.json."""
@@ -34,13 +34,6 @@ def proc3() -> dict:
     raise AssertionError("no proc3 line in /proc/net/rpc/nfsd")
 
 
-def refusal_before_nfsd() -> dict:
-    """The collector's answer to nfsd.ops while nfsd's modules are not loaded."""
-    r = subprocess.run([str(built("bin/strata-collect"))], input="add x nfsd.ops -\nquit\n", capture_output=True,
-                       text=True, timeout=120)
-    return json.loads(r.stdout.splitlines()[0])
-
-
 def start_nfsd() -> None:
     sh("modprobe nfsd && mount -t nfsd nfsd /proc/fs/nfsd && (rpcbind -w || rpcbind)")
     sh(f"mkdir -p {EXPORT} && chmod 777 {EXPORT}")
@@ -70,15 +63,16 @@ def totals(c: Collector, ident: str) -> dict:
 
 
 def main(out: Path, seconds: int) -> None:
-    result = {"refused": refusal_before_nfsd()}
-    start_nfsd()
-    doctor = subprocess.run([str(Path(sys.executable).parent / "strata"), "doctor", "--json"], capture_output=True,
-                            text=True, timeout=300)
-    result["doctor"] = json.loads(doctor.stdout)
-    result["btf"] = sorted(p.name for p in Path("/sys/kernel/btf").iterdir())
-    c = Collector("--interval", "1")
+    result = {}
+    c = Collector("--interval", "1")  # started before nfsd: its nfsd.* datasets wait for it
     try:
         result["adds"] = {name: c.send(f"add {name} {stat} {bd}") for name, (stat, bd) in DATASETS.items()}
+        result["waiting"] = c.wait_status(lambda s: s["waiting"], timeout=60)
+        start_nfsd()
+        doctor = subprocess.run([str(Path(sys.executable).parent / "strata"), "doctor", "--json"],
+                                capture_output=True, text=True, timeout=300)
+        result["doctor"] = json.loads(doctor.stdout)
+        result["btf"] = sorted(p.name for p in Path("/sys/kernel/btf").iterdir())
         layers = ["nfsd"] + (["wire"] if result["adds"]["wire"]["type"] == "ack" else [])
         c.wait_status(lambda s: all(layer in s["attached"] for layer in layers), timeout=60)
         time.sleep(2)  # every probe attached for a whole interval before the load starts
