@@ -246,7 +246,8 @@ def doctor(as_json):
         from rich.table import Table
 
         table = Table(title="strata doctor", title_justify="left")
-        for col in ("check", "status", "detail", "fix"):
+        table.add_column("check", min_width=max(len(c.name) for c in checks))   # names never fold
+        for col in ("status", "detail", "fix"):
             table.add_column(col, overflow="fold")
         for c in checks:
             shown = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
