@@ -7,6 +7,7 @@ import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
 from strata.datasets import cost, status, transfer
+from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
 from strata.datasets.paths import default_archive
 from strata.datasets.retention import LEVELS, STEP, format_duration, parse_duration, parse_keep
@@ -252,7 +253,7 @@ def verify(archive_file, out, archive_path):
     """
     path = archive_file or archive_path or default_archive(for_reading=True)
     with archive_errors():
-        report = verify_.salvage(path, out) if out else verify_.check(path)
+        report = salvage_.salvage(path, out) if out else verify_.check(path)
     for line in report.problems:
         click.echo(line)
     kept = ", ".join(f"{report.records.get(s, 0)}" + (f" of {report.expected[s]}" if s in report.expected else "")

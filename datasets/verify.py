@@ -1,4 +1,4 @@
-"""Checking an archive file, and copying what is readable out of a damaged one.
+"""Checking an archive file: `strata datasets verify`.
 
 check(path) reads the file read-only and returns a Report: one line per problem
 found, naming it. The checks, in order:
@@ -17,10 +17,8 @@ found, naming it. The checks, in order:
   spans     of a known dataset, over more than one second, of a known cause, marking
             a second-level record that exists
 
-salvage(path, out) runs the same checks and copies every dataset, key, record and span
-that passed them into a fresh archive at `out` (a rollback-journal file, like
-`strata datasets archive` writes): every readable, valid second is kept; a record
-stored twice keeps its first copy.
+A Checker given a sink hands it every dataset, key, record and span that passed
+(datasets/salvage.py copies them into a fresh archive).
 """
 import json
 import os
@@ -114,7 +112,7 @@ def _connect(path: str) -> sqlite3.Connection:
     raise ArchiveError(f"{path}: cannot open")
 
 
-class _Checker:
+class Checker:
     def __init__(self, path: str, sink=None):
         self.path, self.sink = path, sink
         self.report = Report(path)
@@ -389,54 +387,4 @@ def check(path: str) -> Report:
     path = str(path)
     if not os.path.exists(path):
         raise ArchiveError(f"{path}: no such file")
-    return _Checker(path).run()
-
-
-class _Sink:
-    """Writes what passed the checks into a fresh archive."""
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def dataset(self, row):
-        self.conn.execute(f"INSERT INTO datasets ({DATASET_COLUMNS}) VALUES ({', '.join('?' * 17)})", row)
-
-    def key(self, ds, idx, key):
-        self.conn.execute("INSERT OR IGNORE INTO keys VALUES (?, ?, ?)", (ds, idx, key))
-
-    def record(self, ds, step, t, data):
-        self.conn.execute("INSERT OR IGNORE INTO records (dataset, step, t, data) VALUES (?, ?, ?, ?)",
-                          (ds, step, t, data))
-
-    def span(self, ds, t, seconds, cause):
-        self.conn.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?)", (ds, t, seconds, cause))
-
-
-def salvage(path: str, out: str) -> Report:
-    """Copy everything of the archive at path that passes check() into a new archive at out."""
-    path, out = str(path), str(out)
-    if not os.path.exists(path):
-        raise ArchiveError(f"{path}: no such file")
-    if os.path.exists(out):
-        raise ArchiveError(f"{out} exists; salvage writes a new file")
-    tmp = f"{out}.tmp-{os.getpid()}"
-    try:
-        conn = sqlite3.connect("file:" + quote(os.path.abspath(tmp)) + "?mode=rwc", uri=True, isolation_level=None)
-        try:
-            schema.initialise(conn, journal="DELETE")
-            conn.execute("BEGIN")
-            report = _Checker(path, _Sink(conn)).run()
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
-        if report.newer:
-            raise ArchiveError(report.problems[-1].split(": ", 1)[1])
-        os.replace(tmp, out)
-    except sqlite3.Error as e:
-        raise schema.translate(out, e) from None
-    except OSError as e:
-        raise ArchiveError(f"{out}: cannot write ({e.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return report
+    return Checker(path).run()

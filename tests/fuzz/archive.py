@@ -1,6 +1,6 @@
 """archive.py — atheris (libFuzzer) target for reading damaged archive files:
-datasets/verify.py (its checks, datasets/scan.py's reading past damaged pages, the
-salvage) and the archive's reader (datasets/archive.py, schema.py, reader.py).
+datasets/verify.py (its checks, datasets/scan.py's reading past damaged pages),
+datasets/salvage.py and the archive's reader (datasets/archive.py, schema.py, reader.py).
 
 An input is a whole archive file. For any bytes:
   - check() returns a report (never raises but ArchiveError);
@@ -24,7 +24,7 @@ import tempfile
 import atheris
 
 with atheris.instrument_imports():
-    from strata.datasets import schema, verify
+    from strata.datasets import salvage, schema, verify
     from strata.datasets.archive import Archive
     from strata.datasets.errors import ArchiveError
 
@@ -58,7 +58,7 @@ def test_one(data: bytes):
     if report.newer or any(p.startswith("file: not") for p in report.problems):
         return
     try:
-        salvaged = verify.salvage(path, out)
+        salvaged = salvage.salvage(path, out)
     except ArchiveError:
         return
     again = verify.check(out)
