@@ -155,10 +155,10 @@ class Collector:
                 elif kind == "error":
                     ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
-                    self._error(f"{name}: {msg.get('message', 'refused')}")
                     if ds in self.kinds:
                         del self.kinds[ds]
                         self.failed.add(ds)
+                    self._error(f"{name}: {msg.get('message', 'refused')}")
                 elif kind == "status":
                     for err in msg.get("errors") or []:
                         self._warn_once(("status", str(err)), f"collector: {err}")
