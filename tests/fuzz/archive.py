@@ -13,10 +13,9 @@ Anything else is a finding.
   .venv/bin/python tests/fuzz/archive.py [libFuzzer flags] CORPUS_DIR...   (make fuzz, make fuzz-smoke)
   STRATA_FUZZ_SEEDS=DIR .venv/bin/python tests/fuzz/archive.py              (writes seeds: small real archives)
 """
-import atexit
+import hashlib
 import json
 import os
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -29,8 +28,12 @@ with atheris.instrument_imports():
     from strata.datasets.errors import ArchiveError
 
 T0 = 1_700_000_000
-WORK = tempfile.mkdtemp(prefix="strata-fuzz-archive-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-atexit.register(shutil.rmtree, WORK, True)
+# one folder per checkout, in memory where there is /dev/shm (salvage syncs its file),
+# emptied for each input; libFuzzer ends the process without running Python's exit
+# handlers, so a folder of its own per run would be left behind
+CHECKOUT = hashlib.sha256(os.path.abspath(__file__).encode()).hexdigest()[:12]
+WORK = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(), f"strata-fuzz-archive-{CHECKOUT}")
+os.makedirs(WORK, exist_ok=True)
 
 
 def _clear():
