@@ -6,8 +6,6 @@ key, record and span that passed them, under the same ids, into a fresh archive 
 whole second, minute and hour is kept; a record stored twice keeps its first copy.
 """
 import os
-import sqlite3
-from urllib.parse import quote
 
 from . import schema
 from .errors import ArchiveError
@@ -41,24 +39,8 @@ def salvage(path: str, out: str) -> Report:
         raise ArchiveError(f"{path}: no such file")
     if os.path.exists(out):
         raise ArchiveError(f"{out} exists; salvage writes a new file")
-    tmp = f"{out}.tmp-{os.getpid()}"
-    try:
-        conn = sqlite3.connect("file:" + quote(os.path.abspath(tmp)) + "?mode=rwc", uri=True, isolation_level=None)
-        try:
-            schema.initialise(conn, journal="DELETE")
-            conn.execute("BEGIN")
-            report = Checker(path, _Sink(conn)).run()
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+    with schema.write_new(out) as conn:
+        report = Checker(path, _Sink(conn)).run()
         if report.newer:
             raise ArchiveError(report.problems[-1].split(": ", 1)[1])
-        os.replace(tmp, out)
-    except sqlite3.Error as e:
-        raise schema.translate(out, e) from None
-    except OSError as e:
-        raise ArchiveError(f"{out}: cannot write ({e.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return report

@@ -27,6 +27,7 @@ Tables:
 import os
 import sqlite3
 import struct
+from contextlib import contextmanager
 from urllib.parse import quote
 
 from .errors import ArchiveError, ArchiveFull
@@ -240,6 +241,31 @@ def initialise(conn, journal: str = "WAL"):
     conn.execute("COMMIT")
     if journal == "WAL":
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+@contextmanager
+def write_new(dest: str):
+    """A fresh one-file archive (rollback journal) for dest, written in one transaction to
+    a temporary file beside it that replaces dest only when the block succeeds; SQLite and
+    file-system errors become one-line ArchiveErrors naming dest."""
+    tmp = f"{dest}.tmp-{os.getpid()}"
+    try:
+        conn = sqlite3.connect("file:" + quote(os.path.abspath(tmp)) + "?mode=rwc", uri=True, isolation_level=None)
+        try:
+            initialise(conn, journal="DELETE")
+            conn.execute("BEGIN")
+            yield conn
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        os.replace(tmp, dest)
+    except sqlite3.Error as e:
+        raise translate(dest, e) from None
+    except OSError as e:
+        raise ArchiveError(f"{dest}: cannot write ({e.strerror})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _statements(script: str):
