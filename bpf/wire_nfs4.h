@@ -52,7 +52,7 @@ static __always_inline int nfs4_load(const struct nfs4_reader *r, __u32 pos, __u
 
 struct nfs4_walk {
 	struct nfs4_reader r;
-	__u32 pos, numops, first, lookup, key;
+	__u32 pos, numops, first, lookup, key, ended;
 };
 
 /* Op i of the compound (a bpf_loop step, verified once whatever the op count); 1 once
@@ -62,8 +62,8 @@ static long nfs4_op_step(__u32 i, void *ctx)
 	struct nfs4_walk *w = ctx;
 	__u32 opcode, len, arg = 0;
 
-	if (i == w->numops) { /* prefix and lookup ops only */
-		w->key = nfs4_op_key(w->lookup ? w->lookup : w->first, 0);
+	if (i == w->numops) { /* prefix and lookup ops only: keyed by nfs4_main_op */
+		w->ended = 1;
 		return 1;
 	}
 	if (nfs4_load(&w->r, w->pos, &opcode))
@@ -138,6 +138,10 @@ __noinline __u32 nfs4_main_op(struct __sk_buff *skb, __u32 pos, __u32 end)
 		return WIRE_OP_V4;
 	w.pos = pos + 8;
 	bpf_loop(NFS4_OPS_SCANNED, nfs4_op_step, &w, 0);
+	/* keyed here, not in the step: a verifier that checks the step once (6.1) saw
+	 * first and lookup still zero there, and cut the branches of the other opcodes */
+	if (w.ended)
+		w.key = nfs4_op_key(w.lookup ? w.lookup : w.first, 0);
 	return w.key;
 }
 
