@@ -1,0 +1,41 @@
+"""The nfsd demo's pictures, drawn from its archive: nfsd's latency and the ext4 loop device's latency (log axis, one y-range: the page-cache
+band sits at the nfsd layer only, the disk band at both after the drop), and nfsd
+ops/s by client. HTML and PNG files, plus the heat maps in the terminal."""
+from pathlib import Path
+
+from strata.cli.demo.pictures import by_client, query, terminal_text, write_figures
+from strata.datasets.archive import Archive
+from strata.heatmaps import plot_breakdown, plot_heatmap
+from strata.heatmaps.rebin import build_grid
+
+
+def _grids(archive, start, end, facts, max_cols, ncells):
+    """(nfsd grid by client, disk grid of the export's device), on the nfsd grid's
+    y-range: the lowest, as page-cache hits take microseconds."""
+    nfsd = build_grid(query(archive, "nfsd.latency[client]", start, end, max_cols), start, end,
+                      max_cols=max_cols, ncells=ncells, axis="log")
+    same_y = dict(max_cols=max_cols, ncells=ncells, axis="log", ymin=float(nfsd.edges[0]),
+                  ymax=float(nfsd.edges[-1]))
+    disk_q = query(archive, "disk.latency[device]", start, end, max_cols)
+    keys = [facts.device] if facts.device in disk_q.keys else None
+    return nfsd, build_grid(disk_q, start, end, keys=keys, **same_y)
+
+
+def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) -> list:
+    """Writes NAME.html and NAME.png for each picture; returns the paths written."""
+    with Archive.open(archive_path) as archive:
+        nfsd, disk = _grids(archive, start, end, facts, plot_heatmap.HTML_MAX_COLS, plot_heatmap.HTML_CELLS)
+        figures = {
+            "nfsd-latency": plot_heatmap.figure(nfsd),
+            "disk-latency": plot_heatmap.figure(disk),
+            "nfsd-ops-by-client": plot_breakdown.figure(
+                by_client(archive, "nfsd.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
+        }
+    return write_figures(figures, outdir)
+
+
+def terminal(archive_path: str, facts, start: int, end: int, colour: str = "auto") -> str:
+    """The nfsd and disk heat maps and the by-client table, as terminal text."""
+    return terminal_text(archive_path, start, end, colour,
+                         lambda archive, max_cols, ncells: _grids(archive, start, end, facts, max_cols, ncells),
+                         "nfsd.ops[client]")
