@@ -56,9 +56,10 @@ FAILURES = (MissingBinary, EngineError, GaneshaError, NfsdError, LoadError, Coll
 @click.option("--working-set", callback=_size,
               help="Bytes the clients read [256M] (engine: > ARC; ganesha, nfsd: fits the page cache).")
 @click.option("--no-netns", is_flag=True, help="All clients from 127.0.0.1 (told apart by AUTH_SYS name only).")
+@click.option("--no-png", is_flag=True, help="HTML pictures only (PNG export starts Chromium: slow on an emulated CPU).")
 @click.option("--color", "colour", type=click.Choice(("auto", "truecolor", "256", "none")), default="auto",
               show_default=True, help="Terminal colours for the heat maps printed at the end.")
-def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set, no_netns, colour):
+def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set, no_netns, no_png, colour):
     """Run the cache demo and draw its heat maps (needs root).
 
     A temporary pool on a loop device, the strata engine with a small ARC,
@@ -107,7 +108,7 @@ def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set,
             facts = scenario.run(settings, undo, click.echo)
         start, end = (facts.run_start or facts.load_start), facts.load_end + 1   # the reads, not the setup
         click.echo(pictures.terminal(facts.archive, facts, start, end, colour), color=colour != "none")
-        written = pictures.write_files(facts.archive, facts, start, end, Path(outdir))
+        written = pictures.write_files(facts.archive, facts, start, end, Path(outdir), png=not no_png)
     except KeyboardInterrupt:
         click.echo("strata demo: interrupted; everything it started has been stopped and removed", err=True)
         sys.exit(130)
@@ -122,7 +123,8 @@ def _epilogue(facts, written, seconds, explore):
     folder = written[0].parent if written else "."
     stems = ", ".join(sorted({p.stem for p in written}))
     click.echo("")
-    click.echo(f"strata demo: done in {seconds:.0f}s; wrote {stems} (HTML and PNG) in {folder}/")
+    kinds = "HTML and PNG" if any(p.suffix == ".png" for p in written) else "HTML"
+    click.echo(f"strata demo: done in {seconds:.0f}s; wrote {stems} ({kinds}) in {folder}/")
     for note in facts.notes:
         click.echo(f"  note: {note}")
     since, until = (time.strftime("%H:%M:%S", time.localtime(t))

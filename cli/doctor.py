@@ -141,7 +141,7 @@ def check_nfsd() -> Check:
     if nfsd_running():
         return Check("kernel nfsd", True, "running: nfsd.* sees each request inside nfsd "
                      "(sunrpc:svc_stats_latency), wire.* on its interfaces", required=False)
-    return Check("kernel nfsd", False, "not running here (nfsd module not loaded): nfsd.* is refused until it "
+    return Check("kernel nfsd", False, "not running here (nfsd module not loaded): nfsd.* datasets wait until it "
                  "runs; wire.* still sees any user-space server (nfs-ganesha, strata-engine)", required=False)
 
 

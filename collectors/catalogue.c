@@ -17,13 +17,23 @@ const struct statistic statistics[] = {
 const size_t nstatistics = sizeof(statistics) / sizeof(statistics[0]);
 
 static const char *const layer_names[LAYER_COUNT] = {
-#define STAT_LAYER(ID, name) [LAYER_##ID] = name,
+#define STAT_LAYER(ID, name, provider) [LAYER_##ID] = name,
+#include "statistics.def"
+};
+
+static const char *const layer_providers[LAYER_COUNT] = {
+#define STAT_LAYER(ID, name, provider) [LAYER_##ID] = provider,
 #include "statistics.def"
 };
 
 const char *layer_name(enum layer_id layer)
 {
 	return layer_names[layer];
+}
+
+const char *layer_provider(enum layer_id layer)
+{
+	return layer_providers[layer];
 }
 
 const struct statistic *statistic_find(const char *name)
@@ -49,16 +59,10 @@ static void print_dims(FILE *out, const char *field, unsigned mask)
 	fprintf(out, "]");
 }
 
-const char *probe_provider(const struct statistic *s)
-{
-	return s->layer == LAYER_DISK ? "block" : s->layer == LAYER_FS ? "raw_syscalls"
-	       : s->layer == LAYER_NFSD ? "sunrpc" : s->layer == LAYER_WIRE ? "tc" : "strata";
-}
-
 /* "usdt strata:nfs_ops", "tracepoints block:block_rq_issue, block:block_rq_complete", ... */
 static void print_source(FILE *out, const struct statistic *s)
 {
-	const char *provider = probe_provider(s), *how = strcmp(provider, "strata") ? "tracepoints" : "usdt";
+	const char *provider = layer_provider(s->layer), *how = strcmp(provider, "strata") ? "tracepoints" : "usdt";
 	char src[160];
 
 	if (s->layer == LAYER_GAUGE)

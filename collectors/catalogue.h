@@ -10,7 +10,7 @@
 
 enum stat_kind { KIND_COUNTER, KIND_HEATMAP, KIND_GAUGE };
 enum layer_id {
-#define STAT_LAYER(ID, name) LAYER_##ID,
+#define STAT_LAYER(ID, name, provider) LAYER_##ID,
 #include "statistics.def"
 	LAYER_COUNT
 };
@@ -36,9 +36,9 @@ extern const size_t nstatistics;
 const struct statistic *statistic_find(const char *name);
 /* "nfs", "cache", "disk", "vdev", "wire", "fs", "engine" */
 const char *layer_name(enum layer_id layer);
-/* Who defines s's probes: "strata" (the engine's USDT), "block", "raw_syscalls" or "sunrpc"
- * (tracepoints), "tc" (the wire view's TC programs). */
-const char *probe_provider(const struct statistic *s);
+/* Who defines the layer's probes: "strata" (the engine's USDT), "block", "raw_syscalls" or
+ * "sunrpc" (tracepoints), "tc" (the wire view's TC programs); "" for the engine's gauges. */
+const char *layer_provider(enum layer_id layer);
 
 /* Writes the catalogue as one JSON object: its dimensions, key sets and statistics
  * (collectors/FORMAT.md). host, when not NULL, adds this host's fields: once with

@@ -55,7 +55,7 @@ static void markdown(void)
 		if (s->layer == LAYER_GAUGE)
 			printf("stats socket");
 		for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
-			printf("%s`%s:%s`", p ? ", " : "", probe_provider(s), s->probes[p]);
+			printf("%s`%s:%s`", p ? ", " : "", layer_provider(s->layer), s->probes[p]);
 		printf(" | %s |\n", s->description);
 	}
 	printf("\n| breakdown | key texts | meaning |\n|---|---|---|\n");

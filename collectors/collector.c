@@ -140,8 +140,6 @@ static bool enable_kernel(struct collector *c, struct dataset *d, const struct a
 	struct engine_target t = target(c);
 	int p;
 
-	if (s->layer != LAYER_DISK && !statistic_supported(s, c->engine_path, err, n))
-		return false;
 	if (!L->loaded && layer_load(L, s->layer, &c->cfg, err, n) < 0)
 		return false;
 	if ((d->slot = layer_slot_alloc(L, cfg)) < 0) {
@@ -164,12 +162,20 @@ static void disable(struct collector *c, struct dataset *d)
 	const struct statistic *s = d->stat;
 	struct layer *L;
 
-	if (s->layer == LAYER_GAUGE)
+	if (s->layer == LAYER_GAUGE || d->waiting)
 		return;
 	L = &c->layers[s->layer];
 	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
 		layer_probe_put(L, s->probes[p]);
 	layer_slot_free(L, d->slot);
+}
+
+static bool refuse(struct collector *c, const struct dataset *d, const char *why)
+{
+	char msg[700];
+
+	snprintf(msg, sizeof(msg), "%s cannot be collected: %s", d->stat->name, why);
+	return reply_error(c, d->id, msg);
 }
 
 static bool command_add(struct collector *c, char **tok, int ntok)
@@ -204,12 +210,12 @@ static bool command_add(struct collector *c, char **tok, int ntok)
 	} else {
 		cfg.stat = (__u32)d.stat->agg_stat;
 		cfg.breakdown = (__u32)d.breakdown;
-		if (!enable_kernel(c, &d, &cfg, err, sizeof(err))) {
-			char msg[700];
-
-			snprintf(msg, sizeof(msg), "%s cannot be collected: %s", d.stat->name, err);
-			return reply_error(c, d.id, msg);
-		}
+		d.cfg = cfg;
+		if (!layer_supported(d.stat, c->engine_path, err, sizeof(err)))
+			return refuse(c, &d, err);
+		d.waiting = !layer_present(d.stat->layer, err, sizeof(err));
+		if (!d.waiting && !enable_kernel(c, &d, &cfg, err, sizeof(err)))
+			return refuse(c, &d, err);
 	}
 	c->datasets[c->ndatasets++] = d;
 	reply_ack(c, d.id);
@@ -223,7 +229,7 @@ static void flush_dataset(struct collector *c, const struct dataset *d)
 {
 	char err[ERROR_LEN];
 
-	if (d->stat->layer == LAYER_GAUGE ||
+	if (d->stat->layer == LAYER_GAUGE || d->waiting ||
 	    layer_read_slot(&c->layers[d->stat->layer], d->slot, err, sizeof(err)) < 0)
 		return;
 	emit_dataset(c, (long long)time(NULL) / c->interval * c->interval, d);
@@ -287,7 +293,7 @@ static bool engine_alive(pid_t pid, const char *exe)
 static bool uses_usdt(const struct collector *c)
 {
 	for (size_t i = 0; i < c->ndatasets; i++)
-		if (strcmp(probe_provider(c->datasets[i].stat), "strata") == 0 && c->datasets[i].stat->layer != LAYER_GAUGE)
+		if (strcmp(layer_provider(c->datasets[i].stat->layer), "strata") == 0)
 			return true;
 	return false;
 }
@@ -319,6 +325,34 @@ static void watch_engine(struct collector *c)
 
 		if (layer_usdt_attach(&c->layers[l], &t, err, sizeof(err)) < 0)
 			add_error(c, err);
+	}
+}
+
+/* Enables the datasets whose layer's subject started (nfsd's modules loaded). */
+static void wake_waiting(struct collector *c)
+{
+	char why[ERROR_LEN], err[512], msg[2 * ERROR_LEN];
+
+	for (size_t i = 0; i < c->ndatasets; i++) {
+		struct dataset *d = &c->datasets[i];
+
+		if (!d->waiting)
+			continue;
+		if (d->refused[0]) {
+			add_error(c, d->refused);
+			continue;
+		}
+		if (!layer_present(d->stat->layer, why, sizeof(why))) {
+			snprintf(msg, sizeof(msg), "%s: waiting for it to start", why);
+			add_error(c, msg);
+			continue;
+		}
+		if (!enable_kernel(c, d, &d->cfg, err, sizeof(err))) {
+			snprintf(d->refused, sizeof(d->refused), "%s cannot be collected: %.200s", d->stat->name, err);
+			add_error(c, d->refused);
+			continue;
+		}
+		d->waiting = false;
 	}
 }
 
@@ -359,6 +393,8 @@ static void emit_kernel(struct collector *c, const struct dataset *d)
 	bool heat = d->stat->kind == KIND_HEATMAP, first_key = true;
 	char text[PATH_MAX + 64];
 
+	if (d->waiting)
+		return;
 	while (e < end && e->key.slot < d->slot)
 		e++;
 	while (e < end && e->key.slot == d->slot) {
@@ -401,42 +437,8 @@ static void emit_dataset(struct collector *c, long long t, const struct dataset 
 	fprintf(c->out, "}}\n");
 }
 
-/* The wire layer's interfaces, server ports followed and stream counters (bpf/wire_rpc.h). */
-static void emit_wire(struct collector *c)
-{
-	const struct layer *L = &c->layers[LAYER_WIRE];
-	uint64_t counters[WIRE_COUNTERS];
-
-	if (!L->loaded)
-		return;
-	wire_counters_read(L, counters);
-	fprintf(c->out, ",\"wire\":{\"interfaces\":[");
-	for (int i = 0; i < L->wire->natt; i++) {
-		fprintf(c->out, "%s", i ? "," : "");
-		emit_json_string(c->out, L->wire->att[i].name);
-	}
-	fprintf(c->out, "],\"hooks\":{");
-	for (int i = 0; i < L->wire->natt; i++) {
-		const struct wire_attachment *a = &L->wire->att[i];
-
-		fprintf(c->out, "%s", i ? "," : "");
-		emit_json_string(c->out, a->name);
-		fprintf(c->out, ":\"%s\"", a->link_fd[0] >= 0 || a->link_fd[1] >= 0 ? "tcx" : "tc");
-	}
-	fprintf(c->out, "},\"ports\":[");
-	for (int port = 1, n = 0; port < 65536; port++)
-		if (wire_port_followed(L, (uint16_t)port))
-			fprintf(c->out, "%s%d", n++ ? "," : "", port);
-	fprintf(c->out, "]");
-	for (int i = 0; i < WIRE_COUNTERS; i++)
-		fprintf(c->out, ",\"%s\":%" PRIu64, wire_counter_name(i), counters[i]);
-	fprintf(c->out, "}");
-}
-
 static void emit_status(struct collector *c, long long t)
 {
-	static const char *const prefixes[] = { [PROBE_TRACEPOINT] = "block:", [PROBE_USDT] = "strata:",
-						[PROBE_TC] = "tc:" };
 	uint64_t drops = 0;
 	bool first = true;
 
@@ -446,7 +448,7 @@ static void emit_status(struct collector *c, long long t)
 	for (size_t i = 0; i < c->ndatasets; i++) {
 		const struct dataset *d = &c->datasets[i];
 
-		if (d->stat->layer == LAYER_GAUGE)
+		if (d->stat->layer == LAYER_GAUGE || d->waiting)
 			continue;
 		fprintf(c->out, "%s", first ? "" : ",");
 		emit_json_string(c->out, d->id);
@@ -467,15 +469,23 @@ static void emit_status(struct collector *c, long long t)
 		for (int p = 0; c->layers[l].loaded && p < c->layers[l].nprobes; p++) {
 			if (!c->layers[l].probes[p].on)
 				continue;
-			fprintf(c->out, "%s\"%s%s\"", first ? "" : ",",
-				l == LAYER_FS ? "raw_syscalls:" : l == LAYER_NFSD ? "sunrpc:"
-				: prefixes[c->layers[l].probes[p].kind],
+			fprintf(c->out, "%s\"%s:%s\"", first ? "" : ",", layer_provider((enum layer_id)l),
 				c->layers[l].probes[p].name);
 			first = false;
 		}
 	}
+	fprintf(c->out, "],\"waiting\":[");
+	first = true;
+	for (size_t i = 0; i < c->ndatasets; i++) {
+		if (!c->datasets[i].waiting)
+			continue;
+		fprintf(c->out, "%s", first ? "" : ",");
+		emit_json_string(c->out, c->datasets[i].id);
+		first = false;
+	}
 	fprintf(c->out, "],\"engine_pid\":%d", (int)c->engine_pid);
-	emit_wire(c);
+	for (int l = 0; l < LAYER_GAUGE; l++)
+		layer_status(&c->layers[l], c->out);
 	fprintf(c->out, ",\"errors\":[");
 	for (int i = 0; i < c->nerrors; i++) {
 		fprintf(c->out, "%s", i ? "," : "");
@@ -506,14 +516,11 @@ void collector_tick(struct collector *c, long long t)
 
 	c->nerrors = 0;
 	watch_engine(c);
+	wake_waiting(c);
 	engine_names_use(c->engine_pid);
 	for (int l = 0; l < LAYER_GAUGE; l++) {
 		layer_events(&c->layers[l], true);
 		layer_refresh(&c->layers[l], report_error, c);
-	}
-	if (c->layers[LAYER_WIRE].loaded && c->layers[LAYER_WIRE].wire->error[0]) {
-		add_error(c, c->layers[LAYER_WIRE].wire->error);
-		c->layers[LAYER_WIRE].wire->error[0] = 0;
 	}
 	for (int l = 0; l < LAYER_GAUGE; l++)
 		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)

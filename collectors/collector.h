@@ -20,7 +20,10 @@ struct dataset {
 	char id[DATASET_ID_MAX];
 	const struct statistic *stat;
 	int breakdown;                /* enum agg_dim */
-	int slot;                     /* in its layer; -1 for gauges */
+	int slot;                     /* in its layer; -1 for gauges and while waiting */
+	bool waiting;                 /* its layer's subject does not run yet (nfsd): enabled when it does */
+	char refused[ERROR_LEN];      /* why enabling it failed once its subject ran (reported, not retried) */
+	struct agg_slot cfg;          /* the slot it asked for */
 };
 
 struct collector {

@@ -21,6 +21,19 @@
 #define STATS_MAX_BYTES (256 * 1024)
 #define STATS_TIMEOUT_MS 300
 
+bool engine_binary_usable(const char *path, char *why, size_t n)
+{
+	if (!path) {
+		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
+		return false;
+	}
+	if (access(path, R_OK) != 0) {
+		snprintf(why, n, "engine binary %s is not readable", path);
+		return false;
+	}
+	return true;
+}
+
 int engine_has_probe(const char *path, const char *probe)
 {
 	int fd, found = 0;

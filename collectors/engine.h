@@ -3,6 +3,7 @@
 #ifndef STRATA_COLLECT_ENGINE_H
 #define STRATA_COLLECT_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -16,6 +17,9 @@ struct gauges {
 	char names[GAUGES_MAX][GAUGE_NAME_MAX]; /* "arc.size" */
 	double values[GAUGES_MAX];
 };
+
+/* Whether an engine binary was found (path not NULL) and is readable; why not in why. */
+bool engine_binary_usable(const char *path, char *why, size_t n);
 
 /* 1 if the ELF file at path has a stapsdt note for provider "strata" and probe name,
  * 0 if not, -1 if the file is not a readable ELF. */

@@ -1,16 +1,19 @@
-/* layers.h — one loaded bpf/ program per layer (nfs, cache, disk, vdev, wire, fs): its dataset
- * slots, attaching and detaching its probes (USDT, tracepoints, TC) as datasets come and
- * go, and reading its cumulative per-CPU counts into per-second deltas. */
+/* layers.h — the collector's layers (nfs, cache, disk, vdev, wire, fs, nfsd) behind one
+ * interface: each is one collectors/ module giving a struct layer_ops (load, supported,
+ * present, active, attach, events, refresh, status); layers.c does what they share — their
+ * dataset slots, attaching and detaching their probes as datasets come and go — and
+ * layer_counts.c reads their cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H
 #define STRATA_COLLECT_LAYERS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "aggregate.h"
 #include "catalogue.h"
-#include "wire.h"
+#include "wire_config.h"
 
 #define LAYER_MAX_PROBES 3
 
@@ -18,7 +21,8 @@ struct bpf_object;
 struct bpf_program;
 struct bpf_link;
 
-enum probe_kind { PROBE_TRACEPOINT, PROBE_USDT, PROBE_TC };
+/* Tracepoints and USDT probes are attached here; a PROBE_OWN probe by its layer's attach. */
+enum probe_kind { PROBE_TRACEPOINT, PROBE_USDT, PROBE_OWN };
 
 struct probe {
 	const char *name;          /* USDT probe name, tracepoint name, or "wire" (TC programs) */
@@ -40,26 +44,54 @@ struct count_entry {
 	uint64_t value;
 };
 
+struct layer;
+struct statistic;
+typedef void layer_report_fn(void *ctx, const char *msg);
+
+/* One layer's module. Every entry but load and unload may be NULL (nothing to do). */
+struct layer_ops {
+	/* Whether this host can collect statistic s of the layer; why not in why. */
+	bool (*supported)(const struct statistic *s, const char *engine_path, char *why, size_t n);
+	/* Whether what the layer observes runs yet (nfsd's modules); while not, its datasets
+	 * wait and are enabled when it appears. Why not in why. */
+	bool (*present)(char *why, size_t n);
+	/* Opens and loads the program, binds it (LAYER_BIND_COMMON) and adds its probes.
+	 * 0, or a negative errno with why set when there is more to say than the errno. */
+	int (*load)(struct layer *L, const struct layer_config *cfg, char *why, size_t n);
+	/* Releases what load made (the skeleton and the module's own state). */
+	void (*unload)(struct layer *L);
+	/* Before its first probe attaches (on) and after its last detaches. */
+	int (*active)(struct layer *L, bool on);
+	/* Attaches and detaches its PROBE_OWN probe (the wire layer's TC programs). */
+	int (*attach)(struct layer *L, char *err, size_t n);
+	void (*detach)(struct layer *L);
+	/* A file descriptor to poll for its events (interfaces appearing), or -1; handling
+	 * them, and with rescan its periodic re-check. */
+	int (*event_fd)(const struct layer *L);
+	void (*events)(struct layer *L, bool rescan);
+	/* Upkeep once per interval before reading, while attached (the processes fs follows);
+	 * each problem worth reporting goes to report as one sentence. */
+	void (*refresh)(struct layer *L, layer_report_fn *report, void *ctx);
+	/* Its own fields of the status record (",\"wire\":{...}"), while loaded. */
+	void (*status)(const struct layer *L, FILE *out);
+};
+
 struct layer {
 	enum layer_id id;
 	bool loaded;
 	void *skel;
-	void (*destroy)(void *skel);
 	struct agg_slot *slots;    /* the program's .bss slot table */
 	__u32 *nslots;
 	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
+	const struct layer_ops *ops;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
-	/* once per interval before reading, or NULL; problems go to report */
-	void (*refresh)(void (*report)(void *ctx, const char *msg), void *ctx);
-	/* before its first probe attaches (on) and after its last detaches, or NULL */
-	int (*active)(struct layer *L, bool on);
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
 	struct count_entry *prev, *cur;        /* last and current snapshot, sorted */
 	size_t nprev, ncur, cap;
 	struct count_entry *deltas;            /* this interval's non-zero deltas, sorted */
 	size_t ndeltas;
-	struct wire_state *wire;               /* the wire layer's interfaces and counters */
+	void *state;                           /* the module's own (wire: struct wire_state) */
 };
 
 /* Where USDT probes attach: the engine binary, one process or all (-1). */
@@ -79,8 +111,20 @@ struct engine_target {
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
 	} while (0)
 
+/* The modules' layers (engine_layers.c, disk_layer.c, wire.c, fs_layer.c, nfsd.c). */
+extern const struct layer_ops nfs_layer, cache_layer, vdev_layer, disk_layer, wire_layer, fs_layer, nfsd_layer;
+/* The module of a kernel layer (not LAYER_GAUGE). */
+const struct layer_ops *layer_ops_of(enum layer_id id);
+
+/* Whether statistic s (of a kernel layer) can be collected here, and whether its layer's
+ * subject runs now (see struct layer_ops); why not in why. */
+bool layer_supported(const struct statistic *s, const char *engine_path, char *why, size_t n);
+bool layer_present(enum layer_id id, char *why, size_t n);
+
 int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n);
 void layer_unload(struct layer *L);
+/* Adds a probe to a layer being loaded. */
+void layer_add_probe(struct layer *L, const char *name, struct bpf_program *prog, enum probe_kind kind);
 
 /* A slot configured as cfg (its gen is set here); returns the slot or -1 if all are taken. */
 int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg);
@@ -105,8 +149,10 @@ bool layer_attached(const struct layer *L);
 /* The layer's own upkeep before a read while any of its probes is attached (fs: the
  * processes it follows); each problem worth reporting is passed to report as one
  * sentence. */
-void layer_refresh(struct layer *L, void (*report)(void *ctx, const char *msg), void *ctx);
-/* Reads the counts map and fills L->deltas. 0, or -1 with a message. */
+void layer_refresh(struct layer *L, layer_report_fn *report, void *ctx);
+/* The layer's own fields of the status record, while loaded. */
+void layer_status(const struct layer *L, FILE *out);
+/* layer_counts.c: reads the counts map and fills L->deltas. 0, or -1 with a message. */
 int layer_read(struct layer *L, char *err, size_t n);
 /* Fills L->deltas for one slot only, leaving the others' baseline alone (a dataset's
  * last partial interval, read just before it is removed). */

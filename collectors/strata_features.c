@@ -11,7 +11,7 @@
 #include <bpf/bpf.h>
 #include "features.skel.h"
 #include "kernel_features.h"
-#include "wire.h"
+#include "wire_tc.h"
 
 /* A function of our own to put a uprobe on. */
 __attribute__((noinline)) int strata_features_uprobe_target(int x)

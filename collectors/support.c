@@ -1,47 +1,18 @@
-/* support.c — whether this host can collect a statistic (engine binary and its probes,
- * block and syscall tracepoint BTF, nfsd running, kernel features, privileges), and `--catalogue` with that answer per statistic. */
-#include <stdlib.h>
-#include <unistd.h>
+/* support.c — whether this host can collect a statistic (its layer's module says: engine
+ * binary and its probes, tracepoint BTF, nfsd running, kernel features; and privileges),
+ * and `--catalogue` with that answer per statistic. */
 #include "catalogue.h"
-#include "disk_btf.h"
 #include "emit.h"
 #include "engine.h"
-#include "fs.h"
-#include "kernel_features.h"
-#include "nfsd.h"
+#include "layers.h"
 #include "privileges.h"
 
 bool statistic_supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
 {
 	why[0] = 0;
-	if (s->layer == LAYER_DISK)
-		return disk_btf_supported(why, n);
-	if (s->layer == LAYER_WIRE) { /* TC clsact: checked when attaching (strata doctor probes it) */
-		if (!kernel_has_bpf_loop())
-			snprintf(why, n, "kernel lacks the bpf_loop helper (Linux 5.17+), which the wire parser needs");
-		return kernel_has_bpf_loop();
-	}
-	if (s->layer == LAYER_FS)
-		return fs_supported(why, n);
-	if (s->layer == LAYER_NFSD)
-		return nfsd_supported(why, n);
-	if (!engine_path) {
-		snprintf(why, n, "engine binary not found (give --engine PATH or --engine-pid PID)");
-		return false;
-	}
-	if (access(engine_path, R_OK) != 0) {
-		snprintf(why, n, "engine binary %s is not readable", engine_path);
-		return false;
-	}
-	if (s->layer == LAYER_GAUGE)
-		return true; /* sampled from the stats socket while an engine runs */
-	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
-		if (engine_has_probe(engine_path, s->probes[p]) != 1) {
-			snprintf(why, n, "engine binary %s has no strata:%s USDT probe", engine_path, s->probes[p]);
-			return false;
-		}
-	}
-	return true;
+	if (s->layer == LAYER_GAUGE) /* sampled from the stats socket while an engine runs */
+		return engine_binary_usable(engine_path, why, n);
+	return layer_supported(s, engine_path, why, n) && layer_present(s->layer, why, n);
 }
 
 struct host {

@@ -11,6 +11,7 @@
  * NFS and MOUNT ports the local rpcbind maps (collectors/wire_ports.c), asked when
  * attaching and again every few seconds. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fnmatch.h>
 #include <ifaddrs.h>
 #include <net/if_arp.h>
@@ -23,8 +24,11 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "catalogue.h"
+#include "kernel_features.h"
 #include "layers.h"
 #include "wire.h"
+#include "emit.h"
 #include "wire.skel.h"
 
 static const char *const counter_names[WIRE_COUNTERS] = {
@@ -33,10 +37,6 @@ static const char *const counter_names[WIRE_COUNTERS] = {
 	[WIRE_FOREIGN] = "foreign",     [WIRE_PENDING_FULL] = "pending_full",
 };
 
-const char *wire_counter_name(int i)
-{
-	return i >= 0 && i < WIRE_COUNTERS ? counter_names[i] : "?";
-}
 
 static void port_set(struct wire_state *w, uint16_t port, bool on)
 {
@@ -46,9 +46,9 @@ static void port_set(struct wire_state *w, uint16_t port, bool on)
 		w->port_bits[port >> 3] &= (uint8_t)~(1u << (port & 7));
 }
 
-bool wire_port_followed(const struct layer *L, uint16_t port)
+static bool port_followed(const struct wire_state *w, uint16_t port)
 {
-	return L->wire && (L->wire->port_bits[port >> 3] >> (port & 7) & 1);
+	return w->port_bits[port >> 3] >> (port & 7) & 1;
 }
 
 static bool port_in(const uint16_t *ports, int n, uint16_t port)
@@ -89,8 +89,19 @@ static void ports_recheck(struct wire_state *w, bool force)
 	w->nfound = n;
 }
 
-int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys, char *why, size_t n)
+/* Needs bpf_loop for its packet walk. */
+static bool supported(const struct statistic *st, const char *engine_path, char *why, size_t n)
 {
+	(void)st, (void)engine_path;
+	if (!kernel_has_bpf_loop())
+		snprintf(why, n, "kernel lacks the bpf_loop helper (Linux 5.17+), which the wire parser needs");
+	return kernel_has_bpf_loop();
+}
+
+static int load(struct layer *L, const struct layer_config *lc, char *why, size_t n)
+{
+	const struct wire_config *cfg = &lc->wire;
+	unsigned max_keys = lc->max_keys;
 	struct wire_bpf *s = wire_bpf__open();
 	struct wire_state *w;
 	int err;
@@ -121,19 +132,20 @@ int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys,
 	for (int i = 0; i < cfg->nports; i++)
 		port_set(w, cfg->ports[i], true);
 	L->skel = s;
-	L->destroy = (void (*)(void *))wire_bpf__destroy;
-	L->wire = w;
+	L->state = w;
 	LAYER_BIND_COMMON(L, s);
+	layer_add_probe(L, "wire", NULL, PROBE_OWN);
 	return 0;
 }
 
-void wire_unload(struct layer *L)
+static void detach(struct layer *L);
+
+static void unload(struct layer *L)
 {
-	if (!L->wire)
-		return;
-	wire_detach(L);
-	free(L->wire);
-	L->wire = NULL;
+	detach(L);
+	free(L->state);
+	L->state = NULL;
+	wire_bpf__destroy(L->skel);
 }
 
 /* Bytes before the IP header on this interface: 14 for Ethernet-like (and lo), 0 for
@@ -305,9 +317,9 @@ static int events_open(void)
 	return fd;
 }
 
-int wire_attach(struct layer *L, char *err, size_t n)
+static int attach(struct layer *L, char *err, size_t n)
 {
-	struct wire_state *w = L->wire;
+	struct wire_state *w = L->state;
 
 	w->error[0] = 0;
 	if (w->nl_fd < 0)
@@ -315,15 +327,15 @@ int wire_attach(struct layer *L, char *err, size_t n)
 	ports_recheck(w, true);
 	if (sync_interfaces(w) < 0 && w->natt == 0) {
 		snprintf(err, n, "%s", w->error[0] ? w->error : "cannot list the network interfaces");
-		wire_detach(L);
+		detach(L);
 		return -1;
 	}
 	return 0;
 }
 
-void wire_detach(struct layer *L)
+static void detach(struct layer *L)
 {
-	struct wire_state *w = L->wire;
+	struct wire_state *w = L->state;
 
 	for (int i = 0; i < w->natt; i++)
 		detach_one(&w->att[i], false);
@@ -333,18 +345,20 @@ void wire_detach(struct layer *L)
 	w->nl_fd = -1;
 }
 
-int wire_event_fd(const struct layer *L)
+static int event_fd(const struct layer *L)
 {
-	return L->wire ? L->wire->nl_fd : -1;
+	const struct wire_state *w = L->state;
+
+	return w->nl_fd;
 }
 
-void wire_refresh(struct layer *L, bool rescan)
+static void events(struct layer *L, bool rescan)
 {
-	struct wire_state *w = L->wire;
+	struct wire_state *w = L->state;
 	char buf[8192];
 	bool any = rescan;
 
-	if (!w || w->nl_fd < 0)
+	if (w->nl_fd < 0)
 		return;
 	while (recv(w->nl_fd, buf, sizeof(buf), 0) > 0)
 		any = true;
@@ -354,17 +368,62 @@ void wire_refresh(struct layer *L, bool rescan)
 		ports_recheck(w, false);
 }
 
-void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS])
+static void counters_read(const struct wire_state *w, uint64_t out[WIRE_COUNTERS])
 {
 	int ncpu = libbpf_num_possible_cpus();
 	__u64 *vals;
 
 	memset(out, 0, WIRE_COUNTERS * sizeof(out[0]));
-	if (!L->wire || ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
 		return;
 	for (__u32 i = 0; i < WIRE_COUNTERS; i++)
-		if (bpf_map_lookup_elem(L->wire->counters_fd, &i, vals) == 0)
+		if (bpf_map_lookup_elem(w->counters_fd, &i, vals) == 0)
 			for (int c = 0; c < ncpu; c++)
 				out[i] += vals[c];
 	free(vals);
 }
+
+/* The last attach problem, once. */
+static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
+{
+	struct wire_state *w = L->state;
+
+	if (w->error[0])
+		report(ctx, w->error);
+	w->error[0] = 0;
+}
+
+/* ,"wire":{interfaces, hooks, ports followed, stream counters} (collectors/FORMAT.md). */
+static void status(const struct layer *L, FILE *out)
+{
+	const struct wire_state *w = L->state;
+	uint64_t counters[WIRE_COUNTERS];
+
+	counters_read(w, counters);
+	fprintf(out, ",\"wire\":{\"interfaces\":[");
+	for (int i = 0; i < w->natt; i++) {
+		fprintf(out, "%s", i ? "," : "");
+		emit_json_string(out, w->att[i].name);
+	}
+	fprintf(out, "],\"hooks\":{");
+	for (int i = 0; i < w->natt; i++) {
+		const struct wire_attachment *a = &w->att[i];
+
+		fprintf(out, "%s", i ? "," : "");
+		emit_json_string(out, a->name);
+		fprintf(out, ":\"%s\"", a->link_fd[0] >= 0 || a->link_fd[1] >= 0 ? "tcx" : "tc");
+	}
+	fprintf(out, "},\"ports\":[");
+	for (int port = 1, n = 0; port < 65536; port++)
+		if (port_followed(w, (uint16_t)port))
+			fprintf(out, "%s%d", n++ ? "," : "", port);
+	fprintf(out, "]");
+	for (int i = 0; i < WIRE_COUNTERS; i++)
+		fprintf(out, ",\"%s\":%" PRIu64, counter_names[i], counters[i]);
+	fprintf(out, "}");
+}
+
+const struct layer_ops wire_layer = {
+	.supported = supported, .load = load, .unload = unload, .attach = attach, .detach = detach,
+	.event_fd = event_fd, .events = events, .refresh = refresh, .status = status,
+};

@@ -8,31 +8,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "wire_config.h"
 #include "wire_ports.h"
+#include "wire_tc.h"
 #include "wire_rpc.h"
 
-#define WIRE_PATTERNS_MAX 32
 #define WIRE_ATTACH_MAX   WIRE_IFACES_MAX
-#define WIRE_TC_PRIORITY  0xc057 /* strata's TC filters: this priority, handle = collector pid */
 #define WIRE_PORTS_RECHECK_MS 3000 /* how often the local rpcbind is asked again */
 
 struct layer;
-
-/* How the programs hook an interface: tcx links where the kernel has them, else TC clsact
- * filters (auto); or only one of the two. */
-enum wire_hook { WIRE_HOOK_AUTO = 0, WIRE_HOOK_TCX, WIRE_HOOK_TC };
-
-/* --wire-iface patterns (fnmatch; none = every interface with an address), --wire-port:
- * ports, and rpcbind (follow the ports the local rpcbind maps NFS and MOUNT to), and
- * --wire-hook. */
-struct wire_config {
-	const char *ifaces[WIRE_PATTERNS_MAX];
-	int nifaces;
-	uint16_t ports[WIRE_PORTS_MAX];
-	int nports;
-	bool rpcbind;
-	enum wire_hook hook;
-};
 
 struct wire_attachment {
 	int ifindex;
@@ -56,34 +40,5 @@ struct wire_state {
 	char error[256];                  /* the last attach problem, for the status record */
 };
 
-/* Loads the program into L (a LAYER_WIRE layer). 0, or a negative errno with a reason in why. */
-int wire_load(struct layer *L, const struct wire_config *cfg, unsigned max_keys, char *why, size_t n);
-void wire_unload(struct layer *L);
-
-/* Attaches to every chosen interface and follows new ones. 0, or -1 with a message. */
-int wire_attach(struct layer *L, char *err, size_t n);
-/* Detaches from every interface. */
-void wire_detach(struct layer *L);
-/* The rtnetlink socket to poll while attached, else -1. */
-int wire_event_fd(const struct layer *L);
-/* Drains rtnetlink events and, after any (or with rescan), attaches to interfaces
- * that appeared and forgets those gone; with rescan and --wire-port rpcbind, follows
- * the NFS and MOUNT ports the local rpcbind maps (asked every WIRE_PORTS_RECHECK_MS). */
-void wire_refresh(struct layer *L, bool rescan);
-
-/* Cumulative stream counters (enum wire_counter), summed over CPUs. */
-void wire_counters_read(const struct layer *L, uint64_t out[WIRE_COUNTERS]);
-/* Whether the program follows server port port (--wire-port or rpcbind). */
-bool wire_port_followed(const struct layer *L, uint16_t port);
-/* Names of the counters, as the status record prints them. */
-const char *wire_counter_name(int i);
-
-/* Removes the wire filters on ifindex left by strata collectors no longer running
- * (collectors/wire_tc.c); the number removed. */
-int wire_tc_reap(int ifindex);
-
-/* A tcx link of prog_fd at ifindex's ingress or egress: its fd, or a negative errno
- * (-EINVAL before Linux 6.6). */
-int wire_tcx_attach(int prog_fd, int ifindex, bool egress);
-
+/* The wire layer itself is wire_layer (layers.h). */
 #endif

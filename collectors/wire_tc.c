@@ -18,7 +18,7 @@
 #include <linux/rtnetlink.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "wire.h"
+#include "wire_tc.h"
 
 #define STALE_MAX 64
 

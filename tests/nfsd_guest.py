@@ -1,12 +1,12 @@
 """The guest side of tests/test_collect_nfsd.py, run inside a kernel-matrix guest as root:
-asks a collector for nfsd.* before nfsd runs (one error line), starts the kernel's nfsd
-(NFSv3 and NFSv4; two exports on the guest's ext4 /tmp: EXPORT for NFSv3 and V4ROOT, the
-NFSv4 root), asks strata doctor, and collects nfsd.* and wire.* while NETNS_CLIENTS libnfs
-NFSv3 clients (strata-load --netns, each in its own network namespace) drive a mixed load
-and one NFSv4.0 client (tests/nfs4_ops) sends COMPOUNDs of known main ops from 127.0.0.1.
-Datasets filtered on each NFSv3 client's address are added once its veth appears (the
-load waits before its first RPC). Writes what it saw, what the clients said they sent and
-/proc/net/rpc/nfsd's counts before and after to OUT/nfsd.json."""
+starts a collector and asks it for nfsd.* before nfsd runs (the datasets wait), starts the
+kernel's nfsd (NFSv3 and NFSv4; two exports on the guest's ext4 /tmp: EXPORT for NFSv3 and
+V4ROOT, the NFSv4 root), asks strata doctor, and collects nfsd.* and wire.* while
+NETNS_CLIENTS libnfs NFSv3 clients (strata-load --netns, each in its own network
+namespace) drive a mixed load and one NFSv4.0 client (tests/nfs4_ops) sends COMPOUNDs of
+known main ops from 127.0.0.1. Datasets filtered on each NFSv3 client's address are added
+once its veth appears (the load waits before its first RPC). Writes what it saw, what the
+clients said they sent and /proc/net/rpc/nfsd's counts before and after to OUT/nfsd.json."""
 import json
 import re
 import subprocess
@@ -60,13 +60,6 @@ def delta(after: dict, before: dict) -> dict:
     return {op: after[op] - before[op] for op in after if after[op] != before[op]}
 
 
-def refusal_before_nfsd() -> dict:
-    """The collector's answer to nfsd.ops while nfsd's modules are not loaded."""
-    r = subprocess.run([str(built("bin/strata-collect"))], input="add x nfsd.ops -\nquit\n", capture_output=True,
-                       text=True, timeout=120)
-    return json.loads(r.stdout.splitlines()[0])
-
-
 def start_nfsd() -> None:
     sh("modprobe nfsd && mount -t nfsd nfsd /proc/fs/nfsd && (rpcbind -w || rpcbind)")
     sh(f"mkdir -p {EXPORT} {V4ROOT}/dir && chmod 777 {EXPORT} && head -c 65536 /dev/zero > {V4ROOT}/dir/f")
@@ -109,15 +102,16 @@ def totals(c: Collector, ident: str) -> dict:
 
 
 def main(out: Path, seconds: int) -> None:
-    result = {"refused": refusal_before_nfsd()}
-    start_nfsd()
-    doctor = subprocess.run([str(Path(sys.executable).parent / "strata"), "doctor", "--json"], capture_output=True,
-                            text=True, timeout=300)
-    result["doctor"] = json.loads(doctor.stdout)
-    result["btf"] = sorted(p.name for p in Path("/sys/kernel/btf").iterdir())
-    c = Collector("--interval", "1")
+    result = {}
+    c = Collector("--interval", "1")  # started before nfsd: its nfsd.* datasets wait for it
     try:
         result["adds"] = {name: c.send(f"add {name} {stat} {bd}") for name, (stat, bd) in DATASETS.items()}
+        result["waiting"] = c.wait_status(lambda s: s["waiting"], timeout=60)
+        start_nfsd()
+        doctor = subprocess.run([str(Path(sys.executable).parent / "strata"), "doctor", "--json"],
+                                capture_output=True, text=True, timeout=300)
+        result["doctor"] = json.loads(doctor.stdout)
+        result["btf"] = sorted(p.name for p in Path("/sys/kernel/btf").iterdir())
         wire = result["adds"]["wire"]["type"] == "ack"
         layers = ["nfsd"] + (["wire"] if wire else [])
         c.wait_status(lambda s: all(layer in s["attached"] for layer in layers), timeout=60)

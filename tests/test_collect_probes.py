@@ -229,6 +229,26 @@ def test_catalogue_reports_support_per_statistic(fixture_bin):
     assert cat["disk.ops"]["supported"]
 
 
+@pytest.mark.skipif(os.path.exists("/sys/module/nfsd"), reason="nfsd runs on this host: nothing to wait for "
+                    "(tests/test_collect_nfsd.py covers the wait in a guest that starts nfsd)")
+def test_nfsd_dataset_waits_for_nfsd_while_others_collect():
+    c = Collector("--interval", "1")
+    try:
+        c.add("n", "nfsd.ops", "op")
+        c.add("d", "disk.ops", "device")
+        status = c.wait_status(lambda s: s["waiting"] == ["n"] and "disk" in s["attached"])
+        assert "nfsd" not in status["attached"], status
+        assert any(e.startswith("nfsd is not running") and e.endswith("waiting for it to start")
+                   for e in status["errors"]), status
+        assert "n" not in status["overflows"], status
+        c.remove("n")
+        assert c.wait_status()["waiting"] == []
+    finally:
+        assert c.stop() == 0
+    assert c.data("n") and all(r["data"] == {} for r in c.data("n"))
+    assert c.data("d")
+
+
 def test_without_privileges_one_line_and_exit_77():
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                         str(built("bin/strata-collect"))], input="", capture_output=True, text=True,

@@ -2,7 +2,7 @@
 with its nfsd module; tests/demo_nfsd_guest.py does the guest's part), shortened for one
 emulated CPU: the kernel's nfsd on ext4 on a loop device, strata-load clients in network
 namespaces, `strata collect` with the nfsd and disk layers, the page cache dropped
-halfway. Checked from the archive it leaves: few device reads while the cache is warm,
+halfway, pictures as HTML only (--no-png). Checked from the archive it leaves: few device reads while the cache is warm,
 the disk band after the drop at the nfsd and disk layers, fading as the cache fills
 again; nfsd.ops per client exactly what each client sent; the pictures; and nothing
 left behind (nfsd stopped, export, mountd, mount and loop device gone). The guest
@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from demo_util import histogram, png_size, share_below
+from demo_util import histogram, share_below
 from strata.datasets.archive import Archive
 from vm import guest, jobs, kernels
 
@@ -62,11 +62,11 @@ def slow_share(archive, name, window, keys=None):
 
 def test_pictures_and_commands(demo):
     out, stdout, summary, *_ = demo
-    for stem in ("nfsd-latency", "nfsd-ops-by-client", "disk-latency"):
+    for stem in ("nfsd-latency", "nfsd-ops-by-client", "disk-latency"):   # --no-png: HTML only
         html = (out / f"{stem}.html").read_text()
         assert "plotly" in html and len(html) > 100_000, stem
-        width, height = png_size(out / f"{stem}.png")
-        assert 1000 <= width <= 4000 and 600 <= height <= 3000, (stem, width, height)
+        assert not (out / f"{stem}.png").exists(), stem
+    assert "wrote disk-latency, nfsd-latency, nfsd-ops-by-client (HTML)" in stdout
     assert f"disk.latency[device={summary['device']}]" in stdout   # the terminal maps
     assert "strata heatmap 'nfsd.latency[client]' --log" in stdout
 
