@@ -42,7 +42,7 @@ FAILURES = (MissingBinary, EngineError, GaneshaError, NfsdError, LoadError, Coll
 @click.option("--server", type=click.Choice(("engine", "ganesha", "nfsd")), default="engine", show_default=True,
               help="engine: strata's cache engine (NFS, ARC, L2ARC, vdev and disk layers); ganesha: "
                    "Debian's nfs-ganesha on ext4 (wire, file-system and disk layers); nfsd: the kernel's "
-                   "NFS server on ext4 (nfsd and disk layers).")
+                   "NFS server on ext4 (nfsd, nfsd I/O and disk layers).")
 @click.option("--duration", type=click.IntRange(10, 3600),
               help="Seconds of random reads (after the working set is written) [engine: 90, ganesha and nfsd: 40].")
 @click.option("--clients", default=10, show_default=True, type=click.IntRange(1, 200))
@@ -77,8 +77,8 @@ def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set,
     appears and fades as the cache fills again.
 
     --server nfsd: the same on the kernel's own NFS server (nfs-kernel-server),
-    seen from inside the kernel: nfsd.* per request, by client and op, and disk.*
-    on the loop device. It needs a kernel with nfsd whose nfsd is not serving
+    seen from inside the kernel: nfsd.* per request, by client and op, nfsd.io.*
+    for nfsd's reads of the files under it, and disk.* on the loop device. It needs a kernel with nfsd whose nfsd is not serving
     already; nfsd is stopped again at the end.
     """
     if os.geteuid() != 0:
@@ -157,7 +157,7 @@ def _ganesha_commands(facts, rng):
 
 def _nfsd_commands(facts, rng):
     return [f"strata heatmap 'nfsd.latency[client]' --log {rng}",
-            f"strata heatmap 'nfsd.latency[op=read]' --log {rng}",
+            f"strata heatmap 'nfsd.io.latency[op=read]' --log {rng}",
             f"strata heatmap 'disk.latency[device={facts.device}]' --log {rng}",
             f"strata breakdown 'nfsd.latency[op]' --range 1ms.. {rng}",
             f"strata breakdown 'nfsd.ops[client]' --top 10 {rng}",

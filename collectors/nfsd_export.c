@@ -83,7 +83,8 @@ void nfsd_export_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
 		snprintf(out, n, "fsid:%s", fsid);
 }
 
-/* Key of "TYPE:HEX" (HEX: the fsid's words, at most FSID_WORDS of them are kept). */
+/* Key of "TYPE:HEX" (HEX: the fsid's words, as nfsd.fh lists them or, for a longer fsid,
+ * the FSID_WORDS kept, as keys print). */
 static int key_of_fsid(const char *text, uint8_t key[AGG_KEY_BYTES])
 {
 	unsigned type, words;
@@ -91,7 +92,7 @@ static int key_of_fsid(const char *text, uint8_t key[AGG_KEY_BYTES])
 
 	memset(key, 0, AGG_KEY_BYTES);
 	if (sscanf(text, "%u:%79[0-9a-f]%c", &type, hex, &rest) != 2 || !fsid_bytes(type) ||
-	    strlen(hex) != 2 * fsid_bytes(type))
+	    (strlen(hex) != 2 * fsid_bytes(type) && (fsid_bytes(type) <= 4 * FSID_WORDS || strlen(hex) != 8 * FSID_WORDS)))
 		return -1;
 	words = fsid_bytes(type) / 4 < FSID_WORDS ? fsid_bytes(type) / 4 : FSID_WORDS;
 	key[0] = 1;

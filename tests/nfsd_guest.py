@@ -6,7 +6,8 @@ NETNS_CLIENTS libnfs NFSv3 clients (strata-load --netns, each in its own network
 namespace) drive a mixed load and one NFSv4.0 client (tests/nfs4_ops) sends COMPOUNDs of
 known main ops from 127.0.0.1. Datasets filtered on each NFSv3 client's address are added
 once its veth appears (the load waits before its first RPC). Writes what it saw, what the
-clients said they sent and /proc/net/rpc/nfsd's counts before and after to OUT/nfsd.json."""
+clients said they sent and /proc/net/rpc/nfsd's counts before and after to OUT/nfsd.json.
+Then, the page cache dropped, one client reads the files again (cold_reads)."""
 import json
 import re
 import subprocess
@@ -21,6 +22,7 @@ EXPORT = "/tmp/nfsd-export"
 V4ROOT = "/tmp/nfsd-v4"  # the NFSv4 root (fsid=0): nfs4_ops walks to V4ROOT/dir/f
 NETNS_CLIENTS = 3
 NFS4_COUNT = 40  # nfs4_ops: compounds of each main op
+COLD_SECONDS = 4  # reads after the page cache is dropped
 NFS3_PROCS = ["null", "getattr", "setattr", "lookup", "access", "readlink", "read", "write", "create", "mkdir",
               "symlink", "mknod", "remove", "rmdir", "rename", "link", "readdir", "readdirplus", "fsstat",
               "fsinfo", "pathconf", "commit"]
@@ -29,7 +31,8 @@ NFS4_OPS = {3: "access", 9: "getattr", 15: "lookup", 22: "putfh", 24: "putrootfh
 DATASETS = {"op": ("nfsd.ops", "op"), "client": ("nfsd.ops", "client"), "version": ("nfsd.ops", "version"),
             "status": ("nfsd.ops", "status"), "export": ("nfsd.ops", "export"), "latency": ("nfsd.latency", "op"),
             "size": ("nfsd.size", "op"), "v4op": ("nfsd.ops", "op version=nfs4"),
-            "v4status": ("nfsd.ops", "status version=nfs4"), "wire": ("wire.ops", "op"),
+            "v4status": ("nfsd.ops", "status version=nfs4"), "v4ok": ("nfsd.ops", "op version=nfs4 status=ok"),
+            "io_op": ("nfsd.io.ops", "op"), "io_latency": ("nfsd.io.latency", "op"), "wire": ("wire.ops", "op"),
             "wire_latency": ("wire.latency", "op")}
 PER_CLIENT = {"op": ("nfsd.ops", "op"), "latency": ("nfsd.latency", "op"), "wire": ("wire.ops", "op"),
               "wire_latency": ("wire.latency", "op")}  # added per NFSv3 client, filtered on its address
@@ -101,6 +104,37 @@ def totals(c: Collector, ident: str) -> dict:
     return out
 
 
+def block_reads(dev: str) -> int:
+    """Reads the block device completed (/sys/block/DEV/stat, its first field)."""
+    return int(Path(f"/sys/block/{dev}/stat").read_text().split()[0])
+
+
+def cold_reads(c: Collector) -> dict:
+    """The page cache dropped, one client reads the files again for COLD_SECONDS: nfsd's
+    reads (nfsd.io.*), the disk layer's reads of /tmp's device and its sysfs count, and
+    nfsd's own READ count, over the same span."""
+    dev = Path(sh("findmnt -no SOURCE /tmp").strip()).name
+    names = {"io_op": ("nfsd.io.ops", "op"), "io_latency": ("nfsd.io.latency", "op"),
+             "disk": ("disk.ops", f"op device={dev}"), "disk_latency": ("disk.latency", f"op device={dev}")}
+    adds = {name: c.send(f"add cold_{name} {stat} {bd}") for name, (stat, bd) in names.items()}
+    c.wait_status(lambda s: all(f"cold_{name}" in s["overflows"] for name in names), timeout=60)
+    sh("sync")
+    before, reads_before = block_reads(dev), rpc_counts()["proc3"]["read"]
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    load = subprocess.run([str(built("bin/strata-load")), "--server", "127.0.0.1", "--export", EXPORT,
+                           "--profile", "randread", "--io-size", "8k", "--duration", str(COLD_SECONDS),
+                           "--files", "2", "--file-size", "256k", "--json", "-"],
+                          capture_output=True, text=True, timeout=300)
+    after, reads_after = block_reads(dev), rpc_counts()["proc3"]["read"]
+    c.flush_now()
+    time.sleep(2)
+    c.flush_now()
+    return {"device": dev, "adds": adds, "load": {"rc": load.returncode, "stderr": load.stderr[-2000:]},
+            "sysfs_reads": after - before, "nfs_reads": reads_after - reads_before,
+            "seen": {name: totals(c, f"cold_{name}") for name in names},
+            "heatmaps": {name: buckets(c, f"cold_{name}") for name in ("io_latency", "disk_latency")}}
+
+
 def main(out: Path, seconds: int) -> None:
     result = {}
     c = Collector("--interval", "1")  # started before nfsd: its nfsd.* datasets wait for it
@@ -145,8 +179,9 @@ def main(out: Path, seconds: int) -> None:
         result["heatmaps"] = {name: buckets(c, name) for name in
                               ["latency", "wire_latency", "size",
                                *(n for n in result["client_adds"] if "latency" in n)]}
-        result["status"] = c.statuses()[-1]
         result["exports"] = Path("/proc/net/rpc/nfsd.fh/content").read_text()
+        result["cold"] = cold_reads(c)
+        result["status"] = c.statuses()[-1]
     finally:
         c.send("quit")
         c.proc.wait(timeout=60)

@@ -111,6 +111,26 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     for op in ("read", "write"):
         assert 8192 < median(res["heatmaps"]["size"][op]) < 8192 + 512, (op, res["heatmaps"]["size"][op])
 
+    # the layer under nfsd: one read or write of a file per NFSv3 READ or WRITE, and per NFSv4
+    # one that succeeded (those refused in the grace period read nothing)
+    for op in ("read", "write"):
+        io = seen["io_op"].get(op, 0)
+        if module_btf:
+            assert io == res["proc3"].get(op, 0) + seen["v4ok"].get(op, 0), (op, io, res["proc3"], seen["v4ok"])
+        else:
+            assert res["proc3"].get(op, 0) <= io <= res["proc3"].get(op, 0) + sent4[op], (op, io, res["proc3"])
+    assert set(seen["io_op"]) == {"read", "write"}, seen["io_op"]
+    assert sum(seen["io_latency"].values()) == sum(seen["io_op"].values()), seen["io_latency"]
+    # the page cache dropped: nfsd's reads of the files again one per READ, the device's reads
+    # under them as many as its sysfs count, and some of nfsd's reads wait as long as the disk
+    cold = res["cold"]
+    assert cold["load"]["rc"] == 0 and all(a["type"] == "ack" for a in cold["adds"].values()), cold
+    assert cold["seen"]["io_op"] == {"read": cold["nfs_reads"]} and cold["nfs_reads"] > 0, cold
+    assert cold["seen"]["disk"].get("read", 0) == cold["sysfs_reads"] > 0, (cold["seen"]["disk"], cold["sysfs_reads"])
+    disk_p50 = median(cold["heatmaps"]["disk_latency"]["read"])
+    waited = sum(n for b, n in cold["heatmaps"]["io_latency"]["read"].items() if llhist.lower(int(b)) >= disk_p50)
+    assert waited >= 1, (disk_p50, cold["heatmaps"]["io_latency"]["read"])
+
     # per client: each NFSv3 client from its own address, its requests per op as it counted them
     clients = res["clients"]
     assert len(clients) == 3 and len(set(clients)) == 3, clients

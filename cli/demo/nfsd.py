@@ -1,14 +1,16 @@
 """`strata demo --server nfsd`: the kernel's own NFS server, seen from inside the
-kernel (the nfsd layer: latency per request, by client and op) and at the disk. The
+kernel (the nfsd layer: latency per request, by client and op; the nfsd_io layer under
+it: nfsd's reads of the files) and at the disk. The
 kernel's nfsd serves an ext4 file system on a loop device; strata-load clients in
 network namespaces read a working set that fits the page cache at random; halfway
-the page cache is dropped, so the disk band appears under nfsd.latency and
-disk.latency and fades as the cache fills again.
+the page cache is dropped, so the disk band appears in nfsd.io.latency (and under
+nfsd.latency) and disk.latency, and fades as the cache fills again.
 
 Everything it starts is undone by the Teardown, in reverse order: load, collector,
 nfsd (its threads, export, mountd, rpcbind), mount, loop device, temporary files.
 """
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,7 +21,8 @@ from strata.cli.lab.load import Load, arguments
 from strata.cli.lab.nfsd import KernelNfsd, NfsdError
 from strata.heatmaps.units import parse_value
 
-DATASETS = ["nfsd.latency[client]", "nfsd.ops[client]", "nfsd.latency[op]", "nfsd.ops[op]", "disk.latency[device]"]
+DATASETS = ["nfsd.latency[client]", "nfsd.ops[client]", "nfsd.latency[op]", "nfsd.ops[op]", "nfsd.io.latency[op]",
+            "disk.latency[device]"]
 MiB = 1 << 20
 
 
@@ -88,6 +91,7 @@ def run(settings: Settings, undo, echo) -> Facts:
                                                 {**common, "setup_only": True}))
     undo.callback(setup.stop)
     setup.wait(timeout=600)
+    os.sync()   # the working set on the disk: no writeback under the reads that follow
 
     say(echo, f"{settings.clients} clients x {settings.threads} streams: random 8 KiB reads for "
               f"{settings.duration}s; the page cache is dropped halfway")
