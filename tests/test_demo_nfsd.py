@@ -3,7 +3,7 @@ with its nfsd module; tests/demo_nfsd_guest.py does the guest's part), shortened
 emulated CPU: the kernel's nfsd on ext4 on a loop device, strata-load clients in network
 namespaces, `strata collect` with the nfsd, nfsd_io and disk layers, the page cache
 dropped halfway, pictures as HTML only (--no-png). Checked from the archive it leaves:
-hardly any device I/O while the cache is warm, the disk band after the drop in nfsd's
+hardly any device reads while the cache is warm, the disk band after the drop in nfsd's
 reads of the files (nfsd.io.latency) and at the device, fading as the cache fills
 again; nfsd.ops per client exactly what each client sent; the pictures; and nothing
 left behind (nfsd stopped, export, mountd, mount and loop device gone). The guest
@@ -19,9 +19,9 @@ from vm import guest, jobs, kernels
 
 KERNEL = "6.1"
 # nfsd's read of a file from the page cache is a copy; one that waits for the loop device
-# (direct I/O to the guest's emulated disk) takes much longer. Under TCG both are slow,
-# so the bands are told apart at 1 ms.
-SLOW_NS = 1_000_000
+# takes the device's time too. Under TCG a copy took 21 us at the median and the device's
+# reads (a loop device over the guest's memory) 80-300 us, so the bands part at 150 us.
+SLOW_NS = 150_000
 
 
 def run_guest():
@@ -78,18 +78,17 @@ def test_disk_band_appears_after_the_drop_and_fades(demo):
     device = [summary["device"]]
 
     def at(window):
-        """(nfsd's reads, its reads of the files that took SLOW_NS or more, device I/Os)."""
-        reads = histogram(archive, "nfsd.latency[op]", *window, ["read"])[1].sum()
-        slow = slow_share(archive, "nfsd.io.latency[op]", window, ["read"])[0]
-        return reads, slow, histogram(archive, "disk.latency[device]", *window, device)[1].sum()
+        """(nfsd's reads of the files, those that took SLOW_NS or more, device reads)."""
+        slow, reads = slow_share(archive, "nfsd.io.latency[op]", window, ["read"])
+        return reads, slow, histogram(archive, "disk.latency[op=read][device]", *window, device)[1].sum()
 
     (reads, slow, ios), (reads_a, slow_a, ios_a), (reads_l, slow_l, ios_l) = at(before), at(after), at(late)
     assert reads > 0 and reads_a > 0 and reads_l > 0, (reads, reads_a, reads_l)
-    # warm (the working set synced to the disk after it was written): hardly any device I/O
+    # warm (the working set synced to the disk after it was written): hardly any device reads
     assert ios <= 0.05 * reads, (ios, reads)
     # after the drop: the device serves reads, and nfsd's reads of the files wait for it
     assert ios_a >= 0.2 * reads_a, (ios_a, reads_a)
-    assert slow_a / reads_a > 5 * slow / reads, (slow_a, reads_a, slow, reads)
+    assert slow_a / reads_a > 2 * slow / reads, (slow_a, reads_a, slow, reads)
     # the cache fills again: in the last seconds far fewer reads reach the device
     assert ios_l / reads_l <= 0.5 * ios_a / reads_a, (ios_l, reads_l, ios_a, reads_a)
     assert slow_l / reads_l <= 0.5 * slow_a / reads_a, (slow_l, reads_l, slow_a, reads_a)

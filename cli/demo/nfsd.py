@@ -22,7 +22,7 @@ from strata.cli.lab.nfsd import KernelNfsd, NfsdError
 from strata.heatmaps.units import parse_value
 
 DATASETS = ["nfsd.latency[client]", "nfsd.ops[client]", "nfsd.latency[op]", "nfsd.ops[op]", "nfsd.io.latency[op]",
-            "disk.latency[device]"]
+            "disk.latency[device]", "disk.latency[op=read][device]"]
 MiB = 1 << 20
 
 
