@@ -6,7 +6,9 @@ accounting (/proc/net/rpc/nfsd): nfsd.ops by op equals its per-procedure counts 
 NFSv3, its COMPOUND count for NFSv4 and, where nfsd's module BTF lets the main op be
 read, its per-op counts (proc4ops); against what each client says it sent, per client
 and op; against the wire view on the same requests, per client and op, whose median
-latency is at least nfsd's; and the export breakdown names each export by its path.
+latency is at least nfsd's; the export breakdown names each export by its path; the
+layer under nfsd (nfsd.io.*) counts one file read or write per READ or WRITE, and with
+the page cache dropped the disk layer's reads under it equal the device's sysfs count.
 The collector is started and asked for nfsd.* before nfsd's modules are loaded (the
 datasets wait and are collected once nfsd starts), and strata doctor offers the nfsd
 view once nfsd runs. The guest starts with the session (tests/vm/jobs.py). KERNELS (as
