@@ -77,20 +77,20 @@ static __always_inline __u32 fsid_len(__u8 type)
  * /proc/net/rpc/nfsd.fh lists it). All zero ("none") unless a version-1 handle. */
 static __always_inline void set_export(struct agg_event *ev, const void *fh)
 {
-	__u8 *key = ev->dims[AGG_DIM_EXPORT];
-	struct { __u32 size; __u8 version, auth, fsid_type, fileid_type; __u8 fsid[12]; } h;
+	__u32 *key = (__u32 *)ev->dims[AGG_DIM_EXPORT];
+	struct { __u32 size; __u8 version, auth, fsid_type, fileid_type; __u32 fsid[3]; } h;
 	__u32 len;
 
-	__builtin_memset(key, 0, AGG_KEY_BYTES);
+	key[0] = key[1] = key[2] = key[3] = 0;
 	if (!fh || bpf_probe_read_kernel(&h, sizeof(h), fh) || h.version != 1)
 		return;
 	len = fsid_len(h.fsid_type);
 	if (!len || h.size < 4 + len)
 		return;
-	key[0] = 1;
-	key[1] = h.fsid_type;
-	for (int i = 0; i < 12; i++)
-		key[4 + i] = i < len ? h.fsid[i] : 0;
+	key[0] = 1 | (__u32)h.fsid_type << 8; /* bytes 0 and 1, little-endian */
+	key[1] = h.fsid[0];
+	key[2] = len > 4 ? h.fsid[1] : 0;
+	key[3] = len > 8 ? h.fsid[2] : 0;
 }
 
 #endif
