@@ -27,3 +27,13 @@ $(BUILD)/bench/strata-syscall-hooks: bench/syscall_hooks.c $(BPFOUT)/syscall_hoo
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf) -lelf -lz
 
 ALL_TARGETS += $(BUILD)/bench/strata-syscall-hooks
+
+# The diagnosis of the disk layer's missed completions (bench/disk_missed.py).
+$(BPFOUT)/disk_missed.bpf.o: bench/disk_missed.bpf.c $(VMLINUX_H) | $(BPFOUT)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/strata-disk-missed: bench/disk_missed.c $(BPFOUT)/disk_missed.skel.h
+	mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf) -lelf -lz
+
+ALL_TARGETS += $(BUILD)/bench/strata-disk-missed

@@ -6,7 +6,8 @@
 # wire.latency[client] + wire.ops[op] (ADDS: other collector commands). From the kernel's BPF statistics
 # (kernel.bpf_stats_enabled): each layer's BPF run time per request (/proc/net/rpc/nfsd's count), its
 # program runs per request, and the ratio nfsd/wire. Absolute ns are TCG-emulated (slow);
-# the ratio is the result.
+# the ratio is the result. COLLECT: another strata-collect build to measure (one of two
+# builds compared run by run, alternating).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-15}
@@ -17,7 +18,7 @@ if [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-nfsd-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
 	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
-		env SECS="$SECS" ADDS="$ADDS" bash "$PWD/bench/collect_nfsd.sh" inside
+		env SECS="$SECS" ADDS="$ADDS" COLLECT="${COLLECT:-}" bash "$PWD/bench/collect_nfsd.sh" inside
 	exit
 fi
 
@@ -29,7 +30,7 @@ exportfs -o rw,no_root_squash,insecure,fsid=1 127.0.0.1:$export
 rpc.nfsd -N 4 2 && rpc.mountd -N 4
 sysctl -qw kernel.bpf_stats_enabled=1
 mkfifo ctl
-"$repo/build/bin/strata-collect" < ctl > collect.out 2> collect.err &
+"${COLLECT:-$repo/build/bin/strata-collect}" < ctl > collect.out 2> collect.err &
 exec 3> ctl
 printf "$ADDS" >&3
 until grep -q '"attached":\["wire","nfsd"\]' collect.out; do sleep 1; done

@@ -487,6 +487,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	case AGG_STAT_VDEV_OPS:
 	case AGG_STAT_FS_OPS:
 	case AGG_STAT_NFSD_OPS:
+	case AGG_STAT_NFSD_IO_OPS:
 		agg_add_to(pending, i, gen, 0, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
@@ -506,6 +507,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	case AGG_STAT_VDEV_SIZE:
 	case AGG_STAT_FS_SIZE:
 	case AGG_STAT_NFSD_SIZE:
+	case AGG_STAT_NFSD_IO_SIZE:
 		agg_add_to(pending, i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:

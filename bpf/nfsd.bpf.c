@@ -1,14 +1,22 @@
 /* nfsd.bpf.c — the kernel nfsd layer: one hit per NFS request, at sunrpc:svc_stats_latency
  * (the reply is ready, in the nfsd thread that served it), feeds nfsd.ops, nfsd.latency
- * and nfsd.size, broken down by op, client, version or status (bpf/aggregate.h).
+ * and nfsd.size, broken down by op, client, version, status or export (bpf/aggregate.h).
  *
  * Everything is read from the request, struct svc_rqst, through CO-RE (the tracepoint's
  * own fields changed layout around 5.17; its argument, the request, did not): the RPC
  * program, version and procedure, the client's address (rq_addr), the time the request
  * was received (rq_stime, ktime_get: the clock of bpf_ktime_get_ns), the call and reply
- * lengths, and for NFSv3 the status word nfsd put first in every result. So the request
- * needs no map between two probes. Only the NFS program (100003) versions 3 and 4 are
- * counted; lockd, nfsacl and the client's callback service share the tracepoint.
+ * lengths, and nfsd's decoded call and result (rq_argp, rq_resp):
+ *   NFSv3: the status word nfsd puts first in every result, and the export from the
+ *     file handle every argument struct starts with (struct svc_fh, whose knfsd_fh
+ *     starts with its length: the handle's bytes lie 4 bytes into the arguments);
+ *   NFSv4: the COMPOUND's main op (bpf/nfs4_ops.h) from its decoded ops
+ *     (nfsd4_compoundargs), its status and the export of its current file handle
+ *     (nfsd4_compoundres.cstate). These types live in nfsd's module BTF: without it
+ *     (5.10) a COMPOUND is keyed "compound", its status "unread", its export "none".
+ * So the request needs no map between two probes. Only the NFS program (100003)
+ * versions 3 and 4 are counted; lockd, nfsacl and the client's callback service share
+ * the tracepoint.
  *
  * struct svc_rqst lives in the sunrpc module's BTF: tp_btf (direct loads) where the
  * kernel has module BTF, raw_tp (the same code through bpf_probe_read_kernel)
@@ -20,74 +28,120 @@
 #include <bpf/bpf_endian.h>
 #include "llhist.h"
 #include "aggregate.h"
+#include "nfs4_ops.h"
+#include "nfsd_request.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define NFS_PROGRAM 100003
-#define AF_INET_ 2
-#define AF_INET6_ 10
-
-/* The parts of sunrpc's types read here; CO-RE finds their offsets in the running
- * kernel's sunrpc BTF (the ___nfsd suffix keeps them apart from vmlinux.h). */
-struct xdr_buf___nfsd {
-	unsigned int len;
+/* nfsd's NFSv4 types (nfsd module BTF only). */
+struct nfsd4_create___nfsd {
+	__u32 cr_type;
 } __attribute__((preserve_access_index));
 
-struct svc_rqst___nfsd {
-	struct { __u16 ss_family; } rq_addr;
-	struct xdr_buf___nfsd rq_arg;
-	struct xdr_buf___nfsd rq_res;
-	__u32 rq_prog;
-	__u32 rq_vers;
-	__u32 rq_proc;
-	__s64 rq_stime;
-	void *rq_resp;
+union nfsd4_op_u___nfsd {
+	struct nfsd4_create___nfsd create;
 } __attribute__((preserve_access_index));
 
-/* READ(direct, p, field): a plain load where the verifier knows p's BTF type (tp_btf),
- * bpf_probe_read_kernel otherwise (raw_tp). */
-#define READ(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
+struct nfsd4_op___nfsd {
+	__u32 opnum;
+	union nfsd4_op_u___nfsd u;
+} __attribute__((preserve_access_index));
 
-/* The client as 16 key bytes, all written: IPv6, or IPv4 as ::ffff:a.b.c.d. tp_btf loads
- * the address straight from the request; raw_tp copies its first bytes first. */
-static __always_inline void set_client(struct agg_event *ev, struct svc_rqst___nfsd *r, int direct)
+struct nfsd4_compoundargs___nfsd {
+	__u32 opcnt;
+	struct nfsd4_op___nfsd *ops;
+	struct nfsd4_op___nfsd iops[8];
+} __attribute__((preserve_access_index));
+
+struct knfsd_fh___nfsd {
+	unsigned int fh_size;
+} __attribute__((preserve_access_index));
+
+struct svc_fh___nfsd {
+	struct knfsd_fh___nfsd fh_handle;
+} __attribute__((preserve_access_index));
+
+struct nfsd4_compound_state___nfsd {
+	struct svc_fh___nfsd current_fh;
+	__be32 status;
+} __attribute__((preserve_access_index));
+
+struct nfsd4_compoundres___nfsd {
+	struct nfsd4_compound_state___nfsd cstate;
+} __attribute__((preserve_access_index));
+
+/* NFSv4: the COMPOUND's main op (bpf/nfs4_ops.h) from nfsd's decoded ops. After the
+ * request, nfsd frees ops decoded beyond its inline array (iops), so a compound of more
+ * ops than that stays "compound". */
+static __always_inline __u32 nfs4_key(struct nfsd4_compoundargs___nfsd *args)
 {
-	const __u8 *sa = (const __u8 *)__builtin_preserve_access_index(&r->rq_addr);
-	__u64 *key = (__u64 *)ev->dims[AGG_DIM_CLIENT];
-	__u8 copy[24];
-	__u16 family;
+	__u32 opcnt, first = 0, lookup = 0, opcode, type = 0, size, inline_ops;
+	struct nfsd4_op___nfsd *ops, *op;
 
-	if (!direct) {
-		if (bpf_probe_read_kernel(copy, sizeof(copy), sa))
-			__builtin_memset(copy, 0, sizeof(copy));
-		sa = copy;
+	if (!bpf_core_type_exists(struct nfsd4_compoundargs___nfsd) || !args)
+		return AGG_NFS_OP_COMPOUND;
+	size = bpf_core_type_size(struct nfsd4_op___nfsd);
+	inline_ops = size ? bpf_core_field_size(args->iops) / size : 0;
+	opcnt = BPF_CORE_READ(args, opcnt);
+	ops = BPF_CORE_READ(args, ops);
+	if (!opcnt || opcnt > inline_ops || !ops)
+		return AGG_NFS_OP_COMPOUND;
+	for (__u32 i = 0; i < NFS4_OPS_SCANNED; i++) {
+		if (i >= opcnt)
+			return nfs4_op_key(lookup ? lookup : first, 0);
+		op = (void *)ops + i * size;
+		opcode = BPF_CORE_READ(op, opnum);
+		if (i == 0)
+			first = opcode;
+		switch (nfs4_role(opcode)) {
+		case NFS4_PREFIX:
+			break;
+		case NFS4_LOOKUP_OP:
+			if (!lookup)
+				lookup = opcode;
+			break;
+		default:
+			if (opcode == OP4_CREATE)
+				type = BPF_CORE_READ(op, u.create.cr_type);
+			return nfs4_op_key(opcode, type);
+		}
 	}
-	family = *(const __u16 *)sa;
-	key[0] = 0;
-	key[1] = 0;
-	if (family == AF_INET_) {
-		key[1] = 0xffff0000ull | (__u64)*(const __u32 *)(sa + 4) << 32;
-	} else if (family == AF_INET6_) {
-		key[0] = *(const __u64 *)(sa + 8);
-		key[1] = *(const __u64 *)(sa + 16);
-	}
+	return AGG_NFS_OP_COMPOUND;
 }
 
 /* NFSv3: the status word every result struct of nfsd's starts with (network order);
- * NULL has none (ok). NFSv4: not read (key "unread"). */
+ * NULL has none (ok). NFSv4: the COMPOUND's status (that of its last op). */
 static __always_inline __u32 nfs_status(struct svc_rqst___nfsd *r, __u32 vers, __u32 proc, int direct)
 {
 	__be32 status = 0;
 	void *resp;
 
-	if (vers != 3)
-		return AGG_RPC_STATUS_UNREAD;
 	if (proc == 0)
 		return AGG_RPC_STATUS_OK;
 	resp = READ(direct, r, rq_resp);
-	if (!resp || bpf_probe_read_kernel(&status, sizeof(status), resp))
+	if (!resp)
 		return AGG_RPC_STATUS_UNREAD;
+	if (vers == 4) {
+		if (!bpf_core_type_exists(struct nfsd4_compoundres___nfsd))
+			return AGG_RPC_STATUS_UNREAD;
+		status = BPF_CORE_READ((struct nfsd4_compoundres___nfsd *)resp, cstate.status);
+	} else if (bpf_probe_read_kernel(&status, sizeof(status), resp)) {
+		return AGG_RPC_STATUS_UNREAD;
+	}
 	return bpf_ntohl(status);
+}
+
+/* The request's file handle: NFSv3's first argument, NFSv4's current handle. */
+static __always_inline const void *request_fh(struct svc_rqst___nfsd *r, __u32 vers, int direct)
+{
+	struct nfsd4_compoundres___nfsd *res;
+
+	if (vers == 3)
+		return READ(direct, r, rq_argp);
+	if (!bpf_core_type_exists(struct nfsd4_compoundres___nfsd))
+		return 0;
+	res = READ(direct, r, rq_resp);
+	return res ? __builtin_preserve_access_index(&res->cstate.current_fh.fh_handle) : 0;
 }
 
 static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
@@ -105,11 +159,12 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	ev = agg_event_reuse(); /* every field used is written below; the others stay zero */
 	if (!ev)
 		return 0;
-	/* op keys as wire.*: NFSv3 procedures, an NFSv4 COMPOUND as "compound" */
-	*(__u32 *)ev->dims[AGG_DIM_OP] = vers == 4 && proc ? AGG_NFS_OP_COMPOUND : proc;
+	/* op keys as wire.*: NFSv3 procedures, an NFSv4 COMPOUND by its main op */
+	*(__u32 *)ev->dims[AGG_DIM_OP] = vers == 4 && proc ? nfs4_key(READ(direct, r, rq_argp)) : proc;
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = vers;
 	*(__u32 *)ev->dims[AGG_DIM_STATUS] = nfs_status(r, vers, proc, direct);
 	set_client(ev, r, direct);
+	set_export(ev, proc ? request_fh(r, vers, direct) : 0);
 	start = (__u64)READ(direct, r, rq_stime);
 	now = bpf_ktime_get_ns();
 	ev->latency_ns = start && now > start ? now - start : 0;

@@ -1,19 +1,11 @@
 /* wire_nfs4.h — the main operation of an NFSv4.x COMPOUND call (RFC 7530, 5661, 7862),
  * read from the packet by bpf/wire.bpf.c once a COMPOUND's RPC header is known.
  *
- * The main op is the first operation that does more than choose a file or fetch
- * what a client always fetches: it skips the prefix ops SEQUENCE (v4.1+), PUTFH,
- * PUTROOTFH, PUTPUBFH, SAVEFH and RESTOREFH (RENAME and LINK send PUTFH SAVEFH
- * PUTFH op) and the lookup ops LOOKUP, LOOKUPP, GETFH, GETATTR and ACCESS, which
- * walk to a file and read its attributes around the op that matters (Linux opens
- * with PUTFH OPEN GETFH ACCESS GETATTR; libnfs with PUTROOTFH LOOKUP dir GETATTR
- * ACCESS OPEN name ...). A compound with no other op counts as its first lookup op
- * (PUTFH LOOKUP GETFH GETATTR is a lookup, PUTFH GETATTR a getattr), and one of
- * prefix ops only (a lone SEQUENCE: a v4.1 lease renewal) as its first op.
+ * The main op follows bpf/nfs4_ops.h, the rule the nfsd layer shares.
  * Untrusted bytes: every length is bounded before it moves the cursor, and every
  * word is read from a copy of the call's fragment in this packet, [pos, end), cut
- * to NFS4_WINDOW bytes, after checking it lies inside. A compound that cannot be walked to its main op within those
- * bounds (credentials over 400 bytes, a tag over NFS4_TAG_MAX, a name over
+ * to NFS4_WINDOW bytes, after checking it lies inside. A compound that cannot be
+ * walked to its main op within those bounds (credentials over 400 bytes, a tag over NFS4_TAG_MAX, a name over
  * NFS4_NAME_MAX, a GETATTR bitmap over NFS4_BITMAP_MAX words, more than
  * NFS4_OPS_SCANNED prefix and lookup ops, an unknown opcode, ops beyond the
  * NFS4_WINDOW bytes that follow the call's header in its packet)
@@ -22,23 +14,13 @@
 #ifndef STRATA_WIRE_NFS4_H
 #define STRATA_WIRE_NFS4_H
 
+#include "nfs4_ops.h"
+
 #define NFS4_AUTH_MAX     400 /* RFC 5531: opaque_auth bodies are at most 400 bytes */
 #define NFS4_TAG_MAX      256 /* COMPOUND tags are short ("" from Linux, a name from libnfs) */
 #define NFS4_FHSIZE       128
 #define NFS4_NAME_MAX     1024 /* a LOOKUP's component (255 UTF-8 characters at most 1020 bytes) */
 #define NFS4_BITMAP_MAX   8    /* GETATTR's bitmap4 words (3 are defined, RFC 8276) */
-#define NFS4_OPS_SCANNED  10   /* ops looked at for the main op */
-
-enum nfs4_opcode {
-	OP4_ACCESS = 3, OP4_COMMIT = 5, OP4_CREATE = 6, OP4_GETATTR = 9, OP4_GETFH = 10, OP4_LINK = 11,
-	OP4_LOOKUP = 15, OP4_LOOKUPP = 16, OP4_PUTFH = 22, OP4_PUTPUBFH = 23, OP4_PUTROOTFH = 24,
-	OP4_READ = 25, OP4_READDIR = 26, OP4_READLINK = 27, OP4_REMOVE = 28, OP4_RENAME = 29,
-	OP4_RESTOREFH = 31, OP4_SAVEFH = 32, OP4_SETATTR = 34, OP4_WRITE = 38, OP4_SEQUENCE = 53, OP4_READ_PLUS = 68,
-	OP4_LAST = 75, /* REMOVEXATTR (RFC 8276) */
-};
-
-enum { NF4DIR = 2, NF4BLK = 3, NF4CHR = 4, NF4LNK = 5, NF4SOCK = 6, NF4FIFO = 7 };
-
 /* The call's first bytes after its header, copied once (a word read from the copy costs
  * less than a helper call, and one path per read keeps the verifier's states few). */
 #define NFS4_WINDOW 512
@@ -68,39 +50,9 @@ static __always_inline int nfs4_load(const struct nfs4_reader *r, __u32 pos, __u
 	return 0;
 }
 
-/* The key of opcode, the main op; type is CREATE's createtype4. */
-static __always_inline __u32 nfs4_op_key(__u32 opcode, __u32 type)
-{
-	switch (opcode) {
-	case OP4_ACCESS:    return AGG_NFS_OP_ACCESS;
-	case OP4_COMMIT:    return AGG_NFS_OP_COMMIT;
-	case OP4_GETATTR:   return AGG_NFS_OP_GETATTR;
-	case OP4_LINK:      return AGG_NFS_OP_LINK;
-	case OP4_LOOKUP:
-	case OP4_LOOKUPP:   return AGG_NFS_OP_LOOKUP;
-	case OP4_READ:
-	case OP4_READ_PLUS: return AGG_NFS_OP_READ;
-	case OP4_READDIR:   return AGG_NFS_OP_READDIR;
-	case OP4_READLINK:  return AGG_NFS_OP_READLINK;
-	case OP4_REMOVE:    return AGG_NFS_OP_REMOVE;
-	case OP4_RENAME:    return AGG_NFS_OP_RENAME;
-	case OP4_SETATTR:   return AGG_NFS_OP_SETATTR;
-	case OP4_WRITE:     return AGG_NFS_OP_WRITE;
-	case OP4_CREATE:
-		if (type == NF4DIR)
-			return AGG_NFS_OP_MKDIR;
-		if (type == NF4LNK)
-			return AGG_NFS_OP_SYMLINK;
-		if (type >= NF4BLK && type <= NF4FIFO)
-			return AGG_NFS_OP_MKNOD;
-		return WIRE_OP_V4;
-	}
-	return opcode >= OP4_ACCESS && opcode <= OP4_LAST ? WIRE_OP_V4 | opcode : WIRE_OP_V4;
-}
-
 struct nfs4_walk {
 	struct nfs4_reader r;
-	__u32 pos, numops, first, lookup, key;
+	__u32 pos, numops, first, lookup, key, ended;
 };
 
 /* Op i of the compound; 1 once w->key is decided. One step of a loop that the verifier
@@ -109,8 +61,8 @@ static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w, const str
 {
 	__u32 opcode, len, arg = 0;
 
-	if (i == w->numops) { /* prefix and lookup ops only */
-		w->key = nfs4_op_key(w->lookup ? w->lookup : w->first, 0);
+	if (i == w->numops) { /* prefix and lookup ops only: keyed by nfs4_main_op */
+		w->ended = 1;
 		return 1;
 	}
 	if (nfs4_load(r, w->pos, &opcode))
@@ -149,8 +101,7 @@ static __always_inline long nfs4_op_step(__u32 i, struct nfs4_walk *w, const str
 		w->key = nfs4_op_key(opcode, arg);
 		return 1;
 	}
-	if (!w->lookup && (opcode == OP4_LOOKUP || opcode == OP4_LOOKUPP || opcode == OP4_GETATTR ||
-			   opcode == OP4_ACCESS || opcode == OP4_GETFH))
+	if (!w->lookup && nfs4_role(opcode) == NFS4_LOOKUP_OP)
 		w->lookup = opcode;
 	return 0;
 }
@@ -219,6 +170,10 @@ static __always_inline __u32 nfs4_main_op_in(struct __sk_buff *skb, __u32 pos, _
 	w.pos = pos + 8;
 	if (!bounded) {
 		bpf_loop(NFS4_OPS_SCANNED, nfs4_op_step_cb, &w, 0);
+		/* keyed here, not in the step: a verifier that checks the step once (6.1) saw
+		 * first and lookup still zero there, and cut the branches of the other opcodes */
+		if (w.ended)
+			w.key = nfs4_op_key(w.lookup ? w.lookup : w.first, 0);
 		return w.key;
 	}
 	s = bpf_map_lookup_elem(&wire_nfs4_walk, &zero);
@@ -228,11 +183,13 @@ static __always_inline __u32 nfs4_main_op_in(struct __sk_buff *skb, __u32 pos, _
 	s->r.have = w.r.have;
 	s->pos = w.pos;
 	s->numops = w.numops;
-	s->first = s->lookup = 0;
+	s->first = s->lookup = s->ended = 0;
 	s->key = WIRE_OP_V4;
 	for (__u32 i = 0; i < NFS4_OPS_SCANNED; i++)
 		if (nfs4_op_step_bounded(i))
 			break;
+	if (s->ended)
+		s->key = nfs4_op_key(s->lookup ? s->lookup : s->first, 0);
 	return s->key;
 }
 

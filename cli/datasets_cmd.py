@@ -1,4 +1,4 @@
-"""`strata datasets`: list, create, suspend, resume, destroy, prune, archive and import datasets."""
+"""`strata datasets`: list, create, suspend, resume, destroy, prune, archive, import and verify datasets."""
 import json
 import os
 import time
@@ -7,7 +7,10 @@ import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
 from strata.datasets import cost, status, transfer
-from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
+from strata.datasets import salvage as salvage_
+from strata.datasets import verify as verify_
+from strata.datasets.paths import default_archive
+from strata.datasets.retention import LEVELS, STEP, format_duration, parse_duration, parse_keep
 
 
 @click.group()
@@ -231,3 +234,33 @@ def retain(archive_path, name, keep):
         archive.set_retention(info.name, retention)
     click.echo(f"{info.name} keeps {retention}")
 
+
+
+@datasets.command()
+@click.argument("archive_file", metavar="ARCHIVE", required=False, type=click.Path(dir_okay=False))
+@click.option("--salvage", "out", metavar="OUT", type=click.Path(dir_okay=False),
+              help="Copy every dataset, key and record that passes the checks into a new archive OUT.")
+@archive_option
+def verify(archive_file, out, archive_path):
+    """Check ARCHIVE (default: --archive, or the default archive): SQLite's integrity
+    check, then strata's own rules (format version, every record readable and
+    decodable, no second stored twice, breakdown keys and spans well formed).
+
+    Prints one line per problem, naming it, and exits 1 when there is any (2 when
+    the file is of a newer strata, which this one cannot judge). --salvage OUT
+    writes a fresh archive holding every second that can be read and passes the
+    checks; read it with --archive OUT, or put it in the damaged file's place.
+    """
+    path = archive_file or archive_path or default_archive(for_reading=True)
+    with archive_errors():
+        report = salvage_.salvage(path, out) if out else verify_.check(path)
+    for line in report.problems:
+        click.echo(line)
+    kept = ", ".join(f"{report.records.get(s, 0)}" + (f" of {report.expected[s]}" if s in report.expected else "")
+                     + f" {lv}s" for lv, s in STEP.items())
+    if out and not report.newer:
+        click.echo(f"salvaged {report.datasets} dataset(s) into {out}: {kept}")
+    elif not report.problems:
+        click.echo(f"{path}: ok ({report.datasets} dataset(s): {kept})")
+    if report.problems:
+        raise SystemExit(2 if report.newer else 1)

@@ -1,17 +1,20 @@
-"""`strata doctor`: what this kernel and machine offer for collection, and what
-of strata itself is built. One row per check; each failing row says how to fix it."""
+"""`strata doctor`: what this kernel and machine offer for collection, what of
+strata itself is built, and what each running collector is doing. One row per
+check; each failing row says how to fix it."""
 import json
 import os
 import platform
 import resource
 import shutil
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 
 import click
 
 from strata.cli.binaries import MissingBinary, find_binary
 from strata.cli.doctor_views import describe, nfsd_running, server_views
+from strata.datasets import status
 
 CAP_PERFMON, CAP_BPF = 38, 39
 
@@ -23,6 +26,7 @@ class Check:
     detail: str
     fix: str = ""
     required: bool = True  # collection cannot run while a required check fails
+    state: str = ""        # shown instead of ok / FAIL / absent (a collector's state)
 
 
 def _effective_caps() -> int:
@@ -169,6 +173,38 @@ def check_tools() -> list[Check]:
     return rows
 
 
+def _clock(t) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, (int, float)) else "?"
+
+
+def check_collectors(now: float | None = None) -> list[Check]:
+    """One row per running `strata collect` (its status file, datasets/status.py): writing
+    its archive, or holding the events in memory while it cannot (why, since when)."""
+    now = time.time() if now is None else now
+    rows = []
+    for s in status.running():
+        name, archive = f"collector (pid {s.get('pid')})", s.get("archive")
+        errors = s.get("errors") or []
+        said = f"; last problems: {' | '.join(map(str, errors[-3:]))}" if errors else ""
+        collects = f"{s.get('datasets', '?')} dataset(s)"
+        if s.get("state") == "holding":
+            held = s.get("held_since") or s.get("since")
+            pending = f"{int(now - held)} s" if isinstance(held, (int, float)) else "?"
+            rows.append(Check(name, False, f"{archive} cannot be written: {s.get('problem')}. Holding the events "
+                              f"of {collects} since {_clock(held)} ({pending}) in memory; stored as one span per "
+                              f"dataset when it can be{said}", "make the archive writable (free space, repair or "
+                              "remount its file system); nothing is lost meanwhile", required=False, state="holding"))
+        else:
+            rows.append(Check(name, not errors, f"writing {archive} every second, {collects}, since "
+                              f"{_clock(s.get('since'))}{said}", "" if not errors else
+                              "see the problems; `strata datasets list` shows what is collected",
+                              required=False, state="writing"))
+    if not rows:
+        rows.append(Check("collector", False, "no strata collect is running", "strata collect (or: systemctl "
+                          "start strata-collect)", required=False, state="none"))
+    return rows
+
+
 def run_checks() -> tuple[list[Check], list]:
     """(the checks, the views per server kind)."""
     found, failed = probe_features()
@@ -176,7 +212,8 @@ def run_checks() -> tuple[list[Check], list]:
     have_engine = any(c.name == "strata-engine" and c.ok for c in binaries)
     checks = ([Check("kernel", True, f"Linux {platform.release()} {platform.machine()}"),
                check_privileges(), check_btf(), check_tracefs(), check_memlock()]
-              + check_kernel_features(found, failed) + [check_module_btf(), check_nfsd()] + binaries + check_tools())
+              + check_kernel_features(found, failed) + [check_module_btf(), check_nfsd()] + binaries + check_tools()
+              + check_collectors())
     return checks, server_views(found or {}, have_engine)
 
 
@@ -189,6 +226,9 @@ def doctor(as_json):
     tracepoint, uprobe/USDT, kprobe, fentry, TC and tcx attach, the bpf_loop
     helper, task storage, bpf_rdonly_cast, BPF stats, module BTF, kernel nfsd,
     memlock, and strata's own programs. Each failing row says how to fix it.
+    One row per running collector: writing its archive, or holding the
+    events in memory while the archive cannot be written (why, since when),
+    and the last problems it said.
     Then, per kind of NFS server (strata-engine, nfs-ganesha and other
     user-space servers, kernel nfsd), the views this host offers for it:
     wire (wire.*), fs (fs.*), disk (disk.*), nfsd (nfsd.*), engine USDT
@@ -206,11 +246,14 @@ def doctor(as_json):
         from rich.table import Table
 
         table = Table(title="strata doctor", title_justify="left")
-        for col in ("check", "status", "detail", "fix"):
+        table.add_column("check", min_width=max(len(c.name) for c in checks))   # names never fold
+        for col in ("status", "detail", "fix"):
             table.add_column(col, overflow="fold")
         for c in checks:
-            status = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
-            table.add_row(c.name, status, c.detail, c.fix)
+            shown = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
+            if c.state:
+                shown = f"[{'green' if c.ok else 'yellow'}]{c.state}[/]"
+            table.add_row(c.name, shown, c.detail, c.fix)
         views = Table(title="views this host offers, by server", title_justify="left")
         for col in ("server", "on this host", "views here", "not here", "note"):
             views.add_column(col, overflow="fold")

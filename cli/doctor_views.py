@@ -5,7 +5,8 @@ statistics and the attach type it needs:
     wire   wire.*   TC (tcx, or clsact) on the ifaces any NFS server, nothing asked of it
     fs     fs.*     syscall tracepoints              a user-space server's own syscalls
     disk   disk.*   block tracepoints                every block device below any server
-    nfsd   nfsd.*   sunrpc's svc_stats_latency       the kernel's nfsd, while its modules are loaded
+    nfsd   nfsd.*   sunrpc's svc_stats_latency, and  the kernel's nfsd, while its modules are loaded
+                    nfsd's read/write tracepoints (nfsd.io.*)
     usdt   nfs.*, arc.*, l2arc.*, zil.*, vdev.*      uprobes on strata-engine's USDT probes
 """
 import os

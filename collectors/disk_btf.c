@@ -1,6 +1,6 @@
 /* disk_btf.c — reads btf_trace_<tracepoint> prototypes from /sys/kernel/btf/vmlinux
  * (libbpf's BTF API) to find the struct request argument: block_rq_issue lost its
- * request_queue argument in Linux 5.11. */
+ * request_queue argument in Linux 5.11. Each tracepoint's answer is kept. */
 #include <stdio.h>
 #include <string.h>
 #include <bpf/btf.h>
@@ -16,7 +16,7 @@ static const struct btf_type *skip_mods(const struct btf *btf, __u32 id)
 	return t;
 }
 
-int disk_btf_request_arg(const char *tp, char *why, size_t n)
+static int request_arg(const char *tp, char *why, size_t n)
 {
 	char name[128];
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -59,6 +59,32 @@ int disk_btf_request_arg(const char *tp, char *why, size_t n)
 out:
 	btf__free(btf);
 	return arg;
+}
+
+/* The answers so far: the kernel's BTF does not change while the collector runs, and
+ * parsing it takes a while (each dataset added asks). */
+static struct {
+	char tp[48];
+	int arg;
+	char why[160];
+} answers[4];
+
+int disk_btf_request_arg(const char *tp, char *why, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]) && answers[i].tp[0]; i++)
+		if (strcmp(answers[i].tp, tp) == 0)
+			break;
+	if (i == sizeof(answers) / sizeof(answers[0]) || strlen(tp) >= sizeof(answers[i].tp))
+		return request_arg(tp, why, n);
+	if (!answers[i].tp[0]) {
+		answers[i].arg = request_arg(tp, answers[i].why, sizeof(answers[i].why));
+		snprintf(answers[i].tp, sizeof(answers[i].tp), "%s", tp);
+	}
+	if (answers[i].arg < 0)
+		snprintf(why, n, "%s", answers[i].why);
+	return answers[i].arg;
 }
 
 bool disk_btf_supported(char *why, size_t n)

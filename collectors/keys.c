@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "keys.h"
+#include "nfsd_export.h"
 #include "wire_rpc.h"
 
 static key_file_namer *file_namer;
@@ -374,6 +375,9 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 	case AGG_DIM_SERVER:
 		server_format(key, out, n);
 		return;
+	case AGG_DIM_EXPORT:
+		nfsd_export_format(key, out, n);
+		return;
 	default:
 		snprintf(out, n, "%s", "?");
 	}
@@ -473,6 +477,11 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 		if (server_parse(text, key) < 0)
 			break;
 		return 0;
+	case AGG_DIM_EXPORT:
+		if (nfsd_export_parse(text, key) == 0)
+			return 0;
+		snprintf(err, errlen, "'%s' is not an export nfsd lists now (/proc/net/rpc/nfsd.fh) nor fsid:TYPE:HEX", text);
+		return -1;
 	}
 	snprintf(err, errlen, "'%s' is not a valid %s", text, dim_name(dim) ? dim_name(dim) : "key");
 	return -1;

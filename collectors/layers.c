@@ -20,6 +20,7 @@ void layer_add_probe(struct layer *L, const char *name, struct bpf_program *prog
 static const struct layer_ops *const modules[LAYER_GAUGE] = {
 	[LAYER_NFS] = &nfs_layer,   [LAYER_CACHE] = &cache_layer, [LAYER_DISK] = &disk_layer, [LAYER_VDEV] = &vdev_layer,
 	[LAYER_WIRE] = &wire_layer, [LAYER_FS] = &fs_layer,       [LAYER_NFSD] = &nfsd_layer,
+	[LAYER_NFSD_IO] = &nfsd_io_layer,
 };
 
 const struct layer_ops *layer_ops_of(enum layer_id id)

@@ -1,4 +1,4 @@
-/* layers.h — the collector's layers (nfs, cache, disk, vdev, wire, fs, nfsd) behind one
+/* layers.h — the collector's layers (nfs, cache, disk, vdev, wire, fs, nfsd, nfsd_io) behind one
  * interface: each is one collectors/ module giving a struct layer_ops (load, supported,
  * present, active, attach, events, refresh, status); layers.c does what they share — their
  * dataset slots, attaching and detaching their probes as datasets come and go — and
@@ -111,8 +111,9 @@ struct engine_target {
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
 	} while (0)
 
-/* The modules' layers (engine_layers.c, disk_layer.c, wire.c, fs_layer.c, nfsd.c). */
-extern const struct layer_ops nfs_layer, cache_layer, vdev_layer, disk_layer, wire_layer, fs_layer, nfsd_layer;
+/* The modules' layers (engine_layers.c, disk_layer.c, wire.c, fs_layer.c, nfsd.c, nfsd_io.c). */
+extern const struct layer_ops nfs_layer, cache_layer, vdev_layer, disk_layer, wire_layer, fs_layer, nfsd_layer,
+	nfsd_io_layer;
 /* The module of a kernel layer (not LAYER_GAUGE). */
 const struct layer_ops *layer_ops_of(enum layer_id id);
 

@@ -82,12 +82,31 @@ static char *default_engine(void)
 	return access(path, X_OK) == 0 ? realpath(path, NULL) : NULL;
 }
 
-static long long now_ns(void)
+static long long clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(clock, &ts);
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long now_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+/* Ticks an interval labelled t: first its interval record (FORMAT.md), how long it lasted
+ * on CLOCK_MONOTONIC since the last tick and by how much the wall clock stepped meanwhile
+ * (its advance beyond the monotonic one), then the datasets' records. */
+static void tick(struct collector *c, long long t, long long wall, long long *last_wall, long long *last_mono)
+{
+	long long mono = clock_ns(CLOCK_MONOTONIC), length = mono - *last_mono;
+
+	fprintf(c->out, "{\"v\":1,\"type\":\"interval\",\"t\":%lld,\"mono_ms\":%lld,\"step_ms\":%lld}\n", t,
+		length / 1000000, (wall - *last_wall - length) / 1000000);
+	*last_wall = wall;
+	*last_mono = mono;
+	collector_tick(c, t);
 }
 
 /* Splits buffered stdin into lines and runs them; false once "quit" is read. */
@@ -112,7 +131,8 @@ static bool run_lines(struct collector *c, char *buf, size_t *len)
 
 static int run(struct collector *c, long interval)
 {
-	long long step = interval * 1000000000LL, next = (now_ns() / step + 1) * step;
+	long long last_wall = now_ns(), last_mono = clock_ns(CLOCK_MONOTONIC);
+	long long step = interval * 1000000000LL, next = (last_wall / step + 1) * step;
 	char buf[LINE_MAX_BYTES];
 	size_t len = 0;
 	bool input_open = true;
@@ -141,14 +161,14 @@ static int run(struct collector *c, long interval)
 		if (now >= next) {
 			/* the interval that just ended; after a stall, the skipped ones stay gaps */
 			next = now / step * step;
-			collector_tick(c, next / 1000000000LL - interval);
+			tick(c, next / 1000000000LL - interval, now, &last_wall, &last_mono);
 			next += step;
 		}
 		if (ferror(c->out))
 			return 1;
 	}
 	/* flush: the interval in progress, as a last (partial) record */
-	collector_tick(c, (next - step) / 1000000000LL);
+	tick(c, (next - step) / 1000000000LL, now_ns(), &last_wall, &last_mono);
 	return ferror(c->out) ? 1 : 0;
 }
 

@@ -158,9 +158,14 @@ class Archive:
         try:
             yield
         except codec.CorruptRecord as e:
-            raise ArchiveError(f"{self.path}: damaged archive (bad record: {e})") from None
+            raise ArchiveError(f"{self.path}: damaged archive (bad record: {e}); {schema.REPAIR}") from None
         except sqlite3.Error as e:
             raise schema.translate(self.path, e) from None
+        except UnicodeDecodeError:
+            raise ArchiveError(f"{self.path}: damaged archive (text that is not UTF-8); {schema.REPAIR}") from None
+        except MemoryError:   # SQLITE_NOMEM: a damaged row's header asks for a huge allocation
+            raise ArchiveError(f"{self.path}: out of memory reading the archive (a damaged row?); "
+                               f"{schema.REPAIR}") from None
 
     @contextmanager
     def write(self):

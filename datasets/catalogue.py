@@ -128,6 +128,9 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
         number = re.fullmatch(r"(?:object:)?(\d+)", value)
         if (not re.fullmatch(r"[^:/\s]+:/[^\n]*", value)) and not (number and int(number[1]) < 2**64):
             raise ArchiveError(f"file {value!r} is not EXPORT:/path or object:ID")
+    elif kind == "export":
+        if not (value.startswith("/") or value == "none" or re.fullmatch(r"fsid:[0-7]:(?:[0-9a-f]{8})+", value)):
+            raise ArchiveError(f"export {value!r} is not an absolute path, fsid:TYPE:HEX or none")
     elif kind == "process":
         if not re.fullmatch(r"[^:]{1,15}:[1-9]\d*", value):
             raise ArchiveError(f"process {value!r} is not comm:pid")

@@ -21,7 +21,11 @@ made again at its path (folder included) holding the datasets being collected,
 under the same ids; not while its file system is gone (unmounted): then the
 records are held until it is back. A record whose second follows a gap in the daemon's
 seconds (the daemon stalled: SIGSTOP, starved of CPU, or its output blocked)
-holds the gap's events too: it is stored as spanning the gap.
+holds the gap's events too: it is stored as spanning the gap. The daemon's interval
+record says how long each interval lasted on CLOCK_MONOTONIC and by how much the wall
+clock stepped (datasets/ARCHIVE.md, "Wall-clock steps"): after a step forward the
+record is placed on the seconds it lasted (the labels skipped hold none), after a step
+back it spans the seconds it lasted from its label on (cause `clock`); each step is said.
 """
 import json
 import os
@@ -37,6 +41,8 @@ from .parentdeath import die_with_parent
 from .status import StatusFile
 
 MAX_LINE = 16 << 20
+ERRORS_KEPT = 5     # problems the status file keeps (the last ones said)
+STEP_MS = 500       # a wall-clock advance this far from the monotonic one is a step
 
 
 def control_line(info) -> str:
@@ -69,10 +75,12 @@ class Collector:
         self.proc = None
         self.records = 0
         self.last = {}           # dataset id -> the last second the daemon reported
+        self.tick = None         # (t, mono_ms, step_ms) of the daemon's last interval record
         self.held = Held()       # records not yet written: the archive failed
         self.fault = None        # what is wrong with the archive, while it is
         self.identity = archive.identity()
         self.status = StatusFile(archive.path)
+        self.errors = []         # the last ERRORS_KEPT distinct problems said, for the status file
 
     def stop(self, *_):
         self.stopping = True
@@ -92,6 +100,7 @@ class Collector:
     def sync(self):
         """Add what became active, remove what was suspended or destroyed."""
         want = {d.id: d for d in self.archive.datasets() if d.state == "active"}
+        collected = len(self.kinds)
         for ds in [i for i in self.kinds if i not in want]:
             self._send(f"remove {ds}")
             del self.kinds[ds]
@@ -101,11 +110,23 @@ class Collector:
                 self.kinds[ds], self.infos[ds] = info.kind, info
                 self._send(control_line(info))
         self.failed &= set(want)
+        if len(self.kinds) != collected:
+            self._write_status()
 
     def _warn_once(self, key, msg):
         if key not in self.warned:
             self.warned.add(key)
-            self.log(msg)
+            self._error(msg)
+
+    def _error(self, msg):
+        """Say a problem that is not the archive's (stderr), and keep it in the status file."""
+        self.log(msg)
+        self.errors = (self.errors + [msg])[-ERRORS_KEPT:]
+        self._write_status()
+
+    def _write_status(self):
+        self.status.write("holding" if self.fault else "writing", self.fault or "",
+                          self.held.start() if self.fault else None, len(self.kinds), self.errors)
 
     def handle(self, lines: list):
         """Archive one batch of daemon output lines (one transaction), or hold it."""
@@ -125,17 +146,19 @@ class Collector:
                         raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
                     t = msg.get("t")
                     last = self.last.get(ds)
-                    start = last + 1 if isinstance(t, int) and last is not None and t > last + 1 else t
+                    start, seconds, cause = self._placement(t, last)
                     if isinstance(t, int) and (last is None or t > last):
                         self.last[ds] = t
-                    records.append((ds, start, t, msg.get("data"), raw))
+                    records.append((ds, start, seconds, cause, msg.get("data"), raw))
+                elif kind == "interval":
+                    self._interval(msg)
                 elif kind == "error":
                     ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
-                    self.log(f"{name}: {msg.get('message', 'refused')}")
                     if ds in self.kinds:
                         del self.kinds[ds]
                         self.failed.add(ds)
+                    self._error(f"{name}: {msg.get('message', 'refused')}")
                 elif kind == "status":
                     for err in msg.get("errors") or []:
                         self._warn_once(("status", str(err)), f"collector: {err}")
@@ -143,6 +166,38 @@ class Collector:
                 self._bad(e, raw)
         if records or self.held:
             self._archive(records)
+
+    def _interval(self, msg):
+        """The daemon's interval record: remembered for its data records; a step is said."""
+        t, mono, step = msg.get("t"), msg.get("mono_ms"), msg.get("step_ms")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t, mono, step)) or mono < 0:
+            raise BadRecord("an interval record needs integer t, mono_ms (>= 0) and step_ms")
+        self.tick = (t, mono, step)
+        if abs(step) >= STEP_MS:
+            when = time.strftime("%H:%M:%S", time.localtime(t))
+            self.log(f"the wall clock stepped {'forward' if step > 0 else 'back'} {abs(step) / 1000:.1f} s "
+                     f"(the interval labelled {when} lasted {mono / 1000:.1f} s): " +
+                     ("the seconds it skipped hold no record" if step > 0 else
+                      f"its record spans the {max(1, round(mono / 1000))} s it lasted (cause clock)"))
+
+    def _placement(self, t, last) -> tuple:
+        """(first second, seconds, cause) of the record labelled t, the dataset's previous
+        being labelled last: a gap in the labels is a stall the record spans, unless the
+        wall clock stepped (the interval record): forward, the record holds only the seconds
+        it lasted; back, it spans the seconds it lasted from its label on."""
+        if not isinstance(t, int) or isinstance(t, bool):
+            return t, 1, "stall"          # refused by the ingest
+        start = last + 1 if last is not None and t > last + 1 else t
+        seconds, cause = t + 1 - start, "stall"
+        tick = self.tick if self.tick and self.tick[0] == t else None
+        if tick and abs(tick[2]) >= STEP_MS:
+            lasted = max(1, round(tick[1] / 1000))
+            if tick[2] > 0:
+                start = max(start, t + 1 - lasted)
+                seconds = t + 1 - start
+            elif lasted > seconds:
+                seconds, cause = lasted, "clock"
+        return start, seconds, cause
 
     def _bad(self, e, raw):
         self._warn_once(("bad", type(e).__name__, str(e)[:80]),
@@ -156,9 +211,9 @@ class Collector:
             with self.archive.guard(), self.ingest.transaction():
                 if self.held:
                     self.held.store(self.ingest, self.kinds)
-                for ds, start, t, data, raw in records:
+                for ds, start, seconds, cause, data, raw in records:
                     try:
-                        self.ingest.add(ds, start, self.kinds[ds], data, t + 1 - start)
+                        self.ingest.add(ds, start, self.kinds[ds], data, seconds, cause)
                         self.records += 1
                         committed.append((ds, data))
                     except (BadRecord, TypeError) as e:
@@ -174,9 +229,9 @@ class Collector:
             self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
 
     def _hold(self, records, error):
-        for ds, start, t, data, raw in records:
+        for ds, start, seconds, cause, data, raw in records:
             try:
-                self.held.add(ds, start, t + 1, self.kinds[ds], data)
+                self.held.add(ds, start, start + seconds, self.kinds[ds], data)
             except (BadRecord, TypeError) as e:
                 self._bad(e, raw)
             else:
@@ -186,7 +241,7 @@ class Collector:
             self.fault = str(error)
             self.log(f"{error}; collection goes on, the events held in memory until the archive "
                      "can be written (retried every second)")
-            self.status.write("holding", self.fault, self.held.start())
+            self._write_status()
 
     def _recovered(self):
         start = self.held.start()
@@ -196,7 +251,7 @@ class Collector:
         when = time.strftime("%H:%M:%S", time.localtime(start)) if start is not None else "?"
         self.log(f"the archive is written again: the {seconds} s from {when} stored as one record "
                  "per dataset spanning them")
-        self.status.write("writing")
+        self._write_status()
 
     def unwritable(self, error):
         """The archive could not be opened for writing at start (Archive.open_for_collecting)."""
@@ -238,7 +293,7 @@ class Collector:
             return 1
         status = 0
         if not self.fault:
-            self.status.write("writing")
+            self._write_status()
         try:
             changes = self.archive.changes()
             self.sync()

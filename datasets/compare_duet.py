@@ -16,7 +16,7 @@ checks), and a longer block absorbs what correlation there is.
 """
 import numpy as np
 
-from strata.datasets.compare import METRICS, KeyVerdict, interval_metric
+from strata.datasets.compare import METRICS, interval_metric
 from strata.datasets.compare_rounds import compare_rounds_counts, compare_rounds_histograms
 
 

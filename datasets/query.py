@@ -30,5 +30,5 @@ class QueryResult:
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     # added by datasets/: (start, end, cause) of each outage overlapping the range whose events
     # were collected as one record (cause "stall": the collector stalled; "archive": the archive
-    # could not be written). At the second level its events are spread evenly over [start, end).
+    # could not be written; "clock": the wall clock stepped back). At the second level its events are spread evenly over [start, end).
     spans: list = field(default_factory=list)

@@ -19,14 +19,15 @@ Tables:
             suspended or resumed (the collector polls it)
   spans     (dataset, t) -> seconds, cause: the second-level record at t holds
             the events of [t, t + seconds), collected across an outage (the
-            collector stalled, or the archive could not be written); cause
-            'stall' or 'archive'. Added to format 1 without a version change:
+            collector stalled, the archive could not be written, the wall clock
+            stepped back); cause 'stall', 'archive' or 'clock'. Added to format 1 without a version change:
             writers create it in an archive that lacks it, readers of an archive
             without it see no spans.
 """
 import os
 import sqlite3
 import struct
+from contextlib import contextmanager
 from urllib.parse import quote
 
 from .errors import ArchiveError, ArchiveFull
@@ -39,6 +40,7 @@ SPANS = """CREATE TABLE IF NOT EXISTS spans(
 VERSION = 1
 WAL_LIMIT = 16 << 20   # bytes the WAL file is cut back to after a checkpoint resets it
 HEADER = b"SQLite format 3\x00"
+REPAIR = "`strata datasets verify` names the damage, `--salvage OUT` copies out what is readable"
 
 DDL = """
 CREATE TABLE datasets(
@@ -103,7 +105,7 @@ def translate(path, e: Exception) -> ArchiveError:
     if base == sqlite3.SQLITE_FULL:
         return ArchiveFull(f"{path}: the disk is full (the last write was rolled back)")
     if base in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return ArchiveError(f"{path}: damaged archive ({e})")
+        return ArchiveError(f"{path}: damaged archive ({e}); {REPAIR}")
     if base == sqlite3.SQLITE_BUSY:
         return ArchiveError(f"{path}: the archive is busy (locked by another writer); try again")
     if base == sqlite3.SQLITE_READONLY:
@@ -113,20 +115,21 @@ def translate(path, e: Exception) -> ArchiveError:
     return ArchiveError(f"{path}: {e}")
 
 
-def check_header(path):
-    """Raise ArchiveError unless path looks like a complete SQLite file (or is empty)."""
+def header_problem(path) -> tuple:
+    """(what is wrong with the file at path as an SQLite file, or None; whether SQLite can
+    read it at all): not SQLite, or cut short (a truncated copy still reads in part)."""
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
             head = f.read(100)
     except OSError as e:
-        raise ArchiveError(f"{path}: cannot read ({e.strerror})") from None
+        return f"cannot read ({e.strerror})", False
     if size == 0:
-        return
+        return None, True
     if not head.startswith(HEADER[:len(head)]) or len(head) < 100:
         if head.startswith(HEADER[:len(head)]):
-            raise ArchiveError(f"{path}: truncated archive ({size} bytes)")
-        raise ArchiveError(f"{path}: not a strata archive (not an SQLite database)")
+            return f"truncated archive ({size} bytes)", False
+        return "not a strata archive (not an SQLite database)", False
     page_size = struct.unpack(">H", head[16:18])[0]
     page_size = 65536 if page_size == 1 else page_size
     change, pages, valid_for = struct.unpack(">I", head[24:28])[0], struct.unpack(">I", head[28:32])[0], \
@@ -134,7 +137,15 @@ def check_header(path):
     wal = path + "-wal"
     wal_empty = not os.path.exists(wal) or os.path.getsize(wal) == 0
     if change == valid_for and wal_empty and size < pages * page_size:
-        raise ArchiveError(f"{path}: truncated archive ({size} of {pages * page_size} bytes)")
+        return f"truncated archive ({size} of {pages * page_size} bytes)", True
+    return None, True
+
+
+def check_header(path):
+    """Raise ArchiveError unless path looks like a complete SQLite file (or is empty)."""
+    problem, _ = header_problem(path)
+    if problem:
+        raise ArchiveError(f"{path}: {problem}" + (f"; {REPAIR}" if problem.startswith("truncated") else ""))
 
 
 def _connect(uri: str) -> sqlite3.Connection:
@@ -185,6 +196,12 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
     except sqlite3.Error as e:
         conn.close()
         raise translate(path, e) from None
+    except UnicodeDecodeError:
+        conn.close()
+        raise ArchiveError(f"{path}: damaged archive (text that is not UTF-8); {REPAIR}") from None
+    except MemoryError:
+        conn.close()
+        raise ArchiveError(f"{path}: out of memory reading the archive (a damaged row?); {REPAIR}") from None
     except BaseException:
         conn.close()
         raise
@@ -224,6 +241,31 @@ def initialise(conn, journal: str = "WAL"):
     conn.execute("COMMIT")
     if journal == "WAL":
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+@contextmanager
+def write_new(dest: str):
+    """A fresh one-file archive (rollback journal) for dest, written in one transaction to
+    a temporary file beside it that replaces dest only when the block succeeds; SQLite and
+    file-system errors become one-line ArchiveErrors naming dest."""
+    tmp = f"{dest}.tmp-{os.getpid()}"
+    try:
+        conn = sqlite3.connect("file:" + quote(os.path.abspath(tmp)) + "?mode=rwc", uri=True, isolation_level=None)
+        try:
+            initialise(conn, journal="DELETE")
+            conn.execute("BEGIN")
+            yield conn
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        os.replace(tmp, dest)
+    except sqlite3.Error as e:
+        raise translate(dest, e) from None
+    except OSError as e:
+        raise ArchiveError(f"{dest}: cannot write ({e.strerror})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _statements(script: str):

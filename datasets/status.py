@@ -7,10 +7,14 @@ the archive's absolute path; removed when the collector ends. `strata datasets l
 shows it while its process runs:
 
     {"pid": 1234, "archive": "/var/lib/strata/archive.db", "state": "holding",
-     "since": 1700000000, "problem": "...: the disk is full ...", "held_since": 1699999990}
+     "since": 1700000000, "problem": "...: the disk is full ...", "held_since": 1699999990,
+     "datasets": 3, "errors": ["disk.latency[device=sdz]: ..."]}
 
 state "writing": the archive takes every second; "holding": it cannot be written and
-the events are held in memory (problem says why, held_since from which second).
+the events are held in memory (problem says why, held_since from which second; they are
+stored as one span per dataset when it can be). datasets: how many it collects; errors:
+the last problems it said that are not the archive's (a dataset refused, the daemon's
+errors). `strata datasets list` and `strata doctor` show it (running()).
 """
 import hashlib
 import json
@@ -34,10 +38,11 @@ class StatusFile:
     def __init__(self, archive_path: str):
         self.archive, self.path = os.path.abspath(archive_path), status_path(archive_path)
 
-    def write(self, state: str, problem: str = "", held_since: int | None = None):
+    def write(self, state: str, problem: str = "", held_since: int | None = None, datasets: int = 0,
+              errors: list = ()):
         """Best effort: a runtime folder that cannot be written costs only this file."""
         record = {"pid": os.getpid(), "archive": self.archive, "state": state, "since": int(time.time()),
-                  "problem": problem, "held_since": held_since}
+                  "problem": problem, "held_since": held_since, "datasets": datasets, "errors": list(errors)}
         tmp = f"{self.path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o755, exist_ok=True)
@@ -56,12 +61,38 @@ class StatusFile:
 
 def read(archive_path: str) -> dict | None:
     """The status of the collector writing archive_path, or None when none runs."""
+    return _live(status_path(archive_path))
+
+
+def _live(path: str) -> dict | None:
+    """The status record at path if its collector runs; a record whose process is gone
+    (killed with -9) is removed when this user may."""
     try:
-        with open(status_path(archive_path)) as f:
+        with open(path) as f:
             record = json.load(f)
+        if not isinstance(record, dict):
+            return None
         os.kill(int(record["pid"]), 0)
     except PermissionError:
         return record  # it runs, as another user
+    except ProcessLookupError:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return record if isinstance(record, dict) else None
+    return record
+
+
+def running() -> list:
+    """The status of every collector running, of this user's runtime folder and the system's."""
+    found = []
+    for folder in dict.fromkeys((runtime_dir(), "/run/strata")):
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.startswith("collect-") and n.endswith(".json"))
+        except OSError:
+            continue
+        found += [r for r in (_live(os.path.join(folder, n)) for n in names) if r]
+    return found

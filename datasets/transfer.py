@@ -6,7 +6,6 @@ rename). import_from() copies every dataset of such a file into an archive,
 suspended, so a collector here does not add this host's data to them.
 """
 import os
-import sqlite3
 from urllib.parse import quote
 
 from . import schema
@@ -31,33 +30,15 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False) ->
         raise ArchiveError("name at least one dataset to archive")
     if os.path.exists(dest) and not overwrite:
         raise ArchiveError(f"{dest} exists (pass --force to replace it)")
-    tmp = f"{dest}.tmp-{os.getpid()}"
     ids = ",".join(str(i.id) for i in infos)
-    try:
-        conn = sqlite3.connect("file:" + quote(os.path.abspath(tmp)) + "?mode=rwc", uri=True,
-                               isolation_level=None)
-        try:
-            schema.initialise(conn, journal="DELETE")
-            conn.execute("ATTACH DATABASE ? AS src", (_src_uri(archive.path),))
-            conn.execute("BEGIN")
-            conn.execute(f"INSERT INTO datasets SELECT * FROM src.datasets WHERE id IN ({ids})")
-            conn.execute(f"INSERT INTO keys SELECT * FROM src.keys WHERE dataset IN ({ids})")
-            conn.execute(f"INSERT INTO records (dataset, step, t, data) SELECT dataset, step, t, data "
-                         f"FROM src.records WHERE dataset IN ({ids}) ORDER BY dataset, step, t")
-            if _has_spans(conn):
-                conn.execute(f"INSERT INTO spans SELECT * FROM src.spans WHERE dataset IN ({ids})")
-            conn.execute("COMMIT")
-            conn.execute("DETACH DATABASE src")
-        finally:
-            conn.close()
-        os.replace(tmp, dest)
-    except sqlite3.Error as e:
-        raise schema.translate(dest, e) from None
-    except OSError as e:
-        raise ArchiveError(f"{dest}: cannot write ({e.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with schema.write_new(dest) as conn:
+        conn.execute("ATTACH DATABASE ? AS src", (_src_uri(archive.path),))
+        conn.execute(f"INSERT INTO datasets SELECT * FROM src.datasets WHERE id IN ({ids})")
+        conn.execute(f"INSERT INTO keys SELECT * FROM src.keys WHERE dataset IN ({ids})")
+        conn.execute(f"INSERT INTO records (dataset, step, t, data) SELECT dataset, step, t, data "
+                     f"FROM src.records WHERE dataset IN ({ids}) ORDER BY dataset, step, t")
+        if _has_spans(conn):
+            conn.execute(f"INSERT INTO spans SELECT * FROM src.spans WHERE dataset IN ({ids})")
     return [i.name for i in infos]
 
 

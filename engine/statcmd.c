@@ -1,7 +1,9 @@
 /* statcmd.c — the commands that talk to a running engine over its stats
  * socket: `strata-engine stats` prints the JSON it serves, `strata-engine ctl`
  * changes it at run time (L2ARC on/off, LZ4, fault-injection delays, ARC size). */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,21 @@ static const char CTL_HELP[] =
 	"                               l2arc (cache reads), zil (log writes), pool (vdev reads),\n"
 	"                               nfs (every NFS reply, before it is sent)\n"
 	"  arc-max SIZE                 change the ARC's size (evicts down to it)\n";
+
+/* Whether the engine of a stats socket named engine-PID.sock is gone (killed with -9: its
+ * socket stays behind); such a socket is removed, so it is never counted as an engine. */
+static int stale_socket(const char *path)
+{
+	const char *name = strrchr(path, '/');
+	char *end;
+	long pid = strtol(name ? name + strlen("/engine-") : path, &end, 10);
+	if (pid <= 0 || strcmp(end, ".sock"))
+		return 0;
+	if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		return 0;
+	unlink(path); /* best effort: another user's leftover stays, and is still skipped */
+	return 1;
+}
 
 /* --socket/--pid into path; returns the index of the first operand or -1 (rc set). */
 static int parse_target(const char *cmd, int argc, char **argv, char *path, size_t psz, int *rc)
@@ -68,13 +85,19 @@ static int parse_target(const char *cmd, int argc, char **argv, char *path, size
 	}
 	if (!path[0]) {
 		glob_t g;
-		if (glob(STATS_DIR "/engine-*.sock", 0, NULL, &g) || g.gl_pathc != 1) {
+		size_t live = 0;
+		const char *found = NULL;
+		if (!glob(STATS_DIR "/engine-*.sock", 0, NULL, &g))
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				if (!stale_socket(g.gl_pathv[i]) && !live++)
+					found = g.gl_pathv[i];
+		if (live != 1) {
 			fprintf(stderr, "strata-engine %s: %s running engine found in " STATS_DIR
-				" (use --socket or --pid)\n", cmd, g.gl_pathc > 1 ? "more than one" : "no");
+				" (use --socket or --pid)\n", cmd, live > 1 ? "more than one" : "no");
 			globfree(&g);
 			return *rc = 1, -1;
 		}
-		snprintf(path, psz, "%s", g.gl_pathv[0]);
+		snprintf(path, psz, "%s", found);
 		globfree(&g);
 	}
 	return optind;

@@ -49,7 +49,8 @@ def cropped(grid) -> str:
     return "; ".join(parts)
 
 
-CAUSES = {"stall": "the collector stalled", "archive": "the archive could not be written"}
+CAUSES = {"stall": "the collector stalled", "archive": "the archive could not be written",
+          "clock": "the wall clock stepped back"}
 
 
 def outages(grid, most: int = 3) -> str:

@@ -1,12 +1,18 @@
 """nfsd.* on the kernel's own NFS server, in a kernel-matrix guest (tests/vm/): Debian's
-kernel with its nfsd module, one libnfs client (strata-load) on loopback, and the real
-collector (tests/nfsd_guest.py does the guest's part). nfsd.ops by op equals nfsd's own
-count per procedure (/proc/net/rpc/nfsd) exactly, and so does wire.ops on the same
-requests, whose median latency is at least nfsd's; the collector is started and asked for
-nfsd.* before nfsd's modules are loaded (the datasets wait and are collected once nfsd
-starts), and strata doctor offers the nfsd view once nfsd runs. The guest starts with the
-session (tests/vm/jobs.py). KERNELS (as for tests/test_kernels.py, default "6.1") chooses
-the kernels."""
+kernel with its nfsd module, NFSv3 libnfs clients (strata-load) each in its own network
+namespace, one NFSv4.0 libnfs client (tests/nfs4_ops) on loopback, and the real
+collector (tests/nfsd_guest.py does the guest's part). Checked against nfsd's own
+accounting (/proc/net/rpc/nfsd): nfsd.ops by op equals its per-procedure counts for
+NFSv3, its COMPOUND count for NFSv4 and, where nfsd's module BTF lets the main op be
+read, its per-op counts (proc4ops); against what each client says it sent, per client
+and op; against the wire view on the same requests, per client and op, whose median
+latency is at least nfsd's; the export breakdown names each export by its path; the
+layer under nfsd (nfsd.io.*) counts one file read or write per READ or WRITE, and with
+the page cache dropped the disk layer's reads under it equal the device's sysfs count.
+The collector is started and asked for nfsd.* before nfsd's modules are loaded (the
+datasets wait and are collected once nfsd starts), and strata doctor offers the nfsd
+view once nfsd runs. The guest starts with the session (tests/vm/jobs.py). KERNELS (as
+for tests/test_kernels.py, default "6.1") chooses the kernels."""
 import json
 import os
 import shutil
@@ -19,6 +25,11 @@ from vm import guest, jobs, kernels, matrix
 
 KERNELS = os.environ.get("KERNELS", "6.1").split()
 LOAD_SECONDS = 8
+
+
+def nfs(counts: dict) -> dict:
+    """counts ({op: n}) without MOUNT's procedures (mountd answers them, not nfsd)."""
+    return {op: n for op, n in counts.items() if not op.startswith("mnt") and op != "umnt"}
 
 
 def median(counts: dict) -> int:
@@ -69,34 +80,96 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     assert server["installed"] and "nfsd" in server["here"], server
 
     adds = res["adds"]
-    for name in ("op", "client", "version", "status", "latency", "size"):
-        assert adds[name]["type"] == "ack", (name, adds[name])
+    for name, reply in adds.items():
+        assert reply["type"] == "ack", (name, reply)
     assert res["load"]["rc"] == 0, res["load"]
+    assert res["nfs4"]["rc"] == 0, res["nfs4"]
     assert "sunrpc:svc_stats_latency" in res["status"]["probes"], res["status"]
+    seen, report, sent4 = res["seen"], res["load"]["report"], res["nfs4"]["sent"]
+    module_btf = "nfsd" in res["btf"]  # nfsd's NFSv4 types: the main op, status and export of a COMPOUND
 
-    # nfsd.ops by op: exactly nfsd's own per-procedure counts
-    seen = res["seen"]
+    # NFSv4: every COMPOUND, by main op as the client sent them and as nfsd's per-op counts say
+    compounds = res["compounds"]
+    assert compounds == sum(sent4[k] for k in ("getattr", "read", "write", "access", "lookup")), (compounds, sent4)
+    assert sum(seen["v4op"].values()) == compounds, (seen["v4op"], compounds)
+    if module_btf:
+        assert seen["v4op"] == {k: sent4[k] for k in ("getattr", "read", "write", "access", "lookup")}, \
+            (seen["v4op"], sent4)
+        p4 = res["proc4ops"]
+        for op in ("read", "write", "access", "getattr"):  # one such op in each compound of that main op
+            assert seen["v4op"][op] == p4[op], (op, seen["v4op"], p4)
+        assert seen["v4op"]["lookup"] == p4["lookup"] - 1, (seen["v4op"], p4)  # the first compound walks 2 names
+        assert seen["v4status"].get("ok", 0) == sent4["ok"], (seen["v4status"], sent4)
+        assert sum(seen["v4status"].values()) - seen["v4status"].get("ok", 0) == sent4["errors"], seen["v4status"]
+    else:
+        assert seen["v4op"] == {"compound": compounds}, seen["v4op"]
+        assert seen["v4status"] == {"unread": compounds}, seen["v4status"]
+
+    # NFSv3: nfsd.ops by op is exactly nfsd's own per-procedure count
+    v3 = {op: n - seen["v4op"].get(op, 0) for op, n in seen["op"].items() if n != seen["v4op"].get(op, 0)}
     assert res["proc3"].get("read", 0) > 50 and res["proc3"].get("write", 0) > 20, res["proc3"]
-    assert seen["op"] == res["proc3"], (seen["op"], res["proc3"])
-    total = sum(res["proc3"].values())
+    assert v3 == res["proc3"], (v3, res["proc3"])
+    total3 = sum(res["proc3"].values())
     # the other breakdowns and the heat maps count the same requests
-    assert seen["client"] == {"127.0.0.1": total}, seen["client"]
-    assert seen["version"] == {"nfs3": total}, seen["version"]
-    assert sum(seen["status"].values()) == total and seen["status"].get("ok", 0) > 0, seen["status"]
-    assert seen["latency"] == res["proc3"], seen["latency"]
-    assert seen["size"] == res["proc3"], seen["size"]
+    assert seen["version"] == {"nfs3": total3, "nfs4": compounds}, seen["version"]
+    assert sum(seen["status"].values()) == total3 + compounds and seen["status"].get("ok", 0) > 0, seen["status"]
+    assert seen["latency"] == seen["op"] and seen["size"] == seen["op"], (seen["latency"], seen["size"])
     # an 8 KiB READ or WRITE: 8 KiB of data and the RPC and NFS headers of call and reply
     for op in ("read", "write"):
         assert 8192 < median(res["heatmaps"]["size"][op]) < 8192 + 512, (op, res["heatmaps"]["size"][op])
 
+    # the layer under nfsd: one read or write of a file per NFSv3 READ or WRITE, and per NFSv4
+    # one that succeeded (those refused in the grace period read nothing)
+    for op in ("read", "write"):
+        io = seen["io_op"].get(op, 0)
+        if module_btf:
+            assert io == res["proc3"].get(op, 0) + seen["v4ok"].get(op, 0), (op, io, res["proc3"], seen["v4ok"])
+        else:
+            assert res["proc3"].get(op, 0) <= io <= res["proc3"].get(op, 0) + sent4[op], (op, io, res["proc3"])
+    assert set(seen["io_op"]) == {"read", "write"}, seen["io_op"]
+    assert sum(seen["io_latency"].values()) == sum(seen["io_op"].values()), seen["io_latency"]
+    # the page cache dropped: nfsd's reads of the files again one per READ, the device's reads
+    # under them as many as its sysfs count, and some of nfsd's reads wait as long as the disk
+    cold = res["cold"]
+    assert cold["load"]["rc"] == 0 and all(a["type"] == "ack" for a in cold["adds"].values()), cold
+    assert cold["seen"]["io_op"] == {"read": cold["nfs_reads"]} and cold["nfs_reads"] > 0, cold
+    assert cold["seen"]["disk"].get("read", 0) == cold["sysfs_reads"] > 0, (cold["seen"]["disk"], cold["sysfs_reads"])
+    disk_p50 = median(cold["heatmaps"]["disk_latency"]["read"])
+    waited = sum(n for b, n in cold["heatmaps"]["io_latency"]["read"].items() if llhist.lower(int(b)) >= disk_p50)
+    assert waited >= 1, (disk_p50, cold["heatmaps"]["io_latency"]["read"])
+
+    # per client: each NFSv3 client from its own address, its requests per op as it counted them
+    clients = res["clients"]
+    assert len(clients) == 3 and len(set(clients)) == 3, clients
+    by_addr = {c["addr"]: c for c in report["clients"]}
+    assert sorted(by_addr) == clients, (sorted(by_addr), clients)
+    assert seen["client"] == {**{a: sum(seen[f"op:{a}"].values()) for a in clients}, "127.0.0.1": compounds}, \
+        seen["client"]
+    for addr in clients:
+        c = by_addr[addr]
+        sent = {op: c["ops"].get(op, 0) + c["setup"]["ops"].get(op, 0) for op in {*c["ops"], *c["setup"]["ops"]}}
+        assert seen[f"op:{addr}"] == {op: n for op, n in sent.items() if n}, (addr, seen[f"op:{addr}"], sent)
+
+    # the export of each request's file handle, by the path nfsd exports it under
+    null = res["proc3"].get("null", 0)
+    export4 = "/tmp/nfsd-v4" if module_btf else "none"
+    want = {"/tmp/nfsd-export": total3 - null, export4: compounds}
+    if null:
+        want["none"] = want.get("none", 0) + null
+    assert seen["export"] == want, (seen["export"], want, res["exports"])
+
     # the wire view (it loads on every kernel: bounded programs without bpf_loop) on the same
     # requests (MOUNT calls go to mountd, not nfsd)
-    assert adds["wire"]["type"] == "ack", adds["wire"]
-    wire = {op: n for op, n in seen["wire"].items() if not op.startswith("mnt") and op != "umnt"}
-    assert wire == seen["op"], (wire, seen["op"])
+    assert nfs(seen["wire"]) == seen["op"], (seen["wire"], seen["op"])
+    for addr in clients:
+        assert nfs(seen[f"wire:{addr}"]) == seen[f"op:{addr}"], (addr, seen[f"wire:{addr}"], seen[f"op:{addr}"])
     # the wire's time holds nfsd's (plus the network stack and the wait for a thread)
+    heat = res["heatmaps"]
     for op in ("read", "write"):
-        nfsd_p50, wire_p50 = (median(res["heatmaps"][name][op]) for name in ("latency", "wire_latency"))
+        nfsd_p50, wire_p50 = (median(heat[name][op]) for name in ("latency", "wire_latency"))
         assert wire_p50 >= nfsd_p50, (op, wire_p50, nfsd_p50)
+        for addr in clients:
+            nfsd_p50, wire_p50 = (median(heat[f"{name}:{addr}"][op]) for name in ("latency", "wire_latency"))
+            assert wire_p50 >= nfsd_p50, (addr, op, wire_p50, nfsd_p50)
     measured.parent.mkdir(parents=True, exist_ok=True)
     measured.write_text(json.dumps({"release": r.release, "state": "ok", "measured": int(time.time())}) + "\n")

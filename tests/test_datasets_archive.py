@@ -275,6 +275,36 @@ def test_a_gap_in_the_seconds_is_one_record_spread_evenly_over_it(tmp_path):
     assert "outage" in text and "(11s, the collector stalled)" in text, text
 
 
+def test_wall_clock_steps_are_placed_by_how_long_the_daemon_measured_each_interval(tmp_path):
+    """The daemon's interval records (collectors/FORMAT.md) say how long each interval lasted
+    on CLOCK_MONOTONIC and how far the wall clock stepped. After a step back of 30 s, the next
+    record (31 s of events under the next label) spans the 31 s it lasted, cause clock; after
+    a step forward of an hour, the record holds its one second and the skipped hour holds
+    nothing (not collected). Each step is said once."""
+    a = Archive.open(tmp_path / "c.db", readonly=False)
+    ops = a.create("disk.ops[op]", now=T0)
+    said = []
+    c = Collector(a, command=[], log=said.append)
+    c.kinds = {ops.id: "counter"}
+
+    def tick(t, n, mono=1000, step=0):
+        return [json.dumps({"v": 1, "type": "interval", "t": t, "mono_ms": mono, "step_ms": step}),
+                data_line(ops.id, t, "counter", {"write": n})]
+    c.handle(tick(T0, 1) + tick(T0 + 1, 62, mono=31004, step=-30002) + tick(T0 + 2, 5))
+    c.handle(tick(T0 + 3603, 7, mono=998, step=3600001) + tick(T0 + 3604, 3))
+    assert a.conn.execute("SELECT dataset, t, seconds, cause FROM spans").fetchall() == [(ops.id, T0 + 1, 31, "clock")]
+    assert [t for (t,) in a.conn.execute("SELECT t FROM records WHERE step = 1 ORDER BY t")] == \
+        [T0, T0 + 1, T0 + 2, T0 + 3603, T0 + 3604]
+    r = a.query("disk.ops[op]", T0, T0 + 3605)
+    assert r.values.sum() == 1 + 62 + 5 + 7 + 3
+    assert r.values[0, :4].tolist() == [1, 2, 2 + 5, 2]          # 62 spread over the 31 s it lasted
+    assert r.present[:32].all() and not r.present[32:3603].any() and r.present[3603:].all()
+    steps = [m for m in said if "wall clock stepped" in m]
+    assert len(steps) == 2 and "stepped back 30.0 s" in steps[0] and "spans the 31 s" in steps[0], said
+    assert "stepped forward 3600.0 s" in steps[1] and "hold no record" in steps[1], said
+    a.close()
+
+
 def test_an_archive_without_spans_reads_and_gets_them_when_written(filled):
     filled.conn.execute("DROP TABLE spans")
     filled.close()

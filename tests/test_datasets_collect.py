@@ -13,6 +13,7 @@ import pytest
 from conftest import built, patience
 from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.cli.lab.process import stop
+from strata.datasets import status
 from strata.datasets.archive import Archive
 
 
@@ -130,14 +131,23 @@ def test_lifecycle_with_real_collector(tmp_path, loop):
         assert strata("datasets", "suspend", "--all", "--archive", archive).returncode == 0
         wait_for(lambda: bpf_links(pid) == 0, what="probes to detach")
         # resume: data again
+        asked = int(time.time()) + 1
         assert strata("datasets", "resume", "--all", "--archive", archive).returncode == 0
         wait_for(lambda: bpf_links(pid) == links_both, what="probes to attach again")
+        # both datasets enabled again (the probes are attached with the first): each has a record
+        wait_for(lambda: seconds(archive, ops, asked) and seconds(archive, lat, asked), what="records after resume")
         t_resume = int(time.time())
         direct_writes(loop, 50)
         wait_for(lambda: Archive.open(archive).query(ops, t_resume - 1, int(time.time()) + 1).values.sum() >= 50,
                  what="data after resume")
         listed = json.loads(strata("datasets", "list", "--json", "--archive", archive).stdout)
         assert all(d["state"] == "active" and d["ondisk_bytes"] > 0 for d in listed["datasets"])
+        # a dataset the daemon refuses (fs.* without --fs-*): said, and kept in the status file
+        assert strata("datasets", "create", "fs.ops[op]", "--archive", archive).returncode == 0
+        refused = lambda: [e for e in (status.read(archive) or {}).get("errors", []) if e.startswith("fs.ops[op]: ")]
+        wait_for(refused, what="the refusal in the status file")
+        s = status.read(archive)
+        assert s["state"] == "writing" and s["datasets"] == 2, s
     finally:
         stop(proc)
     assert proc.returncode == 0, proc.stderr.read()
@@ -177,8 +187,10 @@ def test_kill_9_loses_nothing_written(tmp_path, loop):
             found = seconds(archive, ops, 0)
             return found if len(found) >= 3 else None
         before = wait_for(written, timeout=20, what="three archived seconds")
+        assert status.read(archive)["pid"] == proc.pid
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=5)
+        assert status.read(archive) is None and not os.path.exists(status.status_path(archive))  # left by kill -9
         wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
                  open(f"/proc/{pid}/stat").read().split()[2] == "Z", what="strata-collect to end")
     finally:

@@ -3,6 +3,7 @@ and real BPF on a loop device: a full file system (a small real tmpfs filled up,
 freed), the archive's folder removed, the collector stopped (SIGSTOP) during writes. The
 disk.ops totals over the whole run equal the kernel's (/sys/block), and the outage is one
 record marked as spanning it."""
+import json
 import os
 import shutil
 import signal
@@ -94,6 +95,11 @@ def test_full_disk_holds_the_events_and_stores_the_gap(loop, small_fs):
         wait_for(lambda: collector_state(archive) == "holding", what="the collector to hold")
         listed = strata("datasets", "list", "--archive", archive)
         assert "disk is full" in listed.stdout and "holding" in listed.stdout, listed.stdout
+        doctor = json.loads(strata("doctor", "--json").stdout)["checks"]
+        rows = [c for c in doctor if c["name"] == f"collector (pid {proc.pid})"]
+        assert len(rows) == 1 and rows[0]["state"] == "holding", rows
+        assert f"{archive} cannot be written" in rows[0]["detail"] and "disk is full" in rows[0]["detail"]
+        assert "Holding the events of 2 dataset(s)" in rows[0]["detail"], rows[0]
         for _ in range(4):  # seconds of writes the archive cannot take
             direct_writes(loop, 25)
             time.sleep(1)

@@ -1,5 +1,8 @@
 """strata-engine command line: bad flags, missing pools and occupied ports give
-one clear stderr line and a non-zero exit; mkpool refuses to clobber a pool."""
+one clear stderr line and a non-zero exit; mkpool refuses to clobber a pool; stats
+and ctl find the one live engine past the sockets of engines killed with -9."""
+import json
+import os
 import socket
 import subprocess
 
@@ -54,3 +57,46 @@ def test_mkpool_refuses_an_existing_pool(tmp_path):
     r = run("mkpool", pool)
     assert r.returncode != 0 and "already holds" in r.stderr
     assert run("mkpool", pool, "--force").returncode == 0
+
+
+STALE_SOCKETS = r"""
+set -e
+mount -t tmpfs tmpfs /run/strata
+pids=""
+for pool in "$@"; do
+    "$ENGINE" serve --pool "$pool" --export data --listen 127.0.0.1:0 --no-rpcbind --arc-max 64M \
+        >/dev/null 2>>"$ERR" &
+    pids="$pids $!"
+done
+for pid in $pids; do          # each engine's socket is there once it serves
+    for i in $(seq 300); do [ -S /run/strata/engine-$pid.sock ] && break; sleep 0.1; done
+done
+set -- $pids
+kill -9 $1 $2 $3
+wait $1 $2 $3 || true
+echo "before: $(ls /run/strata | tr '\n' ' ')"
+echo "live: engine-$4.sock"
+"$ENGINE" stats > "$STATS"
+"$ENGINE" ctl inject-delay pool 0
+echo "after: $(ls /run/strata | tr '\n' ' ')"
+kill $4
+wait $4 || true
+"""
+
+
+def test_stats_answers_past_the_sockets_of_engines_killed_with_9(tmp_path):
+    """Four engines serve with their stats sockets in /run/strata; three are killed with -9
+    and leave theirs. `strata-engine stats` and `ctl` (no --pid) answer from the live one and
+    remove the dead ones' sockets. In a private mount namespace whose /run/strata is its own
+    (the engines of other runs on this machine stay out of it)."""
+    for i in range(4):
+        (tmp_path / f"p{i}").mkdir()
+    pools = [mkpool(tmp_path / f"p{i}", nvdevs=1) for i in range(4)]
+    env = {**os.environ, "ENGINE": engine_binary(), "ERR": str(tmp_path / "err"), "STATS": str(tmp_path / "stats")}
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", STALE_SOCKETS, "sh", *pools],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr + (tmp_path / "err").read_text()
+    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines() if ": " in line)
+    assert len(lines["before"].split()) == 4 and lines["live"] in lines["before"].split(), r.stdout
+    assert lines["after"].split() == [lines["live"]], r.stdout
+    assert "arc" in json.loads((tmp_path / "stats").read_text())

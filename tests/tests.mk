@@ -26,7 +26,7 @@ $(TESTOUT)/wire_test_run: tests/wire_test_run.c $(BPFOUT)/wire.skel.h bpf/aggreg
 ALL_TARGETS += $(TESTOUT)/wire_test_run
 
 # The compiled catalogue against the pinned vectors (tests/vectors/catalogue.json).
-CATALOGUE_TEST_SRCS := tests/catalogue_test.c collectors/catalogue.c collectors/keys.c collectors/emit.c
+CATALOGUE_TEST_SRCS := tests/catalogue_test.c collectors/catalogue.c collectors/keys.c collectors/nfsd_export.c collectors/emit.c
 $(TESTOUT)/catalogue_test: $(CATALOGUE_TEST_SRCS) collectors/catalogue.h collectors/keys.h \
 		collectors/statistics.def bpf/aggregate.h | $(TESTOUT)
 	$(CC) $(CFLAGS) -Icollectors $(CATALOGUE_TEST_SRCS) -o $@ $(LDFLAGS)

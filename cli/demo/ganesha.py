@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from strata.cli.demo.steps import collect, run_load, say, scratch
+from strata.cli.demo.steps import collect, drop_cache_halfway, run_load, say, scratch
 from strata.cli.lab import ext4, loopdev
 from strata.cli.lab.ganesha import Ganesha, GaneshaError
 from strata.cli.lab.load import Load, arguments
@@ -22,7 +22,6 @@ from strata.heatmaps.units import parse_value
 
 DATASETS = ["wire.latency[client]", "wire.ops[client]", "wire.ops[op]", "fs.latency[op]", "fs.ops[op]",
             "disk.latency[device]"]
-DROP_CACHES = "/proc/sys/vm/drop_caches"
 MiB = 1 << 20
 
 
@@ -112,12 +111,8 @@ def run(settings: Settings, undo, echo) -> Facts:
 
 def _watch(load, facts, g, coll, settings, echo):
     """Drops the page cache at half the read phase."""
-    while load.running():
-        time.sleep(0.5)
+    def check():
         coll.check()
         if not g.alive():
             raise GaneshaError("nfs-ganesha died")
-        if facts.drop_at is None and time.time() >= facts.run_start + settings.duration / 2:
-            Path(DROP_CACHES).write_text("3\n")
-            facts.drop_at = int(time.time())
-            say(echo, "page cache dropped (halfway): reads go to the disk until it fills again")
+    drop_cache_halfway(load, facts, settings.duration, check, echo)

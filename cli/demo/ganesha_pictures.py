@@ -24,8 +24,8 @@ def _grids(archive, start, end, facts, max_cols, ncells):
     return wire, fs, disk
 
 
-def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) -> list:
-    """Writes NAME.html and NAME.png for each picture; returns the paths written."""
+def write_files(archive_path: str, facts, start: int, end: int, outdir: Path, png: bool = True) -> list:
+    """Writes NAME.html and (png) NAME.png for each picture; returns the paths written."""
     with Archive.open(archive_path) as archive:
         wire, fs, disk = _grids(archive, start, end, facts, plot_heatmap.HTML_MAX_COLS, plot_heatmap.HTML_CELLS)
         figures = {
@@ -35,7 +35,7 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) ->
             "wire-ops-by-client": plot_breakdown.figure(
                 by_client(archive, "wire.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
         }
-    return write_figures(figures, outdir)
+    return write_figures(figures, outdir, png)
 
 
 def terminal(archive_path: str, facts, start: int, end: int, colour: str = "auto") -> str:

@@ -65,8 +65,8 @@ def _cache_figure(archive, start, end) -> go.Figure:
     return fig
 
 
-def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) -> list:
-    """Writes NAME.html and NAME.png for each picture; returns the paths written."""
+def write_files(archive_path: str, facts, start: int, end: int, outdir: Path, png: bool = True) -> list:
+    """Writes NAME.html and (png) NAME.png for each picture; returns the paths written."""
     with Archive.open(archive_path) as archive:
         size = (plot_heatmap.HTML_MAX_COLS, plot_heatmap.HTML_CELLS)
         nfs, vdev, disk = _grids(archive, start, end, facts, *size, "linear")
@@ -81,16 +81,18 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path) ->
                 by_client(archive, "nfs.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
             "cache-sizes": _cache_figure(archive, start, end),
         }
-    return write_figures(figures, outdir)
+    return write_figures(figures, outdir, png)
 
 
-def write_figures(figures: dict, outdir: Path) -> list:
-    """STEM.html and STEM.png in outdir for each {stem: figure}; returns the paths written."""
+def write_figures(figures: dict, outdir: Path, png: bool = True) -> list:
+    """STEM.html and (png) STEM.png in outdir for each {stem: figure}; returns the paths written."""
     written = []
     for stem, fig in figures.items():
         path = outdir / f"{stem}.html"
         export.write_html(fig, str(path))
         written.append(path)
+    if not png:
+        return written
     pngs = [outdir / f"{stem}.png" for stem in figures]
     write_pngs(list(figures.values()), pngs)
     return written + pngs

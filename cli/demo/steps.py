@@ -5,11 +5,13 @@ Each resource goes on the caller's Teardown as it is made."""
 import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from strata.cli.lab.collect import Collection, create_datasets
 from strata.cli.lab.load import Load, LoadError
 
+DROP_CACHES = "/proc/sys/vm/drop_caches"
 NO_NETNS = ("network namespaces are unavailable: clients are told apart by AUTH_SYS "
             "machine name only, and all come from 127.0.0.1")
 
@@ -63,3 +65,16 @@ def run_load(work: Path, out: Path, args_for, facts, watch, timeout: float, undo
     rate = report.get("ops_per_sec", {}).get("total", 0)
     say(echo, f"load done: {report.get('ops_total', 0):,} ops, {rate:,.0f} ops/s, {report.get('errors', 0)} errors")
     return report
+
+
+def drop_cache_halfway(load, facts, duration: float, check, echo):
+    """Watches a read phase of `duration` seconds that began at facts.run_start: check()
+    every half second (it raises when the server or collector failed), and the page
+    cache dropped once, halfway (facts.drop_at)."""
+    while load.running():
+        time.sleep(0.5)
+        check()
+        if facts.drop_at is None and time.time() >= facts.run_start + duration / 2:
+            facts.drop_at = int(time.time())   # when the drop begins: on a slow machine it takes seconds
+            Path(DROP_CACHES).write_text("3\n")
+            say(echo, "page cache dropped (halfway): reads go to the disk until it fills again")

@@ -4,8 +4,9 @@
 #   zil    a ZIL region's superblock and log blocks, replayed (zil.c)
 #   wire_ports  the collector's rpcbind DUMP reply parser (wire_ports.c, collectors/wire_ports.c)
 #   codec  the archive's record decoder, datasets/codec.py (tests/fuzz/codec.py, atheris)
+#   archive  whole archive files: verify, salvage and the reader (tests/fuzz/archive.py, atheris)
 # Each target's seeds and regression inputs are in engine/fuzz/NAME/corpus
-# (tests/fuzz/codec/corpus), read but never written: new inputs go to build/fuzz.
+# (tests/fuzz/codec/corpus, tests/fuzz/archive/corpus), read but never written: new inputs go to build/fuzz.
 #   make fuzz            every target for FUZZ_SECONDS each
 #   make fuzz-smoke      every target for FUZZ_SMOKE_SECONDS from its corpus (part of `make test`)
 #   make fuzz-coverage   line coverage of the checked-in corpora (llvm-cov table)
@@ -56,7 +57,7 @@ $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t),san,$(FUZZ_SAN))))
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t),cov,$(FUZZ_COV))))
 
 fuzz_dict = $(if $(wildcard engine/fuzz/$(1)/$(1).dict),-dict=engine/fuzz/$(1)/$(1).dict)
-FUZZ_CODEC := $(PY) tests/fuzz/codec.py
+FUZZ_PY := codec archive
 
 .PHONY: fuzz fuzz-smoke fuzz-coverage fuzz-merge
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t)) venv
@@ -65,9 +66,9 @@ fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t)) venv
 		$(FUZZ)/san/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ)/crash-$$t- \
 			$$( [ -f engine/fuzz/$$t/$$t.dict ] && echo -dict=engine/fuzz/$$t/$$t.dict ) \
 			$(FUZZ)/corpus/$$t engine/fuzz/$$t/corpus; done
-	mkdir -p $(FUZZ)/corpus/codec
-	$(FUZZ_CODEC) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ)/crash-codec- \
-		$(FUZZ)/corpus/codec tests/fuzz/codec/corpus
+	@set -e; for t in $(FUZZ_PY); do mkdir -p $(FUZZ)/corpus/$$t; echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+		$(PY) tests/fuzz/$$t.py -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ)/crash-$$t- \
+			$(FUZZ)/corpus/$$t tests/fuzz/$$t/corpus; done
 
 fuzz-smoke: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t)) venv
 	@set -e; for t in $(FUZZ_TARGETS); do rm -rf $(FUZZ)/smoke/$$t; mkdir -p $(FUZZ)/smoke/$$t; \
@@ -76,11 +77,11 @@ fuzz-smoke: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t)) venv
 			$$( [ -f engine/fuzz/$$t/$$t.dict ] && echo -dict=engine/fuzz/$$t/$$t.dict ) \
 			$(FUZZ)/smoke/$$t engine/fuzz/$$t/corpus 2>&1 | grep -E "INITED|DONE|ERROR|SUMMARY|==[0-9]+==|fuzz_[a-z0-9]+:" ; \
 		[ $${PIPESTATUS[0]} = 0 ]; done
-	rm -rf $(FUZZ)/smoke/codec; mkdir -p $(FUZZ)/smoke/codec
-	@echo "== fuzz-smoke codec ($(FUZZ_SMOKE_SECONDS) s)"
-	$(FUZZ_CODEC) -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ)/crash-codec- \
-		$(FUZZ)/smoke/codec tests/fuzz/codec/corpus 2>&1 | grep -E "INITED|DONE|ERROR|Uncaught|Error" ; \
-		[ $${PIPESTATUS[0]} = 0 ]
+	@set -e; for t in $(FUZZ_PY); do rm -rf $(FUZZ)/smoke/$$t; mkdir -p $(FUZZ)/smoke/$$t; \
+		echo "== fuzz-smoke $$t ($(FUZZ_SMOKE_SECONDS) s)"; \
+		$(PY) tests/fuzz/$$t.py -max_total_time=$(FUZZ_SMOKE_SECONDS) -artifact_prefix=$(FUZZ)/crash-$$t- \
+			$(FUZZ)/smoke/$$t tests/fuzz/$$t/corpus 2>&1 | grep -E "INITED|DONE|ERROR|Uncaught|Error" ; \
+		[ $${PIPESTATUS[0]} = 0 ]; done
 
 fuzz-coverage: $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/cov/fuzz_$(t))
 	@set -e; rm -f $(FUZZ)/cov/*.profraw; for t in $(FUZZ_TARGETS); do \

@@ -27,6 +27,8 @@ STATISTICS = [
     ("fs.size", "heatmap", "bytes", "fs"),
     ("nfsd.ops", "counter", "operations", "nfsd"), ("nfsd.latency", "heatmap", "ns", "nfsd"),
     ("nfsd.size", "heatmap", "bytes", "nfsd"),
+    ("nfsd.io.ops", "counter", "operations", "nfsd_io"), ("nfsd.io.latency", "heatmap", "ns", "nfsd_io"),
+    ("nfsd.io.size", "heatmap", "bytes", "nfsd_io"),
     ("arc.size", "gauge", "bytes", "engine"), ("arc.c", "gauge", "bytes", "engine"),
     ("arc.p", "gauge", "bytes", "engine"), ("arc.hdr_size", "gauge", "bytes", "engine"),
     ("arc.data_size", "gauge", "bytes", "engine"), ("l2arc.size", "gauge", "bytes", "engine"),
@@ -70,6 +72,7 @@ CLOSED = {
     ("nfsd.ops", "op"): {"null": 0, "read": 6, "write": 7, "commit": 21, "compound": 0x40000},
     ("nfsd.ops", "version"): {"nfs3": 3, "nfs4": 4},
     ("nfsd.latency", "status"): {"ok": 0, "noent": 2, "unread": 0x30000},
+    ("nfsd.io.ops", "op"): {"read": 6, "write": 7},
     ("fs.ops", "op"): {s: i for i, s in enumerate(                     # strata's own numbering (fs.bpf.c)
         ["read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
          "fsync", "fdatasync", "openat", "close"])},
@@ -86,7 +89,9 @@ REFUSED = [("nfs.ops", "op", "reed"), ("nfs.ops", "op", "READ"), ("nfs.ops", "op
            ("wire.ops", "status", "fine"), ("wire.ops", "version", "nfs5"), ("wire.ops", "op", "read_plus"), ("wire.ops", "op", "nfs4_read"),
            ("fs.ops", "op", "pread"), ("fs.ops", "file", "relative/path"), ("fs.ops", "file", "inode:7:0:12"),
            ("fs.ops", "process", "nocolon"), ("fs.ops", "process", "x:0"), ("fs.ops", "process", ":12"),
-           ("nfsd.ops", "status", "fine")]
+           ("nfsd.ops", "status", "fine"), ("nfsd.ops", "export", "fsid:1:0001"),
+           ("nfsd.ops", "export", "fsid:9:00000001"), ("nfsd.ops", "export", "fsid:1:0000000G"),
+           ("nfsd.io.ops", "export", "relative/path")]
 
 
 def u32(v):
@@ -110,6 +115,12 @@ def cases():
         yield "nfs.ops", "file", f"object:{n}", struct.pack("<Q", n).ljust(16, b"\0")
     for n in [0, 3, 2**32 - 1]:
         yield "vdev.ops", "vdev", str(n), u32(n)
+    # export: 1, the fsid type (fs/nfsd/nfsfh.h), two zero bytes, the fsid's first 12 bytes
+    # as nfsd's fsid table prints them (32-bit words in host order, here little-endian)
+    yield "nfsd.ops", "export", "fsid:1:00000007", bytes([1, 1, 0, 0]) + struct.pack("<I", 7).ljust(12, b"\0")
+    yield "nfsd.io.ops", "export", "fsid:6:0a0b0c0d0000000100000002", \
+        bytes([1, 6, 0, 0]) + struct.pack("<III", 0x0a0b0c0d, 1, 2)   # a 16-byte uuid: its first 12 kept
+    yield "nfsd.ops", "export", "none", bytes(16)
     # server: IPv4 as the mapped address with the port (big endian) in bytes 0-1; IPv6 alone
     for text, addr, port in [("10.0.0.1:2049", "10.0.0.1", 2049), ("127.0.0.1:20048", "127.0.0.1", 20048)]:
         yield "wire.ops", "server", text, struct.pack(">H", port) + address(addr)[2:]
