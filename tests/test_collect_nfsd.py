@@ -160,7 +160,17 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
 
     # the wire view (it loads on every kernel: bounded programs without bpf_loop) on the same
     # requests (MOUNT calls go to mountd, not nfsd)
-    assert nfs(seen["wire"]) == seen["op"], (seen["wire"], seen["op"])
+    wire = nfs(seen["wire"])
+    if not module_btf:
+        # nfsd.ops keys a COMPOUND "compound" then, where the wire reads its main op: what the
+        # wire saw beyond the NFSv3 clients' requests is the NFSv4 client's compounds
+        v3 = {}
+        for addr in clients:
+            for op, n in nfs(seen[f"wire:{addr}"]).items():
+                v3[op] = v3.get(op, 0) + n
+        v4 = sum(wire.values()) - sum(v3.values())
+        wire = {**v3, "compound": v4} if v4 else v3
+    assert wire == seen["op"], (seen["wire"], seen["op"])
     for addr in clients:
         assert nfs(seen[f"wire:{addr}"]) == seen[f"op:{addr}"], (addr, seen[f"wire:{addr}"], seen[f"op:{addr}"])
     # the wire's time holds nfsd's (plus the network stack and the wait for a thread)
