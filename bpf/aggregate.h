@@ -144,6 +144,14 @@ struct agg_event {
 
 struct agg_slot agg_slots[AGG_MAX_SLOTS];
 __u32 agg_nslots; /* slots in use are below this index (set by userspace) */
+__u32 agg_dims;   /* 1 << enum agg_dim for each dimension an enabled slot breaks down or
+                   * filters by (set by userspace before such a slot is enabled) */
+
+/* Whether any slot needs dimension dim: a program may skip reading a costly key. */
+static __always_inline int agg_dim_used(__u32 dim)
+{
+	return agg_dims >> dim & 1;
+}
 const volatile __u32 agg_max_keys = 1024; /* distinct breakdown keys per slot */
 
 struct {

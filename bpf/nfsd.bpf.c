@@ -156,7 +156,7 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	if (vers != 3 && vers != 4)
 		return 0;
 	proc = READ(direct, r, rq_proc);
-	ev = agg_event_reuse(); /* every field used is written below; the others stay zero */
+	ev = agg_event_reuse(); /* every field a slot uses is written below; the others stay zero or stale */
 	if (!ev)
 		return 0;
 	/* op keys as wire.*: NFSv3 procedures, an NFSv4 COMPOUND by its main op */
@@ -164,7 +164,8 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = vers;
 	*(__u32 *)ev->dims[AGG_DIM_STATUS] = nfs_status(r, vers, proc, direct);
 	set_client(ev, r, direct);
-	set_export(ev, proc ? request_fh(r, vers, direct) : 0);
+	if (agg_dim_used(AGG_DIM_EXPORT)) /* a helper read: only while a slot needs it */
+		set_export(ev, proc ? request_fh(r, vers, direct) : 0);
 	start = (__u64)READ(direct, r, rq_stime);
 	now = bpf_ktime_get_ns();
 	ev->latency_ns = start && now > start ? now - start : 0;

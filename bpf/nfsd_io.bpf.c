@@ -60,12 +60,13 @@ static __always_inline int io_done(struct bpf_raw_tracepoint_args *ctx, __u32 op
 		return 0;
 	}
 	bpf_map_delete_elem(&nfsd_io_start, &tid);
-	ev = agg_event_reuse(); /* every field used is written below; the others stay zero */
+	ev = agg_event_reuse(); /* every field a slot uses is written below; the others stay zero or stale */
 	if (!ev)
 		return 0;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = op;
 	set_client(ev, (struct svc_rqst___nfsd *)ctx->args[0], 0);
-	set_export(ev, (const void *)ctx->args[1]);
+	if (agg_dim_used(AGG_DIM_EXPORT))
+		set_export(ev, (const void *)ctx->args[1]);
 	ev->latency_ns = now > start ? now - start : 0;
 	ev->bytes = (__u32)ctx->args[3];
 	ev->stats_mask = 1u << AGG_STAT_NFSD_IO_OPS | 1u << AGG_STAT_NFSD_IO_LATENCY | 1u << AGG_STAT_NFSD_IO_SIZE;

@@ -370,10 +370,10 @@ def export_rounds(prof, sides: dict, windows: list, outdir: Path) -> list:
     return out
 
 
-def _whole(path, name):
+def whole(path, name):
+    """All of dataset name in the archive file at path."""
     with Archive.open(str(path)) as ar:
-        first, last = ar.extent(name)
-        return ar.query(name, first, last + 1)
+        return ar.query_whole(name)
 
 
 def judge_rounds(prof, archives: list, order: str, threshold: float, confidence: float, correction: str):
@@ -383,7 +383,7 @@ def judge_rounds(prof, archives: list, order: str, threshold: float, confidence:
     b_idx = [i for i, s in enumerate(order) if s == "B"]   # pair k: a_idx[k] with b_idx[k], adjacent
     results, series = [], {}
     for name in prof.datasets:
-        runs = [_whole(path, name) for path in archives]
+        runs = [whole(path, name) for path in archives]
         a_runs, b_runs = [runs[i] for i in a_idx], [runs[i] for i in b_idx]
         keys = sorted(set().union(*(qr.keys for qr in runs)))
         for key in keys:

@@ -29,11 +29,6 @@ def _percent(text: str) -> float:
         raise click.BadParameter(f"{text!r} is not a number or a percentage")
 
 
-def _whole(archive: Archive, name: str):
-    first, last = archive.extent(name)
-    return archive.query(name, first, last + 1)
-
-
 NEW_KEY_SHARE = 0.01   # a key only one run has is a change when it holds this share of its events
 
 
@@ -165,9 +160,9 @@ def _compare_archives(baselines, candidate, datasets, metrics, threshold, confid
         bases = []
         for path in baselines:
             with Archive.open(path) as ar:
-                bases.append(_whole(ar, name))
+                bases.append(ar.query_whole(name))
         with Archive.open(candidate) as ar:
-            cand = _whole(ar, name)
+            cand = ar.query_whole(name)
         out, s = compare_dataset(name, bases, cand, metrics, threshold, confidence)
         results += out
         series.update(s)

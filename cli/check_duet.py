@@ -177,19 +177,13 @@ def export(prof, sides: dict, start: int, end: int, sent: dict, outdir: Path) ->
     return out
 
 
-def _whole(path, name):
-    with Archive.open(str(path)) as ar:
-        first, last = ar.extent(name)
-        return ar.query(name, first, last + 1)
-
-
 def judge_duet(prof, archives: dict, block_seconds: int, threshold: float, confidence: float, correction: str):
     """Reads both sides' archives back and judges B against A block by block; also
     the lag-1 autocorrelation of the p50 log ratios of the busiest latency key."""
     from strata.cli.check_cmd import one_sided
     results, series, lag = [], {}, None
     for name in prof.datasets:
-        qa, qb = _whole(archives["A"], name), _whole(archives["B"], name)
+        qa, qb = check_ab.whole(archives["A"], name), check_ab.whole(archives["B"], name)
         if qa.kind not in ("heatmap", "counter"):
             continue
         keys = sorted(set(qa.keys) | set(qb.keys))

@@ -103,13 +103,28 @@ uint64_t layer_overflows(const struct layer *L, int slot)
 	return stats_sum(L, 1 + (__u32)slot) - L->overflow_base[slot];
 }
 
+/* The dimensions slot s breaks down or filters by (1 << enum agg_dim). */
+static __u32 slot_dims(const struct agg_slot *s)
+{
+	__u32 dims = 1u << s->breakdown;
+
+	for (__u32 f = 0; f < s->nfilters && f < AGG_MAX_FILTERS; f++)
+		dims |= 1u << s->filters[f].dim;
+	return dims;
+}
+
+/* The program's agg_nslots and agg_dims, from the enabled slots. */
 static void publish_nslots(struct layer *L)
 {
-	__u32 n = 0;
+	__u32 n = 0, dims = 0;
 
-	for (__u32 i = 0; i < AGG_MAX_SLOTS; i++)
-		if (L->slots[i].stat)
+	for (__u32 i = 0; i < AGG_MAX_SLOTS; i++) {
+		if (L->slots[i].stat) {
 			n = i + 1;
+			dims |= slot_dims(&L->slots[i]);
+		}
+	}
+	__atomic_store_n(L->dims, dims, __ATOMIC_RELEASE);
 	__atomic_store_n(L->nslots, n, __ATOMIC_RELEASE);
 }
 
@@ -129,6 +144,7 @@ int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg)
 		memcpy(s->filters, cfg->filters, sizeof(s->filters));
 		s->gen = (s->gen + 1) & 0xffff;
 		L->overflow_base[i] = stats_sum(L, 1 + key);
+		__atomic_store_n(L->dims, *L->dims | slot_dims(s), __ATOMIC_RELEASE); /* keys read before use */
 		__atomic_store_n(&s->stat, stat, __ATOMIC_RELEASE); /* the program reads stat first */
 		publish_nslots(L);
 		return i;

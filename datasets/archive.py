@@ -316,6 +316,11 @@ class Archive:
                     return int(first), int(last) + STEP[level] - 1
         raise ArchiveError(f"dataset {info.name} in {self.path} holds no data")
 
+    def query_whole(self, name: str):
+        """All the data of dataset `name`, from its first second to its last (extent())."""
+        first, last = self.extent(name)
+        return self.query(name, first, last + 1)
+
     def rate(self, info: DatasetInfo, now: int | None = None, window: int = 60):
         """Events per second over the last `window` seconds collected (None for gauges or no data)."""
         if info.kind == "gauge":
