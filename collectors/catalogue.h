@@ -1,5 +1,5 @@
 /* catalogue.h — the statistics strata-collect can collect, compiled from
- * collectors/statistics.def, and `--catalogue`: the list as JSON with, per statistic,
+ * catalogue/statistics.def, and `--catalogue`: the list as JSON with, per statistic,
  * whether this host supports it. */
 #ifndef STRATA_COLLECT_CATALOGUE_H
 #define STRATA_COLLECT_CATALOGUE_H

@@ -1,6 +1,6 @@
 /* catalogue_gen.c — strata-catalogue, a build-time tool: prints the catalogue compiled
  * from statistics.def as the JSON the Python package reads (`json`: datasets/catalogue.json)
- * or as the Markdown tables of collectors/STATISTICS.md (`markdown`). */
+ * or as the Markdown tables of catalogue/STATISTICS.md (`markdown`). */
 #include <stdio.h>
 #include <string.h>
 #include "catalogue.h"

@@ -1,5 +1,5 @@
 /* keys.h — breakdown keys: names of dimensions, key bytes <-> text (op names,
- * client addresses, tiers, files, devices, hit/miss, processes), from collectors/statistics.def. */
+ * client addresses, tiers, files, devices, hit/miss, processes), from catalogue/statistics.def. */
 #ifndef STRATA_COLLECT_KEYS_H
 #define STRATA_COLLECT_KEYS_H
 

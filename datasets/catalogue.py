@@ -1,6 +1,6 @@
 """What can be collected: the statistics catalogue, and the key texts each field takes.
 
-The one source is collectors/statistics.def. `make` compiles it into the collector and
+The one source is catalogue/statistics.def. `make` compiles it into the collector and
 writes it as catalogue.json next to this module (package data): the same JSON that
 `strata-collect --catalogue` prints (collectors/FORMAT.md), less this host's support.
 Reading it starts no program. with_support() merges what the collector says about this

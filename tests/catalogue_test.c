@@ -1,4 +1,4 @@
-/* catalogue_test.c — checks the compiled catalogue (collectors/statistics.def, keys.c)
+/* catalogue_test.c — checks the compiled catalogue (catalogue/statistics.def, keys.c)
  * against the pinned vectors: every statistic's kind, unit and layer, and the key bytes
  * each filter text selects (or that it is refused). */
 #include <stdio.h>
