@@ -19,7 +19,7 @@ CC      ?= gcc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 CFLAGS  ?= -O2 -g
-CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Icatalogue -Iengine -I$(BPFOUT)
+CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Icatalogue -Ilib -Iengine -I$(BPFOUT)
 LDFLAGS += -pthread
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 

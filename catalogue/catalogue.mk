@@ -5,7 +5,7 @@
 # datasets/catalogue.json and as the tables of catalogue/STATISTICS.md (between its
 # catalogue markers); both are checked in, rewritten only when they change, and tests/test_catalogue.py fails when they are stale.
 CATALOGUE_GEN := $(BUILD)/tools/strata-catalogue
-CATALOGUE_SRCS := collectors/catalogue_gen.c collectors/catalogue.c collectors/keys.c collectors/nfsd_export.c collectors/emit.c
+CATALOGUE_SRCS := collectors/catalogue_gen.c collectors/catalogue.c collectors/keys.c collectors/emit.c
 
 $(CATALOGUE_GEN): $(CATALOGUE_SRCS) collectors/catalogue.h collectors/keys.h collectors/emit.h \
 		catalogue/statistics.def bpf/aggregate.h

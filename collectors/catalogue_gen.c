@@ -52,7 +52,7 @@ static void markdown(void)
 		print_dims(s->breakdowns);
 		print_dims(s->filters);
 		printf("%s | ", layer_name(s->layer));
-		if (s->layer == LAYER_GAUGE)
+		if (s->kind == KIND_GAUGE)
 			printf("stats socket");
 		for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
 			printf("%s`%s:%s`", p ? ", " : "", layer_provider(s->layer), s->probes[p]);
