@@ -73,6 +73,7 @@ static struct dataset *dataset_find(struct collector *c, const char *id)
 	return NULL;
 }
 
+/* A dataset id needs no JSON escaping (the records print it as it is). */
 static bool valid_id(const char *id)
 {
 	size_t len = strlen(id);
@@ -260,9 +261,8 @@ static void emit_dataset(struct collector *c, long long t, const struct dataset 
 {
 	static const char *const kinds[] = { "counter", "heatmap", "gauge" };
 
-	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":", t);
-	emit_json_string(c->out, d->id);
-	fprintf(c->out, ",\"kind\":\"%s\",\"data\":{", kinds[d->stat->kind]);
+	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":\"%s\",\"kind\":\"%s\",\"data\":{", t, d->id,
+		kinds[d->stat->kind]);
 	if (!d->waiting)
 		layer_emit(&c->layers[d->stat->layer], d->stat, d->slot, d->breakdown, c->out);
 	fprintf(c->out, "}}\n");
@@ -280,9 +280,8 @@ static void emit_status(struct collector *c, long long t)
 
 		if (d->slot < 0 || d->waiting)
 			continue;
-		fprintf(c->out, "%s", first ? "" : ",");
-		emit_json_string(c->out, d->id);
-		fprintf(c->out, ":%" PRIu64, layer_overflows(&c->layers[d->stat->layer], d->slot));
+		fprintf(c->out, "%s\"%s\":%" PRIu64, first ? "" : ",", d->id,
+			layer_overflows(&c->layers[d->stat->layer], d->slot));
 		first = false;
 	}
 	fprintf(c->out, "}");
@@ -292,8 +291,7 @@ static void emit_status(struct collector *c, long long t)
 	for (size_t i = 0; i < c->ndatasets; i++) {
 		if (!c->datasets[i].waiting)
 			continue;
-		fprintf(c->out, "%s", first ? "" : ",");
-		emit_json_string(c->out, c->datasets[i].id);
+		fprintf(c->out, "%s\"%s\"", first ? "" : ",", c->datasets[i].id);
 		first = false;
 	}
 	fprintf(c->out, "]");

@@ -35,10 +35,17 @@ long option_long(const char *s, long min, long max)
 	return v;
 }
 
+/* Not loaded: nothing but what names it. */
+static void layer_reset(struct layer *L)
+{
+	*L = (struct layer){ .id = L->id, .ops = L->ops, .name = L->name, .provider = L->provider };
+}
+
 void layers_init(struct layer *L)
 {
 	for (int l = 0; l < LAYER_COUNT; l++)
-		L[l] = (struct layer){ .id = (enum layer_id)l, .ops = modules[l] };
+		L[l] = (struct layer){ .id = (enum layer_id)l, .ops = modules[l], .name = layer_name((enum layer_id)l),
+				       .provider = layer_provider((enum layer_id)l) };
 }
 
 const struct layer_option *layer_option_at(int i)
@@ -102,8 +109,8 @@ static int layer_load(struct layer *L, const struct layer_config *cfg, char *err
 	rc = L->ops->load(L, cfg, err, n);
 	if (rc) {
 		if (!err[0])
-			snprintf(err, n, "cannot load the %s BPF program: %s", layer_name(L->id), strerror(-rc));
-		*L = (struct layer){ .id = L->id, .ops = L->ops };
+			snprintf(err, n, "cannot load the %s BPF program: %s", L->name, strerror(-rc));
+		layer_reset(L);
 		return -1;
 	}
 	L->loaded = true;
@@ -121,7 +128,7 @@ static void layer_unload(struct layer *L)
 	free(L->prev);
 	free(L->cur);
 	free(L->deltas);
-	*L = (struct layer){ .id = L->id, .ops = L->ops };
+	layer_reset(L);
 }
 
 void layers_fini(struct layer *L)
@@ -272,7 +279,7 @@ static int probe_attach(struct layer *L, struct probe *p, char *err, size_t n)
 	} else if (!(p->link = bpf_program__attach(p->prog))) {
 		int e = errno;
 
-		snprintf(err, n, "cannot attach tracepoint %s:%s: %s", layer_provider(L->id), p->name, strerror(e));
+		snprintf(err, n, "cannot attach tracepoint %s:%s: %s", L->provider, p->name, strerror(e));
 		return -1;
 	}
 	p->on = true;
@@ -296,13 +303,13 @@ static int layer_probe_get(struct layer *L, const char *name, char *err, size_t 
 	struct probe *p = probe_find(L, name);
 
 	if (!p) {
-		snprintf(err, n, "the %s program has no probe %s", layer_name(L->id), name);
+		snprintf(err, n, "the %s program has no probe %s", L->name, name);
 		return -1;
 	}
 	if (!p->on && L->ops->refresh && !layer_attached(L))
 		L->ops->refresh(L, ignore, NULL); /* up to date before the first probe attaches */
 	if (!p->on && L->ops->active && !layer_attached(L) && L->ops->active(L, true) < 0) {
-		snprintf(err, n, "cannot attach the %s layer: %s", layer_name(L->id), strerror(errno));
+		snprintf(err, n, "cannot attach the %s layer: %s", L->name, strerror(errno));
 		return -1;
 	}
 	if (!p->on && probe_attach(L, p, err, n) < 0) {
@@ -362,7 +369,7 @@ int layer_dataset_add(struct layer *L, const struct layer_config *lc, const stru
 	if (!L->loaded && layer_load(L, lc, err, n) < 0)
 		return -1;
 	if (L->slots && (*slot = layer_slot_alloc(L, cfg)) < 0) {
-		snprintf(err, n, "all %d %s dataset slots are in use", AGG_MAX_SLOTS, layer_name(s->layer));
+		snprintf(err, n, "all %d %s dataset slots are in use", AGG_MAX_SLOTS, L->name);
 		return -1;
 	}
 	for (p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
@@ -469,8 +476,8 @@ void layer_emit(const struct layer *L, const struct statistic *s, int slot, int 
 	bool heat = s->kind == KIND_HEATMAP, first_key = true;
 	char text[PATH_MAX + 64];
 
-	if (L->ops->emit) {
-		L->ops->emit(L, s, out);
+	if (L->ops->data) {
+		L->ops->data(L, s, out);
 		return;
 	}
 	while (e < end && e->key.slot < slot)
@@ -514,7 +521,7 @@ void layers_status_probes(const struct layer *L, FILE *out)
 	for (int l = 0; l < LAYER_COUNT; l++) {
 		if (!layer_attached(&L[l]))
 			continue;
-		fprintf(out, "%s\"%s\"", first ? "" : ",", layer_name((enum layer_id)l));
+		fprintf(out, "%s\"%s\"", first ? "" : ",", L[l].name);
 		first = false;
 	}
 	fprintf(out, "],\"probes\":[");
@@ -523,8 +530,7 @@ void layers_status_probes(const struct layer *L, FILE *out)
 		for (int p = 0; L[l].loaded && p < L[l].nprobes; p++) {
 			if (!L[l].probes[p].on)
 				continue;
-			fprintf(out, "%s\"%s:%s\"", first ? "" : ",", layer_provider((enum layer_id)l),
-				L[l].probes[p].name);
+			fprintf(out, "%s\"%s:%s\"", first ? "" : ",", L[l].provider, L[l].probes[p].name);
 			first = false;
 		}
 	}

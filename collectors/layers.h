@@ -88,7 +88,7 @@ struct layer_ops {
 	/* Reads the interval just ended; NULL: its counts (layer_counts.c). 0, or -1 with why. */
 	int (*read)(struct layer *L, char *err, size_t n);
 	/* Statistic s's data as read ("KEY":VALUE, ...); NULL: its counts, by key. */
-	void (*emit)(const struct layer *L, const struct statistic *s, FILE *out);
+	void (*data)(const struct layer *L, const struct statistic *s, FILE *out);
 	/* The texts of the dimensions it names its own way (file, process, export); the others
 	 * are keys.c's. Ended by dim 0. */
 	const struct key_codec *keys;
@@ -104,6 +104,7 @@ struct layer_ops {
 struct layer {
 	enum layer_id id;
 	const struct layer_ops *ops;
+	const char *name, *provider;           /* layer_name(id), layer_provider(id) */
 	bool loaded;
 	int datasets;                          /* enabled on it */
 	void *skel;

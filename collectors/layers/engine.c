@@ -192,7 +192,7 @@ static int read_gauges(struct layer *L, char *err, size_t n)
 	return 0;
 }
 
-static void emit(const struct layer *L, const struct statistic *s, FILE *out)
+static void gauges_data(const struct layer *L, const struct statistic *s, FILE *out)
 {
 	const struct gauge_state *g = L->state;
 	double v;
@@ -220,6 +220,6 @@ static const struct layer_option options[] = {
 
 const struct layer_ops LAYER_OPS(ENGINE) = {
 	.options = options, .options_done = options_done, .supported = supported, .load = load,
-	.unload = unload, .upkeep = follow, .read = read_gauges, .emit = emit, .status = status,
+	.unload = unload, .upkeep = follow, .read = read_gauges, .data = gauges_data, .status = status,
 	.host_fields = host_fields,
 };
