@@ -11,12 +11,12 @@ BPF_CFLAGS += -I/usr/include/$(shell $(CC) -dumpmachine)
 COLLECT_OTHERS := collectors/strata_features.c collectors/catalogue_gen.c collectors/probe_fixture.c
 COLLECT_SRCS := $(filter-out $(COLLECT_OTHERS),$(wildcard collectors/*.c collectors/layers/*.c))
 COLLECT_HDRS := $(wildcard collectors/*.h collectors/layers/*.h) catalogue/statistics.def $(wildcard bpf/*.h) \
-	lib/clock.h engine/strata_probes.h
+	$(wildcard lib/*.h) engine/strata_probes.h
 
 $(BIN)/strata-collect: $(COLLECT_SRCS) $(COLLECT_HDRS) $(BPF_SKELS) | $(BIN)
 	$(CC) $(CFLAGS) -Icollectors $(COLLECT_SRCS) -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf json-c) -lelf -lz
 
-$(BUILD)/tests/strata-probe-fixture: collectors/probe_fixture.c engine/strata_probes.h
+$(BUILD)/tests/strata-probe-fixture: collectors/probe_fixture.c engine/strata_probes.h lib/clock.h
 	mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS)
 
