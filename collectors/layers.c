@@ -152,7 +152,8 @@ static uint64_t stats_sum(const struct layer *L, __u32 index)
 	return sum;
 }
 
-uint64_t layer_drops(const struct layer *L)
+/* Cumulative drops. */
+static uint64_t layer_drops(const struct layer *L)
 {
 	return L->loaded && L->slots ? stats_sum(L, AGG_STATS_DROPS) : 0;
 }

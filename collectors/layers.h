@@ -205,7 +205,5 @@ int layer_key_parse(const struct statistic *s, int dim, const char *text, uint8_
 
 /* layer_counts.c: reads the counts map and fills L->deltas. 0, or -1 with a message. */
 int layer_read(struct layer *L, char *err, size_t n);
-/* Cumulative drops (layers.c). */
-uint64_t layer_drops(const struct layer *L);
 
 #endif
