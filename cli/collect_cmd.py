@@ -6,17 +6,17 @@ from contextlib import contextmanager
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option
-from strata.cli.binaries import MissingBinary, find_binary
+from strata.lab.binaries import MissingBinary, find_binary
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
 from strata.datasets.lock import CollectorLock
-from strata.datasets import native
-from strata.datasets.metrics_server import MetricsServer, parse_address
-from strata.datasets.openmetrics import DEFAULT_TOP, Exposition
-from strata.datasets.webconfig import WebConfigError, load as load_web_config
+from strata.prometheus import native_buckets as native
+from strata.prometheus.metrics_server import MetricsServer, parse_address
+from strata.prometheus.openmetrics import DEFAULT_TOP, Exposition
+from strata.prometheus.webconfig import WebConfigError, load as load_web_config
 from strata.datasets.paths import default_archive
 
 

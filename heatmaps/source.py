@@ -12,7 +12,7 @@ import click
 from strata.datasets import catalogue, names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
-from strata.datasets.prometheus import PrometheusReader
+from strata.prometheus.reader import PrometheusReader
 
 from .timebins import choose_bins
 from .units import parse_duration
