@@ -11,7 +11,7 @@ import time
 from strata.datasets import catalogue, derive, names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
-from strata.datasets.prometheus import PrometheusReader
+from strata.prometheus.reader import PrometheusReader
 
 from .errors import ViewError, ViewUsageError
 from .timebins import choose_bins
