@@ -40,7 +40,7 @@ def resolve(reader, text: str, keys=None) -> tuple:
         keys = list(dict.fromkeys(keys))
         if found.how != "held" or not found.info.breakdown:
             fields = breakdown_fields(found.wanted)
-            hint = f" (break it down: --by {'|'.join(fields)})" if fields else ""
+            hint = f" (its keys: strata breakdown '{found.wanted}' --by {'|'.join(fields)})" if fields else ""
             raise ViewUsageError(f"--key needs a dataset with a breakdown; {found.wanted} has none{hint}")
     return found, keys or None
 
