@@ -1,16 +1,15 @@
 """`strata breakdown`: one series per client / op / tier / device / file over
 time, with a top-N table; terminal, HTML/PNG/SVG or JSON. With --range, of a
 heat map's events whose latency (size, offset) lies in a range: drill-down."""
-import json
 import sys
 
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
-from strata.cli.output import emit_text, write_figure
+from strata.cli.output import choose_format, emit_text, write_figure
 from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
-from strata.heatmaps import source, termcaps, value_range
+from strata.heatmaps import csv_out, json_out, source, termcaps, value_range
 from strata.heatmaps.breakdown import compute, to_json
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
@@ -60,14 +59,18 @@ def _value_range(text, info):
 @click.option("--last", metavar="DURATION", help="Range ending now (or at --until).  [default: 10m]")
 @click.option("--since", metavar="TIME", help="Range start: -1h, 09:30, 2025-11-22T09:30, unix seconds.")
 @click.option("--until", metavar="TIME", help="Range end (default now).")
-@click.option("--format", "fmt", type=click.Choice(("term", "html", "png", "svg")), default="term", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the series and the table as JSON.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE.")
+@click.option("--format", "fmt", type=click.Choice(("term", "html", "png", "svg", "json", "csv")),
+              help="Output format.  [default: -o's extension, else term]")
+@click.option("--json", "as_json", is_flag=True, help="Print the series and the table as JSON (heatmaps/JSON.md).")
+@click.option("--table", "csv_table", is_flag=True, help="With --format csv: the top-N table instead of the series.")
+@click.option("--self-contained", is_flag=True, help="HTML: plotly.js inline (one file) instead of a copy beside it.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write to FILE; its extension (.html .png .svg .json .csv) sets the format.")
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto", show_default=True)
 @archive_option
 @prometheus_option
-def breakdown(dataset, by, style, top, percentile, range_text, last, since, until, fmt, as_json, output, colour,
-              archive_path, prometheus_url):
+def breakdown(dataset, by, style, top, percentile, range_text, last, since, until, fmt, as_json, csv_table,
+              self_contained, output, colour, archive_path, prometheus_url):
     """Break DATASET down by client, op, tier, device, file or process.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
@@ -76,6 +79,10 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
     (size, offset) lies in the range, stacked, and what share of the key's
     own ops that is: `--range 10ms..` answers "who made the slow ops?".
     """
+    fmt = choose_format(fmt, as_json, output)
+    as_json = fmt in ("json", "csv")
+    if csv_table and fmt != "csv":
+        raise click.UsageError("--table picks the table for --format csv")
     name = dataset_name(dataset, by)
     start, end, explicit = source.time_range(last, since, until)
     with open_archive(archive_path, prometheus_url=prometheus_url) as archive:
@@ -96,8 +103,12 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
     b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
                 by=info.breakdown, value_range=selected)
 
-    if as_json:
-        emit_text(json.dumps(to_json(b), indent=1), output)
+    if fmt == "json":
+        emit_text(json_out.dumps(json_out.document("breakdown", to_json(b))), output)
+        return
+    if fmt == "csv":
+        doc = to_json(b)
+        emit_text(csv_out.breakdown_table(doc) if csv_table else csv_out.breakdown_series(doc), output)
         return
     if fmt == "term":
         table = term_breakdown.table(b, mode, width)
@@ -106,4 +117,4 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
         emit_text(text, output, color=mode != "none")
         return
     from strata.heatmaps import plot_breakdown
-    write_figure(plot_breakdown.figure(b, style), output, f"breakdown-{info.name}", fmt)
+    write_figure(plot_breakdown.figure(b, style), output, f"breakdown-{info.name}", fmt, self_contained)

@@ -1,18 +1,17 @@
 """`strata heatmap`: a latency (size, offset) heat map of one dataset, in the
 terminal, as HTML / PNG / SVG, or as JSON for scripts."""
-import json
 import shlex
 import sys
 
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
-from strata.cli.output import emit_text, write_figure
+from strata.cli.output import choose_format, emit_text, write_figure
 from strata.heatmaps import grid_json, source, termcaps
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.units import parse_value
 
-FORMATS = ("term", "html", "png", "svg")
+FORMATS = ("term", "html", "png", "svg", "json", "csv")
 
 
 def parse_percentiles(text: str) -> list:
@@ -63,16 +62,21 @@ def _drill_command(archive, info, start, end, archive_path, prometheus_url) -> s
               help="Crop the y-axis at the P-th percentile (e.g. 99.9) and report what lies above.")
 @click.option("--percentiles", default="", metavar="P,P,...", help="Overlay percentile lines, e.g. 50,99,99.9.")
 @click.option("--rows", type=click.IntRange(2, 2000), help="Number of y cells (default: fit the terminal).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="term", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS),
+              help="Output format.  [default: -o's extension, else term]")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the grid as JSON: column times, row edges, counts in total and per key.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (html/png/svg default: heatmap-DATASET.FMT).")
+              help="Print the grid as JSON (heatmaps/JSON.md): column times, row edges, counts in total and per key.")
+@click.option("--raw", is_flag=True, help="With --json: each column's llhist buckets too, as stored.")
+@click.option("--self-contained", is_flag=True, help="HTML: plotly.js inline (one file) instead of a copy beside it.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write to FILE; its extension (.html .png .svg .json .csv) sets the format "
+                   "(html/png/svg default: heatmap-DATASET.FMT).")
 @click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto",
               show_default=True, help="Terminal colours; NO_COLOR and pipes mean none.")
 @archive_option
 @prometheus_option
 def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, percentiles, rows, fmt,
-            as_json, output, colour, archive_path, prometheus_url):
+            as_json, raw, self_contained, output, colour, archive_path, prometheus_url):
     """Heat map of DATASET: x = time, y = latency (or size, offset), colour = count.
 
     Rows are unions of whole log-linear buckets chosen for the range shown.
@@ -84,6 +88,10 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
     command that breaks its latency (size) band down by key.
     """
     marks = parse_percentiles(percentiles)
+    fmt = choose_format(fmt, as_json, output)
+    as_json = fmt in ("json", "csv")
+    if raw and fmt != "json":
+        raise click.UsageError("--raw adds the llhist buckets to --json")
     if ymax != "auto" and outliers is not None:
         raise click.UsageError("give --ymax or --outliers, not both")
     start, end, explicit = source.time_range(last, since, until)
@@ -119,11 +127,14 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
     except ValueError as e:
         raise click.UsageError(str(e)) from None
 
-    if as_json:
-        emit_text(json.dumps(grid_json.to_json(grid, qr), indent=1), output)
+    if fmt == "json":
+        emit_text(grid_json.dumps(grid_json.to_json(grid, qr, raw=raw)), output)
+        return
+    if fmt == "csv":
+        emit_text(grid_json.to_csv(grid), output)
         return
     if fmt == "term":
         emit_text(term_heatmap.render(grid, mode, width), output, color=mode != "none")
         return
     write_figure(plot_heatmap.figure(grid, drill), output,
-                 f"heatmap-{info.name}" if not keys else f"heatmap-{info.name}-{keys[0]}", fmt)
+                 f"heatmap-{info.name}" if not keys else f"heatmap-{info.name}-{keys[0]}", fmt, self_contained)

@@ -5,7 +5,6 @@ The terminal is put in cbreak mode (keys arrive unbuffered, no echo) on the
 alternate screen with the cursor hidden; a finally block and SIGTERM/SIGHUP
 handlers put everything back, whatever ends the loop.
 """
-import json
 import os
 import select
 import signal
@@ -18,7 +17,7 @@ import click
 
 from strata.datasets.errors import ArchiveError
 from strata.cli.archive_option import archive_option, open_archive
-from strata.heatmaps import live, termcaps
+from strata.heatmaps import json_out, live, termcaps
 
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
 LEAVE = "\x1b[0m\x1b[?25h\x1b[?1049l"
@@ -56,7 +55,8 @@ def top(dataset, clients, interval, colour, as_json, seconds, archive_path):
         except ValueError as e:
             raise click.ClickException(str(e)) from None
         if as_json:
-            click.echo(json.dumps(live.snapshot(archive, heat, keys, client_info, time.time(), seconds), indent=1))
+            click.echo(json_out.dumps(json_out.document(
+                "top", live.snapshot(archive, heat, keys, client_info, time.time(), seconds))))
             return
         mode = termcaps.colour_mode(sys.stdout, colour)
         _run(archive, heat, keys, client_info, interval, mode)

@@ -1,4 +1,5 @@
-"""`strata heatmap --json`: a heat-map grid as plain data for scripts.
+"""`strata heatmap --json` (and --format csv): a heat-map grid as plain data for
+scripts; the schema is heatmaps/JSON.md.
 
 - times: start of each column (unix seconds), each `step` seconds wide;
 - edges: row edges in the dataset's unit (ns, bytes); row i holds the values in
@@ -8,8 +9,14 @@
   triples of its non-empty cells, so 10,000 clients stay proportional to data;
 - below / above: events outside the rows (cropped by --ymin, --ymax, --outliers).
 """
+import csv
+import io
+
 import numpy as np
 
+from strata.datasets import llhist
+
+from .json_out import document, dumps  # noqa: F401  (dumps: the command prints with it)
 from .rebin import column_histograms, row_counts
 
 MAX_COLS = 400      # columns at most, as for HTML: --last 1h gives 9 s columns
@@ -20,8 +27,32 @@ def _number(x):
     return None if not np.isfinite(x) else float(x)
 
 
-def to_json(grid, qr) -> dict:
-    """Plain data for the grid built from QueryResult qr."""
+def raw_buckets(grid, qr) -> dict:
+    """The llhist buckets of each column of the selected keys: the bucket table once
+    (index, lower and upper value) and per column its non-empty [bucket, count] pairs."""
+    hist = column_histograms(qr, grid.bins, grid.keys or None)
+    used = np.nonzero(hist.sum(axis=0))[0]
+    buckets = [int(qr.buckets[i]) for i in used]
+    return {"buckets": [{"bucket": b, "lo": llhist.lower(b), "hi": llhist.upper(b)} for b in buckets],
+            "columns": [[[buckets[j], int(hist[c, i])] for j, i in enumerate(used) if hist[c, i]]
+                        for c in range(hist.shape[0])]}
+
+
+def to_csv(grid) -> str:
+    """One line per non-empty cell: time (unix s), step, row's lo and hi (the unit), count."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["time", "step", f"lo_{grid.unit}", f"hi_{grid.unit}", "count"])
+    starts = grid.bins.starts()
+    rows, cols = np.nonzero(grid.counts)
+    for c, r in sorted(zip(cols, rows)):
+        w.writerow([int(starts[c]), grid.bins.width, int(grid.edges[r]), int(grid.edges[r + 1]),
+                    int(grid.counts[r, c])])
+    return out.getvalue().rstrip("\n")
+
+
+def to_json(grid, qr, raw: bool = False) -> dict:
+    """Plain data for the grid built from QueryResult qr (the raw buckets too if raw)."""
     buckets = np.asarray(qr.buckets, dtype=np.int64)
     per_key = []
     for key in grid.keys or list(qr.keys):
@@ -31,7 +62,7 @@ def to_json(grid, qr) -> dict:
         per_key.append({"key": key, "events": int(hist.sum()), "below": int(hist[:, below].sum()),
                         "above": int(hist[:, above].sum()),
                         "cells": [[int(r), int(c), int(counts[r, c])] for r, c in zip(rows, cols)]})
-    return {
+    return document("heatmap", {
         "dataset": grid.name, "statistic": grid.statistic, "unit": grid.unit, "axis": grid.axis,
         "keys": list(grid.keys), "start": grid.span[0], "end": grid.span[1], "step": grid.bins.width,
         "times": [int(t) for t in grid.bins.starts()],
@@ -41,4 +72,5 @@ def to_json(grid, qr) -> dict:
         "percentiles": {f"p{p:g}": [_number(v) for v in values] for p, values in grid.percentiles.items()},
         "per_key": per_key,
         "spans": [{"start": int(a), "end": int(b), "cause": c} for a, b, c in grid.spans],
-    }
+        **({"raw": raw_buckets(grid, qr)} if raw else {}),
+    })

@@ -1,0 +1,90 @@
+"""Outputs that do what they say: the format follows -o's extension, contradictory
+flags and unwritable paths are one line, JSON carries its schema and no float noise,
+the raw llhist buckets add up, CSV for heat maps and breakdowns."""
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from heatmaps_util import T0, build_archive, histogram, run_strata, seed_latencies
+
+RANGE = ["--since", str(T0), "--until", str(T0 + 120)]
+CLIENTS = ["10.0.0.1", "10.0.0.2"]
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    path = tmp_path_factory.mktemp("out") / "a.db"
+    return build_archive(path, {
+        "nfs.latency[client]": lambda t: {c: histogram(seed_latencies(rng, 50 * (i + 1))) for i, c in enumerate(CLIENTS)},
+        "nfs.ops[client]": lambda t: {c: 5 * (i + 1) for i, c in enumerate(CLIENTS)},
+    }, seconds=120)
+
+
+def strata(archive, *args):
+    return run_strata(list(args) + ["--archive", str(archive)] + RANGE, env_extra={"NO_COLOR": "1"})
+
+
+def one_line_error(p, code):
+    assert p.returncode == code, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and "Errno" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    return p.stderr.strip()
+
+
+def test_extension_picks_the_format(archive, tmp_path):
+    out = tmp_path / "map.JSON"
+    p = strata(archive, "heatmap", "nfs.latency[client]", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "strata.heatmap" and doc["schema_version"] == 1
+    out = tmp_path / "ops.csv"
+    p = strata(archive, "breakdown", "nfs.ops[client]", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.reader(io.StringIO(out.read_text())))
+    assert rows[0] == ["time", "10.0.0.2 (ops/s)", "10.0.0.1 (ops/s)"] and rows[1][1:] == ["10", "5"]
+    assert len(rows) == 121
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["--json", "--format", "html"], "give --json or --format html, not both"),
+    (["--format", "html", "-o", "x.png"], "-o x.png names a PNG file but --format html"),
+    (["--json", "-o", "x.csv"], "-o x.csv names a CSV file but --format json"),
+    (["--format", "csv", "--raw"], "--raw adds the llhist buckets to --json"),
+])
+def test_contradictory_flags_are_usage_errors(archive, args, expect):
+    assert expect in one_line_error(strata(archive, "heatmap", "nfs.latency[client]", *args), 2)
+
+
+def test_unwritable_output_is_one_line(archive):
+    line = one_line_error(strata(archive, "heatmap", "nfs.latency[client]", "-o", "/nonexistent/x.html"), 1)
+    assert line == "strata: cannot write /nonexistent/x.html: there is no directory /nonexistent"
+    line = one_line_error(strata(archive, "breakdown", "nfs.ops[client]", "-o", "/nonexistent/t.csv"), 1)
+    assert "there is no directory /nonexistent" in line
+
+
+def test_json_numbers_and_raw_buckets(archive):
+    p = strata(archive, "breakdown", "nfs.latency[client]", "--json")
+    assert p.returncode == 0, p.stderr
+    floats = []
+    doc = json.loads(p.stdout, parse_float=lambda s: floats.append(s) or float(s))
+    assert doc["schema"] == "strata.breakdown" and doc["schema_version"] == 1
+    assert floats and all(len(f.lstrip("-").replace(".", "").strip("0")) <= 12 for f in floats), floats
+    p = strata(archive, "heatmap", "nfs.latency[client]", "--json", "--raw", "--rows", "4", "--key", "10.0.0.2")
+    doc = json.loads(p.stdout)
+    raw = doc["raw"]
+    assert len(raw["columns"]) == len(doc["times"])
+    assert sum(c for col in raw["columns"] for _, c in col) == doc["events"] == 100 * 120
+    ids = {b["bucket"]: b for b in raw["buckets"]}
+    assert all(ids[b]["lo"] < ids[b]["hi"] for col in raw["columns"] for b, _ in col)
+    assert min(b["lo"] for b in raw["buckets"]) >= 1000 and max(b["hi"] for b in raw["buckets"]) <= 10_000_000
+
+
+def test_heatmap_csv_cells_sum_to_the_events(archive):
+    p = strata(archive, "heatmap", "nfs.latency[client]", "--format", "csv", "--rows", "8")
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert sum(int(r["count"]) for r in rows) == 150 * 120
+    assert all(int(r["lo_ns"]) < int(r["hi_ns"]) for r in rows)
