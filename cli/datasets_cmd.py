@@ -9,6 +9,7 @@ from strata.cli.archive_option import archive_errors, archive_option, open_archi
 from strata.datasets import cost, status, transfer
 from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
+from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
 from strata.datasets.retention import LEVELS, STEP, format_duration, parse_duration, parse_keep
 
@@ -157,8 +158,8 @@ def destroy(archive_path, name, yes):
     with open_archive(archive_path, readonly=False) as archive:
         info = archive.dataset(name)
         rows = sum(r for r, _ in info.usage.values())
-        if not yes:
-            click.confirm(f"destroy {info.name} and its {rows} records?", abort=True)
+        if not yes and not click.confirm(f"destroy {info.name} and its {rows} records?"):
+            raise click.ClickException(f"kept {info.name}")     # "no" is an answer: exit 1, not SIGINT's 130
         archive.destroy(info.name)
     click.echo(f"destroyed {info.name}")
 
@@ -178,8 +179,10 @@ def prune(archive_path, name, older, level):
     \b
         strata datasets prune 'nfs.latency[client]' --older-than 2d --level second
     """
-    with archive_errors():
+    try:
         seconds = parse_duration(older, allow_all=False)
+    except ArchiveError as e:
+        raise click.BadParameter(str(e), param_hint="--older-than") from None
     with open_archive(archive_path, readonly=False) as archive:
         removed = archive.prune(name, seconds, level)
     click.echo(f"pruned {removed} records older than {format_duration(seconds)} "

@@ -102,6 +102,8 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
                                        f"try `strata breakdown {info.name}`")
         top = None if ymax == "auto" else _value(ymax, info.unit, "--ymax")
         bottom = None if ymin is None else _value(ymin, info.unit, "--ymin")
+        if top is not None and bottom is not None and bottom >= top:
+            raise click.UsageError(f"--ymin {ymin} is not below --ymax {ymax}")
         stream = sys.stdout if output is None else None
         mode = termcaps.colour_mode(stream, colour) if fmt == "term" else "none"
         if as_json:

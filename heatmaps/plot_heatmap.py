@@ -29,7 +29,8 @@ def display_scale(top: float, unit: str) -> tuple:
                 return scale, name
         return 1.0, "ns"
     if fam == "bytes":
-        for scale, name in ((1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB")):
+        for scale, name in ((1024.0 ** 6, "EiB"), (1024.0 ** 5, "PiB"), (1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"),
+                            (1024.0 ** 2, "MiB"), (1024.0, "KiB")):
             if top >= 2 * scale:
                 return scale, name
         return 1.0, "bytes"

@@ -13,6 +13,7 @@ from strata.datasets import catalogue, names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.prometheus import PrometheusReader
+from strata.datasets.suggest import did_you_mean
 
 from .timebins import choose_bins
 from .units import parse_duration
@@ -48,8 +49,8 @@ def resolve(archive: Archive, text: str, key: str | None = None) -> tuple:
                 found, keys = by_name[broader], [value]
                 break
     if found is None:
-        have = ", ".join(sorted(by_name))
-        raise click.ClickException(f"no dataset {wanted} in {archive.path}; datasets here: {have}")
+        hint = did_you_mean(str(wanted), sorted(by_name)) or f"; datasets here: {', '.join(sorted(by_name))}"
+        raise click.ClickException(f"no dataset {wanted} in {archive.path}{hint}")
     if key is not None:
         if not found.breakdown:
             raise click.ClickException(f"--key needs a dataset with a breakdown; {found.name} has none")

@@ -68,7 +68,7 @@ def test_lifecycle_commands(tmp_path):
 
 def test_unknown_statistic_or_breakdown_lists_the_valid_ones(tmp_path):
     a = ["--archive", str(tmp_path / "y.db")]
-    one_line_error(strata("datasets", "create", "nfs.opz[op]", *a), "valid statistics: ")
+    one_line_error(strata("datasets", "create", "nfs.opz[op]", *a), "did you mean nfs.ops")
     one_line_error(strata("datasets", "create", "disk.ops[client]", *a), "valid breakdowns: op, device")
     one_line_error(strata("datasets", "create", "disk.ops", "--keep", "second=all", "--keep", "minute=1d", *a),
                    "at least as long")
