@@ -18,6 +18,7 @@ COMMANDS = {
     "heatmap": ("strata.cli.heatmap_cmd:heatmap", "Latency (size, offset) heat map of a dataset: terminal, HTML, PNG, SVG, JSON."),
     "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series and top-N table; --range drills into a latency band."),
     "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),
+    "stream": ("strata.cli.stream_cmd:stream", "One line per second per dataset and key (ops/s, p50, p99, p99.9), as iostat 1."),
     "top": ("strata.cli.top_cmd:top", "Live view: scrolling latency heat map and the busiest clients (q quits)."),
 }
 
