@@ -9,7 +9,7 @@ from strata.cli.archive_option import archive_option, open_archive, prometheus_o
 from strata.cli.output import choose_format, emit_text, write_figure
 from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
-from strata.heatmaps import csv_out, json_out, source, termcaps, value_range
+from strata.heatmaps import csv_out, json_out, outage_marks, source, termcaps, value_range
 from strata.heatmaps.breakdown import compute, to_json
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
@@ -48,8 +48,8 @@ def _value_range(text, info):
 @click.option("--by", type=click.Choice(BY), help="Breakdown: one series per key of this field (client, op, tier, device, file, ...).")
 @click.option("--graph", "style", type=click.Choice(("stacked", "line")),
               help="Stacked areas (counters' default) or lines (percentiles' default).")
-@click.option("--top", type=click.IntRange(1, 50), default=8, show_default=True,
-              help="Series for the N busiest keys; the rest are summed as 'other'.")
+@click.option("--top", type=click.IntRange(0), default=8, show_default=True,
+              help="Series for the N busiest keys; the rest are summed as 'other' (0: every key).")
 @click.option("--percentile", type=click.FloatRange(0, 100, min_open=True), default=99.0, show_default=True,
               help="For latency/size datasets: the percentile plotted per key.")
 @click.option("--range", "range_text", metavar="LO..HI",
@@ -100,11 +100,12 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
         else:
             from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
         qr, start, end = source.query_window(archive, info, start, end, max_cols, explicit)
-    b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
+    b = compute(qr, start, end, max_cols=max_cols, top=top or max(len(qr.keys), 1), percentile=percentile, keys=keys,
                 by=info.breakdown, value_range=selected)
 
     if fmt == "json":
-        emit_text(json_out.dumps(json_out.document("breakdown", to_json(b))), output)
+        emit_text(json_out.dumps(json_out.document("breakdown", dict(to_json(b), spans=outage_marks.to_json(qr.spans)))),
+                  output)
         return
     if fmt == "csv":
         doc = to_json(b)
@@ -113,8 +114,9 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
     if fmt == "term":
         table = term_breakdown.table(b, mode, width)
         nlines = max(6, min(20, height - 9 - table.count("\n") - 2))
-        text = "\n".join(term_breakdown.graph(b, mode, width, nlines, style)) + "\n\n" + table
+        graph = outage_marks.insert_note(term_breakdown.graph(b, mode, width, nlines, style), qr.spans)
+        text = "\n".join(graph) + "\n\n" + table
         emit_text(text, output, color=mode != "none")
         return
     from strata.heatmaps import plot_breakdown
-    write_figure(plot_breakdown.figure(b, style), output, f"breakdown-{info.name}", fmt, self_contained)
+    write_figure(outage_marks.shade(plot_breakdown.figure(b, style), qr.spans), output, f"breakdown-{info.name}", fmt, self_contained)

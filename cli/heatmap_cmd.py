@@ -7,7 +7,7 @@ import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.cli.output import choose_format, emit_text, write_figure
-from strata.heatmaps import grid_json, source, termcaps
+from strata.heatmaps import grid_json, json_out, source, termcaps
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.units import parse_value
 
@@ -130,7 +130,7 @@ def heatmap(dataset, last, since, until, key, ymax, ymin, log_axis, outliers, pe
         raise click.UsageError(str(e)) from None
 
     if fmt == "json":
-        emit_text(grid_json.dumps(grid_json.to_json(grid, qr, raw=raw)), output)
+        emit_text(json_out.dumps(json_out.document("heatmap", grid_json.to_json(grid, qr, raw=raw))), output)
         return
     if fmt == "csv":
         emit_text(grid_json.to_csv(grid), output)

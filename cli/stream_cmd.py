@@ -13,12 +13,7 @@ from strata.heatmaps import json_out, source, stream_lines
 LAG_S = 2   # a second is printed once the collector (writing every second) has had time to store it
 
 
-@click.command("stream", epilog="""\b
-Examples:
-  strata stream nfs.latency 'nfs.ops[client]'          # until Ctrl-C
-  strata stream 'disk.latency[device]' --utc --json | tee disk.ndjson
-  strata stream nfs.latency --since -10m --count 600 --format csv > last10m.csv
-""")
+@click.command("stream")
 @click.argument("datasets", nargs=-1, required=True)
 @click.option("--since", metavar="TIME", help="Start from this past second (-10m, 09:30, unix seconds), then follow.")
 @click.option("--count", type=click.IntRange(1), metavar="N", help="Stop after N seconds.")
@@ -27,9 +22,9 @@ Examples:
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "csv")), default="text", show_default=True,
               help="json: one object per line (heatmaps/JSON.md, strata.stream); csv: a header, then rows.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--utc", is_flag=True, help="Times in UTC (…Z) instead of the local zone (…+01:00).")
 @archive_option
-def stream(datasets, since, count, top, fmt, as_json, utc, archive_path):
+@click.pass_context
+def stream(ctx, datasets, since, count, top, fmt, as_json, archive_path):
     """Print one line per second for each of DATASETS: ops/s, p50, p99, p99.9
     (heat maps), a gauge's value; a dataset with a breakdown prints one line per
     key with events that second. Times are ISO 8601 with their zone.
@@ -44,7 +39,7 @@ def stream(datasets, since, count, top, fmt, as_json, utc, archive_path):
         start = now - LAG_S
     with open_archive(archive_path) as archive:
         infos = [source.resolve(archive, name)[0] for name in datasets]
-        _follow(archive, infos, start, count, top, fmt, utc)
+        _follow(archive, infos, start, count, top, fmt, ctx.meta.get("utc", False))
 
 
 def _follow(archive, infos, next_t, count, top, fmt, utc):

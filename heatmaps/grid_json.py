@@ -1,14 +1,5 @@
 """`strata heatmap --json` (and --format csv): a heat-map grid as plain data for
-scripts; the schema is heatmaps/JSON.md.
-
-- times: start of each column (unix seconds), each `step` seconds wide;
-- edges: row edges in the dataset's unit (ns, bytes); row i holds the values in
-  [edges[i], edges[i+1]), a union of whole llhist buckets;
-- counts: events per row and column (rows x columns) of the keys selected;
-- per_key: for each breakdown key, the same grid as [row, column, count]
-  triples of its non-empty cells, so 10,000 clients stay proportional to data;
-- below / above: events outside the rows (cropped by --ymin, --ymax, --outliers).
-"""
+scripts. The fields are documented in heatmaps/JSON.md (strata.heatmap)."""
 import csv
 import io
 
@@ -16,7 +7,6 @@ import numpy as np
 
 from strata.datasets import llhist
 
-from .json_out import document, dumps  # noqa: F401  (dumps: the command prints with it)
 from .rebin import column_histograms, row_counts
 
 MAX_COLS = 400      # columns at most, as for HTML: --last 1h gives 9 s columns
@@ -62,7 +52,7 @@ def to_json(grid, qr, raw: bool = False) -> dict:
         per_key.append({"key": key, "events": int(hist.sum()), "below": int(hist[:, below].sum()),
                         "above": int(hist[:, above].sum()),
                         "cells": [[int(r), int(c), int(counts[r, c])] for r, c in zip(rows, cols)]})
-    return document("heatmap", {
+    return {
         "dataset": grid.name, "statistic": grid.statistic, "unit": grid.unit, "axis": grid.axis,
         "keys": list(grid.keys), "start": grid.span[0], "end": grid.span[1], "step": grid.bins.width,
         "times": [int(t) for t in grid.bins.starts()],
@@ -73,4 +63,4 @@ def to_json(grid, qr, raw: bool = False) -> dict:
         "per_key": per_key,
         "spans": [{"start": int(a), "end": int(b), "cause": c} for a, b, c in grid.spans],
         **({"raw": raw_buckets(grid, qr)} if raw else {}),
-    })
+    }

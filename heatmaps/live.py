@@ -4,6 +4,7 @@ import time
 
 from . import grid_json, palette, source, term_breakdown, term_heatmap
 from .breakdown import compute, to_json
+from .clock import zone
 from .rebin import build_grid
 from .timebins import choose_bins
 
@@ -58,6 +59,6 @@ def frame(archive, heat, keys, clients, now: float, width: int, height: int, mod
     if clients:
         out.append(term_breakdown.table(b, mode, width) if b.keys else f"no {clients.breakdown} data yet")
     dim, reset = (palette.DIM, palette.RESET) if mode != "none" else ("", "")
-    out.append(f"{dim}q quit · refreshed {time.strftime('%H:%M:%S', time.localtime(now))}"
+    out.append(f"{dim}q quit · refreshed {time.strftime('%H:%M:%S', time.localtime(now))} {zone(now)}"
                f" · {clients.name if clients else 'no per-client dataset'}{reset}")
     return "\n".join(out)

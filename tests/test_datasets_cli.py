@@ -57,9 +57,9 @@ def test_lifecycle_commands(tmp_path):
     table = strata("datasets", "list", env=env).stdout.splitlines()
     assert table[0].split() == ["NAME", "STATE", "SINCE", "ONDISK", "KEEPS", "RATE", "COST"]
     assert table[1].split()[:2] == ["nfs.ops[op=read][client]", "active"]
-    assert table[1].split()[5] == "1w/90d/104w"          # bounded by default
+    assert table[1].split()[4] == "1w/90d/104w"          # bounded by default (SINCE is one ISO 8601 word)
     assert table[2].split()[:2] == ["disk.latency[device]", "suspended"]
-    assert table[2].split()[5] == "2d/90d/104w"
+    assert table[2].split()[4] == "2d/90d/104w"
     assert table[-2].startswith("archive file: ") and str(tmp_path / "x.db") in table[-2]
     assert strata("datasets", "destroy", "disk.latency[device]", "-y", env=env).returncode == 0
     assert "disk.latency" not in strata("datasets", "list", env=env).stdout

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from heatmaps_util import T0, build_archive, histogram, run_strata, seed_latencies
+from strata.heatmaps.clock import zone
 
 CHROMIUM = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
@@ -54,13 +55,13 @@ def test_html_shares_plotly_js_and_renders_offline(archive, tmp_path):
     html = out.read_text().replace("\\u002f", "/")
     assert '<script charset="utf-8" src="plotly.min.js"></script>' in html and "http" not in html.split("<body>")[0]
     assert "latency (log scale)" in html
-    assert "time (local)" in html and "%{customdata[2]:,} ops" in html      # hover: time, range, count
+    assert f"time ({zone()})" in html and "%{customdata[2]:,} ops" in html      # hover: time, range, count
     assert out.stat().st_size < 1_000_000 < (tmp_path / "plotly.min.js").stat().st_size
     shot = tmp_path / "shot.png"                                            # one browser run: DOM and screenshot
     dom = chromium("--virtual-time-budget=10000", "--dump-dom", f"--screenshot={shot}", "--window-size=1200,800",
                    f"file://{out}").stdout
     assert "main-svg" in dom, "plotly did not render"
-    assert "time (local)" in dom and "latency (log scale)" in dom
+    assert f"time ({zone()})" in dom and "latency (log scale)" in dom
     assert "100µs" in dom and "p99" in dom                                  # log ticks with units, legend
     assert png_size(shot) == (1200, 800)
     assert shot.stat().st_size > 40_000, "screenshot looks blank"
@@ -84,7 +85,7 @@ def test_png_and_svg_exports(archive, tmp_path):
             run.result()
     assert png_size(png) == (2800, 1600) and png.stat().st_size > 100_000
     text = svg.read_text()
-    assert text.lstrip().startswith("<svg") and "time (local)" in text and "latency (ms)" in text
+    assert text.lstrip().startswith("<svg") and f"time ({zone()})" in text and "latency (ms)" in text
 
 
 def test_breakdown_html(archive, tmp_path):

@@ -88,3 +88,47 @@ def test_heatmap_csv_cells_sum_to_the_events(archive):
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert sum(int(r["count"]) for r in rows) == 150 * 120
     assert all(int(r["lo_ns"]) < int(r["hi_ns"]) for r in rows)
+
+
+def test_top_zero_is_every_key(tmp_path):
+    keys = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(60)]
+    path = build_archive(tmp_path / "many.db", {"nfs.ops[client]": lambda t: {k: i + 1 for i, k in enumerate(keys)}},
+                         seconds=5)
+    p = run_strata(["breakdown", "nfs.ops[client]", "--top", "0", "--json", "--archive", str(path),
+                    "--since", str(T0), "--until", str(T0 + 5)])
+    doc = json.loads(p.stdout)
+    assert len(doc["table"]) == 60 and doc["folded_into_other"] == 0
+    assert sum(r["events"] for r in doc["table"]) == 5 * sum(range(1, 61))
+
+
+def test_times_name_their_zone(archive):
+    paris = {"TZ": "Europe/Paris", "NO_COLOR": "1"}
+    local = run_strata(["heatmap", "nfs.latency[client]", "--archive", str(archive), *RANGE], env_extra=paris)
+    utc = run_strata(["heatmap", "nfs.latency[client]", "--archive", str(archive), *RANGE, "--utc"], env_extra=paris)
+    assert "2025-11-22 09:00:00 → 09:02:00 CET (2m)" in local.stdout.splitlines()[0]
+    assert "2025-11-22 08:00:00 → 08:02:00 UTC (2m)" in utc.stdout.splitlines()[0]
+    listed = run_strata(["datasets", "list", "--archive", str(archive)], env_extra=paris).stdout
+    assert "+01:00" in listed.splitlines()[1]
+
+
+def test_breakdown_marks_outages_as_the_heat_map_does(tmp_path):
+    """A 41 s record (events held through a stall) is named in every breakdown view."""
+    from strata.datasets.archive import Archive
+    path = tmp_path / "held.db"
+    with Archive.open(str(path), readonly=False) as a:
+        info = a.create("nfs.ops[client]", now=T0)
+        ing = a.ingestor()
+        with ing.transaction():
+            for t in range(T0, T0 + 10):
+                ing.add(info.id, t, "counter", {"10.0.0.1": 5})
+            ing.add(info.id, T0 + 10, "counter", {"10.0.0.1": 205}, seconds=41, cause="stall")
+    args = ["breakdown", "nfs.ops[client]", "--archive", str(path), "--since", str(T0), "--until", str(T0 + 60)]
+    term = run_strata(args, env_extra={"NO_COLOR": "1", "TZ": "UTC"})
+    assert term.returncode == 0, term.stderr
+    assert "outage 08:00:10–08:00:51 (41s, the collector stalled)" in term.stdout.splitlines()[2]
+    doc = json.loads(run_strata(args + ["--json"]).stdout)
+    assert doc["spans"] == [{"start": T0 + 10, "end": T0 + 51, "cause": "stall"}]
+    html = tmp_path / "held.html"
+    assert run_strata(args + ["-o", str(html)]).returncode == 0
+    text = html.read_text()
+    assert "the collector stalled" in text and '"type":"rect"' in text

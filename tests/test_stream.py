@@ -68,6 +68,7 @@ def test_follows_records_as_they_arrive(tmp_path):
                     ing.add(info.id, t, "counter", {"10.0.0.7": t % 100 + 1})
                 stop.wait(t + 1 - time.time())
     thread = threading.Thread(target=writer, daemon=True)
+    started = int(time.time())
     thread.start()
     time.sleep(2.5)            # the stream starts 2 s back: those seconds are stored by now
     try:
@@ -80,4 +81,4 @@ def test_follows_records_as_they_arrive(tmp_path):
     docs = [json.loads(line) for line in p.stdout.splitlines()]
     assert [d["unix"] for d in docs] == list(range(docs[0]["unix"], docs[0]["unix"] + 3))
     assert all(d["key"] == "10.0.0.7" and d["ops_per_s"] == d["unix"] % 100 + 1 for d in docs)
-    assert abs(docs[0]["unix"] - time.time()) < 10
+    assert docs[0]["unix"] >= started                    # seconds written while it ran, not history
