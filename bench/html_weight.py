@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
-from strata.cli.demo import pictures
+from strata.demos import pictures
 from strata.heatmaps import export
 
 

@@ -3,9 +3,9 @@ the group attaches them (main.LazyGroup) and tests/test_help.py parses every one
 
 EXAMPLES = {
     "breakdown": [
-        "strata breakdown 'nfs.ops[client]' --last 1h",
-        "strata breakdown 'nfs.latency[client]' --range 10ms.. --top 0 -o slow-clients.csv",
-        "strata breakdown 'disk.ops[device]' -o disk-ops.html",
+        "strata breakdown nfs.ops --by client --last 1h",
+        "strata breakdown nfs.latency --range 10ms.. --top 0 -o slow-clients.csv",
+        "strata breakdown 'nfs.ops[client]' --key 10.0.0.1 --key 10.0.0.2 --graph line --csv",
     ],
     "check": [
         "strata check --baseline before.db --candidate after.db",
@@ -58,9 +58,14 @@ EXAMPLES = {
     ],
     "doctor": ["strata doctor", "strata doctor --json"],
     "heatmap": [
-        "strata heatmap nfs.latency --last 1h --log",
-        "strata heatmap 'nfs.latency[client=10.0.0.3]' --outliers 99.9 -o client3.png",
-        "strata heatmap 'disk.latency[device]' --json --raw > disk.json",
+        "strata heatmap nfs.latency --last 1h",
+        "strata heatmap 'nfs.latency[op=read]' --linear --outliers 99.9 -o reads.png",
+        "strata heatmap 'disk.latency[device]' --key sda --json --raw > sda.json",
+    ],
+    "show": [
+        "strata show nfs.latency --last 1h",
+        "strata show 'nfs.ops[client]' -o ops.html",
+        "strata show arc.size --csv",
     ],
     "statistics": ["strata statistics", "strata statistics --json"],
     "stream": [

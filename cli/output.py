@@ -12,13 +12,17 @@ EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".j
 FIGURES = ("html", "png", "svg")
 
 
-def choose_format(fmt: str | None, as_json: bool, output: str | None, allowed=None) -> str:
-    """The one format the flags ask for: --format, else --json, else -o's extension,
-    else the terminal. Flags that disagree (--json --format html, -o x.png --format
-    html) are a usage error; so is a format this command does not write."""
-    if as_json and fmt not in (None, "json"):
-        raise click.UsageError(f"give --json or --format {fmt}, not both")
-    asked = "json" if as_json else fmt
+def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | None, allowed=None) -> str:
+    """The one format the flags ask for: --format, else --json or --csv, else -o's
+    extension, else the terminal. Flags that disagree (--json --csv, --json --format
+    html, -o x.png --format html) are a usage error; so is a format this command does
+    not write. An -o that cannot be written is one line before any work."""
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
+    flag = "json" if as_json else "csv" if as_csv else None
+    if flag and fmt not in (None, flag):
+        raise click.UsageError(f"give --{flag} or --format {fmt}, not both")
+    asked = flag or fmt
     implied = EXTENSIONS.get(Path(output).suffix.lower()) if output else None
     if asked and implied and asked != implied:
         raise click.UsageError(f"-o {output} names a {implied.upper()} file but --format {asked} "

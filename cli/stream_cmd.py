@@ -8,6 +8,7 @@ import time
 import click
 
 from strata.cli.archive_option import archive_option, open_archive
+from strata.cli.view_errors import user_errors
 from strata.heatmaps import json_out, source, stream_lines
 
 LAG_S = 2   # a second is printed once the collector (writing every second) has had time to store it
@@ -33,17 +34,16 @@ def stream(ctx, datasets, since, count, top, fmt, as_json, archive_path):
         raise click.UsageError(f"give --json or --format {fmt}, not both")
     fmt = "json" if as_json else fmt
     now = int(time.time())
-    if since is not None:
-        start, _, _ = source.time_range(None, since, None, now=now)
-    else:
-        start = now - LAG_S
-    with open_archive(archive_path) as archive:
-        infos = [source.resolve(archive, name)[0] for name in datasets]
-        _follow(archive, infos, start, count, top, fmt, ctx.meta.get("utc", False))
+    with user_errors():
+        start = source.time_range(None, since, None, now=now)[0] if since is not None else now - LAG_S
+    with open_archive(archive_path) as archive, user_errors():
+        sources = [source.resolve(archive, name)[0] for name in datasets]
+        _follow(archive, sources, start, count, top, fmt, ctx.meta.get("utc", False))
 
 
-def _follow(archive, infos, next_t, count, top, fmt, utc):
-    width = max(len(i.name) for i in infos)
+def _follow(archive, sources, next_t, count, top, fmt, utc):
+    """Prints each second of sources (derive.Source) from next_t on, once it is stored."""
+    width = max(len(str(s.wanted)) for s in sources)
     writer = csv.DictWriter(sys.stdout, stream_lines.COLUMNS, lineterminator="\n") if fmt == "csv" else None
     if fmt == "text":
         click.echo(stream_lines.text_header(width))
@@ -55,7 +55,7 @@ def _follow(archive, infos, next_t, count, top, fmt, utc):
             ready = int(time.time()) - LAG_S + 1            # seconds before this are complete
             upto = min(ready, next_t + (count - printed if count else ready))
             if upto > next_t:
-                queried = [source.query(archive, i, next_t, upto, 1) for i in infos]
+                queried = [source.query(archive, s, next_t, upto, 1) for s in sources]
                 for t in range(next_t, upto):
                     for qr in queried:
                         for r in stream_lines.records(qr, t, t + 1, top):

@@ -1,8 +1,5 @@
-"""`strata heatmap --json` (and --format csv): a heat-map grid as plain data for
-scripts. The fields are documented in heatmaps/JSON.md (strata.heatmap)."""
-import csv
-import io
-
+"""`strata heatmap --json`: a heat-map grid as plain data for scripts; the fields
+are documented in heatmaps/JSON.md (strata.heatmap)."""
 import numpy as np
 
 from strata.datasets import llhist
@@ -28,19 +25,6 @@ def raw_buckets(grid, qr) -> dict:
                         for c in range(hist.shape[0])]}
 
 
-def to_csv(grid) -> str:
-    """One line per non-empty cell: time (unix s), step, row's lo and hi (the unit), count."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(["time", "step", f"lo_{grid.unit}", f"hi_{grid.unit}", "count"])
-    starts = grid.bins.starts()
-    rows, cols = np.nonzero(grid.counts)
-    for c, r in sorted(zip(cols, rows)):
-        w.writerow([int(starts[c]), grid.bins.width, int(grid.edges[r]), int(grid.edges[r + 1]),
-                    int(grid.counts[r, c])])
-    return out.getvalue().rstrip("\n")
-
-
 def to_json(grid, qr, raw: bool = False) -> dict:
     """Plain data for the grid built from QueryResult qr (the raw buckets too if raw)."""
     buckets = np.asarray(qr.buckets, dtype=np.int64)
@@ -53,7 +37,7 @@ def to_json(grid, qr, raw: bool = False) -> dict:
                         "above": int(hist[:, above].sum()),
                         "cells": [[int(r), int(c), int(counts[r, c])] for r, c in zip(rows, cols)]})
     return {
-        "dataset": grid.name, "statistic": grid.statistic, "unit": grid.unit, "axis": grid.axis,
+        "dataset": grid.name, "derived": grid.derived or None, "statistic": grid.statistic, "unit": grid.unit, "axis": grid.axis,
         "keys": list(grid.keys), "start": grid.span[0], "end": grid.span[1], "step": grid.bins.width,
         "times": [int(t) for t in grid.bins.starts()],
         "edges": [int(e) for e in grid.edges],

@@ -71,7 +71,7 @@ def test_drill_down_by_filter_and_by_key(archive):
 
 @pytest.mark.parametrize("args,expect", [
     (["heatmap", "nfs.latency[client=10.0.0.9]"], "keys with data: 10.0.0.1, 10.0.0.2, 10.0.0.3"),
-    (["heatmap", "zil.latency"], "did you mean disk.latency, nfs.latency or nfs.latency[client]?"),
+    (["heatmap", "zil.latency"], "datasets here: disk.latency, nfs.latency, nfs.latency[client]"),
     (["heatmap", "nfs.latency", "--ymax", "10parsecs"], "--ymax"),
     (["heatmap", "nfs.latency", "--ymax", "1ms", "--outliers", "99"], "not both"),
     (["heatmap", "nfs.latency", "--since", "yesterday-ish"], "not a time"),
@@ -80,7 +80,9 @@ def test_drill_down_by_filter_and_by_key(archive):
     (["heatmap", "nfs.latency", "--percentiles", "50,abc"], "--percentiles"),
     (["heatmap", "nfs.latency", "--format", "gif"], "gif"),
     (["heatmap", "bad name!"], "bad dataset name"),
-    (["breakdown", "nfs.ops"], "--by"),
+    (["breakdown", "nfs.ops[op=read]", "--by", "op"], "holds only op=read; break it down by another field: "
+                                                      "--by client|tier|file"),
+    (["breakdown", "nfs.ops", "--by", "vdev"], "cannot be broken down by vdev; --by client|op|tier|file"),
     (["breakdown", "nfs.latency", "--by", "client", "--graph", "stacked"], "--graph line"),
     (["breakdown", "nfs.ops", "--by", "op"], "no dataset nfs.ops[op]"),
 ])

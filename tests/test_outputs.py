@@ -45,7 +45,7 @@ def test_extension_picks_the_format(archive, tmp_path):
     p = strata(archive, "breakdown", "nfs.ops[client]", "-o", str(out))
     assert p.returncode == 0, p.stderr
     rows = list(csv.reader(io.StringIO(out.read_text())))
-    assert rows[0] == ["time", "10.0.0.2 (ops/s)", "10.0.0.1 (ops/s)"] and rows[1][1:] == ["10", "5"]
+    assert rows[0] == ["time", "seconds", "10.0.0.2", "10.0.0.1"] and rows[1][2:] == ["10", "5"]
     assert len(rows) == 121
 
 
@@ -53,6 +53,7 @@ def test_extension_picks_the_format(archive, tmp_path):
     (["--json", "--format", "html"], "give --json or --format html, not both"),
     (["--format", "html", "-o", "x.png"], "-o x.png names a PNG file but --format html"),
     (["--json", "-o", "x.csv"], "-o x.csv names a CSV file but --format json"),
+    (["--json", "--csv"], "give --json or --csv, not both"),
     (["--format", "csv", "--raw"], "--raw adds the llhist buckets to --json"),
 ])
 def test_contradictory_flags_are_usage_errors(archive, args, expect):
@@ -87,7 +88,10 @@ def test_heatmap_csv_cells_sum_to_the_events(archive):
     p = strata(archive, "heatmap", "nfs.latency[client]", "--format", "csv", "--rows", "8")
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert sum(int(r["count"]) for r in rows) == 150 * 120
-    assert all(int(r["lo_ns"]) < int(r["hi_ns"]) for r in rows)
+    assert all(int(r["low"]) < int(r["high"]) for r in rows)
+    p = strata(archive, "breakdown", "nfs.latency[client]", "--csv", "--table")
+    table = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert [r["key"] for r in table] == ["10.0.0.2", "10.0.0.1"] and table[0]["events"] == "12000"
 
 
 def test_top_zero_is_every_key(tmp_path):

@@ -82,3 +82,12 @@ def test_follows_records_as_they_arrive(tmp_path):
     assert [d["unix"] for d in docs] == list(range(docs[0]["unix"], docs[0]["unix"] + 3))
     assert all(d["key"] == "10.0.0.7" and d["ops_per_s"] == d["unix"] % 100 + 1 for d in docs)
     assert docs[0]["unix"] >= started                    # seconds written while it ran, not history
+
+
+def test_derived_names_and_bad_input(archive):
+    p = run_strata(["stream", "nfs.ops", "--since", str(T0), "--count", "2", "--json", "--archive", str(archive)])
+    docs = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(d["dataset"], d["ops_per_s"]) for d in docs] == [("nfs.ops", 33), ("nfs.ops", 4)]   # summed
+    for args, code in ((["nfs.opz"], 1), (["nfs.ops", "--since", "tomorrowish"], 2)):
+        p = run_strata(["stream", *args, "--archive", str(archive)])
+        assert p.returncode == code and len(p.stderr.strip().splitlines()) == 1, p.stderr
