@@ -1,5 +1,5 @@
-"""Where what `strata heatmap`, `strata breakdown` and `strata stream` render goes, and
-in which format: --format, --json and -o's extension agree or the command stops with
+"""Where what `strata show`, `heatmap` and `breakdown` render goes, and in which
+format: --format, --json, --csv and -o's extension agree or the command stops with
 one line; text (terminal, JSON, CSV) goes to --output or stdout, a figure
 (html/png/svg) to --output or to a file named after the dataset."""
 import os
@@ -12,11 +12,11 @@ EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".j
 FIGURES = ("html", "png", "svg")
 
 
-def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | None, allowed=None) -> str:
+def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | None) -> str:
     """The one format the flags ask for: --format, else --json or --csv, else -o's
     extension, else the terminal. Flags that disagree (--json --csv, --json --format
-    html, -o x.png --format html) are a usage error; so is a format this command does
-    not write. An -o that cannot be written is one line before any work."""
+    html, -o x.png --format html) are a usage error. An -o that cannot be written is
+    one line before any work."""
     if as_json and as_csv:
         raise click.UsageError("give --json or --csv, not both")
     flag = "json" if as_json else "csv" if as_csv else None
@@ -28,8 +28,6 @@ def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | No
         raise click.UsageError(f"-o {output} names a {implied.upper()} file but --format {asked} "
                                f"asks for {asked.upper()}: drop one, or name the file .{asked}")
     chosen = asked or implied or "term"
-    if allowed is not None and chosen not in allowed:
-        raise click.UsageError(f"this command writes {', '.join(allowed)}, not {chosen}")
     if output:
         check_writable(output)
     return chosen
