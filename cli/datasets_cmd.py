@@ -1,5 +1,4 @@
 """`strata datasets`: list, create, suspend, resume, destroy, prune, archive, import and verify datasets."""
-import json
 import os
 
 import click
@@ -11,6 +10,7 @@ from strata.datasets import verify as verify_
 from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
 from strata.datasets.retention import LEVELS, STEP, format_duration, parse_duration, parse_keep
+from strata.heatmaps import json_out
 from strata.heatmaps.stream_lines import stamp as iso_stamp
 
 
@@ -76,12 +76,12 @@ def list_(archive_path, as_json):
     why = {name: reason for name, reason in status.reasons(collector, infos).items()
            if not rates[[i.name for i in infos].index(name)]}
     if as_json:
-        click.echo(json.dumps({
+        click.echo(json_out.dumps(json_out.document("datasets", {
             "archive": archive.path, "collector": collector,
             "datasets": [dict(i.to_json(), rate_per_s=r, cost_cpu_percent=round(each[i.name], 4),
                               counts_nothing_because=why.get(i.name))
                          for i, r in zip(infos, rates)],
-            "total_cost_cpu_percent": round(total, 4), "probes": probes}, indent=2))
+            "total_cost_cpu_percent": round(total, 4), "probes": probes})))
         return
     if not infos:
         click.echo(f"no datasets in {archive.path} (create one: strata datasets create 'nfs.ops[op]')")

@@ -36,6 +36,7 @@ def test_list_names_why_a_dataset_counts_nothing(tmp_path):
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+    assert listed["schema"] == "strata.datasets" and listed["schema_version"] == 1
     assert set(why) == {"fs.ops[op]", "wire.ops[op]"}, why            # disk.ops counts: no reason
     assert "no processes chosen" in why["fs.ops[op]"] and "--fs-comm NAME" in why["fs.ops[op]"]
     assert f"ports followed ({port})" in why["wire.ops[op]"] and "--wire-port PORT" in why["wire.ops[op]"]
