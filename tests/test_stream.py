@@ -20,6 +20,7 @@ def archive(tmp_path_factory):
     return build_archive(path, {
         "nfs.latency": lambda t: {"": histogram([10_000] * 98 + [5_000_000] * 2)},
         "nfs.ops[client]": lambda t: {"10.0.0.1": 3, "10.0.0.2": 30} if t % 2 == 0 else {"10.0.0.1": 4},
+        "arc.size": lambda t: {"": float(64 << 20)},
     }, seconds=20)
 
 
@@ -48,6 +49,9 @@ def test_json_lines_and_csv(archive):
                     "--archive", str(archive)])
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert len(rows) == 3 and {r["ops_per_s"] for r in rows} == {"100"} and rows[0]["unit"] == "ns"
+    p = run_strata(["stream", "arc.size", "--since", str(T0), "--count", "1", "--archive", str(archive)])
+    gauge = p.stdout.splitlines()[1].split()
+    assert gauge[1:4] == ["arc.size", "-", "-"] and gauge[-1] == "64MiB", p.stdout     # a gauge: its value
 
 
 def test_follows_records_as_they_arrive(tmp_path):
