@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from strata.cli.output import choose_format, emit_text, write_figure
+from strata.cli.output import emit_text, write_figure
 from strata.heatmaps import figures, grid_json, json_out, outage_marks, source, table_csv, termcaps
 from strata.heatmaps.errors import ViewUsageError
 from strata.heatmaps.units import parse_value
