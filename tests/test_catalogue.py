@@ -83,7 +83,7 @@ def test_compiled_catalogue_follows_the_pinned_vectors():
 
 
 @pytest.mark.parametrize("name,needle", [
-    ("nfs.ops[op=reed]", "nfs.ops has no op 'reed'; valid: null, getattr,"),
+    ("nfs.ops[op=reed]", "nfs.ops has no op 'reed'; did you mean read, renew or rename?"),
     ("nfs.latency[tier=flash]", "valid: none, arc, l2arc, pool, zil"),
     ("disk.ops[op=getattr]", "valid: read, write, sync, flush, discard, other"),
     ("l2arc.latency[op=commit]", "valid: read, write"),
