@@ -41,7 +41,7 @@ def generate(path, days, rng):
     archive = Archive.open(path, readonly=False)
     t_end = int(time.time()) // HOUR * HOUR
     t0 = t_end - days * 86400
-    info = archive.create("nfs.latency[client]", Retention(second=None), now=t0)
+    info = archive.create("nfs.latency[client]", Retention(second=None, minute=None, hour=None), now=t0)
     with archive.write() as c:
         c.executemany("INSERT INTO keys VALUES (?, ?, ?)", [(info.id, k, f"10.0.0.{k + 1}") for k in range(KEYS)])
     sample = None

@@ -56,18 +56,19 @@ def decode_with_ends(data) -> tuple:
         raise CorruptStream("varint stream ends inside a number")
     ends = np.flatnonzero(b < 0x80)
     values = b[ends].astype(np.uint64)
-    continued = np.flatnonzero(b >= 0x80)
-    if continued.size:
-        wide = np.unique(np.searchsorted(ends, continued))       # numbers with continuation bytes
-        starts = np.where(wide > 0, ends[wide - 1] + 1, 0)
-        widths = ends[wide] - starts + 1
-        if widths.max() > MAX_BYTES or np.any((widths == MAX_BYTES) & (b[ends[wide]] > 1)):
-            raise CorruptStream("varint wider than 64 bits")
-        v = np.zeros(len(wide), dtype=np.uint64)
-        for k in range(int(widths.max())):
-            has = widths > k
-            v[has] |= (b[starts[has] + k] & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * k)
-        values[wide] = v
+    if ends.size == b.size:
+        return values, ends
+    widths = np.diff(ends, prepend=-1)
+    wide = np.flatnonzero(widths > 1)                      # numbers with continuation bytes
+    widths = widths[wide]
+    if widths.max() > MAX_BYTES or np.any((widths == MAX_BYTES) & (b[ends[wide]] > 1)):
+        raise CorruptStream("varint wider than 64 bits")
+    starts = ends[wide] - widths + 1
+    v = np.zeros(len(wide), dtype=np.uint64)
+    for k in range(int(widths.max())):
+        has = widths > k
+        v[has] |= (b[starts[has] + k] & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * k)
+    values[wide] = v
     return values, ends
 
 
