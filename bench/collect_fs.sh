@@ -16,6 +16,7 @@
 #    chosen and not chosen. BPF statistics are off for this part (they time every run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-4}
 source bench/collectlib.sh

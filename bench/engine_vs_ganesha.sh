@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
+if [ "${BENCH_SMOKE:-}" = 1 ]; then DURATION=1; fi # smoke mode (bench/run.sh)
 ARC_MAX=${ARC_MAX:-256M}
 ENGINE=${ENGINE:-build/bin/strata-engine}
 BASE_ENGINE=${BASE_ENGINE:-}
