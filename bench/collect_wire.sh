@@ -16,7 +16,7 @@
 # SERVERS="engine ganesha" (default) picks the servers; CYCLES windows of each configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 CYCLES=1; fi # smoke mode (bench/run.sh)
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=2 CYCLES=1 SERVERS=ganesha; fi # smoke mode (bench/run.sh): the wire layer on ganesha
 SECS=${SECS:-4}
 CYCLES=${CYCLES:-12}
 SERVERS=${SERVERS:-engine ganesha}
