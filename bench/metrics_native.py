@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from heatmaps_util import histogram, seed_latencies             # noqa: E402
 from strata.datasets.archive import DatasetInfo                 # noqa: E402
-from strata.datasets.openmetrics import Exposition              # noqa: E402
+from strata.prometheus.openmetrics import Exposition              # noqa: E402
 
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): 2 rounds, up to 50 keys
 ROUNDS = 2 if SMOKE else int(os.environ.get("ROUNDS", "20"))
