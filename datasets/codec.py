@@ -12,7 +12,9 @@ record is a varint stream (datasets/varint.py):
 Rollups use the same encoding with sums, so a minute record is exactly the
 cell-wise sum of its seconds (a gauge's mean is sum / samples). Many records
 encode and decode in one vectorised pass; `Cells.row` says which record a cell
-belongs to. Malformed records raise CorruptRecord.
+belongs to. decode_groups, the fast path, leaves cells grouped by (record, key),
+as stored, so that a reader sums them without spreading the record and key onto
+every cell. Malformed records raise CorruptRecord.
 """
 from dataclasses import dataclass
 

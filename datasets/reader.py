@@ -1,4 +1,5 @@
 """Answering a query: choose the archive level, read its records, bin them into columns.
+read_groups reads and decodes a level's records (the fast path other readers call too).
 
 The level is the finest one whose data still reaches back to the start of the
 range (nothing pruned after `start`); when a resolution is asked for, the
