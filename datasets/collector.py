@@ -96,6 +96,7 @@ class Collector:
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
         self.generation = {}     # dataset id -> times re-added (its daemon key: daemon_key())
         self.dropped = {}        # dataset name -> records dropped: destroyed or suspended meanwhile
+        self.idle = False        # no active dataset (said once, until there is one again)
         self.warned = set()
         self.stopping = False
         self.proc = None
@@ -127,7 +128,8 @@ class Collector:
 
     def sync(self):
         """Add what became active, remove what was suspended or destroyed."""
-        want = {d.id: d for d in self.archive.datasets() if d.state == "active"}
+        every = self.archive.datasets()
+        want = {d.id: d for d in every if d.state == "active"}
         collected = len(self.kinds)
         for ds in [i for i in self.kinds if i not in want]:
             self._send(f"remove {daemon_key(ds, self.generation.get(ds, 0))}")
@@ -139,6 +141,11 @@ class Collector:
                 self.kinds[ds], self.infos[ds] = info.kind, info
                 self._send(control_line(info, daemon_key(ds, self.generation.get(ds, 0))))
         self.failed &= set(want)
+        if not want and not self.idle:
+            suspended = len(every)
+            self.log("no active dataset in the archive" + (f" ({suspended} suspended)" if suspended else "") +
+                     ": collecting nothing until one is created or resumed (`strata datasets create NAME`)")
+        self.idle = not want
         if len(self.kinds) != collected:
             self._write_status()
 
