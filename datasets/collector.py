@@ -19,7 +19,10 @@ file's `dropped`) and said once, never stored; so is a record reaching back to a
 suspend-and-resume the collector did not see (the dataset's state_since moved), and a
 level a prune has cut (its horizon) is not written again. A dataset the collector
 removes and adds again gets a new daemon id (`ID.GENERATION`), so the daemon's lines
-still in the pipe from before the removal are told apart and dropped.
+still in the pipe from before the removal are told apart and dropped. A stored second is
+a whole second of an active dataset: the daemon's first record after an `add` covers only
+the part of its interval after the add, and is not stored (the dataset's data starts at
+its next second).
 
 Faults of the archive never stop collection. While a batch cannot be written
 (disk full, I/O error, read-only file system, the file or its folder removed),
@@ -97,6 +100,7 @@ class Collector:
         self.generation = {}     # dataset id -> times re-added (its daemon key: daemon_key())
         self.dropped = {}        # dataset name -> records dropped: destroyed or suspended meanwhile
         self.idle = False        # no active dataset (said once, until there is one again)
+        self.partial = set()     # ids added whose first (partial) record has not come yet
         self.warned = set()
         self.stopping = False
         self.proc = None
@@ -135,10 +139,12 @@ class Collector:
             self._send(f"remove {daemon_key(ds, self.generation.get(ds, 0))}")
             del self.kinds[ds]
             self.last.pop(ds, None)
+            self.partial.discard(ds)
             self.generation[ds] = self.generation.get(ds, 0) + 1   # its next add: a new daemon id
         for ds, info in want.items():
             if ds not in self.kinds and ds not in self.failed:
                 self.kinds[ds], self.infos[ds] = info.kind, info
+                self.partial.add(ds)
                 self._send(control_line(info, daemon_key(ds, self.generation.get(ds, 0))))
         self.failed &= set(want)
         if not want and not self.idle:
@@ -179,6 +185,9 @@ class Collector:
                     if ds not in self.kinds or gen != self.generation.get(ds, 0):
                         self._drop(ds, "removed")   # sent before the daemon read its `remove`
                         continue
+                    if ds in self.partial:          # the interval the add came in: a part of it
+                        self.partial.discard(ds)
+                        continue
                     if msg.get("kind") != self.kinds[ds]:
                         raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
                     t = msg.get("t")
@@ -194,6 +203,7 @@ class Collector:
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
                     if ds in self.kinds:
                         del self.kinds[ds]
+                        self.partial.discard(ds)
                         self.failed.add(ds)
                     self._error(f"{name}: {msg.get('message', 'refused')}")
                 elif kind == "status":
