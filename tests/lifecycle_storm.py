@@ -34,8 +34,8 @@ from pathlib import Path
 
 from datasets_util import STRATA
 from engine_util import NFS_PROG, Engine, RpcClient, mkpool, xdr_opaque
-from strata.cli.lab.load import Load, arguments
-from strata.cli.lab.process import stop
+from strata.lab.load import Load, arguments
+from strata.lab.process import stop
 from strata.datasets import status
 from strata.datasets.archive import Archive
 

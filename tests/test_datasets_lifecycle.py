@@ -180,7 +180,7 @@ def test_destroy_then_create_under_a_real_collector(tmp_path):
     collect` writes a second of disk I/O on a loop device; five times."""
     from test_datasets_collect import daemon_pid, start_collect, wait_for
     from datasets_util import direct_writes, loop_device, strata
-    from strata.cli.lab.process import stop
+    from strata.lab.process import stop
     path = str(tmp_path / "r.db")
     with loop_device() as loop:
         dev = os.path.basename(loop)

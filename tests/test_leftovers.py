@@ -8,7 +8,7 @@ import time
 
 from conftest import BUILD, REPO, built
 from datasets_util import STRATA, strata
-from strata.cli.lab.process import stop
+from strata.lab.process import stop
 from strata.datasets.archive import Archive
 
 
