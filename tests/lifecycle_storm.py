@@ -52,6 +52,7 @@ class Reference(threading.Thread):
         super().__init__(daemon=True)
         self.eng, self.per_second = eng, per_second
         self.sent = {}                # wall second -> GETATTR replies
+        self.unknown = set()          # seconds a reply crossed into (starved of CPU): not compared
         self.stopping = threading.Event()
         self.error = None
         self.c = RpcClient.__new__(RpcClient)
@@ -75,8 +76,8 @@ class Reference(threading.Thread):
                     r = self.c.call(NFS_PROG, 1, xdr_opaque(self.fh))
                     assert r.u32() == 0
                     n += 1
-                if int(time.time()) != second:
-                    raise AssertionError(f"a GETATTR of second {second} was answered after it")
+                if int(time.time()) != second:   # the server may have counted it in either
+                    self.unknown |= {second, int(time.time())}
                 self.sent[second] = n
                 time.sleep(max(0.0, second + 1.2 - time.time()))
         except BaseException as e:   # said by check()
@@ -236,7 +237,8 @@ def run(seed: int, workdir: Path, seconds: float, clients: int = 2) -> dict:
         eng.stop()
     if ref.error:
         raise AssertionError(f"seed {seed}: the reference client failed: {ref.error!r}")
-    return check(storm, ref.sent, report, [(storm.workdir / f"collect-{x}.log").read_text() for x in "ab"])
+    return check(storm, ref.sent, report, [(storm.workdir / f"collect-{x}.log").read_text() for x in "ab"],
+                 ref.unknown)
 
 
 def _wait_for_records(archive, timeout, procs):
@@ -284,8 +286,9 @@ def timelines(commands) -> dict:
     return out
 
 
-def check(storm: Storm, sent: dict, report: dict, logs: list) -> dict:
-    """The storm's findings; AssertionError naming the first failures."""
+def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = frozenset()) -> dict:
+    """The storm's findings; AssertionError naming the first failures. Seconds in unknown
+    (a reference reply crossed a second's end) must be stored but are not compared."""
     problems = []
     for archive in (storm.a, storm.b):
         v = strata("datasets", "verify", archive)
@@ -312,12 +315,14 @@ def check(storm: Storm, sent: dict, report: dict, logs: list) -> dict:
         stretches = lines.get(info.id, [])
         for t, (secs, n) in stored.items():
             want = sum(sent.get(s, 0) for s in range(t, t + secs))
-            checked += secs
-            events += n
-            expected += want
-            if n != want:
-                wrong += 1
-                problems.append(f"{name} (id {info.id}) at {t}+{secs}s: {n} events stored, the clients sent {want}")
+            if not unknown & set(range(t, t + secs)):
+                checked += secs
+                events += n
+                expected += want
+                if n != want:
+                    wrong += 1
+                    problems.append(f"{name} (id {info.id}) at {t}+{secs}s: {n} events stored, "
+                                    f"the clients sent {want}")
             if t < imported.get(info.id, 0):
                 continue      # copies of seconds checked under the incarnation they came from
             if not any(maybe_on <= t and t + secs <= maybe_off for _, _, maybe_on, maybe_off in stretches):
@@ -341,7 +346,7 @@ def check(storm: Storm, sent: dict, report: dict, logs: list) -> dict:
             problems.append(f"steady archive: reference second {t} not stored")
     for t, (secs, n) in ref_stored.items():
         want = sum(sent.get(s, 0) for s in range(t, t + secs))
-        if n != want:
+        if n != want and not unknown & set(range(t, t + secs)):
             problems.append(f"steady archive at {t}: {n} events stored, the clients sent {want}")
     load_stored = sum(n for _, n in events_per_second(storm.b, steady["nfs.ops[client=127.0.0.1]"]).values())
     load_sent = report["ops_total"] + sum(report["setup"]["ops"].values()) + \
@@ -353,6 +358,7 @@ def check(storm: Storm, sent: dict, report: dict, logs: list) -> dict:
                            sorted({c.what for c in storm.commands})},
                "seconds_checked": checked, "events_compared": events,
                "reference_events": expected, "reference_seconds": len(sent),
+               "uncompared_seconds": len(unknown),
                "lost_seconds": lost, "misplaced_seconds": misplaced, "wrong_seconds": wrong,
                "load_requests": load_sent, "problems": problems[:20]}
     if problems:
