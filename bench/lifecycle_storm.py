@@ -38,7 +38,7 @@ def main():
                 seed += 1
                 continue
         for k in ("commands", "seconds_checked", "events_compared", "reference_events", "lost_seconds",
-                  "misplaced_seconds",
+                  "misplaced_seconds", "shifted_seconds", "uncompared_seconds",
                   "wrong_seconds", "load_requests"):
             total[k] = total.get(k, 0) + f[k]
         for k, n in f["by_kind"].items():
