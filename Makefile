@@ -42,11 +42,17 @@ include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk
 
-.PHONY: all deps venv test test-c test-py demo bench clean
+.PHONY: all deps test-deps venv test test-c test-py demo bench clean
 all: $(ALL_TARGETS)
 
+# deps: what building, running and `make demo` need; test-deps: also what only the tests,
+# benchmarks and the ganesha and nfsd demos need (their services masked: scripts/deps.sh).
 deps:
 	bash scripts/deps.sh
+	$(MAKE) --no-print-directory venv
+
+test-deps:
+	bash scripts/deps.sh --tests
 	$(MAKE) --no-print-directory venv
 
 venv: $(VENV)/.installed
@@ -61,7 +67,7 @@ $(VENV)/.installed: pyproject.toml
 # run beside the fuzzers (one CPU each), each step's output printed when it ends.
 TEST_JOBS ?= $(shell nproc)
 TEST_BUILD = $(ALL_TARGETS) $(TEST_BINS) $(BUILD)/san/strata-engine $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t))
-test: deps
+test: test-deps
 	$(MAKE) -j$(TEST_JOBS) $(TEST_BUILD)
 	$(MAKE) -j2 --output-sync=target test-c fuzz-smoke
 	$(MAKE) test-san
@@ -78,7 +84,7 @@ demo: deps
 	$(MAKE) all
 	$(STRATA) demo -o demo
 
-bench: deps
+bench: test-deps
 	$(MAKE) all
 	bash bench/run.sh
 

@@ -1,9 +1,13 @@
 /* strata_features.c — `strata-features`: loads and attaches one trivial BPF program
  * per attach type (bpf/features.bpf.c), asks the kernel for the helpers, maps and
  * kfuncs strata's layers depend on (kernel_features.h), and prints what worked as
- * JSON, for `strata doctor`. Each check is independent: one failure never hides another. */
+ * JSON, for `strata doctor`. Each check is independent: one failure never hides another.
+ * Nothing is left on the host: the checks run in a network namespace of their own
+ * (its lo takes the TC and tcx probes, and goes with the process); where one cannot
+ * be made, the clsact qdisc the TC probe made on the host's lo is removed again. */
 #include <errno.h>
 #include <net/if.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,7 +64,7 @@ static void check(const char *label, const char *name, int last)
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = (int)if_nametoindex("lo"), .attach_point = BPF_TC_INGRESS);
 		LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(want));
 
-		err = bpf_tc_hook_create(&hook);
+		int made = !(err = bpf_tc_hook_create(&hook));
 		if (err == -EEXIST)
 			err = 0;
 		if (!err && !(err = bpf_tc_attach(&hook, &opts))) {
@@ -68,6 +72,10 @@ static void check(const char *label, const char *name, int last)
 			opts.prog_id = 0;
 			opts.flags = 0;
 			bpf_tc_detach(&hook, &opts);
+		}
+		if (made) { /* the qdisc is ours: removed (a qdisc found there is left alone) */
+			hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+			bpf_tc_hook_destroy(&hook);
 		}
 		goto out;
 	} else if (strcmp(name, "uprobe_probe") == 0) {
@@ -106,6 +114,7 @@ static bool bpf_stats(void)
 int main(void)
 {
 	libbpf_set_print(silent);
+	unshare(CLONE_NEWNET); /* a lo of our own for the TC and tcx probes (else the host's) */
 	strata_features_uprobe_target(1);
 	printf("{\n");
 	check("tp_btf", "tp_btf_probe", 0);

@@ -11,6 +11,19 @@ reload() (SIGHUP) runs the `on_reload` callback between two batches, without
 stopping the daemon, then applies the dataset changes it made at once.
 Given an openmetrics.Exposition, every second collected is added to it as well.
 
+Lifecycle commands beside the collector lose nothing and confuse nothing. Dataset ids
+are never reused (datasets/schema.py). Every write transaction first reads, under its
+own write lock, which datasets are active now: a record of a dataset destroyed or
+suspended since the collector last looked is dropped, counted per dataset (the status
+file's `dropped`) and said once, never stored; so is a record reaching back to a
+suspend-and-resume the collector did not see (the dataset's state_since moved), and a
+level a prune has cut (its horizon) is not written again. A dataset the collector
+removes and adds again gets a new daemon id (`ID.GENERATION`), so the daemon's lines
+still in the pipe from before the removal are told apart and dropped. A stored second is
+a whole second of an active dataset: the daemon's first record after an `add` covers only
+the part of its interval after the add, and is not stored (the dataset's data starts at
+its next second).
+
 Faults of the archive never stop collection. While a batch cannot be written
 (disk full, I/O error, read-only file system, the file or its folder removed),
 its records are held in memory (datasets/outage_hold.py), one stderr line and the
@@ -33,6 +46,7 @@ import selectors
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 from .archive import Archive
 from .errors import ArchiveError, BadRecord
@@ -45,10 +59,23 @@ ERRORS_KEPT = 5     # problems the status file keeps (the last ones said)
 STEP_MS = 500       # a wall-clock advance this far from the monotonic one is a step
 
 
-def control_line(info) -> str:
-    """The `add` line for a dataset."""
+def control_line(info, key: str) -> str:
+    """The `add` line for a dataset, under the daemon id key."""
     filters = " ".join(f"{k}={v}" for k, v in sorted(info.filters.items()))
-    return f"add {info.id} {info.statistic} {info.breakdown or '-'}" + (f" {filters}" if filters else "")
+    return f"add {key} {info.statistic} {info.breakdown or '-'}" + (f" {filters}" if filters else "")
+
+
+def daemon_key(ds: int, generation: int) -> str:
+    """The daemon's id for the generation-th adding of dataset ds by this collector."""
+    return str(ds) if generation == 0 else f"{ds}.{generation}"
+
+
+def parse_key(text) -> tuple:
+    """(dataset id, generation) of a daemon id; (None, None) if it is not one."""
+    ds, _, gen = str(text).partition(".")
+    if not ds.isdigit() or not (gen == "" or gen.isdigit()):
+        return None, None
+    return int(ds), int(gen or 0)
 
 
 def _device_of(path):
@@ -70,6 +97,10 @@ class Collector:
         self.kinds = {}          # dataset id -> kind, for datasets added to the daemon
         self.infos = {}          # dataset id -> DatasetInfo
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
+        self.generation = {}     # dataset id -> times re-added (its daemon key: daemon_key())
+        self.dropped = {}        # dataset name -> records dropped: destroyed or suspended meanwhile
+        self.idle = False        # no active dataset (said once, until there is one again)
+        self.partial = set()     # ids added whose first (partial) record has not come yet
         self.warned = set()
         self.stopping = False
         self.proc = None
@@ -92,6 +123,8 @@ class Collector:
     # -- talking to the daemon ---------------------------------------------------------------
 
     def _send(self, line: str):
+        if self.proc is None:
+            return
         try:
             self.proc.stdin.write((line + "\n").encode())
             self.proc.stdin.flush()
@@ -100,17 +133,26 @@ class Collector:
 
     def sync(self):
         """Add what became active, remove what was suspended or destroyed."""
-        want = {d.id: d for d in self.archive.datasets() if d.state == "active"}
+        every = self.archive.datasets()
+        want = {d.id: d for d in every if d.state == "active"}
         collected = len(self.kinds)
         for ds in [i for i in self.kinds if i not in want]:
-            self._send(f"remove {ds}")
+            self._send(f"remove {daemon_key(ds, self.generation.get(ds, 0))}")
             del self.kinds[ds]
             self.last.pop(ds, None)
+            self.partial.discard(ds)
+            self.generation[ds] = self.generation.get(ds, 0) + 1   # its next add: a new daemon id
         for ds, info in want.items():
             if ds not in self.kinds and ds not in self.failed:
                 self.kinds[ds], self.infos[ds] = info.kind, info
-                self._send(control_line(info))
+                self.partial.add(ds)
+                self._send(control_line(info, daemon_key(ds, self.generation.get(ds, 0))))
         self.failed &= set(want)
+        if not want and not self.idle:
+            suspended = len(every)
+            self.log("no active dataset in the archive" + (f" ({suspended} suspended)" if suspended else "") +
+                     ": collecting nothing until one is created or resumed (`strata datasets create NAME`)")
+        self.idle = not want
         if len(self.kinds) != collected:
             self._write_status()
 
@@ -127,7 +169,8 @@ class Collector:
 
     def _write_status(self):
         self.status.write("holding" if self.fault else "writing", self.fault or "",
-                          self.held.start() if self.fault else None, len(self.kinds), self.errors, self.daemon)
+                          self.held.start() if self.fault else None, len(self.kinds), self.errors,
+                          self.dropped, self.daemon)
 
     def handle(self, lines: list):
         """Archive one batch of daemon output lines (one transaction), or hold it."""
@@ -139,10 +182,13 @@ class Collector:
                     raise BadRecord("not a JSON object")
                 kind = msg.get("type")
                 if kind == "data":
-                    ds = msg.get("id")
-                    ds = int(ds) if isinstance(ds, (int, str)) and str(ds).isdigit() else None
-                    if ds not in self.kinds:
-                        continue  # removed meanwhile
+                    ds, gen = parse_key(msg.get("id"))
+                    if ds not in self.kinds or gen != self.generation.get(ds, 0):
+                        self._drop(ds, "removed")   # sent before the daemon read its `remove`
+                        continue
+                    if ds in self.partial:          # the interval the add came in: a part of it
+                        self.partial.discard(ds)
+                        continue
                     if msg.get("kind") != self.kinds[ds]:
                         raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
                     t = msg.get("t")
@@ -154,10 +200,11 @@ class Collector:
                 elif kind == "interval":
                     self._interval(msg)
                 elif kind == "error":
-                    ds = int(msg["id"]) if str(msg.get("id", "")).isdigit() else None
+                    ds, _ = parse_key(msg.get("id", ""))
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
                     if ds in self.kinds:
                         del self.kinds[ds]
+                        self.partial.discard(ds)
                         self.failed.add(ds)
                     self._error(f"{name}: {msg.get('message', 'refused')}")
                 elif kind == "status":
@@ -214,11 +261,15 @@ class Collector:
         try:
             self._same_file()
             with self.archive.guard(), self.ingest.transaction():
+                active = self._active()
                 if self.held:
-                    self.held.store(self.ingest, self.kinds)
+                    self.held.store(self.ingest, {ds: span for ds, span in self.held.spans.items()
+                                                  if self._stored(active, ds, span.start)})
                 for ds, start, seconds, cause, data, raw in records:
+                    if not self._stored(active, ds, start):
+                        continue
                     try:
-                        self.ingest.add(ds, start, self.kinds[ds], data, seconds, cause)
+                        self.ingest.add(ds, start, self.kinds[ds], data, seconds, cause, active[ds][1])
                         self.records += 1
                         committed.append((ds, data))
                     except (BadRecord, TypeError) as e:
@@ -232,6 +283,46 @@ class Collector:
             for ds, data in committed:
                 self.exposition.add(self.infos[ds], data)
             self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
+
+    def _active(self) -> dict:
+        """{id: (state_since, {step: horizon})} of the datasets active now, read inside the write
+        transaction (no other command can change them before it commits); the datasets it
+        collects follow them at once."""
+        active = {ds: (since, {1: h1, 60: h60, 3600: h3600}) for ds, since, h1, h60, h3600 in
+                  self.archive.conn.execute("SELECT id, state_since, horizon_second, horizon_minute, "
+                                            "horizon_hour FROM datasets WHERE state = 'active'")}
+        if set(active) - self.failed != set(self.kinds):
+            self.sync()
+        return active
+
+    def _stored(self, active, ds, start) -> bool:
+        """Whether a record of dataset ds from second start may be stored: the dataset is active
+        and has been since before start (a suspend and resume the collector did not see moved
+        its state_since: what it collected up to then held suspended time). Counted if not."""
+        if ds not in active:
+            self._drop(ds, "gone")
+            return False
+        info = self.infos.get(ds)
+        since = active[ds][0]
+        if info is not None and since != info.state_since:
+            if start <= since:
+                self._drop(ds, since)
+                return False
+            self.infos[ds] = replace(info, state_since=since)
+        return True
+
+    def _drop(self, ds, why):
+        """Count a record of dataset ds not stored (destroyed or suspended meanwhile); said once
+        per dataset and state change."""
+        info = self.infos.get(ds)
+        if info is None:
+            return     # not a dataset this collector added: a malformed id
+        self.dropped[info.name] = self.dropped.get(info.name, 0) + 1
+        if (ds, why) not in self.warned:
+            self.warned.add((ds, why))
+            self.log(f"{info.name} was destroyed or suspended while being collected: its records from "
+                     "then on are dropped, not stored (counted in the status file's `dropped`)")
+        self._write_status()
 
     def _hold(self, records, error):
         for ds, start, seconds, cause, data, raw in records:

@@ -6,7 +6,9 @@ cell-wise with it and written back in the caller's transaction, so rollups
 are always the exact sum of their seconds and a crash loses at most the
 transaction in flight. Breakdown keys are interned per dataset. A record that
 spans more than one second (events collected across an outage) is stored at
-its first second and marked in the spans table (datasets/schema.py).
+its first second and marked in the spans table (datasets/schema.py). A level's
+record that would lie wholly before that level's pruning horizon (a prune ran
+meanwhile) is not written: pruned data does not come back in part.
 """
 import math
 import sqlite3
@@ -109,23 +111,28 @@ class Ingestor:
                     pass  # SQLite rolled back itself (an I/O error); the failure in hand is the news
             raise
 
-    def add(self, dataset: int, t: int, kind: str, data: dict, seconds: int = 1, cause: str = "stall"):
+    def add(self, dataset: int, t: int, kind: str, data: dict, seconds: int = 1, cause: str = "stall",
+            horizon: dict | None = None):
         """Add one record of one dataset (inside transaction()): the events of [t, t + seconds);
-        a record spanning more than one second is marked in spans with its cause."""
+        a record spanning more than one second is marked in spans with its cause. horizon:
+        {step: the dataset's pruning horizon at that level}."""
         check_time(t)
-        self.add_cells(dataset, t, kind, cells_of(kind, data, self._interner(dataset)), seconds, cause)
+        self.add_cells(dataset, t, kind, cells_of(kind, data, self._interner(dataset)), seconds, cause,
+                       horizon=horizon)
 
     def add_cells(self, dataset: int, t: int, kind: str, cells: codec.Cells, seconds: int = 1,
-                  cause: str = "stall", keys: list | None = None):
+                  cause: str = "stall", keys: list | None = None, horizon: dict | None = None):
         """add() for cells already made; `keys`: the texts of the cells' key indices when they are
         not this archive's (interned here)."""
+        horizon = horizon or {}
         if keys is not None:
             intern = self._interner(dataset)
             cells = codec.combine(codec.Cells(cells.row, np.array([intern(k) for k in keys], np.int64)[cells.key],
                                               cells.bucket, cells.count, cells.total)) if len(cells) else cells
         for step in STEPS:
-            self._merge(dataset, step, t - t % step, kind, cells)
-        if seconds > 1:
+            if t - t % step + step > horizon.get(step, 0):
+                self._merge(dataset, step, t - t % step, kind, cells)
+        if seconds > 1 and t + 1 > horizon.get(1, 0):
             self.conn.execute("INSERT INTO spans VALUES (?, ?, ?, ?) ON CONFLICT (dataset, t) DO UPDATE "
                               "SET seconds = max(seconds, excluded.seconds)", (dataset, t, seconds, cause))
 

@@ -10,7 +10,13 @@ shared-memory file cannot be created (a directory they cannot write).
 Tables:
   datasets  one row per dataset: name, statistic, breakdown, filters (JSON),
             kind, unit, probe, state, times, retention and pruning horizon
-            per level (data before horizon_L has been pruned from level L)
+            per level (data before horizon_L has been pruned from level L).
+            Its id is AUTOINCREMENT: never given twice in one archive, so no
+            record, span, key or running collector that names a destroyed
+            dataset's id can be taken for a later dataset's. Archives written
+            before are migrated by their first writer (_migrate_ids); older
+            strata read and write a migrated archive unchanged, so the format
+            version stays 1.
   keys      breakdown keys interned per dataset (dataset, idx) -> key
   records   (dataset, step, t) -> encoded cells (datasets/codec.py); step 1,
             60 or 3600 for the second, minute and hour levels
@@ -42,9 +48,9 @@ WAL_LIMIT = 16 << 20   # bytes the WAL file is cut back to after a checkpoint re
 HEADER = b"SQLite format 3\x00"
 REPAIR = "`strata datasets verify` names the damage, `--salvage OUT` copies out what is readable"
 
-DDL = """
-CREATE TABLE datasets(
-  id INTEGER PRIMARY KEY,
+DATASETS = """
+CREATE TABLE TABLE_NAME(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   name TEXT NOT NULL UNIQUE,
   statistic TEXT NOT NULL,
   breakdown TEXT NOT NULL DEFAULT '',
@@ -59,7 +65,18 @@ CREATE TABLE datasets(
   horizon_second INTEGER NOT NULL DEFAULT 0,
   horizon_minute INTEGER NOT NULL DEFAULT 0,
   horizon_hour INTEGER NOT NULL DEFAULT 0
-);
+);"""
+DATASETS_COLUMNS = ("id, name, statistic, breakdown, filters, kind, unit, probe, state, created, state_since, "
+                    "keep_second, keep_minute, keep_hour, horizon_second, horizon_minute, horizon_hour")
+DATASET_TRIGGERS = """
+CREATE TRIGGER datasets_created AFTER INSERT ON datasets
+BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+CREATE TRIGGER datasets_destroyed AFTER DELETE ON datasets
+BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+CREATE TRIGGER datasets_state AFTER UPDATE OF state ON datasets
+BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+"""
+DDL = DATASETS.replace("TABLE_NAME", "datasets") + """
 CREATE TABLE keys(
   dataset INTEGER NOT NULL, idx INTEGER NOT NULL, key TEXT NOT NULL,
   PRIMARY KEY (dataset, idx), UNIQUE (dataset, key)
@@ -75,13 +92,7 @@ CREATE TABLE usage(
 ) WITHOUT ROWID;
 CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('changes', 0);
-
-CREATE TRIGGER datasets_created AFTER INSERT ON datasets
-BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
-CREATE TRIGGER datasets_destroyed AFTER DELETE ON datasets
-BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
-CREATE TRIGGER datasets_state AFTER UPDATE OF state ON datasets
-BEGIN UPDATE meta SET value = value + 1 WHERE key = 'changes'; END;
+""" + DATASET_TRIGGERS + """
 
 CREATE TRIGGER records_added AFTER INSERT ON records BEGIN
   INSERT INTO usage VALUES (NEW.dataset, NEW.step, 1, length(NEW.data))
@@ -229,6 +240,40 @@ def _validate_or_create(conn, path, readonly):
         conn.execute("PRAGMA journal_mode = WAL")
     if not readonly:
         conn.execute(SPANS)
+        if not ids_never_reused(conn):
+            _migrate_ids(conn)
+
+
+def ids_never_reused(conn) -> bool:
+    """Whether the datasets table's ids are AUTOINCREMENT (archives written before are not)."""
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'datasets'").fetchone()
+    return sql is not None and "AUTOINCREMENT" in sql[0].upper()
+
+
+def _migrate_ids(conn):
+    """Make the datasets table's ids AUTOINCREMENT in an archive written before they were, in
+    one transaction keeping every row: the table is copied into a new one and renamed, and the
+    id sequence starts above every id any table still names (orphan rows of a destroyed
+    dataset included), so no new dataset is given an id something refers to."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not ids_never_reused(conn):    # another writer may have done it meanwhile
+            high = max(conn.execute(f"SELECT coalesce(max({col}), 0) FROM {table}").fetchone()[0]
+                       for table, col in (("datasets", "id"), ("keys", "dataset"), ("records", "dataset"),
+                                          ("usage", "dataset"), ("spans", "dataset")))
+            conn.execute(DATASETS.replace("TABLE_NAME", "datasets_new"))
+            conn.execute(f"INSERT INTO datasets_new ({DATASETS_COLUMNS}) SELECT {DATASETS_COLUMNS} FROM datasets")
+            conn.execute("DROP TABLE datasets")     # its triggers go with it (no DELETE trigger runs)
+            conn.execute("ALTER TABLE datasets_new RENAME TO datasets")
+            for stmt in _statements(DATASET_TRIGGERS):
+                conn.execute(stmt)
+            conn.execute("DELETE FROM sqlite_sequence WHERE name IN ('datasets', 'datasets_new')")
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('datasets', ?)", (high,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def has_spans(conn) -> bool:

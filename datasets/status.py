@@ -8,13 +8,14 @@ shows it while its process runs:
 
     {"pid": 1234, "archive": "/var/lib/strata/archive.db", "state": "holding",
      "since": 1700000000, "problem": "...: the disk is full ...", "held_since": 1699999990,
-     "datasets": 3, "errors": ["disk.latency[device=sdz]: ..."]}
+     "datasets": 3, "errors": ["disk.latency[device=sdz]: ..."], "dropped": {"disk.ops[op]": 2}}
 
 state "writing": the archive takes every second; "holding": it cannot be written and
 the events are held in memory (problem says why, held_since from which second; they are
 stored as one span per dataset when it can be). datasets: how many it collects; errors:
 the last problems it said that are not the archive's (a dataset refused, the daemon's
-errors). daemon: what the daemon's status records say that explains a dataset counting
+errors); dropped: per dataset, the records not stored because it was destroyed or
+suspended while they were collected (datasets/collector.py). daemon: what the daemon's status records say that explains a dataset counting
 nothing (daemon_summary: datasets waiting and why, the wire ports followed and whether
 any call was seen on them). `strata datasets list` and `strata doctor` show it
 (running()); reasons() gives, per dataset, why it counts nothing.
@@ -42,11 +43,11 @@ class StatusFile:
         self.archive, self.path = os.path.abspath(archive_path), status_path(archive_path)
 
     def write(self, state: str, problem: str = "", held_since: int | None = None, datasets: int = 0,
-              errors: list = (), daemon: dict | None = None):
+              errors: list = (), dropped: dict | None = None, daemon: dict | None = None):
         """Best effort: a runtime folder that cannot be written costs only this file."""
         record = {"pid": os.getpid(), "archive": self.archive, "state": state, "since": int(time.time()),
                   "problem": problem, "held_since": held_since, "datasets": datasets, "errors": list(errors),
-                  "daemon": daemon or {}}
+                  "dropped": dict(dropped or {}), "daemon": daemon or {}}
         tmp = f"{self.path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o755, exist_ok=True)

@@ -133,6 +133,7 @@ class Checker:
             r.add("file", str(e).split(": ", 1)[-1])
             return r
         try:
+            conn.execute("BEGIN")   # one snapshot: a collector writing meanwhile is not a mismatch
             if self._format(conn):
                 self._schema()
                 self._integrity(conn)

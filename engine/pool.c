@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "devlock.h"
 #include "devmodel.h"
 #include "strata_probes.h"
 #include "util.h"
@@ -40,6 +42,50 @@ struct label {
 	uint8_t secret[SIPHASH_KEY_SIZE];
 	struct cksum secret_ck; /* fletcher4 of secret */
 };
+
+/* The holder block, the 4 KiB after the label: which engine serves the pool from
+ * this vdev (written by pool_claim; zeros in pools never served since).  The OFD
+ * lock (devlock.h) is what excludes a second engine; this says who it is, also to
+ * a reader on another host sharing the device. */
+#define HOLDER_OFFSET POOL_BLOCK
+#define HOLDER_MAGIC 0x5354524154414831ull /* "STRATAH1" */
+struct holder {
+	uint64_t magic;
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t since; /* unix seconds */
+	char host[64];
+	struct cksum ck; /* fletcher4 of the fields above */
+};
+
+/* "the label says: host H, pid N, since T" from fd's holder block ("" if it has none). */
+static void holder_describe(int fd, char *who, size_t whosz)
+{
+	struct holder *h = xaligned(POOL_BLOCK);
+	struct cksum ck;
+	who[0] = 0;
+	if (pread(fd, h, POOL_BLOCK, HOLDER_OFFSET) == POOL_BLOCK && h->magic == HOLDER_MAGIC) {
+		fletcher4(h, offsetof(struct holder, ck), &ck);
+		if (cksum_equal(&ck, &h->ck)) {
+			char when[32];
+			time_t t = (time_t)h->since;
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
+			h->host[sizeof(h->host) - 1] = 0;
+			snprintf(who, whosz, "the label says: host %s, pid %u, since %s", h->host, h->pid, when);
+		}
+	}
+	free(h);
+}
+
+/* Lock the vdev open on fd; -1 with err naming the holder when another engine has it. */
+static int vdev_lock(int fd, const char *path, char *err, size_t errsz)
+{
+	if (!devlock_held(fd))
+		return devlock_take(fd, path, NULL, err, errsz);
+	char who[160];
+	holder_describe(fd, who, sizeof(who));
+	return devlock_take(fd, path, who, err, errsz);
+}
 
 /* The label's secret: 0 when absent (an older label) or not intact. */
 static int label_secret(const struct label *l, uint8_t *out)
@@ -131,6 +177,10 @@ int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, ui
 			fail(err, errsz, "cannot open vdev %s: %s", paths[i], strerror(errno));
 			goto out;
 		}
+		if (vdev_lock(fd, paths[i], err, errsz)) {
+			close(fd);
+			goto out;
+		}
 		uint64_t sz;
 		if (created && ftruncate(fd, (off_t)size)) {
 			fail(err, errsz, "cannot size vdev %s: %s", paths[i], strerror(errno));
@@ -203,6 +253,10 @@ struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz)
 			fail(err, errsz, "cannot open vdev %s: %s", paths[i], strerror(errno));
 			goto bad;
 		}
+		if (vdev_lock(fd, paths[i], err, errsz)) {
+			close(fd);
+			goto bad;
+		}
 		if (pread(fd, lab, POOL_BLOCK, 0) != POOL_BLOCK) {
 			fail(err, errsz, "cannot read label of %s", paths[i]);
 			close(fd);
@@ -268,6 +322,28 @@ void pool_close(struct pool *p)
 	free(p->committing);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+int pool_claim(struct pool *p, char *err, size_t errsz)
+{
+	struct holder *h = xaligned(POOL_BLOCK);
+	memset(h, 0, POOL_BLOCK);
+	h->magic = HOLDER_MAGIC;
+	h->pid = (uint32_t)getpid();
+	h->since = (uint64_t)time(NULL);
+	if (gethostname(h->host, sizeof(h->host) - 1))
+		snprintf(h->host, sizeof(h->host), "?");
+	fletcher4(h, offsetof(struct holder, ck), &h->ck);
+	int rc = 0;
+	for (uint32_t i = 0; i < p->nvdevs && !rc; i++) {
+		if (pwrite(p->vdevs[i].fd, h, POOL_BLOCK, HOLDER_OFFSET) != POOL_BLOCK ||
+		    fdatasync(p->vdevs[i].fd)) {
+			fail(err, errsz, "cannot write the holder block of %s: %s", p->vdevs[i].path, strerror(errno));
+			rc = -1;
+		}
+	}
+	free(h);
+	return rc;
 }
 
 int pool_ensure_secret(struct pool *p, char *err, size_t errsz)

@@ -3,6 +3,7 @@
  * its space map.  Layout of every vdev:
  *   [0, 4K)      label (pool guid, vdev index, vdev count, size, recordsize,
  *                embedded log size, the pool's secret)
+ *   [4K, 8K)     holder block: host, pid and start of the engine serving it
  *   [8K, 16K)    two uberblock slots (used on vdev 0 only; see txg.c)
  *   [64K, size)  allocatable space, in 4 KiB blocks. */
 #ifndef ENGINE_POOL_H
@@ -74,9 +75,12 @@ int pool_create(char **paths, uint32_t n, uint64_t size, uint32_t recordsize, ui
 		char *err, size_t errsz);
 /* vdev size / 16, within 4 MiB..64 MiB. */
 uint64_t pool_default_log_size(uint64_t vdev_size);
-/* Open and verify the labels; vdevs may be given in any order. */
+/* Open, lock (devlock.h: one engine per pool; refused naming the holder) and
+ * verify the labels; vdevs may be given in any order. */
 struct pool *pool_open(char **paths, uint32_t n, char *err, size_t errsz);
 void pool_close(struct pool *p);
+/* Write this process as the pool's holder (host, pid, now) on every vdev. */
+int pool_claim(struct pool *p, char *err, size_t errsz);
 /* A pool labelled before it had a secret gets one now, written to every
  * label: 1 when created, 0 when it had one, -1 (err filled) on failure. */
 int pool_ensure_secret(struct pool *p, char *err, size_t errsz);

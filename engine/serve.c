@@ -367,6 +367,10 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!e->pool->direct)
 		fprintf(stderr, "strata-engine serve: note: the filesystem refused O_DIRECT; using buffered I/O\n");
+	if (pool_claim(e->pool, err, sizeof(err))) {
+		fprintf(stderr, "strata-engine serve: %s\n", err);
+		return 1;
+	}
 	int new_secret = pool_ensure_secret(e->pool, err, sizeof(err));
 	if (new_secret < 0) {
 		fprintf(stderr, "strata-engine serve: %s\n", err);

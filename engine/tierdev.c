@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devlock.h"
+
 static int open_rw(const char *path, int extra, int *direct)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT | extra, 0644);
@@ -49,6 +51,10 @@ int tierdev_open(struct tierdev *d, const char *path, uint64_t create_size, char
 		int e = errno;
 		snprintf(err, errsz, "%s: %s", path, strerror(e));
 		return -e;
+	}
+	if (devlock_take(fd, path, NULL, err, errsz)) {
+		close(fd);
+		return -EBUSY;
 	}
 	struct stat st;
 	if (fstat(fd, &st)) {

@@ -17,7 +17,8 @@ struct tierdev {
 	char path[256];
 };
 
-/* Opens path read-write; a missing file is created and preallocated to
+/* Opens path read-write and locks it (devlock.h: refused while another engine
+ * holds it); a missing file is created and preallocated to
  * create_size bytes (0: do not create).  0, or -errno with a message in err. */
 int tierdev_open(struct tierdev *d, const char *path, uint64_t create_size, char *err, size_t errsz);
 void tierdev_close(struct tierdev *d);

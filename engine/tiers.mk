@@ -8,13 +8,13 @@ TIERS_HDRS := engine/tierdev.h engine/tierstats.h engine/l2arc.h engine/l2arc_im
 TIERS_LIBS := $(shell pkg-config --libs liblz4) -lm
 TIERS_TESTOUT := $(BUILD)/tests
 
-L2ARC_TEST_SRCS := engine/l2arc_test.c engine/l2arc.c engine/l2arc_log.c engine/tierdev.c engine/cksum.c \
+L2ARC_TEST_SRCS := engine/l2arc_test.c engine/l2arc.c engine/l2arc_log.c engine/tierdev.c engine/devlock.c engine/cksum.c \
 	engine/devmodel.c engine/util.c
 $(TIERS_TESTOUT)/l2arc_test: $(L2ARC_TEST_SRCS) $(TIERS_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(L2ARC_TEST_SRCS) -o $@ $(LDFLAGS) $(TIERS_LIBS)
 
-ZIL_TEST_SRCS := engine/zil_test.c engine/zil.c engine/tierdev.c engine/cksum.c engine/devmodel.c engine/util.c
+ZIL_TEST_SRCS := engine/zil_test.c engine/zil.c engine/tierdev.c engine/devlock.c engine/cksum.c engine/devmodel.c engine/util.c
 $(TIERS_TESTOUT)/zil_test: $(ZIL_TEST_SRCS) $(TIERS_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(ZIL_TEST_SRCS) -o $@ $(LDFLAGS) -lm

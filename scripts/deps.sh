@@ -5,24 +5,62 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
+# `scripts/deps.sh`: what building and running strata (and `make demo`) need.
+BASE=(
   build-essential pkg-config make
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev   # BPF build: CO-RE, skeletons
-
-  libbpf-tools                                          # peer tools (biolatency) for cross-checks
   systemtap-sdt-dev                                     # USDT probe macros (sys/sdt.h)
   libnfs-dev libnfs-utils                               # real NFS client library and tools
   liblz4-dev libzstd-dev zstd libsqlite3-dev sqlite3    # engine compression, traces, archive
   libjson-c-dev                                         # the collector's JSON (engine stats socket)
+  util-linux iproute2 procps                            # loop devices, netns
+  chromium                                              # the demo's pictures (plotly static export)
+  python3-venv
+)
+# `scripts/deps.sh --tests` (make test, bench, test-kernels): what only the tests, the
+# benchmarks and the ganesha and nfsd demos need as well.
+TESTS=(
+  libbpf-tools                                          # peer tools (biolatency) for cross-checks
   libclang-rt-14-dev                                    # libFuzzer + sanitizer runtimes
-  fio util-linux iproute2 tmux procps                   # workloads, loop devices, netns, terminal tests
+  fio tmux                                              # workloads, terminal tests
   nfs-ganesha nfs-ganesha-vfs rpcbind                   # a real NFS server to compare with
-  chromium                                              # headless browser tests, plotly static export
   prometheus                                            # a real scraper of strata collect --metrics
   qemu-system-x86 busybox-static cpio kmod             # the kernel matrix: Debian kernels in a TCG guest
   nfs-kernel-server                                     # kernel nfsd, served inside that guest
-  python3-venv
 )
+PACKAGES=("${BASE[@]}")
+case "${1:-}" in
+  --tests) PACKAGES+=("${TESTS[@]}") ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--tests]" >&2; exit 2 ;;
+esac
+
+# The services of packages installed here (given: package names) are masked: never
+# started, at install or at boot, on a machine that asked for strata; the tests and
+# guests start the servers they need themselves. Packages already there are left alone.
+mask_services() {
+  local units=() p f
+  for p in "$@"; do
+    while read -r f; do
+      case "$f" in
+        /lib/systemd/system/*.service|/lib/systemd/system/*.socket|/lib/systemd/system/*.timer|\
+        /usr/lib/systemd/system/*.service|/usr/lib/systemd/system/*.socket|/usr/lib/systemd/system/*.timer)
+          units+=("$(basename "$f")") ;;
+        /etc/init.d/*) update-rc.d -f "$(basename "$f")" disable >/dev/null 2>&1 || true ;;
+      esac
+    done < <(dpkg -L "$p" 2>/dev/null)
+  done
+  [ ${#units[@]} -gt 0 ] || return 0
+  if [ -d /run/systemd/system ]; then
+    systemctl stop "${units[@]}" >/dev/null 2>&1 || true
+    systemctl mask -q "${units[@]}"
+  else   # what `systemctl mask` does, without a running systemd
+    mkdir -p /etc/systemd/system
+    for f in "${units[@]}"; do ln -sfn /dev/null "/etc/systemd/system/$f"; done
+  fi
+  echo "deps: masked ${units[*]} (installed for the tests; \`systemctl unmask NAME\` to use one)"
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,18 +72,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  # The packages' services stay stopped: a policy-rc.d answering 101 ("not allowed", honoured
-  # by invoke-rc.d and deb-systemd-invoke) while this script runs, unless the host has its own.
-  # Otherwise a systemd host would start nfs-server, rpcbind, nfs-ganesha and prometheus on
-  # install; strata's tests and guests start the servers they need themselves.
+  # The packages' services stay stopped while installing: a policy-rc.d answering 101 ("not
+  # allowed", honoured by invoke-rc.d and deb-systemd-invoke), unless the host has its own;
+  # mask_services keeps them from starting at the next boot.
   policy=/usr/sbin/policy-rc.d
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy"
     chmod 755 "$policy"
     trap 'rm -f "$policy"' EXIT
   fi
+  before=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" {print $2}' | sort)
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  after=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" {print $2}' | sort)
+  mapfile -t new < <(comm -13 <(echo "$before") <(echo "$after"))
+  mask_services "${new[@]}"
 fi
 
 # tracefs: the tracepoint format files and classic tracepoint attach live there.

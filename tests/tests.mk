@@ -51,7 +51,7 @@ TEST_BINS += $(TESTOUT)/wire_ports_test
 # this host) and rewrites the README's kernel table from the results.
 KERNELS ?= 5.10 6.1 6.12 host
 .PHONY: test-kernels kernel-table
-test-kernels: deps
+test-kernels: test-deps
 	$(MAKE) -j$(TEST_JOBS) $(ALL_TARGETS)
 	KERNELS="$(KERNELS)" KERNEL_JOBS=2 $(PY) -m pytest -p no:cacheprovider tests/test_kernels.py tests/test_collect_nfsd.py
 	$(MAKE) kernel-table

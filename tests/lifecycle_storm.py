@@ -1,0 +1,383 @@
+"""A seeded storm of dataset lifecycle commands against running collectors under real load
+(tests/test_lifecycle_storm.py runs short seeds, bench/lifecycle_storm.py runs minutes).
+
+A real strata-engine serves export /data. strata-load's libnfs clients read and write it from
+127.0.0.1 (background load: engine, ARC and vdev I/O). A reference client (the RPC client of
+tests/engine_util.py, from 127.0.0.2) sends GETATTRs only in the middle of each wall-clock
+second, [0.2, 0.8), and counts its replies per second: an exact, independent reference for
+what nfs.* filtered to client=127.0.0.2 must store for that second (the collector's interval
+boundaries fall in the quiet fifth).
+
+Collector A writes the storm's archive, under a random stream (random.Random(seed)) of
+create, destroy, re-create, suspend, resume, prune, archive, import, verify and SIGHUP
+reload; collector B writes a second archive nobody touches (its datasets: the same
+reference, and strata-load's own counts). Every command's wall-clock window is kept.
+
+check() then finds, per dataset incarnation (id): every stored second equal to the
+reference; none outside a window in which that name was surely active (nothing stored while
+suspended or destroyed); no second missing inside one (nothing lost); both archives
+verified clean; no collector ever holding.
+"""
+import json
+import math
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from datasets_util import STRATA
+from engine_util import NFS_PROG, Engine, RpcClient, mkpool, xdr_opaque
+from strata.lab.load import Load, arguments
+from strata.lab.process import stop
+from strata.datasets import status
+from strata.datasets.archive import Archive
+
+REF = "127.0.0.2"
+NAMES = (f"nfs.ops[client={REF}][op]", f"nfs.latency[client={REF}]", f"nfs.ops[client={REF}]")
+PRUNE_OLDER = 8           # seconds: `datasets prune --older-than 8s --level second`
+SETTLE = 3                # seconds after an activation before every second must be stored
+
+
+class Reference(threading.Thread):
+    """GETATTRs from 127.0.0.2 inside [0.2, 0.8) of each wall second, counted per second."""
+
+    def __init__(self, eng: Engine, per_second: int = 150):
+        super().__init__(daemon=True)
+        self.eng, self.per_second = eng, per_second
+        self.sent = {}                # wall second -> GETATTR replies
+        self.unknown = set()          # seconds a reply crossed into (starved of CPU): not compared
+        self.stopping = threading.Event()
+        self.error = None
+        self.c = RpcClient.__new__(RpcClient)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.bind((REF, 0))
+        s.connect(("127.0.0.1", eng.port))
+        self.c.s, self.c.xid = s, 1000
+        self.fh = self.c.mount()      # before any dataset exists: MOUNT is never in a compared second
+
+    def run(self):
+        try:
+            while not self.stopping.is_set():
+                now = time.time()
+                second, phase = int(now), now % 1
+                if phase < 0.2:
+                    time.sleep(0.2 - phase)
+                    continue
+                n = 0
+                while n < self.per_second and time.time() < second + 0.8:
+                    r = self.c.call(NFS_PROG, 1, xdr_opaque(self.fh))
+                    assert r.u32() == 0
+                    n += 1
+                if int(time.time()) != second:   # the server may have counted it in either
+                    self.unknown |= {second, int(time.time())}
+                self.sent[second] = n
+                time.sleep(max(0.0, second + 1.2 - time.time()))
+        except BaseException as e:   # said by check()
+            self.error = e
+
+    def stop(self):
+        self.stopping.set()
+        self.join(timeout=10)
+        self.c.close()
+
+
+@dataclass
+class Command:
+    what: str
+    name: str
+    start: float
+    end: float
+    rc: int
+    said: str
+    id: int | None = None      # the incarnation it made or acted on
+
+
+@dataclass
+class Storm:
+    seed: int
+    workdir: Path
+    commands: list = field(default_factory=list)
+    exports: list = field(default_factory=list)    # (file, name) written by `datasets archive`
+    destroyed: dict = field(default_factory=dict)  # id -> (info, its records just before its destroy)
+
+    @property
+    def a(self):
+        return str(self.workdir / "storm.db")
+
+    @property
+    def b(self):
+        return str(self.workdir / "steady.db")
+
+
+def strata(*args, timeout=60):
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    return subprocess.run([STRATA, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def start_collect(archive, engine_pid, log, config=None):
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    cmd = [STRATA, "collect", "--archive", archive, "--engine-pid", str(engine_pid)]
+    if config:
+        cmd += ["--config", config]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env)
+
+
+def ids(archive) -> dict:
+    with Archive.open(archive) as a:
+        return {d.name: d for d in a.datasets()}
+
+
+def _step(storm: Storm, rng: random.Random, collector) -> Command:
+    """One random lifecycle command that makes sense now; run, timed and kept."""
+    have = ids(storm.a)
+    name = rng.choice(NAMES)
+    d = have.get(name)
+    importable = [(f, n) for f, n in storm.exports if n not in have]
+    choices = ["verify", "reload", "archive" if have else "verify"]
+    if d is None:
+        choices += ["create"] * 4 + (["import"] * 2 if importable else [])
+    else:
+        choices += ["destroy", "recreate", "prune"] + (["suspend"] * 2 if d.state == "active" else ["resume"] * 3)
+    what = rng.choice(choices)
+    t0 = time.time()
+    if what == "create":
+        p = strata("datasets", "create", name, "--archive", storm.a)
+    elif what == "destroy":
+        storm.destroyed[d.id] = (d, events_per_second(storm.a, d))
+        p = strata("datasets", "destroy", name, "-y", "--archive", storm.a)
+    elif what == "recreate":     # destroy and create the same name at once
+        storm.destroyed[d.id] = (d, events_per_second(storm.a, d))
+        p = strata("datasets", "destroy", name, "-y", "--archive", storm.a)
+        if p.returncode == 0:
+            storm.commands.append(Command("destroy", name, t0, time.time(), 0, p.stdout + p.stderr, d.id))
+            t0 = time.time()
+            p = strata("datasets", "create", name, "--archive", storm.a)
+        what = "create"
+    elif what in ("suspend", "resume"):
+        p = strata("datasets", what, name, "--archive", storm.a)
+    elif what == "prune":
+        p = strata("datasets", "prune", name, "--older-than", f"{PRUNE_OLDER}s", "--level", "second",
+                   "--archive", storm.a)
+    elif what == "archive":
+        name = rng.choice(sorted(have))
+        out = str(storm.workdir / f"export-{len(storm.exports)}.strata")
+        p = strata("datasets", "archive", name, "-o", out, "--archive", storm.a)
+        if p.returncode == 0:
+            storm.exports.append((out, name))
+    elif what == "import":
+        out, name = rng.choice(importable)
+        p = strata("datasets", "import", out, "--archive", storm.a)
+    elif what == "verify":
+        p = strata("datasets", "verify", storm.a)
+    else:
+        collector.send_signal(signal.SIGHUP)
+        p = subprocess.CompletedProcess([], 0, "", "")
+    t1 = time.time()
+    after = ids(storm.a).get(name)
+    cmd = Command(what, name, t0, t1, p.returncode, (p.stdout + p.stderr).strip(),
+                  after.id if after else (d.id if d else None))
+    storm.commands.append(cmd)
+    return cmd
+
+
+def run(seed: int, workdir: Path, seconds: float, clients: int = 2) -> dict:
+    """The storm for `seconds`; returns check()'s figures (raises AssertionError on a failure)."""
+    storm = Storm(seed, Path(workdir))
+    rng = random.Random(seed)
+    pool = mkpool(storm.workdir, nvdevs=2, size="128M")
+    eng = Engine(storm.workdir, pool).start()
+    procs, load, ref = [], None, None
+    try:
+        Archive.open(storm.a, readonly=False).close()
+        with Archive.open(storm.b, readonly=False) as b:
+            b.create(NAMES[0])
+            b.create("nfs.ops[client=127.0.0.1]")
+        config = storm.workdir / "collect.toml"
+        config.write_text(f'archive = "{storm.a}"\ndatasets = ["nfs.ops[client=127.0.0.9]"]\n')
+        ref = Reference(eng)
+        a = start_collect(storm.a, eng.proc.pid, storm.workdir / "collect-a.log", str(config))
+        b = start_collect(storm.b, eng.proc.pid, storm.workdir / "collect-b.log")
+        procs = [a, b]
+        _wait_for_records(storm.b, 30, procs)
+        load = Load(storm.workdir, "bg").start(arguments(
+            "127.0.0.1", eng.port, eng.mount_port, "/data",
+            {"profile": "mixed", "clients": clients, "threads": 2, "files": 8, "file_size": "2m",
+             "io_size": "16k", "rate": 400, "duration": int(seconds), "setup": True, "seed": seed}))
+        ref.start()
+        end = time.time() + seconds
+        while time.time() < end:
+            cmd = _step(storm, rng, a)
+            if cmd.rc != 0:
+                raise AssertionError(f"seed {seed}: {cmd.what} {cmd.name} failed: {cmd.said}")
+            held = [s for s in status.running() if s.get("archive") in (storm.a, storm.b) and
+                    s.get("state") != "writing"]
+            assert not held, f"seed {seed}: a collector holds: {held}"
+            time.sleep(rng.uniform(0.1, 1.2))
+        ref.stopping.set()
+        ref.join(timeout=10)
+        report = load.wait(timeout=120)
+        time.sleep(2.5)                          # the last second of both written by both
+        for p in procs:
+            stop(p, signal.SIGTERM, 20)
+    finally:
+        if ref is not None:
+            ref.stop()
+        for p in procs:
+            stop(p, signal.SIGTERM, 20)
+        if load is not None and load.running():
+            load.stop()
+        eng.stop()
+    if ref.error:
+        raise AssertionError(f"seed {seed}: the reference client failed: {ref.error!r}")
+    return check(storm, ref.sent, report, [(storm.workdir / f"collect-{x}.log").read_text() for x in "ab"],
+                 ref.unknown)
+
+
+def _wait_for_records(archive, timeout, procs):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for p in procs:
+            if p.poll() is not None:
+                raise AssertionError(f"strata collect exited {p.returncode}")
+        with Archive.open(archive) as a:
+            if a.conn.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+                return
+        time.sleep(0.3)
+    raise AssertionError("no collector record within {timeout} s")
+
+
+def events_per_second(archive, info) -> dict:
+    """{first second: (seconds, events)} of a dataset's second-level records."""
+    from strata.datasets import codec
+    with Archive.open(archive) as a:
+        spans = dict(a.conn.execute("SELECT t, seconds FROM spans WHERE dataset = ?", (info.id,)))
+        rows = a.conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = 1 ORDER BY t",
+                              (info.id,)).fetchall()
+    out = {}
+    for t, blob in rows:
+        cells = codec.decode(info.kind, [blob])
+        out[t] = (spans.get(t, 1), int(cells.count.sum()))
+    return out
+
+
+def timelines(commands) -> dict:
+    """{dataset id: [(surely active from, surely active until, maybe active from, maybe until)]}:
+    each stretch an incarnation was active, from its activation's command window to its
+    deactivation's (the end of the run for one still active)."""
+    out, opened = {}, {}
+    for c in commands:
+        if c.rc != 0 or c.id is None:
+            continue
+        if c.what in ("create", "resume"):
+            opened[c.id] = c
+        elif c.what in ("suspend", "destroy") and c.id in opened:
+            on = opened.pop(c.id)
+            out.setdefault(c.id, []).append((on.end, c.start, on.start, c.end))
+    for i, on in opened.items():
+        out.setdefault(i, []).append((on.end, math.inf, on.start, math.inf))
+    return out
+
+
+def shifted(stored: dict, sent: dict) -> set:
+    """Seconds t, t + 1 both stored, wrong alone and right together: the daemon, starved of
+    CPU, read its maps that much late and a boundary's events went to the earlier label (both
+    collectors alike). Nothing lost or added; a second's worth of time resolution is."""
+    want = lambda t: sum(sent.get(s, 0) for s in range(t, t + stored[t][0]))
+    wrong = {t for t in stored if stored[t][1] != want(t)}
+    pairs = {t for t in wrong if t + 1 in wrong and stored[t][1] + stored[t + 1][1] == want(t) + want(t + 1)}
+    return pairs | {t + 1 for t in pairs}
+
+
+def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = frozenset()) -> dict:
+    """The storm's findings; AssertionError naming the first failures. Seconds in unknown
+    (a reference reply crossed a second's end) must be stored but are not compared."""
+    problems = []
+    for archive in (storm.a, storm.b):
+        v = strata("datasets", "verify", archive)
+        if v.returncode != 0:
+            problems.append(f"verify {archive}: {v.stdout.strip()}")
+    for log in logs:
+        for bad in ("holding", "damaged", "Traceback"):
+            if bad in log:
+                problems.append(f"a collector said {bad!r}: {log[-400:]}")
+    last_ref = max(sent) if sent else 0
+    lines = timelines(storm.commands)
+    prunes = {}
+    for c in storm.commands:
+        if c.what == "prune" and c.rc == 0:
+            prunes[c.id] = max(prunes.get(c.id, 0), c.end - PRUNE_OLDER)
+    checked = events = expected = lost = misplaced = wrong = moved = 0
+    incarnations = dict(storm.destroyed)   # every dataset the storm made: destroyed ones as they were
+    incarnations.update({i.id: (i, events_per_second(storm.a, i)) for i in ids(storm.a).values()})
+    imported = {c.id: c.start for c in storm.commands if c.what == "import" and c.rc == 0}
+    for info, stored in incarnations.values():
+        name = info.name
+        if name not in NAMES:
+            continue
+        stretches = lines.get(info.id, [])
+        late = shifted(stored, sent)
+        moved += len(late)
+        for t, (secs, n) in stored.items():
+            want = sum(sent.get(s, 0) for s in range(t, t + secs))
+            if t not in late and not unknown & set(range(t, t + secs)):
+                checked += secs
+                events += n
+                expected += want
+                if n != want:
+                    wrong += 1
+                    problems.append(f"{name} (id {info.id}) at {t}+{secs}s: {n} events stored, "
+                                    f"the clients sent {want}")
+            if t < imported.get(info.id, 0):
+                continue      # copies of seconds checked under the incarnation they came from
+            if not any(maybe_on <= t and t + secs <= maybe_off for _, _, maybe_on, maybe_off in stretches):
+                misplaced += 1
+                problems.append(f"{name} (id {info.id}): second {t} stored while it was not active")
+        for sure_on, sure_off, _, _ in stretches:
+            first = max(math.ceil(sure_on) + SETTLE, math.ceil(prunes.get(info.id, 0)))
+            last = last_ref if sure_off == math.inf else min(math.floor(sure_off) - 2, last_ref)
+            covered = {s for t, (secs, _) in stored.items() for s in range(t, t + secs)}
+            missing = [s for s in range(first, last + 1) if s not in covered]
+            lost += len(missing)
+            if missing:
+                problems.append(f"{name} (id {info.id}): {len(missing)} second(s) not stored while active, "
+                                f"first {missing[0]}")
+    # the steady archive: every second of the run equal to the reference, strata-load's total
+    steady = ids(storm.b)
+    ref_stored = events_per_second(storm.b, steady[NAMES[0]])
+    ref_seconds = {s for t, (secs, _) in ref_stored.items() for s in range(t, t + secs)}
+    for t in sent:
+        if t not in ref_seconds:
+            problems.append(f"steady archive: reference second {t} not stored")
+    late = shifted(ref_stored, sent)
+    for t, (secs, n) in ref_stored.items():
+        want = sum(sent.get(s, 0) for s in range(t, t + secs))
+        if n != want and t not in late and not unknown & set(range(t, t + secs)):
+            problems.append(f"steady archive at {t}: {n} events stored, the clients sent {want}")
+    load_stored = sum(n for _, n in events_per_second(storm.b, steady["nfs.ops[client=127.0.0.1]"]).values())
+    load_sent = report["ops_total"] + sum(report["setup"]["ops"].values()) + \
+        sum(report["setup"]["mount_ops"].values())    # the engine counts MOUNT's MNT in nfs.ops
+    if load_stored != load_sent:
+        problems.append(f"steady archive: strata-load sent {load_sent} NFS requests, {load_stored} stored")
+    figures = {"seed": storm.seed, "commands": len(storm.commands),
+               "by_kind": {k: sum(c.what == k for c in storm.commands) for k in
+                           sorted({c.what for c in storm.commands})},
+               "seconds_checked": checked, "events_compared": events,
+               "reference_events": expected, "reference_seconds": len(sent),
+               "uncompared_seconds": len(unknown), "shifted_seconds": moved,
+               "lost_seconds": lost, "misplaced_seconds": misplaced, "wrong_seconds": wrong,
+               "load_requests": load_sent, "problems": problems[:20]}
+    if problems:
+        raise AssertionError(json.dumps(figures, indent=1))
+    return figures
+
+
+if __name__ == "__main__":   # one seed by hand: python tests/lifecycle_storm.py SEED SECONDS DIR
+    print(json.dumps(run(int(sys.argv[1]), Path(sys.argv[3]), float(sys.argv[2])), indent=1))
