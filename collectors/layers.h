@@ -83,7 +83,7 @@ struct layer {
 	struct agg_slot *slots;    /* the program's .bss slot table */
 	__u32 *nslots;
 	__u32 *dims;                           /* the program's agg_dims */
-	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
+	int counts_fd, table_fd, keyset_fd, nkeys_fd, stats_fd;
 	const struct layer_ops *ops;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
@@ -108,6 +108,7 @@ struct engine_target {
 		(L)->nslots = &(s)->bss->agg_nslots;              \
 		(L)->dims = &(s)->bss->agg_dims;                  \
 		(L)->counts_fd = bpf_map__fd((s)->maps.agg_counts); \
+		(L)->table_fd = bpf_map__fd((s)->maps.agg_table); \
 		(L)->keyset_fd = bpf_map__fd((s)->maps.agg_keyset); \
 		(L)->nkeys_fd = bpf_map__fd((s)->maps.agg_nkeys); \
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
