@@ -1,6 +1,6 @@
 /* disk.bpf.c — the disk layer: block_rq_issue / block_rq_complete feed disk.ops,
- * disk.latency, disk.size and disk.offset, broken down by device or op
- * (bpf/aggregate.h). Counted at completion, like the kernel's /sys/block stats, for
+ * disk.latency, disk.size and disk.offset (requests with a position on the device, not
+ * flushes), broken down by device or op (bpf/aggregate.h). Counted at completion, like the kernel's /sys/block stats, for
  * requests whose issue was seen (those issued before attaching are not counted).
  * A requeued request is forgotten until its next issue. A request issued again while its
  * previous issue still waits had a completion the kernel did not run the completion
@@ -129,8 +129,9 @@ static __always_inline int on_requeue(struct request *rq)
  * finishing a flush sequence, or completing in parts, passes block_rq_complete again. */
 static __always_inline int on_complete(struct request *rq, int direct)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start, issued;
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start, issued, sector;
 	struct agg_event *ev;
+	__u32 op;
 
 	start = bpf_map_lookup_elem(&starts, &key);
 	if (!start || !*start)
@@ -141,12 +142,16 @@ static __always_inline int on_complete(struct request *rq, int direct)
 	if (!ev)
 		return 0;
 	set_device(ev, rq, direct);
-	*(__u32 *)ev->dims[AGG_DIM_OP] = disk_op(READ(direct, rq, cmd_flags));
+	op = disk_op(READ(direct, rq, cmd_flags));
+	*(__u32 *)ev->dims[AGG_DIM_OP] = op;
 	ev->latency_ns = now > issued ? now - issued : 0;
 	ev->bytes = READ(direct, rq, __data_len);
-	ev->offset = READ(direct, rq, __sector) * 512;
+	sector = READ(direct, rq, __sector);
+	ev->offset = sector * 512;
+	/* a flush, or a request without a position (sector -1), has no offset: disk.ops
+	 * counts it by its op, disk.offset leaves it out */
 	ev->stats_mask = 1u << AGG_STAT_DISK_OPS | 1u << AGG_STAT_DISK_LATENCY | 1u << AGG_STAT_DISK_SIZE |
-			 1u << AGG_STAT_DISK_OFFSET;
+			 (op != AGG_DISK_FLUSH && sector != ~0ULL ? 1u << AGG_STAT_DISK_OFFSET : 0);
 	agg_event_apply(ev);
 	return 0;
 }
