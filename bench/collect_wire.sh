@@ -8,7 +8,8 @@
 # BASE_COLLECT_BIN=other/strata-collect adds a second collector whose wire programs are
 # switched on in windows of their own ("wire, base"): a before/after comparison in one run;
 # BASE_COLLECT_ARGS adds options to it (BASE_COLLECT_ARGS="--wire-hook tc" with this build's
-# collector compares the two hooks).
+# collector compares the two hooks; BASE_COLLECT_ARGS="--wire-programs bounded" the two program
+# trios, bpf_loop and bounded, on the same traffic).
 # Reported per server (bench/losses.py): median throughput loss of the windows against
 # their neighbours without datasets, with its 95 % interval, and from the kernel's BPF
 # statistics the BPF run time per NFS operation, per program run, runs per operation, and

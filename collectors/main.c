@@ -45,7 +45,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: strata-collect [--engine PATH] [--engine-pid PID] [--catalogue] [--interval SECONDS]\n"
 		"                      [--max-keys N] [--wire-iface PATTERN ...] [--wire-port PORT|rpcbind ...]\n"
-		"                      [--wire-hook auto|tcx|tc]\n"
+		"                      [--wire-hook auto|tcx|tc] [--wire-programs auto|bounded]\n"
 		"                      [--fs-pid PID]... [--fs-comm NAME]... [--fs-cgroup PATH]\n"
 		"Reads `add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit` on stdin and\n"
 		"writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n");
@@ -181,6 +181,7 @@ int main(int argc, char **argv)
 		{ "wire-iface", required_argument, NULL, 'w' }, { "wire-port", required_argument, NULL, 'P' },
 		{ "fs-pid", required_argument, NULL, 'F' },  { "fs-comm", required_argument, NULL, 'C' },
 		{ "fs-cgroup", required_argument, NULL, 'G' }, { "wire-hook", required_argument, NULL, 'H' },
+		{ "wire-programs", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *engine_arg = NULL;
@@ -251,6 +252,14 @@ int main(int argc, char **argv)
 				cfg.wire.hook = WIRE_HOOK_TC;
 			else
 				return die_usage("--wire-hook needs auto, tcx or tc, not ", optarg);
+			break;
+		case 'B':
+			if (strcmp(optarg, "auto") == 0)
+				cfg.wire.programs = WIRE_PROGRAMS_AUTO;
+			else if (strcmp(optarg, "bounded") == 0)
+				cfg.wire.programs = WIRE_PROGRAMS_BOUNDED;
+			else
+				return die_usage("--wire-programs needs auto or bounded, not ", optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -105,7 +105,7 @@ static int load(struct layer *L, const struct layer_config *lc, char *why, size_
 		return -ENOMEM;
 	}
 	/* the trio this kernel allows: with bpf_loop (Linux 5.17+), else bounded */
-	bounded = !kernel_has_bpf_loop();
+	bounded = cfg->programs == WIRE_PROGRAMS_BOUNDED || !kernel_has_bpf_loop();
 	bpf_program__set_autoload(s->progs.wire_ingress, !bounded);
 	bpf_program__set_autoload(s->progs.wire_egress, !bounded);
 	bpf_program__set_autoload(s->progs.wire_loopback, !bounded);
@@ -122,6 +122,7 @@ static int load(struct layer *L, const struct layer_config *lc, char *why, size_
 	}
 	w->cfg = *cfg;
 	w->nl_fd = -1;
+	w->bounded = bounded;
 	w->prog_fd[0] = bpf_program__fd(bounded ? s->progs.wire_ingress_bounded : s->progs.wire_ingress);
 	w->prog_fd[1] = bpf_program__fd(bounded ? s->progs.wire_egress_bounded : s->progs.wire_egress);
 	w->prog_fd[2] = bpf_program__fd(bounded ? s->progs.wire_loopback_bounded : s->progs.wire_loopback);
@@ -400,7 +401,7 @@ static void status(const struct layer *L, FILE *out)
 	uint64_t counters[WIRE_COUNTERS];
 
 	counters_read(w, counters);
-	fprintf(out, ",\"wire\":{\"interfaces\":[");
+	fprintf(out, ",\"wire\":{\"programs\":\"%s\",\"interfaces\":[", w->bounded ? "bounded" : "bpf_loop");
 	for (int i = 0; i < w->natt; i++) {
 		fprintf(out, "%s", i ? "," : "");
 		emit_json_string(out, w->att[i].name);
