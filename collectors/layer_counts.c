@@ -124,37 +124,35 @@ out:
 }
 
 /* The live chunks of the per-CPU array agg_table appended to L->cur: each CPU's entry
- * holds a key of its own (stale ones are left for the programs to take again). */
+ * holds a key of its own (stale ones are left for the programs to take again). One lookup
+ * per index: Linux 5.10 has no batch lookups on arrays. */
 static int read_table(struct layer *L, int ncpu, char *err, size_t n)
 {
-	__u32 *keys = malloc(AGG_TABLE_SIZE * sizeof(*keys));
-	struct agg_table_entry *vals = malloc((size_t)AGG_TABLE_SIZE * (size_t)ncpu * sizeof(*vals));
-	__u32 count = AGG_TABLE_SIZE, batch = 0;
-	int rc = -1, r;
+	struct agg_table_entry *vals = malloc((size_t)ncpu * sizeof(*vals));
+	int rc = -1;
 
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	if (!keys || !vals) {
+	if (!vals) {
 		snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
-		goto out;
+		return -1;
 	}
-	r = bpf_map_lookup_batch(L->table_fd, NULL, &batch, keys, vals, &count, &opts);
-	if (r < 0 && r != -ENOENT) {
-		snprintf(err, n, "reading the %s counts: %s", layer_name(L->id), strerror(-r));
-		goto out;
-	}
-	for (size_t i = 0; i < (size_t)count * (size_t)ncpu; i++) {
-		const struct agg_table_entry *e = &vals[i];
-
-		if (!e->used || !live(L, &e->k))
-			continue;
-		if (append_chunk(L, &e->k, &e->c, sizeof(e->c), 1) < 0) {
-			snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+	for (__u32 i = 0; i < AGG_TABLE_SIZE; i++) {
+		if (bpf_map_lookup_elem(L->table_fd, &i, vals) < 0) {
+			snprintf(err, n, "reading the %s counts: %s", layer_name(L->id), strerror(errno));
 			goto out;
+		}
+		for (int c = 0; c < ncpu; c++) {
+			const struct agg_table_entry *e = &vals[c];
+
+			if (!e->used || !live(L, &e->k))
+				continue;
+			if (append_chunk(L, &e->k, &e->c, sizeof(e->c), 1) < 0) {
+				snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+				goto out;
+			}
 		}
 	}
 	rc = 0;
 out:
-	free(keys);
 	free(vals);
 	return rc;
 }
