@@ -19,7 +19,7 @@ CC      ?= gcc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 CFLAGS  ?= -O2 -g
-CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Iengine -I$(BPFOUT)
+CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Icatalogue -Ilib -Iengine -I$(BPFOUT)
 LDFLAGS += -pthread
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -35,8 +35,9 @@ include bpf/bpf.mk
 -include engine/fuzz/fuzz.mk
 -include collectors/collectors.mk
 include collectors/features.mk
+include catalogue/catalogue.mk
 -include workloads/workloads.mk
-include datasets/datasets.mk
+include prometheus/prometheus.mk
 include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk
@@ -82,4 +83,4 @@ bench: deps
 	bash bench/run.sh
 
 clean:
-	rm -rf $(BUILD) datasets/metrics_pb2.py
+	rm -rf $(BUILD) prometheus/metrics_pb2.py

@@ -1,4 +1,4 @@
-"""Where the disk layer's missed completions come from (collectors/STATISTICS.md, op
+"""Where the disk layer's missed completions come from (catalogue/STATISTICS.md, op
 "missed"). Each round writes with fio to a fresh loop device while four counters watch it:
 
   kernel     /sys/block/DEV/stat, completed writes

@@ -47,7 +47,7 @@
 #define AGG_TABLE_SIZE  512    /* agg_table entries per CPU (a power of two) */
 
 /* Statistics computed in the kernel (gauges come from the engine's stats socket),
- * breakdown / filter dimensions and key values: collectors/statistics.def. */
+ * breakdown / filter dimensions and key values: catalogue/statistics.def. */
 enum agg_stat {
 	AGG_STAT_NONE = 0, /* free slot */
 #define STAT_KERNEL(ID, ...) AGG_STAT_##ID,

@@ -88,7 +88,7 @@ static int read_hash(struct layer *L, int ncpu, char *err, size_t n)
 
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	if (!keys || !vals) {
-		snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+		snprintf(err, n, "out of memory reading the %s counts", L->name);
 		goto out;
 	}
 	for (;;) {
@@ -96,7 +96,7 @@ static int read_hash(struct layer *L, int ncpu, char *err, size_t n)
 		int r = bpf_map_lookup_batch(L->counts_fd, in, &batch, keys, vals, &count, &opts);
 
 		if (r < 0 && r != -ENOENT) {
-			snprintf(err, n, "reading the %s counts: %s", layer_name(L->id), strerror(-r));
+			snprintf(err, n, "reading the %s counts: %s", L->name, strerror(-r));
 			goto out;
 		}
 		for (__u32 i = 0; i < count; i++) {
@@ -106,7 +106,7 @@ static int read_hash(struct layer *L, int ncpu, char *err, size_t n)
 				continue;
 			}
 			if (append_chunk(L, &keys[i], &vals[(size_t)i * (size_t)ncpu], sizeof(*vals), ncpu) < 0) {
-				snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+				snprintf(err, n, "out of memory reading the %s counts", L->name);
 				goto out;
 			}
 		}
@@ -132,12 +132,12 @@ static int read_table(struct layer *L, int ncpu, char *err, size_t n)
 	int rc = -1;
 
 	if (!vals) {
-		snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+		snprintf(err, n, "out of memory reading the %s counts", L->name);
 		return -1;
 	}
 	for (__u32 i = 0; i < AGG_TABLE_SIZE; i++) {
 		if (bpf_map_lookup_elem(L->table_fd, &i, vals) < 0) {
-			snprintf(err, n, "reading the %s counts: %s", layer_name(L->id), strerror(errno));
+			snprintf(err, n, "reading the %s counts: %s", L->name, strerror(errno));
 			goto out;
 		}
 		for (int c = 0; c < ncpu; c++) {
@@ -146,7 +146,7 @@ static int read_table(struct layer *L, int ncpu, char *err, size_t n)
 			if (!e->used || !live(L, &e->k))
 				continue;
 			if (append_chunk(L, &e->k, &e->c, sizeof(e->c), 1) < 0) {
-				snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+				snprintf(err, n, "out of memory reading the %s counts", L->name);
 				goto out;
 			}
 		}
@@ -166,7 +166,7 @@ static int snapshot(struct layer *L, char *err, size_t n)
 
 	L->ncur = 0;
 	if (ncpu <= 0) {
-		snprintf(err, n, "reading the %s counts: no CPU count", layer_name(L->id));
+		snprintf(err, n, "reading the %s counts: no CPU count", L->name);
 		return -1;
 	}
 	if (read_hash(L, ncpu, err, n) < 0 || read_table(L, ncpu, err, n) < 0)

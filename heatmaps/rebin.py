@@ -24,7 +24,7 @@ import numpy as np
 from strata.datasets import llhist
 
 from .timebins import TimeBins, choose_bins, sum_columns
-from .units import family
+from .units import family, format_value
 
 _LOWER = llhist.lower_bounds()
 _EDGES = np.append(_LOWER, llhist.upper_bounds()[-1])   # every bucket edge, increasing
@@ -53,6 +53,7 @@ class Grid:
     crop: dict                # how the top was chosen: mode auto|set|outliers (+ percentile, value)
     percentiles: dict = field(default_factory=dict)  # p -> (ncols,) float64 value, NaN if empty
     spans: list = field(default_factory=list)        # (start, end, cause): outages collected as one record
+    derived: str = ""                                # how the archive answered the name (QueryResult.derived)
 
     @property
     def seconds(self) -> int:
@@ -196,13 +197,13 @@ def _value_range(buckets, hist_total, unit, axis, ymin, ymax, outliers, ncells):
         else:
             hi = _nice_log_ceil(max(data_hi or lo * 1000, lo * 10))
         if hi <= lo:
-            raise ValueError(f"the y-range is empty: top {hi:g} is not above bottom {lo:g}")
+            raise ValueError(f"the y-range is empty: top {format_value(hi, unit)} is not above bottom {format_value(lo, unit)}")
         return np.geomspace(lo, hi, ncells + 1), crop
     lo = float(ymin) if ymin is not None else 0.0
     if ymax is not None:
         hi = float(ymax)
         if hi <= lo:
-            raise ValueError(f"the y-range is empty: top {hi:g} is not above bottom {lo:g}")
+            raise ValueError(f"the y-range is empty: top {format_value(hi, unit)} is not above bottom {format_value(lo, unit)}")
         return lo + (hi - lo) * np.arange(ncells + 1) / ncells, crop
     top = data_hi if data_hi is not None else lo + _EMPTY_RANGE[family(unit)]
     h = _nice_at_least(max(top - lo, 1.0) / ncells)
@@ -247,5 +248,5 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
         total=int(hist_total.sum()), below=int(hist_total[is_below].sum()),
         above=int(hist_total[is_above].sum()), crop=crop,
         percentiles={float(p): percentile_of(buckets, hist, float(p)) for p in percentiles},
-        spans=list(getattr(qr, "spans", [])),
+        spans=list(getattr(qr, "spans", [])), derived=getattr(qr, "derived", ""),
     )
