@@ -26,9 +26,10 @@ if [ -n "${KERNEL:-}" ] && [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-fs-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
 	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
-		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" bash "$PWD/bench/collect_fs.sh" inside
+		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" STARTDELAY=15 bash "$PWD/bench/collect_fs.sh" inside
 	exit
 fi
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd # a guest's /dev has no fd link (process substitution)
 SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-4}
 source bench/collectlib.sh
@@ -50,7 +51,7 @@ fs_stats() {
 # (the hook it loaded appended to $work/hooks_used)
 strata_on() {
 	COLLECT_ARGS="--fs-pid $1" collect_start 'add l fs.latency op\n'
-	sleep 1
+	for _ in $(seq 300); do grep -q '"attached":\["fs"\]' "$work/collect.out" && break; sleep 0.1; done
 	grep -o '"hook":"[a-z_]*"' "$work/collect.out" | tail -n 1 >> "$work/hooks_used" || true
 }
 
@@ -70,7 +71,7 @@ followed_start() {
 fio_round() {
 	local mode=$1 fio_pid followed="" out="$work/fio.json" s0="0 0" s1="0 0"
 	fio --name=bench --filename="$file" --rw=randread --bs=4k --ioengine=psync --thread --invalidate=0 \
-		--startdelay=2 --runtime="$SECS" --time_based --size=256M --output-format=json > "$out" &
+		--startdelay="${STARTDELAY:-2}" --runtime="$SECS" --time_based --size=256M --output-format=json > "$out" &
 	fio_pid=$!
 	if [ "$mode" = other ]; then followed_start; fi
 	if [ "$mode" != off ]; then
