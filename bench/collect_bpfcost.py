@@ -24,6 +24,8 @@ from losses import median_interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS, SECS = int(os.environ.get("ROUNDS", 6)), float(os.environ.get("SECS", 3))
+if os.environ.get("BENCH_SMOKE") == "1":  # smoke mode (bench/run.sh): one short round
+    ROUNDS, SECS = 1, 1
 DATASETS = {
     1: "add l disk.latency device\n",
     4: "add o disk.ops op\nadd l disk.latency device\nadd s disk.size op\nadd f disk.offset device\n",
