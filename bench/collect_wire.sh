@@ -5,10 +5,13 @@
 # datasets are switched in windows of SECS seconds (bench/collectlib.sh toggled_load): none,
 # wire.latency[client] + wire.ops[op] (TC program on lo), and on the engine the same two
 # statistics from its USDT probe (nfs.latency[client] + nfs.ops[op]) as the peer.
+# SETS=1 replaces the wire configuration by two: wire.latency[client] alone, and four wire
+# datasets (issue 38's goals: within 1.4 % and 3 % of nfs-ganesha's peak throughput).
 # BASE_COLLECT_BIN=other/strata-collect adds a second collector whose wire programs are
 # switched on in windows of their own ("wire, base"): a before/after comparison in one run;
 # BASE_COLLECT_ARGS adds options to it (BASE_COLLECT_ARGS="--wire-hook tc" with this build's
-# collector compares the two hooks).
+# collector compares the two hooks; BASE_COLLECT_ARGS="--wire-programs bounded" the two program
+# trios, bpf_loop and bounded, on the same traffic).
 # Reported per server (bench/losses.py): median throughput loss of the windows against
 # their neighbours without datasets, with its 95 % interval, and from the kernel's BPF
 # statistics the BPF run time per NFS operation, per program run, runs per operation, and
@@ -28,6 +31,12 @@ trap '[ -n "$base_pid" ] && kill "$base_pid" 2>/dev/null; collect_cleanup' EXIT
 want=([none]='' [wire]='add a wire.latency client\nadd b wire.ops op\n' [usdt]='add a nfs.latency client\nadd b nfs.ops op\n')
 progs=([none]='' [wire]='wire_.*' [usdt]='nfs_ops')
 configs=(wire)
+if [ -n "${SETS:-}" ]; then
+	want[one]='add a wire.latency client\n' progs[one]='wire_.*'
+	want[four]='add a wire.latency client\nadd b wire.ops op\nadd c wire.size op\nadd d wire.latency op\n'
+	progs[four]='wire_.*'
+	configs=(one four)
+fi
 if [ -n "${BASE_COLLECT_BIN:-}" ]; then # the same datasets on the second collector
 	want[base]=${want[wire]} progs[base]=${progs[wire]} chan[base]=4
 	configs+=(base)
@@ -64,6 +73,7 @@ for server in $SERVERS; do
 	fi
 	if [ "$server" = engine ]; then server_windows engine "${configs[@]}" usdt; else server_windows ganesha "${configs[@]}"; fi
 	labels=("wire=wire.latency[client] + wire.ops[op] (TC)")
+	if [ -n "${SETS:-}" ]; then labels=("one=wire.latency[client] alone (TC)" "four=four wire datasets (TC)"); fi
 	if [ -n "${BASE_COLLECT_BIN:-}" ]; then labels+=("base=the same, $BASE_COLLECT_BIN ${BASE_COLLECT_ARGS:-}"); fi
 	if [ "$server" = engine ]; then labels+=("usdt=nfs.latency[client] + nfs.ops[op] (USDT peer)"); fi
 	.venv/bin/python bench/losses.py "$work/load.json" "$work/windows" \

@@ -4,9 +4,17 @@
  * copy of the maps below. Userspace (collectors/) fills up to AGG_MAX_SLOTS dataset
  * slots {statistic, breakdown, filters}; a probe hit describes itself once in an
  * agg_event and agg_event_apply() loops over the slots, so several datasets on one
- * probe cost one hit. Counts are cumulative in a per-CPU hash keyed by
- * {slot, generation, first bucket of a chunk, key bytes}, whose value holds
- * AGG_CHUNK neighbouring buckets; userspace reads and diffs them.
+ * probe cost one hit. Counts are cumulative, per CPU, per {slot, generation, first bucket
+ * of a chunk, key bytes}, in chunks of AGG_CHUNK neighbouring buckets; userspace reads
+ * them, sums the CPUs and the two homes of a chunk below, and diffs them.
+ *
+ * Where a chunk lives: first in agg_table, a per-CPU array indexed by a hash of its key
+ * (direct-mapped: each CPU's entry holds the first key that took it, for as long as its
+ * slot's generation lives), else in agg_counts, a per-CPU hash. The table costs an array
+ * lookup and a key compare per event where the hash map costs hashing 24 bytes, a bucket
+ * walk and the compare (about 70 ns of the ~80 ns each dataset added to an event,
+ * bench/collect_bpfcost.py); keys that collide in the table, or come after it is full,
+ * go to the hash map, so no key is ever lost or counted twice.
  *
  * Why chunks: a latency statistic spreads its events over a hundred or more buckets
  * per key. With one hash entry per bucket every event is a lookup of a cold entry
@@ -34,8 +42,9 @@
 #define AGG_KEY_BYTES   16
 #define AGG_CHUNK       32     /* llhist buckets per counts entry (a power of two) */
 #define AGG_COUNTS_MAX  8192   /* {slot, key, chunk} entries, all slots of one layer */
-#define AGG_STARTS_MAX  16384  /* in-flight block requests awaiting completion */
+#define AGG_STARTS_MAX  16384  /* block request structs followed by the disk layer */
 #define AGG_PEND_WAYS   8      /* pending chunks per slot during one batched hit (a power of two) */
+#define AGG_TABLE_SIZE  512    /* agg_table entries per CPU (a power of two) */
 
 /* Statistics computed in the kernel (gauges come from the engine's stats socket),
  * breakdown / filter dimensions and key values: catalogue/statistics.def. */
@@ -111,11 +120,18 @@ struct agg_key {
 	__u16 gen;
 	__u32 bucket;             /* first llhist bucket of the chunk (a multiple of AGG_CHUNK); 0 for counters */
 	__u8 key[AGG_KEY_BYTES];  /* breakdown key bytes; zero without breakdown */
-};
+} __attribute__((aligned(8))); /* compared and hashed as three __u64 */
 
 /* Per-CPU value of a counts entry: buckets bucket .. bucket + AGG_CHUNK - 1. */
 struct agg_chunk {
 	__u64 counts[AGG_CHUNK];
+};
+
+/* Per-CPU value of an agg_table entry: the chunk of key k once used is set. */
+struct agg_table_entry {
+	struct agg_key k;
+	__u64 used;
+	struct agg_chunk c;
 };
 
 struct agg_keyset_key {
@@ -160,6 +176,13 @@ struct {
 	__type(key, struct agg_key);
 	__type(value, struct agg_chunk);
 } agg_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, AGG_TABLE_SIZE);
+	__type(key, __u32);
+	__type(value, struct agg_table_entry);
+} agg_table SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -283,7 +306,60 @@ static __always_inline __u64 *agg_chunk_counter(struct agg_chunk *c, __u32 bucke
 	return &c->counts[bucket & (AGG_CHUNK - 1)];
 }
 
-/* Adds inc to bucket of keybytes in slot, creating the chunk's entry on first use. */
+static __always_inline int agg_key_same(const struct agg_key *a, const struct agg_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+}
+
+/* This CPU's agg_table entry where key k may live. */
+static __always_inline struct agg_table_entry *agg_table_at(const struct agg_key *k)
+{
+	const __u64 *w = (const __u64 *)k;
+	__u64 h = w[0] * 0x9e3779b97f4a7c15ULL ^ w[1] * 0xc2b2ae3d27d4eb4fULL ^ w[2];
+	__u32 i;
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	i = (__u32)h & (AGG_TABLE_SIZE - 1);
+	return bpf_map_lookup_elem(&agg_table, &i);
+}
+
+/* The counts of k on this CPU, in agg_table or else agg_counts; NULL when it has none. */
+static __always_inline struct agg_chunk *agg_find(const struct agg_key *k)
+{
+	struct agg_table_entry *e = agg_table_at(k);
+
+	if (e && e->used && agg_key_same(&e->k, k))
+		return &e->c;
+	return bpf_map_lookup_elem(&agg_counts, k);
+}
+
+/* Zeroed counts for new key k in this CPU's agg_table, when its entry is free: never used,
+ * or left by a slot generation that no longer lives (the counts zeroed before the key
+ * changes, so that userspace never reads a live key with another key's counts); else NULL. */
+static __always_inline struct agg_chunk *agg_table_claim(const struct agg_key *k)
+{
+	struct agg_table_entry *e = agg_table_at(k);
+	__u32 s;
+
+	if (!e)
+		return NULL;
+	if (e->used) {
+		s = e->k.slot;
+		if (s < AGG_MAX_SLOTS && agg_slots[s].stat && (__u16)agg_slots[s].gen == e->k.gen)
+			return NULL;
+		__builtin_memset(&e->c, 0, sizeof(e->c));
+		asm volatile("" ::: "memory");
+	}
+	e->k = *k;
+	e->used = 1;
+	return &e->c;
+}
+
+/* Adds inc to bucket of keybytes in slot, making the chunk's home on first use. */
 static __always_inline void agg_add(__u32 slot, __u32 gen, __u32 bucket, const __u8 *keybytes,
 				    int bounded, __u64 inc)
 {
@@ -295,18 +371,23 @@ static __always_inline void agg_add(__u32 slot, __u32 gen, __u32 bucket, const _
 	if (!inc)
 		return;
 	__builtin_memcpy(k.key, keybytes, AGG_KEY_BYTES);
-	c = bpf_map_lookup_elem(&agg_counts, &k); /* the common case: a known key and chunk */
+	c = agg_find(&k); /* the common case: a known key and chunk */
 	if (c) {
 		*agg_chunk_counter(c, bucket) += inc;
 		return;
 	}
 	if (bounded) {
 		agg_bound_key(slot, gen, k.key, 1);
-		c = bpf_map_lookup_elem(&agg_counts, &k);
+		c = agg_find(&k);
 		if (c) {
 			*agg_chunk_counter(c, bucket) += inc;
 			return;
 		}
+	}
+	c = agg_table_claim(&k);
+	if (c) {
+		*agg_chunk_counter(c, bucket) += inc;
+		return;
 	}
 	fresh = bpf_map_lookup_elem(&agg_new_chunk, &zero);
 	if (!fresh)
@@ -323,17 +404,19 @@ static __always_inline void agg_add(__u32 slot, __u32 gen, __u32 bucket, const _
 		agg_stat_add(AGG_STATS_DROPS, 1);
 }
 
-/* Merges a pending chunk into agg_counts and empties it. */
+/* Merges a pending chunk into its home (agg_add) and empties it. */
 static __always_inline void agg_pending_flush(struct agg_pending *p)
 {
-	struct agg_chunk *c = bpf_map_lookup_elem(&agg_counts, &p->k);
+	struct agg_chunk *c = agg_find(&p->k);
 	int added = 0;
 	__u16 listed;
 
 	if (!c && p->bounded) {
 		agg_bound_key(p->k.slot, p->k.gen, p->k.key, p->adds);
-		c = bpf_map_lookup_elem(&agg_counts, &p->k);
+		c = agg_find(&p->k);
 	}
+	if (!c)
+		c = agg_table_claim(&p->k);
 	if (!c) {
 		added = bpf_map_update_elem(&agg_counts, &p->k, &p->c, BPF_NOEXIST) == 0;
 		if (!added) /* raced with another CPU's insert */

@@ -1,6 +1,6 @@
 /* disk.bpf.c — the disk layer: block_rq_issue / block_rq_complete feed disk.ops,
- * disk.latency, disk.size and disk.offset, broken down by device or op
- * (bpf/aggregate.h). Counted at completion, like the kernel's /sys/block stats, for
+ * disk.latency, disk.size and disk.offset (requests with a position on the device, not
+ * flushes), broken down by device or op (bpf/aggregate.h). Counted at completion, like the kernel's /sys/block stats, for
  * requests whose issue was seen (those issued before attaching are not counted).
  * A requeued request is forgotten until its next issue. A request issued again while its
  * previous issue still waits had a completion the kernel did not run the completion
@@ -28,11 +28,15 @@ const volatile __u32 requeue_rq_arg = 0;  /* ... and in block_rq_requeue */
 
 #define REQ_OP_MASK_BITS 0xff
 
+/* The issue time of each request struct seen, 0 while none is in flight: a request's
+ * entry is written in place at every issue and completion (one lockless lookup each), and
+ * made only at its first issue. A block queue reuses a fixed set of request structs; those
+ * of queues gone since are the least recently used entries, which make room. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, AGG_STARTS_MAX);
 	__type(key, __u64);   /* struct request * */
-	__type(value, __u64); /* issue time, ns */
+	__type(value, __u64); /* issue time, ns; 0 = not in flight */
 } starts SEC(".maps");
 
 /* Kernels before 5.16 keep the disk in request->rq_disk, later ones in request->q->disk. */
@@ -98,28 +102,26 @@ static __always_inline void count_missed(struct request *rq, int direct)
 	agg_event_apply(ev);
 }
 
-#define EEXIST 17
-
 static __always_inline int on_issue(struct request *rq, int direct)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start = bpf_map_lookup_elem(&starts, &key);
 
-	long err = bpf_map_update_elem(&starts, &key, &now, BPF_NOEXIST);
-
-	if (err == -EEXIST) { /* one map operation per issue unless a completion was missed */
-		count_missed(rq, direct);
-		err = bpf_map_update_elem(&starts, &key, &now, BPF_EXIST);
-	}
-	if (err)
+	if (start) {
+		if (*start) /* its previous issue was never seen completing */
+			count_missed(rq, direct);
+		*start = now;
+	} else if (bpf_map_update_elem(&starts, &key, &now, BPF_ANY)) {
 		agg_stat_add(AGG_STATS_DROPS, 1);
+	}
 	return 0;
 }
 
 static __always_inline int on_requeue(struct request *rq)
 {
-	__u64 key = (__u64)rq;
+	__u64 key = (__u64)rq, *start = bpf_map_lookup_elem(&starts, &key);
 
-	bpf_map_delete_elem(&starts, &key);
+	if (start)
+		*start = 0;
 	return 0;
 }
 
@@ -127,24 +129,29 @@ static __always_inline int on_requeue(struct request *rq)
  * finishing a flush sequence, or completing in parts, passes block_rq_complete again. */
 static __always_inline int on_complete(struct request *rq, int direct)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start, issued;
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), *start, issued, sector;
 	struct agg_event *ev;
+	__u32 op;
 
 	start = bpf_map_lookup_elem(&starts, &key);
-	if (!start)
+	if (!start || !*start)
 		return 0;
 	issued = *start;
-	bpf_map_delete_elem(&starts, &key);
+	*start = 0;
 	ev = agg_event_get();
 	if (!ev)
 		return 0;
 	set_device(ev, rq, direct);
-	*(__u32 *)ev->dims[AGG_DIM_OP] = disk_op(READ(direct, rq, cmd_flags));
+	op = disk_op(READ(direct, rq, cmd_flags));
+	*(__u32 *)ev->dims[AGG_DIM_OP] = op;
 	ev->latency_ns = now > issued ? now - issued : 0;
 	ev->bytes = READ(direct, rq, __data_len);
-	ev->offset = READ(direct, rq, __sector) * 512;
+	sector = READ(direct, rq, __sector);
+	ev->offset = sector * 512;
+	/* a flush, or a request without a position (sector -1), has no offset: disk.ops
+	 * counts it by its op, disk.offset leaves it out */
 	ev->stats_mask = 1u << AGG_STAT_DISK_OPS | 1u << AGG_STAT_DISK_LATENCY | 1u << AGG_STAT_DISK_SIZE |
-			 1u << AGG_STAT_DISK_OFFSET;
+			 (op != AGG_DISK_FLUSH && sector != ~0ULL ? 1u << AGG_STAT_DISK_OFFSET : 0);
 	agg_event_apply(ev);
 	return 0;
 }

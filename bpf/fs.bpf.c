@@ -1,8 +1,8 @@
-/* fs.bpf.c — the file-system layer: the raw syscall tracepoints (sys_enter / sys_exit)
- * of chosen processes feed fs.ops, fs.latency and fs.size, broken down by op (the
- * syscall), process and file (bpf/aggregate.h).
+/* fs.bpf.c — the file-system layer: the entries and exits of the followed syscalls, in
+ * chosen processes, feed fs.ops, fs.latency and fs.size, broken down by op (the syscall),
+ * process and file (bpf/aggregate.h).
  *
- * Followed syscalls (x86_64 numbers): read, write, pread64, pwrite64, readv, writev,
+ * Followed syscalls (x86_64): read, write, pread64, pwrite64, readv, writev,
  * preadv, pwritev, preadv2, pwritev2, fsync, fdatasync, openat, close — on regular
  * files only (sockets, pipes, directories and devices are skipped). io_uring
  * submissions are not seen. A failed openat is not counted (it names no inode).
@@ -10,8 +10,16 @@
  * A process is chosen when its thread group id is in fs_pids with the start time of
  * its leader (as /proc/PID/stat shows it, so a reused pid is never taken for the
  * chosen process), or when fs_use_cgroup is set and it runs in fs_cgroup's cgroup
- * or below. Every other process pays one program run that stops at the syscall
- * number (or, for these syscalls, at one hash lookup).
+ * or below.
+ *
+ * Two hooks (the collector loads the first the kernel allows, collectors/fs_layer.c):
+ *   fentry / fexit on each followed syscall's own kernel function (__x64_sys_pread64 ...):
+ *     other processes pay nothing in their other syscalls, and two program runs that stop
+ *     at one hash lookup in these;
+ *   the raw syscall tracepoints (sys_enter / sys_exit), where the kernel refuses fentry (no
+ *     ftrace in a locked-down VM): enabling any syscall tracepoint takes every syscall of
+ *     every process off its fast path, and runs the program, which stops at the syscall
+ *     number, on each.
  *
  * The file key is (device, inode number), read through the task's fd table at entry
  * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
@@ -79,8 +87,8 @@ struct {
 	__type(value, struct pending);
 } fs_pending_tid SEC(".maps");
 
-/* How the programs read the kernel, one pair of programs each (the collector loads the
- * pair the kernel allows, collectors/layers.c):
+/* How the programs read the kernel, one set of programs each (the collector loads the
+ * set the kernel allows, collectors/fs_layer.c):
  *   FS_TYPED   typed task pointer, typed loads through bpf_rdonly_cast (Linux 6.2+)
  *   FS_READ    typed task pointer, CO-RE helper reads below the fd table (5.11+)
  *   FS_HASHED  CO-RE helper reads throughout, fs_pending_tid for the syscall in flight */
@@ -116,28 +124,6 @@ static __always_inline struct pending *pending_get(struct task_struct *t, int mo
  * on older kernels the collector loads the *_read programs, which never call it. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define KCAST(p, type) ((type *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(type)))
-
-/* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not followed. */
-static __always_inline int fs_op(long id)
-{
-	switch (id) {
-	case 0: return AGG_FS_OP_READ;
-	case 1: return AGG_FS_OP_WRITE;
-	case 3: return AGG_FS_OP_CLOSE;
-	case 17: return AGG_FS_OP_PREAD64;
-	case 18: return AGG_FS_OP_PWRITE64;
-	case 19: return AGG_FS_OP_READV;
-	case 20: return AGG_FS_OP_WRITEV;
-	case 74: return AGG_FS_OP_FSYNC;
-	case 75: return AGG_FS_OP_FDATASYNC;
-	case 257: return AGG_FS_OP_OPENAT;
-	case 295: return AGG_FS_OP_PREADV;
-	case 296: return AGG_FS_OP_PWRITEV;
-	case 327: return AGG_FS_OP_PREADV2;
-	case 328: return AGG_FS_OP_PWRITEV2;
-	default: return -1;
-	}
-}
 
 static __always_inline int data_op(__u32 op)
 {
@@ -205,15 +191,12 @@ static __always_inline void report_name(const struct pending *p, __u32 tgid)
 	bpf_ringbuf_submit(n, 0);
 }
 
-static __always_inline int enter(struct pt_regs *regs, long id, int mode)
+static __always_inline int enter(const struct pt_regs *regs, int op, int mode)
 {
-	int op = fs_op(id);
 	struct task_struct *t;
 	struct pending *p;
 	struct agg_fs_file file = {};
 
-	if (op < 0)
-		return 0;
 	t = current_task(mode);
 	if (!chosen(t, bpf_get_current_pid_tgid() >> 32, mode))
 		return 0;
@@ -234,17 +217,14 @@ static __always_inline int enter(struct pt_regs *regs, long id, int mode)
 	return 0;
 }
 
-static __always_inline int leave(struct pt_regs *regs, long ret, int mode)
+static __always_inline int leave(long ret, int op, int mode)
 {
 	__u64 now;
 	struct pending *pp, p;
 	struct task_struct *t;
 	struct agg_fs_process *proc;
 	struct agg_event *ev;
-	int op = fs_op((long)regs->orig_ax);
 
-	if (op < 0)
-		return 0;
 	t = current_task(mode);
 	pp = pending_get(t, mode, 0);
 	/* the entry of this very syscall (one left by a syscall whose exit was not seen,
@@ -278,20 +258,79 @@ static __always_inline int leave(struct pt_regs *regs, long ret, int mode)
 	return 0;
 }
 
-/* The programs, one pair per mode: fs_enter / fs_exit (FS_TYPED), fs_enter_read /
- * fs_exit_read (FS_READ), fs_enter_hashed / fs_exit_hashed (FS_HASHED). */
-#define FS_PROGRAMS(enter_prog, exit_prog, mode)                  \
-	SEC("tp_btf/sys_enter")                                   \
-	int BPF_PROG(enter_prog, struct pt_regs *regs, long id)   \
-	{                                                         \
-		return enter(regs, id, mode);                     \
-	}                                                         \
-	SEC("tp_btf/sys_exit")                                    \
-	int BPF_PROG(exit_prog, struct pt_regs *regs, long ret)   \
-	{                                                         \
-		return leave(regs, ret, mode);                    \
+/* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not
+ * followed (the raw tracepoint programs). */
+static __always_inline int fs_op(long id)
+{
+	switch (id) {
+	case 0: return AGG_FS_OP_READ;
+	case 1: return AGG_FS_OP_WRITE;
+	case 3: return AGG_FS_OP_CLOSE;
+	case 17: return AGG_FS_OP_PREAD64;
+	case 18: return AGG_FS_OP_PWRITE64;
+	case 19: return AGG_FS_OP_READV;
+	case 20: return AGG_FS_OP_WRITEV;
+	case 74: return AGG_FS_OP_FSYNC;
+	case 75: return AGG_FS_OP_FDATASYNC;
+	case 257: return AGG_FS_OP_OPENAT;
+	case 295: return AGG_FS_OP_PREADV;
+	case 296: return AGG_FS_OP_PWRITEV;
+	case 327: return AGG_FS_OP_PREADV2;
+	case 328: return AGG_FS_OP_PWRITEV2;
+	default: return -1;
 	}
+}
 
-FS_PROGRAMS(fs_enter, fs_exit, FS_TYPED)
-FS_PROGRAMS(fs_enter_read, fs_exit_read, FS_READ)
-FS_PROGRAMS(fs_enter_hashed, fs_exit_hashed, FS_HASHED)
+/* The programs, in each mode M = t (FS_TYPED), r (FS_READ) or h (FS_HASHED): fs_raw_enter_M
+ * and fs_raw_exit_M on the raw syscall tracepoints, and fs_enter_SYSCALL_M and
+ * fs_exit_SYSCALL_M on each followed syscall's function (x86_64's __x64_sys_*, whose one
+ * argument is the user's registers). */
+#define FS_RAW(mode, m)                                                                   \
+	SEC("tp_btf/sys_enter")                                                           \
+	int BPF_PROG(fs_raw_enter_##m, struct pt_regs *regs, long id)                    \
+	{                                                                                 \
+		int op = fs_op(id);                                                       \
+                                                                                          \
+		return op < 0 ? 0 : enter(regs, op, mode);                                \
+	}                                                                                 \
+	SEC("tp_btf/sys_exit")                                                            \
+	int BPF_PROG(fs_raw_exit_##m, struct pt_regs *regs, long ret)                    \
+	{                                                                                 \
+		int op = fs_op((long)regs->orig_ax);                                      \
+                                                                                          \
+		return op < 0 ? 0 : leave(ret, op, mode);                                 \
+	}
+FS_RAW(FS_TYPED, t)
+FS_RAW(FS_READ, r)
+FS_RAW(FS_HASHED, h)
+
+#define FS_SYSCALL_MODE(name, op, mode, m)                                                \
+	SEC("fentry/__x64_sys_" #name)                                                    \
+	int BPF_PROG(fs_enter_##name##_##m, const struct pt_regs *regs)                  \
+	{                                                                                 \
+		return enter(regs, op, mode);                                             \
+	}                                                                                 \
+	SEC("fexit/__x64_sys_" #name)                                                     \
+	int BPF_PROG(fs_exit_##name##_##m, const struct pt_regs *regs, long ret)         \
+	{                                                                                 \
+		return leave(ret, op, mode);                                              \
+	}
+#define FS_SYSCALL(name, op)                          \
+	FS_SYSCALL_MODE(name, op, FS_TYPED, t)        \
+	FS_SYSCALL_MODE(name, op, FS_READ, r)         \
+	FS_SYSCALL_MODE(name, op, FS_HASHED, h)
+
+FS_SYSCALL(read, AGG_FS_OP_READ)
+FS_SYSCALL(write, AGG_FS_OP_WRITE)
+FS_SYSCALL(close, AGG_FS_OP_CLOSE)
+FS_SYSCALL(pread64, AGG_FS_OP_PREAD64)
+FS_SYSCALL(pwrite64, AGG_FS_OP_PWRITE64)
+FS_SYSCALL(readv, AGG_FS_OP_READV)
+FS_SYSCALL(writev, AGG_FS_OP_WRITEV)
+FS_SYSCALL(fsync, AGG_FS_OP_FSYNC)
+FS_SYSCALL(fdatasync, AGG_FS_OP_FDATASYNC)
+FS_SYSCALL(openat, AGG_FS_OP_OPENAT)
+FS_SYSCALL(preadv, AGG_FS_OP_PREADV)
+FS_SYSCALL(pwritev, AGG_FS_OP_PWRITEV)
+FS_SYSCALL(preadv2, AGG_FS_OP_PREADV2)
+FS_SYSCALL(pwritev2, AGG_FS_OP_PWRITEV2)

@@ -55,13 +55,31 @@ static bool live(const struct layer *L, const struct agg_key *k)
 	return k->slot < AGG_MAX_SLOTS && L->slots[k->slot].stat && L->slots[k->slot].gen == k->gen;
 }
 
-/* Snapshot of the counts map into L->cur, one entry per non-zero bucket (each chunk
- * expanded, per-CPU values summed); stale entries deleted. */
-static int snapshot(struct layer *L, char *err, size_t n)
+/* Appends the non-zero buckets of chunk k to L->cur, its values summed over n per-CPU
+ * copies stride bytes apart. */
+static int append_chunk(struct layer *L, const struct agg_key *k, const struct agg_chunk *c, size_t stride, int n)
 {
-	int ncpu = libbpf_num_possible_cpus();
+	if (reserve(L, L->ncur + AGG_CHUNK) < 0)
+		return -1;
+	for (__u32 b = 0; b < AGG_CHUNK; b++) {
+		struct agg_key kb = *k;
+		uint64_t sum = 0;
+
+		for (int i = 0; i < n; i++)
+			sum += ((const struct agg_chunk *)((const char *)c + (size_t)i * stride))->counts[b];
+		if (!sum)
+			continue;
+		kb.bucket += b;
+		L->cur[L->ncur++] = (struct count_entry){ kb, sum };
+	}
+	return 0;
+}
+
+/* The live chunks of the hash map agg_counts appended to L->cur; stale entries deleted. */
+static int read_hash(struct layer *L, int ncpu, char *err, size_t n)
+{
 	struct agg_key *keys = malloc(READ_CHUNK * sizeof(*keys));
-	struct agg_chunk *vals = malloc((size_t)READ_CHUNK * (size_t)(ncpu > 0 ? ncpu : 1) * sizeof(*vals));
+	struct agg_chunk *vals = malloc((size_t)READ_CHUNK * (size_t)ncpu * sizeof(*vals));
 	struct agg_key stale[64];
 	size_t nstale = 0;
 	__u64 batch = 0;
@@ -69,8 +87,7 @@ static int snapshot(struct layer *L, char *err, size_t n)
 	int rc = -1;
 
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	L->ncur = 0;
-	if (!keys || !vals || ncpu <= 0) {
+	if (!keys || !vals) {
 		snprintf(err, n, "out of memory reading the %s counts", L->name);
 		goto out;
 	}
@@ -88,20 +105,9 @@ static int snapshot(struct layer *L, char *err, size_t n)
 					stale[nstale++] = keys[i];
 				continue;
 			}
-			if (reserve(L, L->ncur + AGG_CHUNK) < 0) {
+			if (append_chunk(L, &keys[i], &vals[(size_t)i * (size_t)ncpu], sizeof(*vals), ncpu) < 0) {
 				snprintf(err, n, "out of memory reading the %s counts", L->name);
 				goto out;
-			}
-			for (__u32 b = 0; b < AGG_CHUNK; b++) {
-				struct agg_key k = keys[i];
-				uint64_t sum = 0;
-
-				for (int c = 0; c < ncpu; c++)
-					sum += vals[(size_t)i * (size_t)ncpu + (size_t)c].counts[b];
-				if (!sum)
-					continue;
-				k.bucket += b;
-				L->cur[L->ncur++] = (struct count_entry){ k, sum };
 			}
 		}
 		if (r == -ENOENT)
@@ -110,12 +116,70 @@ static int snapshot(struct layer *L, char *err, size_t n)
 	}
 	for (size_t i = 0; i < nstale; i++)
 		bpf_map_delete_elem(L->counts_fd, &stale[i]);
-	qsort(L->cur, L->ncur, sizeof(*L->cur), entry_cmp);
 	rc = 0;
 out:
 	free(keys);
 	free(vals);
 	return rc;
+}
+
+/* The live chunks of the per-CPU array agg_table appended to L->cur: each CPU's entry
+ * holds a key of its own (stale ones are left for the programs to take again). One lookup
+ * per index: Linux 5.10 has no batch lookups on arrays. */
+static int read_table(struct layer *L, int ncpu, char *err, size_t n)
+{
+	struct agg_table_entry *vals = malloc((size_t)ncpu * sizeof(*vals));
+	int rc = -1;
+
+	if (!vals) {
+		snprintf(err, n, "out of memory reading the %s counts", L->name);
+		return -1;
+	}
+	for (__u32 i = 0; i < AGG_TABLE_SIZE; i++) {
+		if (bpf_map_lookup_elem(L->table_fd, &i, vals) < 0) {
+			snprintf(err, n, "reading the %s counts: %s", L->name, strerror(errno));
+			goto out;
+		}
+		for (int c = 0; c < ncpu; c++) {
+			const struct agg_table_entry *e = &vals[c];
+
+			if (!e->used || !live(L, &e->k))
+				continue;
+			if (append_chunk(L, &e->k, &e->c, sizeof(e->c), 1) < 0) {
+				snprintf(err, n, "out of memory reading the %s counts", L->name);
+				goto out;
+			}
+		}
+	}
+	rc = 0;
+out:
+	free(vals);
+	return rc;
+}
+
+/* Snapshot of the counts into L->cur, one entry per non-zero bucket, sorted: a chunk's
+ * CPUs and its two homes (bpf/aggregate.h) summed. */
+static int snapshot(struct layer *L, char *err, size_t n)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	size_t m = 0;
+
+	L->ncur = 0;
+	if (ncpu <= 0) {
+		snprintf(err, n, "reading the %s counts: no CPU count", L->name);
+		return -1;
+	}
+	if (read_hash(L, ncpu, err, n) < 0 || read_table(L, ncpu, err, n) < 0)
+		return -1;
+	qsort(L->cur, L->ncur, sizeof(*L->cur), entry_cmp);
+	for (size_t i = 0; i < L->ncur; i++) {
+		if (m && key_cmp(&L->cur[m - 1].key, &L->cur[i].key) == 0)
+			L->cur[m - 1].value += L->cur[i].value;
+		else
+			L->cur[m++] = L->cur[i];
+	}
+	L->ncur = m;
+	return 0;
 }
 
 /* Deltas of the current snapshot against prev, for one slot or all (slot < 0). */

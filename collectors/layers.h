@@ -111,7 +111,7 @@ struct layer {
 	struct agg_slot *slots;    /* the program's .bss slot table; NULL: the layer has no counts */
 	__u32 *nslots;
 	__u32 *dims;                           /* the program's agg_dims */
-	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
+	int counts_fd, table_fd, keyset_fd, nkeys_fd, stats_fd;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
@@ -129,6 +129,7 @@ struct layer {
 		(L)->nslots = &(s)->bss->agg_nslots;              \
 		(L)->dims = &(s)->bss->agg_dims;                  \
 		(L)->counts_fd = bpf_map__fd((s)->maps.agg_counts); \
+		(L)->table_fd = bpf_map__fd((s)->maps.agg_table); \
 		(L)->keyset_fd = bpf_map__fd((s)->maps.agg_keyset); \
 		(L)->nkeys_fd = bpf_map__fd((s)->maps.agg_nkeys); \
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \

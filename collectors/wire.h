@@ -27,6 +27,7 @@ struct wire_attachment {
 
 struct wire_state {
 	struct wire_config cfg;
+	bool bounded;                     /* the bounded trio is loaded (else the bpf_loop one) */
 	int prog_fd[3];                   /* ingress, egress, loopback (both directions at lo's egress) */
 	int l2len_fd, counters_fd;
 	uint8_t *l2_table;                /* the program's wire_l2_table (L2 length + 1 by ifindex) */

@@ -13,9 +13,13 @@
  * filters (auto); or only one of the two. */
 enum wire_hook { WIRE_HOOK_AUTO = 0, WIRE_HOOK_TCX, WIRE_HOOK_TC };
 
+/* Which program trio parses the packets (bpf/wire.bpf.c): with bpf_loop where the kernel
+ * has it, else bounded (auto); or the bounded one anywhere, to measure it on real traffic. */
+enum wire_programs { WIRE_PROGRAMS_AUTO = 0, WIRE_PROGRAMS_BOUNDED };
+
 /* --wire-iface patterns (fnmatch; none = every interface with an address), --wire-port:
- * ports, and rpcbind (follow the ports the local rpcbind maps NFS and MOUNT to), and
- * --wire-hook. */
+ * ports, and rpcbind (follow the ports the local rpcbind maps NFS and MOUNT to),
+ * --wire-hook and --wire-programs. */
 struct wire_config {
 	const char *ifaces[WIRE_PATTERNS_MAX];
 	int nifaces;
@@ -23,6 +27,7 @@ struct wire_config {
 	int nports;
 	bool rpcbind;
 	enum wire_hook hook;
+	enum wire_programs programs;
 };
 
 #endif

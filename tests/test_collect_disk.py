@@ -79,10 +79,11 @@ def test_disk_sync_writes_count_the_flushes_the_device_did(loopdev):
     """O_SYNC writes: the flush requests match /sys/block exactly. The kernel's stats also
     count, per preflush, a zero-length write that the block layer completes itself without
     issuing it to the device; disk.ops counts requests the device served, so it has the
-    data writes only."""
+    data writes only. disk.offset has the data writes alone: a flush has no offset."""
     c = Collector()
     try:
         c.add("byop", "disk.ops", "op", f"device={loopdev}")
+        c.add("off", "disk.offset", "op", f"device={loopdev}")
         c.wait_status(lambda s: "disk" in s["attached"])
         before = block_stat(loopdev)
         dd(loopdev, "write", 50, flags=",sync")
@@ -94,6 +95,9 @@ def test_disk_sync_writes_count_the_flushes_the_device_did(loopdev):
     assert ours.get("flush", 0) == after["flush"] - before["flush"] > 0
     assert ours.get("write", 0) + ours.get("sync", 0) == 50
     assert after["write"] - before["write"] >= 50
+    offsets = heatmap_totals(c.data("off"))
+    assert "flush" not in offsets and sum(sum(b.values()) for b in offsets.values()) == 50
+    assert max(max(b) for b in offsets.values()) <= llhist.bucket(50 * 4096)
 
 
 BIOLAT_LINE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)")

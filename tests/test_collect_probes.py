@@ -104,6 +104,41 @@ def test_key_overflow_goes_to_other_and_is_reported(fixture):
     assert status["overflows"] == {"cl": 6}
 
 
+def fire_each_client(fixture, clients, count, latency_us):
+    """fixture.nfs once per client, the requests written before the replies are read."""
+    for ip in clients:
+        fixture.proc.stdin.write(f"nfs {count} {NFS_READ} {ip} {latency_us} 1 0 0 0 0\n")
+    fixture.proc.stdin.flush()
+    assert [fixture.proc.stdout.readline().split()[1] for _ in clients] == [str(count)] * len(clients)
+
+
+def test_more_chunks_than_the_table_holds_and_a_slot_taken_again_count_exactly(fixture):
+    """3 x 600 chunks, past the 512 of each CPU's table (bpf/aggregate.h): the keys that
+    collide live in the hash map, and every hit is counted once; a dataset removed and
+    added again (a new slot generation) takes the table entries of the old one back,
+    counting from zero."""
+    clients = [f"10.2.{i // 250}.{i % 250 + 1}" for i in range(600)]
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("ops", "nfs.ops", "client")
+        c.add("lat", "nfs.latency", "client")
+        fire_each_client(fixture, clients, 2, 3000)
+        fire_each_client(fixture, clients, 1, 150)
+        c.remove("lat")
+        fire_each_client(fixture, clients, 1, 3000)
+        c.add("lat", "nfs.latency", "client")
+        fire_each_client(fixture, clients, 3, 150)
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    assert counter_totals(c.data("ops")) == {ip: 7 for ip in clients}
+    lat = heatmap_totals(c.data("lat"))
+    # 3 hits before the removal, 3 after adding again (none of the one in between)
+    assert {ip: sum(buckets.values()) for ip, buckets in lat.items()} == {ip: 6 for ip in clients}
+    assert min(min(buckets) for buckets in lat.values()) >= llhist.bucket(150_000)
+    assert all(s["drops"] == 0 for s in c.statuses())
+
+
 def test_gauges_from_the_engine_stats_socket(fixture):
     c = Collector("--engine-pid", fixture.pid)
     try:

@@ -149,13 +149,16 @@ def test_wire_counts_what_clients_sent_to_ganesha(ganesha, tmp_path):
     assert st["desyncs"] == 0 and st["unmatched"] == 0, st
 
 
-def test_mebibyte_io_and_many_outstanding_calls_per_connection(engine):
+@pytest.mark.parametrize("programs", ["auto", "bounded"])
+def test_mebibyte_io_and_many_outstanding_calls_per_connection(engine, programs):
     """1 MiB WRITEs and READs (one record over many skbs) from strata-load on loopback, and
     one raw connection with 400 calls written at once (many records per skb, many pending
     on one connection): wire.ops per op equals the engine's nfs.ops, and the 1 MiB ops'
-    wire.size lies at or above 1 MiB."""
+    wire.size lies at or above 1 MiB; with either program trio (--wire-programs bounded
+    loads the one kernels without bpf_loop use)."""
     from engine_util import MOUNT_PROG, NFS_PROG, RpcClient, call_header
-    c = wire_collector([engine.nfs_port, engine.mount_port], ["lo"], "--engine", engine.binary)
+    c = wire_collector([engine.nfs_port, engine.mount_port], ["lo"], "--engine", engine.binary,
+                       "--wire-programs", programs)
     try:
         c.add("w", "wire.ops", "op")
         c.add("n", "nfs.ops", "op")
@@ -188,6 +191,7 @@ def test_mebibyte_io_and_many_outstanding_calls_per_connection(engine):
     big = [b for op in ("read", "write") for b, n in sizes[op].items() if llhist.upper(b) > 1 << 20]
     assert big, sizes["write"]
     assert wire_status(c)["desyncs"] == 0
+    assert wire_status(c)["programs"] == ("bounded" if programs == "bounded" else "bpf_loop")
 
 
 def test_reset_mid_record_and_hostile_clients_leave_other_flows_exact(engine):
@@ -478,6 +482,8 @@ def read_record(sock):
 def test_wire_hook_rejects_other_words_and_strata_collect_passes_it_on():
     r = subprocess.run([str(built("bin/strata-collect")), "--wire-hook", "xdp"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip() == "strata-collect: --wire-hook needs auto, tcx or tc, not xdp"
+    r = subprocess.run([str(built("bin/strata-collect")), "--wire-programs", "loop"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == "strata-collect: --wire-programs needs auto or bounded, not loop"
     from strata.cli.collect_cmd import collector_args
 
     assert collector_args({"wire_hook": "tc", "wire_ports": (2049,)}) == ["--wire-port", "2049", "--wire-hook", "tc"]

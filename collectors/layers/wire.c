@@ -82,7 +82,7 @@ static void ports_recheck(struct wire_state *w, bool force)
 	w->nfound = n;
 }
 
-/* --wire-iface, --wire-port, --wire-hook */
+/* --wire-iface, --wire-port, --wire-hook, --wire-programs */
 static struct wire_config options;
 
 static int iface_option(const char *arg, char *err, size_t n)
@@ -133,6 +133,16 @@ static int hook_option(const char *arg, char *err, size_t n)
 	return -1;
 }
 
+static int programs_option(const char *arg, char *err, size_t n)
+{
+	if (strcmp(arg, "auto") == 0 || strcmp(arg, "bounded") == 0) {
+		options.programs = strcmp(arg, "bounded") == 0 ? WIRE_PROGRAMS_BOUNDED : WIRE_PROGRAMS_AUTO;
+		return 0;
+	}
+	snprintf(err, n, "--wire-programs needs auto or bounded, not %s", arg);
+	return -1;
+}
+
 /* No port given: NFS's 2049 and the ports the local rpcbind maps. */
 static int options_done(char *err, size_t n)
 {
@@ -159,7 +169,7 @@ static int load(struct layer *L, const struct layer_config *lc, char *why, size_
 		return -ENOMEM;
 	}
 	/* the trio this kernel allows: with bpf_loop (Linux 5.17+), else bounded */
-	bounded = !kernel_has_bpf_loop();
+	bounded = cfg->programs == WIRE_PROGRAMS_BOUNDED || !kernel_has_bpf_loop();
 	bpf_program__set_autoload(s->progs.wire_ingress, !bounded);
 	bpf_program__set_autoload(s->progs.wire_egress, !bounded);
 	bpf_program__set_autoload(s->progs.wire_loopback, !bounded);
@@ -176,6 +186,7 @@ static int load(struct layer *L, const struct layer_config *lc, char *why, size_
 	}
 	w->cfg = *cfg;
 	w->nl_fd = -1;
+	w->bounded = bounded;
 	w->prog_fd[0] = bpf_program__fd(bounded ? s->progs.wire_ingress_bounded : s->progs.wire_ingress);
 	w->prog_fd[1] = bpf_program__fd(bounded ? s->progs.wire_egress_bounded : s->progs.wire_egress);
 	w->prog_fd[2] = bpf_program__fd(bounded ? s->progs.wire_loopback_bounded : s->progs.wire_loopback);
@@ -456,7 +467,7 @@ static void status(const struct layer *L, FILE *out)
 	if (!L->loaded)
 		return;
 	counters_read(w, counters);
-	fprintf(out, ",\"wire\":{\"interfaces\":[");
+	fprintf(out, ",\"wire\":{\"programs\":\"%s\",\"interfaces\":[", w->bounded ? "bounded" : "bpf_loop");
 	for (int i = 0; i < w->natt; i++) {
 		fprintf(out, "%s", i ? "," : "");
 		emit_json_string(out, w->att[i].name);
@@ -483,6 +494,7 @@ static const struct layer_option option_table[] = {
 	{ "wire-iface", "PATTERN ...", iface_option },
 	{ "wire-port", "PORT|rpcbind ...", port_option },
 	{ "wire-hook", "auto|tcx|tc", hook_option },
+	{ "wire-programs", "auto|bounded", programs_option },
 	{ NULL },
 };
 
