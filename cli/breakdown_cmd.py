@@ -11,7 +11,7 @@ from strata.cli.output import emit_text, write_figure
 from strata.datasets import catalogue, names
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps import source, termcaps, value_range
-from strata.heatmaps.breakdown import compute, to_json
+from strata.heatmaps.breakdown import to_json
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
 
@@ -92,9 +92,8 @@ def breakdown(dataset, by, style, top, percentile, range_text, last, since, unti
             max_cols = width - term_breakdown.LEFT - 1
         else:
             from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
-        qr, start, end = source.query_window(archive, info, start, end, max_cols, explicit)
-    b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
-                by=info.breakdown, value_range=selected)
+        b, start, end = source.breakdown(archive, info, keys, start, end, explicit, max_cols=max_cols, top=top,
+                                         percentile=percentile, value_range=selected)
 
     if as_json:
         emit_text(json.dumps(to_json(b), indent=1), output)

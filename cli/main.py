@@ -19,6 +19,7 @@ COMMANDS = {
     "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series and top-N table; --range drills into a latency band."),
     "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),
     "top": ("strata.cli.top_cmd:top", "Live view: scrolling latency heat map and the busiest clients (q quits)."),
+    "web": ("strata.cli.web_cmd:web", "Live worksheet in the browser: heat maps, graphs, drag to drill down."),
 }
 
 

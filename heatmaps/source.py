@@ -14,6 +14,7 @@ from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.prometheus import PrometheusReader
 
+from .breakdown import compute
 from .timebins import choose_bins
 from .units import parse_duration
 
@@ -156,3 +157,13 @@ def latest_data(archive: Archive, info, now: int) -> int | None:
     if fine.present.size and fine.present.any():
         return int(fine.times[fine.present.nonzero()[0][-1]]) + fine.step
     return hour + hours.step
+
+
+def breakdown(archive: Archive, info, keys, start: int, end: int, explicit: bool, *, max_cols: int,
+              top: int, percentile: float, value_range=None):
+    """(Breakdown, start, end): what `strata breakdown` shows of info over [start, end), of the
+    events in value_range (drill-down) when one is given; the page's drag reads the same."""
+    qr, start, end = query_window(archive, info, start, end, max_cols, explicit)
+    b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
+                by=info.breakdown, value_range=value_range)
+    return b, start, end

@@ -18,6 +18,7 @@ PACKAGES=(
   fio util-linux iproute2 tmux procps                   # workloads, loop devices, netns, terminal tests
   nfs-ganesha nfs-ganesha-vfs rpcbind                   # a real NFS server to compare with
   chromium                                              # headless browser tests, plotly static export
+  chromium-driver                                       # selenium drives chromium in the strata web tests
   prometheus                                            # a real scraper of strata collect --metrics
   qemu-system-x86 busybox-static cpio kmod             # the kernel matrix: Debian kernels in a TCG guest
   nfs-kernel-server                                     # kernel nfsd, served inside that guest

@@ -1,0 +1,50 @@
+"""Wakes the live pages when the archive changed: one look per LIVE_POLL at SQLite's
+data_version (it moves when another connection, the collector, commits), shared by
+every open page; a Prometheus server is looked at once a second."""
+import asyncio
+import sqlite3
+from urllib.parse import quote
+import os
+
+from .limits import LIVE_POLL
+
+
+class Ticker:
+    def __init__(self, path: str | None):
+        self.path, self.generation = path, 0
+        self.changed = asyncio.Condition()
+        self.task = None
+
+    def start(self):
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self):
+        if self.task:
+            self.task.cancel()
+
+    async def _run(self):
+        conn, last = None, None
+        if self.path:
+            conn = sqlite3.connect("file:" + quote(os.path.abspath(self.path)) + "?mode=ro", uri=True,
+                                   check_same_thread=False)
+        try:
+            while True:
+                await asyncio.sleep(LIVE_POLL if conn else 1.0)
+                version = conn.execute("PRAGMA data_version").fetchone()[0] if conn else None
+                if conn is None or version != last:
+                    last = version
+                    async with self.changed:
+                        self.generation += 1
+                        self.changed.notify_all()
+        finally:
+            if conn:
+                conn.close()
+
+    async def wait(self, seen: int, timeout: float) -> int:
+        """The generation after `seen` (or `seen` again after timeout: a keep-alive is due)."""
+        async with self.changed:
+            try:
+                await asyncio.wait_for(self.changed.wait_for(lambda: self.generation != seen), timeout)
+            except asyncio.TimeoutError:
+                pass
+            return self.generation
