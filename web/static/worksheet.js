@@ -10,6 +10,7 @@ let stream = null;
 let generation = 0;        // a newer load() makes older answers moot
 let picked = {target: null, keys: []};   // shift-clicked keys of the last drill-down
 let relayoutBusy = false;
+window.strataLive = {messages: 0, bytes: 0, largest: 0};
 
 function readState() {
   const s = new URLSearchParams(location.search).get("s");
@@ -73,6 +74,7 @@ function viewQuery(spec) {
 
 async function load() {
   const mine = ++generation;
+  document.body.dataset.loads = generation;
   if (stream) { stream.close(); stream = null; }
   writeState();
   syncToolbar();
@@ -135,6 +137,8 @@ function openStream() {
   const after = ready.map(v => v.times.length ? v.times[v.times.length - 1] : v.live.next).join(",");
   stream = new EventSource("/api/live?ids=" + ids + "&after=" + after);
   stream.onmessage = ev => {
+    const seen = window.strataLive;               // what the live stream sent: for tests and benchmarks
+    seen.messages += 1; seen.bytes += ev.data.length; seen.largest = Math.max(seen.largest, ev.data.length);
     const m = JSON.parse(ev.data);
     const v = ready[m.i];
     if (v && state.live) addColumns(v, m.cols);
