@@ -3,9 +3,14 @@ maps and graphs on one time axis; a dragged rectangle over the L2ARC band gives 
 per-client counts as `strata breakdown --range`; click and shift-click add views; a copied
 address (and a saved worksheet, `--open`) reopens the same worksheet; writes need a signed-in
 user; hostile requests get bounded one-line answers."""
+import base64
 import http.client as httpclient
 import json
+import os
 import shutil
+import socket
+import ssl
+import subprocess
 import urllib.parse
 
 import bcrypt
@@ -14,6 +19,7 @@ import pytest
 
 from datasets_util import strata
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
+from strata.web.connections import MAX_CONNECTIONS
 from web_util import browser, drag_heatmap, http, plots_ready, state_url, wait_js, web_server
 
 CLIENTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
@@ -144,6 +150,36 @@ def test_writes_need_a_signed_in_user(writable):
     assert bad.returncode != 0 and "no worksheet 'nope'" in bad.stderr and "band" in bad.stderr
 
 
+def test_served_over_tls_with_the_exporters_web_config(archive, tmp_path):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=strata",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "key.pem"),
+                    "-out", str(tmp_path / "cert.pem")], check=True, capture_output=True)
+    hashed = bcrypt.hashpw(b"secret", bcrypt.gensalt(4)).decode()
+    (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+                                      f"basic_auth_users:\n  ann: '{hashed}'\n")
+    with web_server(archive, "--web-config", str(tmp_path / "web.yml")) as base:
+        assert base.startswith("https://")
+        host, port = base.split("//")[1].split(":")
+        trusted = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+        for auth, expected in ((None, 401), ("ann:secret", 200)):
+            conn = httpclient.HTTPSConnection(host, int(port), context=trusted, timeout=10)
+            headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
+            conn.request("GET", "/api/datasets", headers=headers)
+            assert conn.getresponse().status == expected
+    bad = strata("web", "--archive", str(archive), "--web-config", str(tmp_path / "nope.yml"))
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "nope.yml" in bad.stderr
+
+
+def open_sockets(pid) -> int:
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except FileNotFoundError:
+            pass                 # closed while listed
+    return n
+
+
 def raw_get(base, path):
     host, port = base.split("//")[1].split(":")
     conn = httpclient.HTTPConnection(host, int(port), timeout=10)
@@ -172,3 +208,17 @@ def test_hostile_requests_get_bounded_answers(archive):
         status, answer = http(base + "/api/view?name=nfs.nothing")
         assert status == 400 and "no dataset nfs.nothing" in answer["error"]
         assert http(base + "/api/live?ids=deadbeef&after=1")[0] == 404
+
+        slow = []                                  # 500 clients that never finish their request
+        for _ in range(500):
+            sock = socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])))
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            slow.append(sock)
+        try:
+            status, answer = http(base + "/api/datasets", timeout=10)
+            assert status == 200 and len(answer["datasets"]) == 3               # still answering
+            sockets = open_sockets(base.pid)
+            assert sockets <= MAX_CONNECTIONS + 8, sockets                        # bounded
+        finally:
+            for sock in slow:
+                sock.close()

@@ -19,9 +19,14 @@ from datasets_util import STRATA
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+class Base(str):
+    """The server's base URL, with the pid of the `strata web` process."""
+    pid: int
+
+
 @contextlib.contextmanager
 def web_server(archive, *args):
-    """`strata web --archive A --listen 127.0.0.1:0 ARGS`; yields its base URL."""
+    """`strata web --archive A --listen 127.0.0.1:0 ARGS`; yields its base URL (a Base)."""
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
     proc = subprocess.Popen([STRATA, "web", "--archive", str(archive), "--listen", "127.0.0.1:0", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -29,7 +34,9 @@ def web_server(archive, *args):
         line = proc.stdout.readline()
         m = re.search(r"(https?://[^/ ]+/)", line)
         assert m, f"strata web did not start: {line}{proc.stderr.read() if proc.poll() is not None else ''}"
-        yield m.group(1).rstrip("/")
+        base = Base(m.group(1).rstrip("/"))
+        base.pid = proc.pid
+        yield base
     finally:
         proc.terminate()
         proc.wait(timeout=10)

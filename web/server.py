@@ -25,6 +25,7 @@ from strata.datasets.errors import ArchiveError
 from strata.datasets.prometheus import PrometheusReader
 
 from . import limits, views, worksheets
+from .connections import REQUEST_SECONDS, Connections
 from .ticker import Ticker
 
 ASSETS = {"worksheet.js": "text/javascript", "worksheet.css": "text/css", "index.html": "text/html"}
@@ -67,6 +68,7 @@ class Worksheet:
         self.busy = 0
         self.streams = 0
         self.ticker = Ticker(None if source.url else source.path)
+        self.connections = None           # set by serve()
 
     async def run(self, fn, *args):
         """fn(reader, *args) in the pool; one-line errors become 400."""
@@ -94,6 +96,8 @@ class Worksheet:
 
     @web.middleware
     async def guard(self, request, handler):
+        if self.connections:
+            self.connections.request(request)
         if self.user(request) is None:
             return web.Response(status=401, text="authentication needed\n",
                                 headers={"WWW-Authenticate": 'Basic realm="strata"'})
@@ -310,15 +314,21 @@ async def _json_body(request) -> dict:
 
 
 async def serve(worksheet: Worksheet, host: str, port: int, tls=None, ready=None):
-    """Serve until cancelled; ready(port) is called once listening."""
+    """Serve until cancelled; ready(port) is called once listening. Connections are
+    bounded (connections.py) around aiohttp's own server."""
     runner = web.AppRunner(worksheet.app(), handle_signals=False, access_log=None,
                            keepalive_timeout=15, max_line_size=8190, max_field_size=8190)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=tls, backlog=128)
-    await site.start()
+    worksheet.connections = Connections(runner.server, tls is not None)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(worksheet.connections, host, port, ssl=tls, backlog=128,
+                                      ssl_handshake_timeout=REQUEST_SECONDS if tls else None)
+    reaper = loop.create_task(worksheet.connections.reap())
     if ready:
-        ready(site._server.sockets[0].getsockname()[1])
+        ready(server.sockets[0].getsockname()[1])
     try:
         await asyncio.Event().wait()
     finally:
+        reaper.cancel()
+        server.close()
         await runner.cleanup()
