@@ -53,7 +53,7 @@ def test_drag_clicks_and_a_copied_address(archive):
         page.get(state_url(base, worksheet()))
         assert plots_ready(page, 2) == [SPAN, SPAN]           # 1 s columns from the second level
         # drag over the L2ARC band (128-260 us) from T0+60 to T0+180
-        drag_heatmap(page, 0, T0 + 60, T0 + 180, 0.1, 0.4)    # display unit: ms
+        drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
         table = wait_js(page, "document.getElementById('drill-table')", what="the drill-down")
         shown = {row[0]: int(row[1]) for row in page.execute_script(
             "return Array.from(document.querySelectorAll('#drill-table tr')).slice(1)"
@@ -77,7 +77,7 @@ def test_drag_clicks_and_a_copied_address(archive):
         assert page_state(page)["views"][2]["name"] == f"nfs.latency[client={first}]"
         from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.keys import Keys
-        drag_heatmap(page, 0, T0 + 60, T0 + 180, 0.1, 0.4)
+        drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
         wait_js(page, "document.getElementById('drill-table')")
         keys = page.find_elements("css selector", "#drill-table .key")
         for k in keys[1:3]:
@@ -89,7 +89,7 @@ def test_drag_clicks_and_a_copied_address(archive):
 
         # click a time: every view's value at that second
         page.execute_script("document.getElementById('drag').value = 'drill'")
-        drag_heatmap(page, 0, T0 + 100, T0 + 100, 0.2, 0.2)     # a click, no drag
+        drag_heatmap(page, 0, T0 + 100, T0 + 100, 200_000, 200_000)     # a click, no drag
         rows = wait_js(page, "document.querySelectorAll('#at-table tr').length", what="the selected time")
         assert rows >= 4
 

@@ -105,14 +105,15 @@ def plots_ready(driver, n):
 
 def drag_heatmap(driver, index, t0, t1, lo, hi):
     """Drags a rectangle on view `index`'s heat map from (t0, lo) to (t1, hi): unix seconds and
-    values in the axis' display unit; pixels from plotly's own axes."""
+    values in the dataset's unit (ns, bytes); pixels from plotly's own axes."""
     from selenium.webdriver.common.action_chains import ActionChains
     pts = driver.execute_script("""
         const gd = document.querySelectorAll('.plot')[arguments[0]], L = gd._fullLayout;
         const iso = t => { const d = new Date(t * 1000), p = n => String(n).padStart(2, '0');
           return `${d.getFullYear()}-${p(d.getMonth()+1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`; };
         const x = L.xaxis2, y = L.yaxis, box = gd.getBoundingClientRect();
-        const yl = v => y.type === 'log' ? Math.log10(v) : v;
+        const scale = views[arguments[0]].live.scale;          // the axis shows value / scale
+        const yl = v => y.type === 'log' ? Math.log10(v / scale) : v / scale;
         const px = t => x._offset + x.l2p(x.d2l(iso(t))) - box.width / 2;
         const py = v => y._offset + y.l2p(yl(v)) - box.height / 2;
         return [px(arguments[1]), py(arguments[3]), px(arguments[2]), py(arguments[4])];

@@ -119,7 +119,8 @@ function draw(v, a) {
     v.times = (fig.data[0] ? fig.data[0].x : []).map(s => Date.parse(s) / 1000 - v.width / 2);
   }
   v.keep = v.times.length;
-  v.fig = fig;
+  v.xrange = fig.layout.xaxis2 && fig.layout.xaxis2.range ? fig.layout.xaxis2.range.slice() : undefined;
+  v.yrange = fig.layout.yaxis && fig.layout.yaxis.range ? fig.layout.yaxis.range.slice() : undefined;
   Plotly.newPlot(v.div, fig.data, fig.layout, {displaylogo: false, responsive: true,
                                                modeBarButtonsToRemove: ["select2d", "lasso2d"]});
   v.div.dataset.columns = v.times.length;
@@ -184,14 +185,29 @@ function addColumns(v, cols) {
   layout.datarevision = (layout.datarevision || 0) + 1;
   if (v.kind === "heatmap") {
     const x = data[1].x;
-    layout.xaxis2.range = [x[0], x[x.length - 1]];
+    v.xrange = [x[0], x[x.length - 1]];
   } else if (v.times.length) {
-    layout.xaxis2.range = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
+    v.xrange = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
   }
-  relayoutBusy = true;
-  Plotly.react(v.div, data, layout).then(() => { relayoutBusy = false; });
+  layout.xaxis2.range = v.xrange.slice();
+  redraw(v);
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times[v.times.length - 1];
+}
+
+// A redraw while the user drags would cancel the drag: held until the button is up.
+let dragging = false;
+document.addEventListener("mousedown", () => { dragging = true; }, true);
+document.addEventListener("mouseup", () => setTimeout(() => {   // after plotly's own mouseup
+  dragging = false;
+  views.filter(v => v.pending).forEach(redraw);
+}, 0));
+
+function redraw(v) {
+  v.pending = dragging;
+  if (dragging) return;
+  v.div.layout.shapes = v.shapes || [];
+  Plotly.react(v.div, v.div.data, v.div.layout);
 }
 
 function isoLocal(t) {
@@ -213,12 +229,13 @@ function onRelayout(v, ev) {
   }
   let y0 = ev["yaxis.range[0]"], y1 = ev["yaxis.range[1]"];
   relayoutBusy = true;                                          // put the axes back, mark the rectangle
-  const back = {"xaxis2.range": v.fig.layout.xaxis2.range, "yaxis.range": v.fig.layout.yaxis.range,
-                shapes: [{type: "rect", xref: "x2", yref: "y", x0, x1, y0, y1,
-                          line: {color: "#00a", width: 2}, fillcolor: "rgba(0,0,170,0.08)"}]};
+  if (y0 === undefined) { y0 = v.yrange[0]; y1 = v.yrange[1]; }      // a flat drag: every value
+  if (v.live.axis === "log") { y0 = Math.pow(10, y0); y1 = Math.pow(10, y1); }   // axis ranges are logs
+  views.forEach(w => { w.shapes = []; });
+  v.shapes = [{type: "rect", xref: "x2", yref: "y", x0, x1, y0, y1, line: {color: "#00a", width: 2},
+               fillcolor: "rgba(0,0,170,0.08)"}];
+  const back = {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice(), shapes: v.shapes};
   Plotly.relayout(v.div, back).then(() => { relayoutBusy = false; });
-  if (y0 === undefined) { const r = v.fig.layout.yaxis.range; y0 = r[0]; y1 = r[1]; }
-  if (v.live.axis === "log") { y0 = Math.pow(10, y0); y1 = Math.pow(10, y1); }
   drill(v, x0, x1, y0 * v.live.scale, y1 * v.live.scale);
 }
 
@@ -284,10 +301,10 @@ function onClick(v, ev) {
       data.forEach(tr => lines.push(`<tr><td>${esc(w.spec.name)} ${esc(tr.name)}</td>` +
         `<td class="value">${tr.y[i] === null ? "–" : Number(tr.y[i]).toPrecision(4)}</td><td></td></tr>`));
     }
+    w.shapes = (w.shapes || []).filter(s => s.type !== "line").concat([{type: "line", xref: "x2", yref: "paper",
+      x0: isoLocal(w.times[i]), x1: isoLocal(w.times[i]), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]);
     relayoutBusy = true;
-    Plotly.relayout(w.div, {shapes: [{type: "line", xref: "x2", yref: "paper", x0: isoLocal(w.times[i]),
-      x1: isoLocal(w.times[i]), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]})
-      .then(() => { relayoutBusy = false; });
+    Plotly.relayout(w.div, {shapes: w.shapes}).then(() => { relayoutBusy = false; });
   }
   document.getElementById("at").innerHTML = `<h3>Selected time: ${esc(isoLocal(Math.floor(t)))}</h3>` +
     `<table id="at-table">${lines.join("")}</table>`;
