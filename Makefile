@@ -36,7 +36,7 @@ include bpf/bpf.mk
 -include collectors/collectors.mk
 include collectors/features.mk
 -include workloads/workloads.mk
-include datasets/datasets.mk
+include prometheus/prometheus.mk
 include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk
@@ -82,4 +82,4 @@ bench: deps
 	bash bench/run.sh
 
 clean:
-	rm -rf $(BUILD) datasets/metrics_pb2.py
+	rm -rf $(BUILD) prometheus/metrics_pb2.py

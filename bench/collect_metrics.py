@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from heatmaps_util import T0, histogram, seed_latencies     # noqa: E402
 from strata.datasets.archive import Archive                  # noqa: E402
-from strata.datasets.openmetrics import Exposition           # noqa: E402
+from strata.prometheus.openmetrics import Exposition           # noqa: E402
 
 SECONDS = int(os.environ.get("SECONDS_SIMULATED", "60"))
 KEYS = [f"10.0.0.{i}" for i in range(50)]

@@ -42,7 +42,7 @@ free_port() {
 
 # ganesha_start: Debian's nfs-ganesha (FSAL_VFS, NFSv3/TCP) exporting a fresh directory,
 # with an rpcbind of its own when none runs (ganesha exits when it cannot register);
-# the same configuration as cli/lab/ganesha.py
+# the same configuration as lab/ganesha.py
 ganesha_start() {
 	command -v ganesha.nfsd > /dev/null || { echo "ganesha.nfsd missing (apt-get install nfs-ganesha nfs-ganesha-vfs)" >&2; exit 1; }
 	if ! rpcinfo -p 127.0.0.1 > /dev/null 2>&1; then

@@ -25,8 +25,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from heatmaps_util import build_archive, histogram, seed_latencies   # noqa: E402
 from strata.datasets import llhist                                    # noqa: E402
 from strata.datasets.archive import Archive                           # noqa: E402
-from strata.datasets.openmetrics import family_name                  # noqa: E402
-from strata.datasets.prometheus import PrometheusReader              # noqa: E402
+from strata.prometheus.openmetrics import family_name                  # noqa: E402
+from strata.prometheus.reader import PrometheusReader              # noqa: E402
 
 NAME, HOUR, SCRAPE, COLUMN = "nfs.latency[client]", 3600, 10, 60
 KEYS = [f"10.0.0.{i}" for i in range(10)]

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from heatmaps_util import histogram, seed_latencies             # noqa: E402
 from strata.datasets.archive import DatasetInfo                 # noqa: E402
-from strata.datasets.openmetrics import Exposition              # noqa: E402
+from strata.prometheus.openmetrics import Exposition              # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "20"))
 

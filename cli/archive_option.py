@@ -15,7 +15,7 @@ import click
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
-from strata.datasets.prometheus import PrometheusReader
+from strata.prometheus.reader import PrometheusReader
 
 archive_option = click.option(
     "--archive", "archive_path", metavar="PATH", type=click.Path(dir_okay=False),

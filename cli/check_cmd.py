@@ -1,92 +1,37 @@
-"""`strata check`: did a change move the latency distribution?
-
-Compares a candidate archive with one or more baseline archives (written by
-`strata datasets archive` or `strata check run -o`) dataset by dataset and key
-by key, each run reduced to one value per metric (strata.datasets.compare_runs):
-with 3+ baseline runs their spread is the noise of the test; with fewer no
-significance can be claimed, says so, and calls changes on the threshold alone.
-`strata check ab` (cli/check_ab.py) is the paired A/B design.
-Exit codes: 0 same or better, 1 regression, 2 error.
+"""`strata check`: did a change move the latency distribution? The commands only:
+the checks themselves are the library in checks/ (baselines.py: a candidate against
+stored runs; run.py: measure a profile, then that; ab.py: two builds side by side).
+Exit codes: 0 same or better, 1 regression, 2 error (one line on stderr).
 """
 import sys
 
 import click
-import numpy as np
 
-from strata.cli import check_report
-from strata.cli.archive_option import archive_errors
-from strata.datasets.archive import Archive
-from strata.datasets.compare import CORRECTIONS, METRICS, KeyVerdict, align_buckets, interval_metric, judge, stack
-from strata.datasets.compare_runs import MIN_RUNS, compare_runs_counts, compare_runs_histograms
-from strata.datasets.errors import ArchiveError
+from strata.checks import profile
+from strata.checks.ab import AbSettings, run_ab
+from strata.checks.baselines import compare_archives, few_baselines_warning, parse_percent
+from strata.checks.compare import CORRECTIONS, METRICS
+from strata.checks.errors import FAILURES
+from strata.checks.report import emit
+from strata.checks.run import run_profile
+from strata.lab.logs import say
 
 
-def _percent(text: str) -> float:
-    text = text.strip()
+def _outcome(command: str, work):
+    """Runs work(); its Verdict is printed and decides the exit status, a one-line error
+    exits 2 and Ctrl-C 130, after everything the check started is stopped."""
     try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a number or a percentage")
+        return work()
+    except KeyboardInterrupt:
+        say(command, "interrupted; everything it started has been stopped and removed")
+        sys.exit(130)
+    except FAILURES as e:
+        say(command, str(e))
+        sys.exit(2)
 
 
-NEW_KEY_SHARE = 0.01   # a key only one run has is a change when it holds this share of its events
-
-
-def _per_interval(qr, i) -> np.ndarray:
-    """Events of key i in each interval."""
-    if qr.kind == "heatmap":
-        return qr.counts[i].sum(axis=1)
-    return np.nan_to_num(qr.values[i]) if qr.kind == "counter" else np.zeros(len(qr.times))
-
-
-def _events(qr, i) -> int:
-    return int(_per_interval(qr, i).sum())
-
-
-def one_sided(key: str, base, cand, threshold) -> KeyVerdict:
-    """A key that only one run has: a new key carrying a real share of the candidate's
-    events (a new tier, client or op) is worse; one that went away is judged by its
-    share too, as better; a handful of stray events is the same."""
-    side, qr = ("candidate", cand) if key in cand.keys else ("baseline", base)
-    i = qr.keys.index(key)
-    n, intervals = _events(qr, i), int((_per_interval(qr, i) > 0).sum())
-    total = sum(_events(qr, i) for i in range(len(qr.keys))) or 1
-    share = n / total
-    changed = share >= max(NEW_KEY_SHARE, threshold / 10)
-    verdict = ("worse" if side == "candidate" else "better") if changed else "same"
-    where = "new in the candidate" if side == "candidate" else "gone from the candidate"
-    return KeyVerdict(key, verdict, (0, intervals) if side == "candidate" else (intervals, 0),
-                      reason=f"key {where}: {n:,} events, {share:.1%} of the {side}'s")
-
-
-def compare_dataset(name: str, bases: list, cand, metrics, threshold, confidence):
-    """(dataset, KeyVerdict) for every key of one dataset (verdicts still unjudged),
-    and per-second p99 series of the first baseline and the candidate for pictures."""
-    out, series = [], {}
-    keys = sorted(set().union(*(qr.keys for qr in bases)) | set(cand.keys))
-    for key in keys:
-        having = [qr for qr in bases if key in qr.keys]
-        if not having or key not in cand.keys:
-            out.append((name, one_sided(key, having[0] if having else bases[0], cand, threshold)))
-            continue
-        buckets, rows = stack([*bases, cand], key)
-        if cand.kind == "heatmap":
-            out.append((name, compare_runs_histograms(key, rows[:-1], rows[-1], buckets, metrics, confidence)))
-            first = having[0]
-            ub, a, b = align_buckets(first.buckets, first.counts[first.keys.index(key)],
-                                     cand.buckets, cand.counts[cand.keys.index(key)])
-            series[(name, key)] = (interval_metric(a, ub, "p99"), interval_metric(b, ub, "p99"))
-        elif cand.kind == "counter":
-            out.append((name, compare_runs_counts(key, rows[:-1], rows[-1], confidence)))
-    return out, series
-
-
-def warn_few_baselines(n: int, threshold: float):
-    if n < MIN_RUNS:
-        click.echo(f"strata check: warning: {n} baseline run{'s' if n > 1 else ''}: the spread between runs is "
-                   f"unknown, so no significance is claimed and changes are called on the threshold "
-                   f"({threshold:.0%}) alone; it must exceed the run-to-run spread measured on this machine "
-                   f"(bench/check_ab.py). Give {MIN_RUNS}+ --baseline runs, or use `strata check ab`.", err=True)
+def _report(verdict, as_json, junit, markdown):
+    sys.exit(emit(verdict, as_json, junit, markdown))
 
 
 @click.group(invoke_without_command=True)
@@ -129,61 +74,94 @@ def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, c
     unknown = [m for m in metric_list if m not in METRICS]
     if unknown:
         raise click.BadParameter(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}", param_hint="--metric")
-    pct = _percent(threshold)
-    results, series = run_comparison(baselines, candidate, datasets, metric_list, pct, confidence, correction)
-    warn_few_baselines(len(baselines), pct)
-    report(results, series, baselines[0] if len(baselines) == 1 else list(baselines), candidate, as_json, junit,
-           markdown)
+
+    def work():
+        pct = parse_percent(threshold)
+        verdict = compare_archives(list(baselines), candidate, datasets, metric_list, pct, confidence, correction)
+        warning = few_baselines_warning(len(baselines), pct)
+        if warning:
+            say("check", warning)
+        return verdict
+    _report(_outcome("check", work), as_json, junit, markdown)
 
 
-def run_comparison(baselines, candidate, datasets, metrics, threshold, confidence, correction="bh"):
-    """Judged (dataset, KeyVerdict) pairs and p99 series; an archive that cannot be read,
-    or datasets missing, are one-line errors with exit status 2."""
-    with archive_errors(exit_code=2):
-        return _compare_archives(baselines, candidate, datasets, metrics, threshold, confidence, correction)
+@check.command("run")
+@click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
+              help="The profile (TOML): engine or server, load, datasets, warm-up and measured seconds.")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False),
+              help="Baseline archive (repeatable; default: the profile's).")
+@click.option("--update-baseline", is_flag=True, help="Write the measured archive as the baseline; no comparison.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also keep the measured archive here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
+def run(profile_path, baselines, update_baseline, output, as_json, junit, markdown):
+    """Run PROFILE's workload, measure it, and compare it with the baseline.
+
+    With one baseline run no significance can be claimed (a warning says so);
+    --update-baseline writes the first --baseline, so several runs make a
+    baseline whose spread enters the test. Exits 0 when nothing got worse,
+    1 on a regression, 2 on an error.
+    """
+    verdict = _outcome("check run", lambda: run_profile(profile_path, list(baselines), update_baseline, output))
+    if verdict is None:
+        sys.exit(0)
+    _report(verdict, as_json, junit, markdown)
 
 
-def _compare_archives(baselines, candidate, datasets, metrics, threshold, confidence, correction):
-    names_of = {}
-    for path in [*baselines, candidate]:
-        with Archive.open(path) as ar:
-            names_of[path] = {d.name for d in ar.datasets()}
-    names = list(datasets) or sorted(set.intersection(*names_of.values()))
-    if not names:
-        raise ArchiveError("the archives have no dataset in common")
-    results, series = [], {}
-    for name in names:
-        for path, have in names_of.items():
-            if name not in have:
-                side = "candidate" if path == candidate else "baseline"
-                raise ArchiveError(f"dataset {name!r} is not in the {side} archive {path}")
-        bases = []
-        for path in baselines:
-            with Archive.open(path) as ar:
-                bases.append(ar.query_whole(name))
-        with Archive.open(candidate) as ar:
-            cand = ar.query_whole(name)
-        out, s = compare_dataset(name, bases, cand, metrics, threshold, confidence)
-        results += out
-        series.update(s)
-    return judge(results, threshold, confidence, correction), series
+@check.command("ab")
+@click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
+              help="The profile (TOML): engine, load, datasets; [ab] sets the mode, its length and thresholds.")
+@click.option("--a", "a_path", help="Engine A: a strata-engine binary or a build folder.")
+@click.option("--b", "b_path", help="Engine B: a strata-engine binary or a build folder.")
+@click.option("--a-rev", help="Engine A from this git revision, built in a temporary folder.")
+@click.option("--b-rev", help="Engine B from this git revision, built in a temporary folder.")
+@click.option("--a-server", help="Side A is this server command instead of an engine; it must listen on "
+              "127.0.0.1:{nfsport} (placeholders {nfsport} {mountport} {dir} {export}, @TEMPLATE files).")
+@click.option("--b-server", help="Side B is this server command (as --a-server).")
+@click.option("--server-export", metavar="PATH", help="The path clients mount on a --a/--b-server "
+              "(default {dir}/export, made world-writable).")
+@click.option("--repo", default=".", show_default=True, help="The git checkout --a-rev/--b-rev come from.")
+@click.option("--b-inject-delay", "b_delays", multiple=True, metavar="TIER:DUR",
+              help="Plant a regression in B: `strata-engine ctl inject-delay TIER DUR` (e.g. nfs:20us).")
+@click.option("--mode", type=click.Choice(profile.AB_MODES),
+              help="duet: A and B serve at once, every request sent to both; rounds: they take turns "
+                   "(default: the profile's [ab], duet).")
+@click.option("--seconds", type=click.IntRange(6, 86400), help="duet: measured seconds (default 60).")
+@click.option("--block-seconds", type=click.IntRange(1, 3600), help="duet: seconds per block (default 1).")
+@click.option("--rounds", type=click.IntRange(6, 1000), help="rounds: rounds in all, even (default 24).")
+@click.option("--round-seconds", type=click.IntRange(2, 3600), help="rounds: measured seconds per round (default 5).")
+@click.option("--threshold", help="Smallest change that counts (default: the profile's [ab], 2%).")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.9999), help="Default: the profile's [ab], 0.99.")
+@click.option("--correction", type=click.Choice(CORRECTIONS), help="Multiple-comparison control (default bh).")
+@click.option("-o", "--output", type=click.Path(file_okay=False), help="Keep the measured archives in this folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
+def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_export, repo, b_delays, output,
+       as_json, junit, markdown, **design):
+    """Run A and B under PROFILE's load and judge B against A.
 
+    In duet mode (the default) both serve at the same time and strata-load sends
+    every READ to both, back to back in a random order, one request in flight
+    per client; each block of seconds gives one B/A ratio per metric. In rounds
+    mode they take turns (ABBA... rounds) and each pair of adjacent rounds gives
+    one ratio. Either way a sign-flip permutation test over the blocks or pairs
+    gives each metric's p-value and interval (p50, p99, p99.9, mean, shape; rate
+    for counters), adjusted over all datasets, keys and metrics. B is worse where
+    the adjusted p-value is below 1 - confidence and the effect exceeds the
+    threshold. Needs root (BPF probes).
 
-def report(results, series, baseline, candidate, as_json, junit, markdown, unit="runs", extra=None):
-    if as_json:
-        click.echo(check_report.as_json(results, baseline, candidate, extra))
-    else:
-        from rich.console import Console
-        check_report.print_table(results, Console(), unit)
-    if junit:
-        check_report.write_junit(results, junit)
-    if markdown:
-        check_report.write_markdown(results, markdown, series)
-    verdict = check_report.overall(results)
-    sys.exit({"worse": 1, "error": 2}.get(verdict, 0))
+    A side given as --a-server/--b-server CMD is a server other than the engine:
+    strata fills {nfsport}, {mountport}, {dir} and {export} in CMD (and in any
+    @FILE word, a config template copied into {dir}), runs it with sh, waits for
+    it to listen on 127.0.0.1:{nfsport}, and measures both sides from the wire
+    (wire.* datasets; the profile's nfs.ops/latency/size are read as wire.*).
+    Duet mode needs {mountport} in each server's command or template.
 
-
-from strata.cli.check_run import run as _check_run  # noqa: E402  `strata check run` (cli/check_run.py)
-from strata.cli.check_ab import ab as _check_ab      # noqa: E402  `strata check ab` (cli/check_ab.py)
-check.add_command(_check_run)
-check.add_command(_check_ab)
+    Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
+    """
+    sides = {"A": (a_path, a_rev, a_server), "B": (b_path, b_rev, b_server)}
+    verdict = _outcome("check ab", lambda: run_ab(AbSettings.build(profile_path, sides, design, b_delays,
+                                                                   server_export, repo, output)))
+    _report(verdict, as_json, junit, markdown)

@@ -1,22 +1,22 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import signal
-import sys
 from contextlib import contextmanager
 
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option
-from strata.cli.binaries import MissingBinary, find_binary
+from strata.lab.binaries import MissingBinary, find_binary
+from strata.lab.logs import say
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.datasets.ensure import ensure
 from strata.datasets.errors import ArchiveError
 from strata.datasets.lock import CollectorLock
-from strata.datasets import native
-from strata.datasets.metrics_server import MetricsServer, parse_address
-from strata.datasets.openmetrics import DEFAULT_TOP, Exposition
-from strata.datasets.webconfig import WebConfigError, load as load_web_config
+from strata.prometheus import native_buckets as native
+from strata.prometheus.metrics_server import MetricsServer, parse_address
+from strata.prometheus.openmetrics import DEFAULT_TOP, Exposition
+from strata.prometheus.webconfig import WebConfigError, load as load_web_config
 from strata.datasets.paths import default_archive
 
 
@@ -168,14 +168,9 @@ def _reloaded(ctx, config_path, given):
     try:
         config = load(config_path, ctx.command)
     except ConfigError as e:
-        _say(f"reload: {e.format_message()}; keeping the running configuration")
+        say("collect", f"reload: {e.format_message()}; keeping the running configuration")
         return None
     return config, merged(config, ctx, given)
-
-
-def _say(msg):
-    click.echo(f"strata collect: {msg}", err=True)
-    sys.stderr.flush()
 
 
 def _collect(options, config, reread):
@@ -200,11 +195,11 @@ def _collect(options, config, reread):
                                     options["metrics_schema"]) if listen else None
             server = _serve(exposition, *listen, web) if listen else None
             if config and unwritable:
-                _say("the configuration's datasets are applied at the next reload (the archive cannot "
+                say("collect", "the configuration's datasets are applied at the next reload (the archive cannot "
                      "be written now)")
             elif config:
                 for line in ensure(archive, config.datasets, config.retention):
-                    _say(line)
+                    say("collect", line)
             collector = Collector(archive, command, exposition=exposition, lock=lock,
                                   on_reload=_Reload(archive, config, options, reread) if config else None)
             if unwritable:
@@ -213,9 +208,9 @@ def _collect(options, config, reread):
             signal.signal(signal.SIGINT, collector.stop)
             if config:
                 signal.signal(signal.SIGHUP, collector.reload)
-            _say(f"archiving to {path}")
+            say("collect", f"archiving to {path}")
             if server:
-                _say(f"serving OpenMetrics at {server.url}")
+                say("collect", f"serving OpenMetrics at {server.url}")
             try:
                 status = collector.run()
             finally:
@@ -248,15 +243,15 @@ class _Reload:
         new, options = again
         keys = {param: key for key, param in FLAGS.items()}
         for name in [n for n in options if options[n] != self.options[n]]:
-            _say(f"reload: {keys.get(name, name)} changed to {options[name]!r}: takes effect when "
+            say("collect", f"reload: {keys.get(name, name)} changed to {options[name]!r}: takes effect when "
                  "strata collect restarts")
         try:
             for line in ensure(self.archive, new.datasets, new.retention, dropped=self.config.datasets):
-                _say(f"reload: {line}")
+                say("collect", f"reload: {line}")
         except ArchiveError as e:
-            _say(f"reload: {e}")
+            say("collect", f"reload: {e}")
         self.config = new
-        _say(f"reload: {len(new.datasets)} dataset(s) from {new.path}")
+        say("collect", f"reload: {len(new.datasets)} dataset(s) from {new.path}")
 
 
 def _serve(exposition, host, port, web):

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import click
 
-from strata.cli.binaries import MissingBinary
-from strata.cli.lab.collect import CollectError
-from strata.cli.lab.engine import EngineError
-from strata.cli.lab.ganesha import GaneshaError
-from strata.cli.lab.load import LoadError
-from strata.cli.lab.loopdev import LoopError
-from strata.cli.lab.nfsd import NfsdError
-from strata.cli.lab.teardown import Teardown
+from strata.lab.binaries import MissingBinary
+from strata.lab.collect import CollectError
+from strata.lab.engine import EngineError
+from strata.lab.ganesha import GaneshaError
+from strata.lab.load import LoadError
+from strata.lab.loopdev import LoopError
+from strata.lab.nfsd import NfsdError
+from strata.lab.teardown import Teardown
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps.export import ExportError
 
@@ -90,15 +90,15 @@ def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set,
     if server in ("ganesha", "nfsd") and arc_max is not None:
         raise click.UsageError(f"--arc-max is for --server engine ({server} uses the page cache)")
     if server == "ganesha":
-        from strata.cli.demo import ganesha as scenario
-        from strata.cli.demo import ganesha_pictures as pictures
+        from strata.demos import ganesha as scenario
+        from strata.demos import ganesha_pictures as pictures
         explore = _ganesha_commands
     elif server == "nfsd":
-        from strata.cli.demo import nfsd as scenario
-        from strata.cli.demo import nfsd_pictures as pictures
+        from strata.demos import nfsd as scenario
+        from strata.demos import nfsd_pictures as pictures
         explore = _nfsd_commands
     else:
-        from strata.cli.demo import pictures, scenario
+        from strata.demos import pictures, scenario
         given["arc_max"] = arc_max
         explore = _engine_commands
     settings = scenario.Settings(**{k: v for k, v in given.items() if v is not None})

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import click
 
-from strata.cli.binaries import MissingBinary, find_binary
+from strata.lab.binaries import MissingBinary, find_binary
 from strata.cli.doctor_views import describe, nfsd_running, server_views
 from strata.datasets import status
 

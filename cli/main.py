@@ -15,6 +15,7 @@ COMMANDS = {
     "collect": ("strata.cli.collect_cmd:collect", "Collect the active datasets every second into the archive (root)."),
     "statistics": ("strata.cli.statistics_cmd:statistics", "List the statistics this host can collect, with units and breakdowns."),
     "demo": ("strata.cli.demo_cmd:demo", "Cache demo: engine, 10 clients, heat maps at the NFS and disk layers (root)."),
+    "show": ("strata.cli.show_cmd:show", "Any dataset by its kind: heat map (latency, size, offset) or graph over time (counters, gauges)."),
     "heatmap": ("strata.cli.heatmap_cmd:heatmap", "Latency (size, offset) heat map of a dataset: terminal, HTML, PNG, SVG, JSON."),
     "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series and top-N table; --range drills into a latency band."),
     "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),

@@ -6,10 +6,10 @@ from dataclasses import asdict
 import click
 
 from strata.cli.archive_option import archive_errors
-from strata.cli.binaries import MissingBinary, find_binary
+from strata.lab.binaries import MissingBinary, find_binary
 from strata.datasets import catalogue
 from strata.datasets.errors import ArchiveError
-from strata.datasets.openmetrics import family_name
+from strata.prometheus.openmetrics import family_name
 
 
 def _with_support() -> tuple:

@@ -18,7 +18,9 @@ import click
 
 from strata.datasets.errors import ArchiveError
 from strata.cli.archive_option import archive_option, open_archive
+from strata.cli.view_errors import user_errors
 from strata.heatmaps import live, termcaps
+from strata.heatmaps.errors import ViewError
 
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
 LEAVE = "\x1b[0m\x1b[?25h\x1b[?1049l"
@@ -51,13 +53,12 @@ def top(dataset, clients, interval, colour, as_json, seconds, archive_path):
         raise click.ClickException("strata top needs a terminal (try `strata heatmap` for a snapshot, "
                                    "or `strata top --json`)")
     with open_archive(archive_path) as archive:
-        try:
+        with user_errors():
             heat, keys, client_info = live.pick_datasets(archive, dataset, clients)
-        except ValueError as e:
-            raise click.ClickException(str(e)) from None
-        if as_json:
-            click.echo(json.dumps(live.snapshot(archive, heat, keys, client_info, time.time(), seconds), indent=1))
-            return
+            if as_json:
+                click.echo(json.dumps(live.snapshot(archive, heat, keys, client_info, time.time(), seconds),
+                                      indent=1))
+                return
         mode = termcaps.colour_mode(sys.stdout, colour)
         _run(archive, heat, keys, client_info, interval, mode)
 
@@ -80,8 +81,8 @@ def _run(archive, heat, keys, client_info, interval, mode):
             width, height = termcaps.size()
             try:
                 text = live.frame(archive, heat, keys, client_info, time.time(), width, height, mode)
-            except (ArchiveError, click.ClickException) as e:
-                text = f"strata top: {getattr(e, 'message', None) or e}"
+            except (ArchiveError, ViewError) as e:
+                text = f"strata top: {e}"
             lines = text.split("\n")[:height]
             out.write("\x1b[H" + "\x1b[K\r\n".join(lines) + "\x1b[K\x1b[J")
             out.flush()

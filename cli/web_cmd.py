@@ -6,7 +6,7 @@ import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.datasets.paths import default_archive
-from strata.datasets.webconfig import WebConfigError, load as load_web_config
+from strata.prometheus.webconfig import WebConfigError, load as load_web_config
 from strata.web import worksheets
 from strata.web.server import Source, Worksheet, serve
 

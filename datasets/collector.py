@@ -13,7 +13,7 @@ Given an openmetrics.Exposition, every second collected is added to it as well.
 
 Faults of the archive never stop collection. While a batch cannot be written
 (disk full, I/O error, read-only file system, the file or its folder removed),
-its records are held in memory (datasets/held.py), one stderr line and the
+its records are held in memory (datasets/outage_hold.py), one stderr line and the
 status file (datasets/status.py) say what is wrong, and every batch retries;
 the first batch that commits stores what was held as one record per dataset
 spanning the outage. An archive file removed, or replaced by another file, is
@@ -36,7 +36,7 @@ import time
 
 from .archive import Archive
 from .errors import ArchiveError, BadRecord
-from .held import Held
+from .outage_hold import Held
 from .parentdeath import die_with_parent
 from .status import StatusFile
 

@@ -32,3 +32,6 @@ class QueryResult:
     # were collected as one record (cause "stall": the collector stalled; "archive": the archive
     # could not be written; "clock": the wall clock stepped back). At the second level its events are spread evenly over [start, end).
     spans: list = field(default_factory=list)
+    # added by datasets/derive.py: how a name the archive does not hold was answered,
+    # e.g. "summed from nfs.latency[op=read][client]"; "" when read as held
+    derived: str = ""

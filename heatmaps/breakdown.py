@@ -17,6 +17,7 @@ from .rebin import percentile_of, select_keys
 from .timebins import TimeBins, choose_bins, sum_columns
 
 OTHER = "other"
+ALL = "all"          # the one series of a dataset without a breakdown
 
 
 @dataclass
@@ -48,6 +49,8 @@ class Breakdown:
     total_keys: int
     total_events: int
     value_range: object = None   # value_range.ValueRange the events were selected by, if any
+    style: str = "stacked"       # stacked | line: how renderers draw the series
+    derived: str = ""            # how the archive answered the name (QueryResult.derived)
 
     @property
     def seconds(self) -> int:
@@ -144,7 +147,7 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     """The breakdown of a QueryResult over [start, end) in at most max_cols columns; of a
     heat map's events in value_range (value_range.ValueRange) when one is given."""
     bins = bins or choose_bins(start, end, qr.step, max_cols)
-    top = max(int(top), 1)
+    top = int(top) if int(top) > 0 else max(len(qr.keys), 1)   # 0: every key
     quantiles = None
     if value_range is not None:
         if qr.kind != "heatmap":
@@ -176,19 +179,24 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     if value_range is not None:
         for row, share in zip(rows, _key_shares(whole, keys, names, events)):
             row.of_key = share
+    names = [k or ALL for k in names]
+    for row in rows:
+        row.key = row.key or ALL
     return Breakdown(name=qr.name, statistic=qr.statistic, kind="heatmap" if value_range else qr.kind,
                      unit=unit, by=by, bins=bins, span=(int(start), int(end)), metric=metric,
                      percentile=float(percentile), keys=names, series=series.reshape(len(names), bins.ncols),
                      rows=rows, folded=folded, total_keys=len(qr.keys) if keys is None else len(keys),
-                     total_events=total_events, value_range=value_range)
+                     total_events=total_events, value_range=value_range, derived=qr.derived)
 
 
 def to_json(b: Breakdown) -> dict:
-    """Plain data for --json: times, one series per key, the table."""
+    """Plain data for --json: times, one series per key, the table; derived says how the
+    archive answered the name ('summed from nfs.ops[client]'), null when it holds it."""
     def num(x):
         return None if x is None or not np.isfinite(x) else (int(x) if float(x).is_integer() else float(x))
     return {
-        "dataset": b.name, "by": b.by, "kind": b.kind, "metric": b.metric,
+        "dataset": b.name, "derived": b.derived or None, "by": b.by, "kind": b.kind, "metric": b.metric,
+        "style": b.style,
         "range": b.value_range.to_json() if b.value_range else None,
         "percentile": b.percentile if b.metric == "percentile" else None, "unit": b.unit,
         "start": b.span[0], "end": b.span[1], "step": b.bins.width,

@@ -12,6 +12,11 @@ def selection(name: str, keys: list) -> str:
     return f"{head}[{dim}={keys[0]}]" if "=" not in dim else name
 
 
+def derived(fig) -> str:
+    """' (summed from nfs.ops[client])' when the archive derived the name shown, else ''."""
+    return f" ({fig.derived})" if getattr(fig, "derived", "") else ""
+
+
 def time_range(start: int, end: int) -> str:
     """'2025-11-22 09:00:00 → 09:10:00 (10m)' in local time."""
     a, b = time.localtime(start), time.localtime(end)
@@ -65,6 +70,16 @@ def outages(grid, most: int = 3) -> str:
     more = f" and {len(grid.spans) - most} more" if len(grid.spans) > most else ""
     what = "outage" if len(grid.spans) == 1 else "outages"
     return f"{what} {', '.join(parts)}{more}: events spread evenly (one record each, none lost)"
+
+
+def by(b) -> str:
+    """' by client' for a graph broken down by a field, '' for a dataset's one series."""
+    return f" by {b.by}" if b.by else ""
+
+
+def key_count(b) -> str:
+    """'12 keys · ' for a graph broken down by a field, '' for a dataset's one series."""
+    return f"{b.total_keys:,} keys · " if b.by else ""
 
 
 def range_of(b) -> str:

@@ -6,7 +6,9 @@
 - counts: events per row and column (rows x columns) of the keys selected;
 - per_key: for each breakdown key, the same grid as [row, column, count]
   triples of its non-empty cells, so 10,000 clients stay proportional to data;
-- below / above: events outside the rows (cropped by --ymin, --ymax, --outliers).
+- below / above: events outside the rows (cropped by --ymin, --ymax, --outliers);
+- derived: how the archive answered the name ("summed from nfs.latency[op=read][client]"),
+  null when it holds that dataset.
 """
 import numpy as np
 
@@ -32,7 +34,7 @@ def to_json(grid, qr) -> dict:
                         "above": int(hist[:, above].sum()),
                         "cells": [[int(r), int(c), int(counts[r, c])] for r, c in zip(rows, cols)]})
     return {
-        "dataset": grid.name, "statistic": grid.statistic, "unit": grid.unit, "axis": grid.axis,
+        "dataset": grid.name, "derived": grid.derived or None, "statistic": grid.statistic, "unit": grid.unit, "axis": grid.axis,
         "keys": list(grid.keys), "start": grid.span[0], "end": grid.span[1], "step": grid.bins.width,
         "times": [int(t) for t in grid.bins.starts()],
         "edges": [int(e) for e in grid.edges],

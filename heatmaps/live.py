@@ -2,42 +2,56 @@
 at the right) above a table of the busiest clients, sized to the terminal."""
 import time
 
+from strata.datasets import derive
+
 from . import grid_json, palette, source, term_breakdown, term_heatmap
 from .breakdown import compute, to_json
+from .errors import ViewError
+from .figures import default_axis
 from .rebin import build_grid
 from .timebins import choose_bins
 
-TABLE_ROWS = 6
+TABLE_ROWS = 6      # table rows at most: a 24-line terminal keeps 3, so the map keeps 8 lines
+MAP_LINES = 8       # map lines kept at least before the table gives up rows
 
 
 def pick_datasets(archive, heat_name, clients_name) -> tuple:
-    """(heat map info, its keys, clients info or None) with sensible defaults."""
+    """(heat map derive.Source, its keys, clients derive.Source or None) with sensible defaults."""
     infos = {i.name: i for i in archive.datasets()}
     if heat_name is None:
         heat_name = next((n for n in ("nfs.latency", "nfs.latency[client]") if n in infos),
                          next((n for n, i in infos.items() if i.kind == "heatmap"), "nfs.latency"))
     heat, keys = source.resolve(archive, heat_name)
-    if heat.kind != "heatmap":
-        raise ValueError(f"{heat.name} is a {heat.kind}, not a heat-map statistic")
+    if heat.info.kind != "heatmap":
+        raise ViewError(f"{heat.wanted} is a {heat.info.kind}, not a heat-map statistic "
+                        f"(its graph: strata show '{heat.wanted}')")
     if clients_name is None:
         clients_name = next((n for n in ("nfs.ops[client]", "nfs.latency[client]") if n in infos), None)
-        return heat, keys, infos.get(clients_name) if clients_name else None
+        if clients_name is None:
+            return heat, keys, None
     clients, _ = source.resolve(archive, clients_name)
     return heat, keys, clients
 
 
-def window(archive, heat, keys, clients, end: int, max_cols: int, ncells: int) -> tuple:
+def table_rows(height: int) -> int:
+    """Rows of the client table on a terminal `height` lines high (MAP_LINES kept for the map)."""
+    spare = height - term_heatmap.CHROME - MAP_LINES - 4   # table header, rule, footer, spacing
+    return max(min(TABLE_ROWS, spare), 1)
+
+
+def window(archive, heat, keys, clients, end: int, max_cols: int, ncells: int,
+           nrows: int = TABLE_ROWS) -> tuple:
     """(grid, its QueryResult, clients Breakdown or None) of the max_cols seconds before end."""
     bins = choose_bins(end - max_cols, end, 1, max_cols)
     start = bins.start
     qr = source.query(archive, heat, start, end, 1)
     selected = keys if not keys or set(keys) <= set(qr.keys) else []   # [] = that key is idle
     grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=selected,
-                      bins=bins, percentiles=(99.0,))
+                      bins=bins, percentiles=(99.0,), axis=default_axis(qr.unit))
     b = None
     if clients:
         cq = source.query(archive, clients, start, end, 1)
-        b = compute(cq, start, end, max_cols=max_cols, top=TABLE_ROWS - 1, by=clients.breakdown)
+        b = compute(cq, start, end, max_cols=max_cols, top=max(nrows - 1, 1), by=clients.wanted.breakdown)
     return grid, qr, b
 
 
@@ -50,14 +64,15 @@ def snapshot(archive, heat, keys, clients, now: float, seconds: int) -> dict:
 
 def frame(archive, heat, keys, clients, now: float, width: int, height: int, mode: str) -> str:
     """The whole screen as text, newest complete second at the right edge."""
-    table_lines = (TABLE_ROWS + 3) if clients else 1
-    map_height = max(height - table_lines - 2, 12)
+    nrows = table_rows(height)
+    table_lines = (nrows + 3) if clients else 1
+    map_height = max(height - table_lines - 1, term_heatmap.CHROME + 4)
     max_cols, ncells = term_heatmap.geometry(width, map_height, mode)
-    grid, _, b = window(archive, heat, keys, clients, int(now), max_cols, ncells)
+    grid, _, b = window(archive, heat, keys, clients, int(now), max_cols, ncells, nrows)
     out = [term_heatmap.render(grid, mode, width)]
     if clients:
-        out.append(term_breakdown.table(b, mode, width) if b.keys else f"no {clients.breakdown} data yet")
+        out.append(term_breakdown.table(b, mode, width) if b.keys else f"no {clients.wanted.breakdown} data yet")
     dim, reset = (palette.DIM, palette.RESET) if mode != "none" else ("", "")
     out.append(f"{dim}q quit · refreshed {time.strftime('%H:%M:%S', time.localtime(now))}"
-               f" · {clients.name if clients else 'no per-client dataset'}{reset}")
+               f" · {clients.wanted if clients else 'no per-client dataset'}{reset}")
     return "\n".join(out)

@@ -14,7 +14,9 @@ from .units import event_noun, format_count, format_value
 BREAKDOWN_MAX_COLS = 600
 
 
-def figure(b, style: str) -> go.Figure:
+def figure(b, style: str | None = None) -> go.Figure:
+    """The graph of Breakdown b: stacked areas or lines (style, default b.style) and its table."""
+    style = style or b.style
     noun = event_noun(b.statistic)
     if b.metric == "rate":
         scale, unit_label, y_title = 1.0, f"{noun}/s", f"{noun}/s"
@@ -42,9 +44,9 @@ def figure(b, style: str) -> go.Figure:
         columnwidth=[0.3] + [1] * (len(header) - 1)), row=2, col=1)
     fig.update_layout(
         template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
-        title=dict(text=(f"<b>{b.name}</b> by {b.by or 'key'}{describe.range_of(b)}   "
+        title=dict(text=(f"<b>{b.name}</b>{describe.derived(b)}{describe.by(b)}{describe.range_of(b)}   "
                          f"{describe.time_range(*b.span)}"
-                         f"<br><span style='font-size:12px;color:#555'>{b.total_keys:,} keys · "
+                         f"<br><span style='font-size:12px;color:#555'>{describe.key_count(b)}"
                          f"{b.bins.width}s per column · {style}</span>"), x=0.01, xanchor="left"),
         margin=dict(l=70, r=30, t=90, b=30), hovermode="x unified" if style == "stacked" else "closest",
         legend=dict(title=b.by or "key"))

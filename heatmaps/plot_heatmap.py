@@ -120,7 +120,8 @@ def figure(grid, drill: str | None = None) -> go.Figure:
     subtitle = f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}"
     fig.update_layout(
         template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
-        title=dict(text=(f"<b>{describe.selection(grid.name, grid.keys)}</b>   {describe.time_range(*grid.span)}"
+        title=dict(text=(f"<b>{describe.selection(grid.name, grid.keys)}</b>{describe.derived(grid)}   "
+                         f"{describe.time_range(*grid.span)}"
                          f"<br><span style='font-size:12px;color:#555'>{subtitle}"
                          + (f"<br>{note}" if note else "") + "</span>"), x=0.01, xanchor="left"),
         margin=dict(l=70, r=30, t=95 + 15 * (note.count('<br>') + 1 if note else 0), b=60), plot_bgcolor="white",

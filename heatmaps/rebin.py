@@ -53,6 +53,7 @@ class Grid:
     crop: dict                # how the top was chosen: mode auto|set|outliers (+ percentile, value)
     percentiles: dict = field(default_factory=dict)  # p -> (ncols,) float64 value, NaN if empty
     spans: list = field(default_factory=list)        # (start, end, cause): outages collected as one record
+    derived: str = ""                                # how the archive answered the name (QueryResult.derived)
 
     @property
     def seconds(self) -> int:
@@ -247,5 +248,5 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
         total=int(hist_total.sum()), below=int(hist_total[is_below].sum()),
         above=int(hist_total[is_above].sum()), crop=crop,
         percentiles={float(p): percentile_of(buckets, hist, float(p)) for p in percentiles},
-        spans=list(getattr(qr, "spans", [])),
+        spans=list(getattr(qr, "spans", [])), derived=getattr(qr, "derived", ""),
     )

@@ -1,83 +1,74 @@
-"""Where the heat-map commands get their data: which dataset of an archive (or
-Prometheus server), with drill-down to one breakdown key, and which time range.
+"""Where the views get their data: which dataset of an archive (or Prometheus
+server) answers a name, held or derived (datasets/derive.py), the keys selected,
+and which time range.
 
-Every failure here is a ClickException carrying one line for the user.
+Every failure here is a ViewError (heatmaps/errors.py) carrying one line for the user.
 """
 import datetime as dt
 import re
 import time
 
-import click
-
-from strata.datasets import catalogue, names
+from strata.datasets import catalogue, derive, names
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
-from strata.datasets.prometheus import PrometheusReader
+from strata.prometheus.reader import PrometheusReader
 
-from .breakdown import compute
+from .errors import ViewError, ViewUsageError
 from .timebins import choose_bins
 from .units import parse_duration
 
 DEFAULT_LAST = 600
 
 
-def resolve(archive: Archive, text: str, key: str | None = None) -> tuple:
-    """(DatasetInfo, keys or None) for a dataset name.
+def resolve(reader, text: str, keys=None) -> tuple:
+    """(derive.Source, keys or None) for a dataset name and the keys asked for (--key).
 
-    'nfs.latency[client=10.0.0.3]' is that dataset when it exists; otherwise, when
-    'nfs.latency[client]' exists, the key 10.0.0.3 of it (drill-down). --key K
-    selects key K of a dataset with a breakdown.
+    A name the archive does not hold is derived when it can be: nfs.latency[client=10.0.0.3]
+    is key 10.0.0.3 of nfs.latency[client], nfs.ops the sum of nfs.ops[client].
     """
     try:
-        wanted = names.parse(text)
-        infos = archive.datasets()
+        if not reader.datasets():
+            if isinstance(reader, PrometheusReader):
+                raise ViewError(f"Prometheus at {reader.path} holds no strata series "
+                                "(does it scrape `strata collect --metrics`?)")
+            raise ViewError(f"the archive {reader.path} holds no datasets "
+                            "(create one with `strata datasets create`)")
+        found = derive.resolve(reader, text)
     except ArchiveError as e:
-        raise click.ClickException(str(e)) from None
-    if not infos:
-        if isinstance(archive, PrometheusReader):
-            raise click.ClickException(f"Prometheus at {archive.path} holds no strata series "
-                                       "(does it scrape `strata collect --metrics`?)")
-        raise click.ClickException(f"the archive {archive.path} holds no datasets "
-                                   "(create one with `strata dataset create`)")
-    by_name = {i.name: i for i in infos}
-    found, keys = by_name.get(str(wanted)), None
-    if found is None and wanted.filters and not wanted.breakdown:
-        for fld, value in wanted.filters:
-            rest = tuple(f for f in wanted.filters if f[0] != fld)
-            broader = str(names.DatasetName(wanted.statistic, rest, fld))
-            if broader in by_name:
-                found, keys = by_name[broader], [value]
-                break
-    if found is None:
-        have = ", ".join(sorted(by_name))
-        raise click.ClickException(f"no dataset {wanted} in {archive.path}; datasets here: {have}")
-    if key is not None:
-        if not found.breakdown:
-            raise click.ClickException(f"--key needs a dataset with a breakdown; {found.name} has none")
-        if keys is not None and keys != [key]:
-            raise click.ClickException(f"--key {key} contradicts the filter in {text}")
-        keys = [key]
-    return found, keys
+        raise ViewError(str(e)) from None
+    if keys:
+        keys = list(dict.fromkeys(keys))
+        if found.how != "held" or not found.info.breakdown:
+            fields = breakdown_fields(found.wanted)
+            hint = f" (its keys: strata breakdown '{found.wanted}' --by {'|'.join(fields)})" if fields else ""
+            raise ViewUsageError(f"--key needs a dataset with a breakdown; {found.wanted} has none{hint}")
+    return found, keys or None
 
 
-def _drill_by() -> tuple:
-    """Breakdowns a drill-down looks for, clients first, then the catalogue's order."""
-    fields = [f for f in catalogue.load().dimensions if f != "hit/miss"]
-    return tuple(sorted(fields, key=lambda f: f != "client"))
+def breakdown_fields(wanted) -> list:
+    """The fields a dataset name can still be broken down by: its statistic's breakdowns
+    that it does not filter by, clients first."""
+    stat = catalogue.load().by_name().get(wanted.statistic)
+    filtered = dict(wanted.filters)
+    fields = [f for f in (stat.breakdowns if stat else []) if f not in filtered and f != "hit/miss"]
+    return sorted(fields, key=lambda f: f != "client")
 
 
-def drill_target(archive, info) -> str | None:
-    """The dataset that breaks info's statistic (same filters) down by key: info itself when
-    it has a breakdown, else the first breakdown the archive holds (clients first)."""
-    if info.breakdown:
-        return info.name
+def drill_target(reader, source) -> str | None:
+    """The dataset that breaks the source's name down by key: the name itself when it has a
+    breakdown, the dataset it is one key of, else the first breakdown of it the archive
+    holds (clients first)."""
+    wanted = source.wanted
+    if wanted.breakdown:
+        return str(wanted)
+    if source.how == "key":
+        return source.info.name
     try:
-        have = {i.name for i in archive.datasets()}
+        have = {i.name for i in reader.datasets()}
     except ArchiveError:
         return None
-    filters = tuple(sorted(info.filters.items()))
-    for by in _drill_by():
-        name = str(names.DatasetName(info.statistic, filters, by))
+    for by in breakdown_fields(wanted):
+        name = str(names.DatasetName(wanted.statistic, wanted.filters, by))
         if name in have:
             return name
     return None
@@ -110,60 +101,66 @@ def time_range(last, since, until, now: int | None = None) -> tuple:
     now = int(time.time()) if now is None else int(now)
     try:
         if last is not None and since is not None:
-            raise click.UsageError("give --last or --since, not both")
+            raise ViewUsageError("give --last or --since, not both")
         end = parse_time(until, now) if until else now
         if last is not None:
             return end - parse_duration(last), end, True
         if since is not None:
             start = parse_time(since, now)
             if start >= end:
-                raise click.UsageError(f"--since {since} is not before --until {until or 'now'}")
+                raise ViewUsageError(f"--since {since} is not before --until {until or 'now'}")
             return start, end, True
         return end - DEFAULT_LAST, end, until is not None
     except ValueError as e:
-        raise click.UsageError(str(e)) from None
+        raise ViewUsageError(str(e)) from None
 
 
-def query(archive: Archive, info, start: int, end: int, resolution: int | None):
+def query(reader, source, start: int, end: int, resolution: int | None):
+    """The QueryResult of source (derive.Source) over [start, end)."""
     try:
-        return archive.query(info.name, start, end, resolution)
+        return derive.query(reader, source, start, end, resolution)
     except ArchiveError as e:
-        raise click.ClickException(str(e)) from None
+        raise ViewError(str(e)) from None
 
 
-def query_window(archive: Archive, info, start: int, end: int, max_cols: int, explicit: bool) -> tuple:
+def query_window(reader, source, start: int, end: int, max_cols: int, explicit: bool) -> tuple:
     """(query result, start, end): the window in bins for max_cols columns; a window the user
-    did not set (explicit False) that holds no data moves back to end at the newest data."""
+    did not set (explicit False) that holds no data moves back to end at the newest data.
+    A key of a breakdown asked for by a filter with no events in the window is a ViewError
+    naming the keys that have some (a typo shows no empty picture)."""
     resolution = choose_bins(start, end, 1, max_cols).width
-    qr = query(archive, info, start, end, resolution)
+    qr = query(reader, source, start, end, resolution)
     if not explicit and not qr.present.any():
-        latest = latest_data(archive, info, end)
+        latest = latest_data(reader, source, end)
         if latest is not None:   # nothing lately: show the newest data instead of an empty view
             start, end = latest - (end - start), latest
-            qr = query(archive, info, start, end, resolution)
+            qr = query(reader, source, start, end, resolution)
+    if source.how == "key" and qr.present.any():
+        _check_key(reader, source, start, end, resolution)
     return qr, start, end
 
 
-def latest_data(archive: Archive, info, now: int) -> int | None:
+def _check_key(reader, source, start, end, resolution):
+    try:
+        whole = reader.query(source.info.name, start, end, resolution)
+    except ArchiveError as e:
+        raise ViewError(str(e)) from None
+    if source.key not in whole.keys:
+        seen = ", ".join(whole.keys[:10]) + (" ..." if len(whole.keys) > 10 else "") if whole.keys else "none"
+        raise ViewError(f"no data for {source.info.breakdown}={source.key} in {source.info.name} in this "
+                        f"range; keys with data: {seen}")
+
+
+def latest_data(reader, source, now: int) -> int | None:
     """End (exclusive) of the newest data: found in the hour rollups, then refined in that hour.
     None for a Prometheus server, whose range the user chooses."""
-    if not isinstance(archive, Archive):
+    if not isinstance(reader, Archive):
         return None
-    hours = query(archive, info, min(info.created, now) - 3600, now + 1, 3600)
+    hours = query(reader, source, min(source.info.created, now) - 3600, now + 1, 3600)
     if not (hours.present.size and hours.present.any()):
         return None
     hour = int(hours.times[hours.present.nonzero()[0][-1]])
-    fine = query(archive, info, hour, hour + hours.step, None)
+    fine = query(reader, source, hour, hour + hours.step, None)
     if fine.present.size and fine.present.any():
         return int(fine.times[fine.present.nonzero()[0][-1]]) + fine.step
     return hour + hours.step
-
-
-def breakdown(archive: Archive, info, keys, start: int, end: int, explicit: bool, *, max_cols: int,
-              top: int, percentile: float, value_range=None):
-    """(Breakdown, start, end): what `strata breakdown` shows of info over [start, end), of the
-    events in value_range (drill-down) when one is given; the page's drag reads the same."""
-    qr, start, end = query_window(archive, info, start, end, max_cols, explicit)
-    b = compute(qr, start, end, max_cols=max_cols, top=top, percentile=percentile, keys=keys,
-                by=info.breakdown, value_range=value_range)
-    return b, start, end

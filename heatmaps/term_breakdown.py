@@ -103,8 +103,9 @@ def _legend(b, mode: str, width: int) -> list:
     return lines
 
 
-def graph(b, mode: str, width: int, nlines: int, style: str) -> list:
-    """The graph lines: header, plot with y labels, time axis, legend."""
+def graph(b, mode: str, width: int, nlines: int, style: str | None = None) -> list:
+    """The graph lines: header, plot with y labels, time axis, legend (style: b.style by default)."""
+    style = style or b.style
     per_line = 1 if mode == "none" else 2
     ncells = max(nlines, 4) * per_line
     cells, top = (cells_stacked if style == "stacked" else cells_lines)(b, ncells)
@@ -118,8 +119,9 @@ def graph(b, mode: str, width: int, nlines: int, style: str) -> list:
     noun = event_noun(b.statistic)
     what = {"rate": f"{noun}/s", "percentile": f"p{b.percentile:g} {describe.quantity_of(b)}",
             "mean": "mean"}[b.metric]
-    head = [f"{bold}{b.name}{reset} by {b.by or 'key'}{describe.range_of(b)}  {describe.time_range(*b.span)}",
-            f"{b.total_keys:,} keys · {what} · {b.bins.width}s per column · {style}"
+    head = [f"{bold}{b.name}{reset}{describe.derived(b)}{describe.by(b)}{describe.range_of(b)}  "
+            f"{describe.time_range(*b.span)}",
+            f"{describe.key_count(b)}{what} · {b.bins.width}s per column · {style}"
             + (f" · {format_count(b.total_events / max(b.span[1] - b.span[0], 1))} {noun}/s average"
                if b.metric != "mean" else ""),
             f"{what.rjust(LABEL + 1)}"]

@@ -163,7 +163,8 @@ def render(grid, mode: str, width: int = 200) -> str:
     dim = palette.DIM if mode != "none" else ""
 
     name = describe.selection(grid.name, grid.keys)
-    head1 = bold + _fit(f"{name}  {describe.time_range(*grid.span)}", width).replace(name, name + reset, 1)
+    head1 = bold + _fit(f"{name}{describe.derived(grid)}  {describe.time_range(*grid.span)}",
+                        width).replace(name, name + reset, 1)
     head2 = _fit(f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}", width)
     note = describe.cropped(grid)
     noun = event_noun(grid.statistic)

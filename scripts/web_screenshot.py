@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from collect_util import private_copy                                                      # noqa: E402
 from conftest import built                                                                 # noqa: E402
 from datasets_util import STRATA, strata                                                   # noqa: E402
-from strata.cli.lab.process import stop                                                    # noqa: E402
+from strata.lab.process import stop                                                    # noqa: E402
 from web_util import browser, drag_heatmap, plots_ready, state_url, wait_js, web_server    # noqa: E402
 
 DATASETS = ("nfs.latency", "nfs.latency[client]", "nfs.ops[client]", "nfs.latency[tier]")

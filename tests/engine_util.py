@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.cli.binaries import find_binary
+from strata.lab.binaries import find_binary
 
 
 def engine_binary() -> str:

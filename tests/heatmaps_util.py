@@ -76,3 +76,33 @@ def run_strata(args, env_extra=None, **kw):
     env = dict(os.environ, **(env_extra or {}))
     return subprocess.run(STRATA + list(args), capture_output=True, text=True, env=env, cwd=kw.pop("cwd", None),
                           timeout=kw.pop("timeout", 120), **kw)
+
+
+SEED_BANDS = ((1_000, 10_000), (128_000, 260_000), (1_900_000, 9_700_000))   # DRAM, flash, disk (ns)
+SLOW = (40_000_000, 240_000_000)                                              # slow outliers (ns)
+
+
+def seed_with_outliers(rng, seconds: int, per_second: int, slow_share: float) -> dict:
+    """{second offset: latencies}: the seed's three bands, with slow_share of the events
+    (at least one every 5 s, as in the demo) slow outliers of 40-240 ms."""
+    out = {}
+    for t in range(seconds):
+        values = seed_latencies(rng, per_second)
+        slow = rng.binomial(per_second, slow_share) if slow_share else 0
+        slow += 1 if t % 5 == 0 and not slow else 0
+        out[t] = np.concatenate([values, rng.integers(*SLOW, slow)])
+    return out
+
+
+def band_rows(grid: dict, bands=SEED_BANDS) -> list:
+    """For each band (lo, hi) of a heat-map JSON grid: the set of rows holding events whose
+    row overlaps it."""
+    edges = grid["edges"]
+    busy = [r for r, row in enumerate(grid["counts"]) if any(row)]
+    return [{r for r in busy if edges[r] < hi and edges[r + 1] > lo} for lo, hi in bands]
+
+
+def bands_apart(grid: dict, bands=SEED_BANDS) -> bool:
+    """True when every band has rows of its own: none empty, no row shared by two bands."""
+    rows = band_rows(grid, bands)
+    return all(rows) and all(not (a & b) for i, a in enumerate(rows) for b in rows[i + 1:])

@@ -1,5 +1,5 @@
 """Helpers for the strata-load tests: run the tool, a real nfs-ganesha server
-(strata.cli.lab.ganesha, the one strata demo runs), and the twin of workloads/load_pattern.h
+(strata.lab.ganesha, the one strata demo runs), and the twin of workloads/load_pattern.h
 to check what the tool wrote."""
 import json
 import subprocess
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from strata.cli.lab.ganesha import Ganesha  # noqa: F401 (the lab's harness, shared with strata demo)
-from strata.cli.lab.process import stop  # noqa: F401
+from strata.lab.ganesha import Ganesha  # noqa: F401 (the lab's harness, shared with strata demo)
+from strata.lab.process import stop  # noqa: F401
 from strata.datasets import llhist
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The duet design's statistics (strata.datasets.compare_duet) on synthetic per-second
+"""The duet design's statistics (strata.checks.compare_duet) on synthetic per-second
 histograms whose truth is known: seconds are aligned across the two sides and cut
 into blocks; a drift shared by both sides second by second (what a busy machine
 does to two servers that serve at once) does not hide a 5 % change nor invent one;
@@ -8,8 +8,8 @@ import pytest
 
 from check_synthetic import aligned
 from strata.datasets import llhist
-from strata.datasets.compare import judge
-from strata.datasets.compare_duet import block_histograms, block_rates, common_seconds, compare_duet, lag1
+from strata.checks.compare import judge
+from strata.checks.compare_duet import block_histograms, block_rates, common_seconds, compare_duet, lag1
 from strata.datasets.query import QueryResult
 
 T0 = 1_700_000_000

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from check_synthetic import aligned, base_sample, run, slow_mode_sample, tail_shifted_sample
-from strata.datasets.compare import adjust, interval_metric, judge
-from strata.datasets.compare_rounds import (compare_rounds_counts, compare_rounds_histograms, min_pairs,
+from strata.checks.compare import adjust, interval_metric, judge
+from strata.checks.compare_rounds import (compare_rounds_counts, compare_rounds_histograms, min_pairs,
                                             signflip_interval, signflip_p)
-from strata.datasets.compare_runs import compare_runs_counts, compare_runs_histograms
+from strata.checks.compare_runs import compare_runs_counts, compare_runs_histograms
 
 PAIRS = 12
 
@@ -133,7 +133,7 @@ def test_interval_percentiles_interpolate_inside_the_bucket():
 
 
 def test_a_key_only_one_run_has_is_judged_by_its_share():
-    from strata.cli.check_cmd import one_sided
+    from strata.checks.baselines import one_sided
     from strata.datasets.query import QueryResult
 
     def counter(keys, totals):

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import built, patience
 from datasets_util import STRATA, direct_writes, loop_device, strata
-from strata.cli.lab.process import stop
+from strata.lab.process import stop
 from strata.datasets import status
 from strata.datasets.archive import Archive
 

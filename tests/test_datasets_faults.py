@@ -16,7 +16,7 @@ from contextlib import closing
 import pytest
 
 from datasets_util import STRATA, direct_writes, loop_device, strata
-from strata.cli.lab.process import stop
+from strata.lab.process import stop
 from strata.datasets import status
 from strata.datasets.archive import Archive
 from test_datasets_collect import archived_ops, bpf_links, daemon_pid, seconds, start_collect, wait_for

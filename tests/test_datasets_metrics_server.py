@@ -21,10 +21,10 @@ import bcrypt
 import pytest
 
 from datasets_util import direct_writes, loop_device, strata
-from strata.datasets import metrics_server
-from strata.datasets.metrics_server import MetricsServer
-from strata.datasets.openmetrics import Exposition
-from strata.datasets.webconfig import WebConfigError, load
+from strata.prometheus import metrics_server
+from strata.prometheus.metrics_server import MetricsServer
+from strata.prometheus.openmetrics import Exposition
+from strata.prometheus.webconfig import WebConfigError, load
 from test_datasets_collect import seconds, stop, wait_for
 from test_datasets_openmetrics import needs_prometheus, running_prometheus, start_collect
 

@@ -19,17 +19,19 @@ import numpy as np
 import pytest
 from google.protobuf.internal.decoder import _DecodeVarint
 
-from strata.datasets import llhist, metrics_pb2, native
+from strata.datasets import llhist
+from strata.prometheus import metrics_pb2
+from strata.prometheus import native_buckets as native
 from strata.datasets.archive import Archive
-from strata.datasets.metrics_server import PROTOBUF_CONTENT_TYPE, MetricsServer, preferred
-from strata.datasets.openmetrics import Exposition
-from strata.datasets.prometheus import PrometheusReader
-from strata.datasets.topkeys import OTHER, TopKeys
+from strata.prometheus.metrics_server import PROTOBUF_CONTENT_TYPE, MetricsServer, preferred
+from strata.prometheus.openmetrics import Exposition
+from strata.prometheus.reader import PrometheusReader
+from strata.prometheus.topkeys import OTHER, TopKeys
 from strata.heatmaps.rebin import percentile_of
 from test_datasets_openmetrics import (collector, info, needs_prometheus, running_prometheus,  # noqa: F401
                                        samples, scrape, start_collect)
 from datasets_util import strata
-from strata.cli.lab.process import stop
+from strata.lab.process import stop
 from test_datasets_collect import wait_for
 from wire_util import WireEngine
 
@@ -269,7 +271,7 @@ def test_native_answers_read_back_or_refused_in_one_line():
     """prometheus_native.parse on what a Prometheus (or something posing as one) answers:
     strata's buckets go back to the bins that moved into them, anything else is ArchiveError."""
     from strata.datasets.errors import ArchiveError
-    from strata.datasets.prometheus_native import bins_of, parse
+    from strata.prometheus.native_reader import bins_of, parse
     lo, hi = native.bucket_bounds(np.array([-317]), 4)
     good = [{"metric": {"client": "a"}, "histograms": [[100, {"count": "9", "buckets": [
         [3, "-1e-39", "1e-39", "1"], [0, str(float(lo[0])), str(float(hi[0])), "8"]]}]]}]

@@ -25,9 +25,9 @@ from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
-from strata.datasets.metrics_server import parse_address
-from strata.datasets.openmetrics import Exposition, exported_buckets, family_name
-from strata.datasets.prometheus import PrometheusReader, _bounds, _bucket_of, _columns, _gauges
+from strata.prometheus.metrics_server import parse_address
+from strata.prometheus.openmetrics import Exposition, exported_buckets, family_name
+from strata.prometheus.reader import PrometheusReader, _bounds, _bucket_of, _columns, _gauges
 from test_datasets_collect import seconds, stop, wait_for
 
 PROMETHEUS = "/usr/bin/prometheus"

@@ -6,7 +6,7 @@ strata-load's own report, the pictures; and Ctrl-C leaves nothing behind."""
 import pytest
 
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below
-from strata.cli.lab import engine as lab_engine
+from strata.lab import engine as lab_engine
 
 DURATION, WORKING_SET = 30, "128M"   # half the demo's set: written in half the time, still twice the ARC
 

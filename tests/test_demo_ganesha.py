@@ -11,7 +11,7 @@ import pytest
 
 from conftest import built
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below
-from strata.cli.lab.ganesha import Ganesha
+from strata.lab.ganesha import Ganesha
 
 DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
 # A page-cache hit is a copy: a few microseconds in preadv. A read that waits for the

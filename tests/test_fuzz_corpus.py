@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from strata.cli.binaries import find_binary
+from strata.lab.binaries import find_binary
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDER = REPO / "engine" / "fuzz" / "record_rpc_corpus.py"

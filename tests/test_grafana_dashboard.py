@@ -23,7 +23,8 @@ from pathlib import Path
 from collect_util import private_copy
 from conftest import built
 from datasets_util import STRATA, direct_writes, loop_device, strata
-from strata.datasets import llhist, native, prometheus_native
+from strata.datasets import llhist
+from strata.prometheus import native_buckets as native, native_reader as prometheus_native
 from test_collect_engine import Engine
 from test_datasets_collect import wait_for
 from test_datasets_openmetrics import needs_prometheus, running_prometheus

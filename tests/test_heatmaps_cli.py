@@ -80,7 +80,9 @@ def test_drill_down_by_filter_and_by_key(archive):
     (["heatmap", "nfs.latency", "--percentiles", "50,abc"], "--percentiles"),
     (["heatmap", "nfs.latency", "--format", "gif"], "gif"),
     (["heatmap", "bad name!"], "bad dataset name"),
-    (["breakdown", "nfs.ops"], "--by"),
+    (["breakdown", "nfs.ops[op=read]", "--by", "op"], "holds only op=read; break it down by another field: "
+                                                      "--by client|tier|file"),
+    (["breakdown", "nfs.ops", "--by", "vdev"], "cannot be broken down by vdev; --by client|op|tier|file"),
     (["breakdown", "nfs.latency", "--by", "client", "--graph", "stacked"], "--graph line"),
     (["breakdown", "nfs.ops", "--by", "op"], "no dataset nfs.ops[op]"),
 ])

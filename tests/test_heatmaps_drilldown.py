@@ -197,7 +197,9 @@ def test_heatmap_json_one_key_and_cropped(data):
     assert p.returncode == 0, p.stderr
     grid = json.loads(p.stdout)
     values = np.concatenate(list(raw["nfs.latency[client]"]["10.0.0.2"].values()))
-    assert grid["keys"] == ["10.0.0.2"] and [k["key"] for k in grid["per_key"]] == ["10.0.0.2"]
+    assert grid["dataset"] == "nfs.latency[client=10.0.0.2]"
+    assert grid["derived"] == "client=10.0.0.2 of nfs.latency[client]"
+    assert [k["events"] for k in grid["per_key"]] == [len(values)]
     assert grid["edges"][-1] == 1_000_000
     assert grid["above"] == int((values >= 1_000_000).sum()) and grid["events"] == len(values)
 

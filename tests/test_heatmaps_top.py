@@ -61,3 +61,17 @@ def test_top_refreshes_and_quits_cleanly(archive, quit_key):
         assert "echo typed-$((40+2))" in screen                       # echo is back on
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+@pytest.mark.parametrize("mode", ["none", "truecolor"])
+def test_a_24_line_terminal_keeps_a_usable_map(archive, mode):
+    """The frame fits 24 lines and keeps at least 8 lines of map above a shorter client table."""
+    from strata.datasets.archive import Archive
+    from strata.heatmaps import live
+    with Archive.open(str(archive)) as a:
+        heat, keys, clients = live.pick_datasets(a, None, None)
+        text = live.frame(a, heat, keys, clients, time.time(), 100, 24, mode)
+    lines = text.split("\n")
+    map_lines = [line for line in lines if "│" in line or "┤" in line]
+    assert len(lines) <= 24 and len(map_lines) >= live.MAP_LINES, text
+    assert "10.0.0.3" in text                                   # the busiest client still listed

@@ -9,7 +9,7 @@ import time
 from collect_util import Engine, private_copy
 from conftest import built, patience
 from datasets_util import STRATA, strata
-from strata.cli.lab.process import stop
+from strata.lab.process import stop
 from strata.datasets.archive import Archive
 from web_util import browser, plots_ready, state_url, wait_js, web_server
 

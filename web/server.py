@@ -22,7 +22,8 @@ from aiohttp import web
 
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
-from strata.datasets.prometheus import PrometheusReader
+from strata.heatmaps.errors import ViewError
+from strata.prometheus.reader import PrometheusReader
 
 from . import limits, views, worksheets
 from .connections import REQUEST_SECONDS, Connections
@@ -76,7 +77,7 @@ class Worksheet:
             return fn(self.source.reader(), *args)
         try:
             return await asyncio.get_running_loop().run_in_executor(self.pool, call)
-        except (ArchiveError, limits.LimitError) as e:
+        except (ArchiveError, ViewError, limits.LimitError) as e:
             raise web.HTTPBadRequest(text=json.dumps({"error": str(e)}), content_type="application/json")
 
     # -- authentication and bounds ------------------------------------------------------------

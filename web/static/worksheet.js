@@ -3,7 +3,7 @@
 // address (?s=JSON), named worksheets and the datasets' lifecycle.
 "use strict";
 
-const DEFAULT = {views: [], last: 300, live: true, axis: "linear", crop: null, drag: "drill"};
+const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill"};
 let state = readState();
 let views = [];            // {spec, div, live (geometry), start, times, ...}
 let stream = null;
@@ -66,7 +66,8 @@ function rangeQuery() {
 }
 
 function viewQuery(spec) {
-  const q = new URLSearchParams({name: spec.name, axis: state.axis});
+  const q = new URLSearchParams({name: spec.name});
+  if (state.axis) q.set("axis", state.axis);
   if (spec.compare && spec.compare.length) q.set("compare", spec.compare.join(","));
   if (state.crop) q.set("crop", state.crop);
   return q.toString() + "&" + rangeQuery();

@@ -1,0 +1,257 @@
+"""How far can `strata check` be trusted on this machine? False alarms and detections
+of both designs, each measured in the same run:
+
+- `strata check ab` in duet mode (--aa and --planted checks) and in rounds mode
+  (--rounds-aa and --rounds-planted), interleaved in a random order: A/A checks
+  have the same engine binary on both sides (every "worse" is a false alarm),
+  planted ones B's NFS replies delayed by --effect (default 5 %) of the median read
+  latency, the median p50 of the first three duet A/A checks (every "worse" is a
+  detection); minutes per check, the p50 effect and the width of its interval,
+  and for duet checks the lag-1 autocorrelation of the blocks' p50 ratios (how far
+  the blocks, the test's unit, are from independent).
+- the stored-baseline mode (`strata check run`): --baselines runs stored first, then
+  as many A/A and planted candidate runs, each judged against all stored runs (their
+  spread in the test) and against the first alone (warning, profile threshold);
+  and the run-to-run spread of p50/p99 between the stored runs, which the
+  one-baseline threshold must exceed.
+
+Needs root. Prints one line per check and a summary; --json FILE keeps them.
+Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [--rounds-aa 5]
+       [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
+       [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab]
+       .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
+"""
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
+ENGINE = str(REPO / "build" / "bin" / "strata-engine")
+CALIBRATION = 3   # duet A/A checks whose median p50 sets the planted delay
+
+
+def strata(*args, timeout=1800) -> tuple[int, dict | None, float, str]:
+    """(exit code, JSON report or None, minutes, last stderr line) of one `strata ...` call."""
+    began = time.monotonic()
+    proc = subprocess.run([*STRATA, *args], capture_output=True, text=True, timeout=timeout)
+    minutes = (time.monotonic() - began) / 60
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = None
+    err = proc.stderr.strip().splitlines()
+    return proc.returncode, report, minutes, err[-1] if err else ""
+
+
+def p50_of(report: dict, side: str) -> float:
+    """The geometric mean p50 of nfs.latency[op] reads on one side of a report (ns)."""
+    for r in report["results"]:
+        if r["dataset"] == "nfs.latency[op]" and r["key"] == "read":
+            return next(m[side] for m in r["metrics"] if m["metric"] == "p50")
+    raise SystemExit("the profile must measure nfs.latency[op] with the p50 metric")
+
+
+def moved(report: dict) -> str:
+    return "; ".join(f"{r['dataset']}/{r['key']}: {r['reason']}" for r in report["results"]
+                     if r["verdict"] == "worse")[:200]
+
+
+def p50_read(report: dict) -> dict:
+    return next(m for r in report["results"] if r["dataset"] == "nfs.latency[op]" and r["key"] == "read"
+                for m in r["metrics"] if m["metric"] == "p50")
+
+
+def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int) -> tuple:
+    """One `strata check ab --mode MODE` (A/A, or B with `delay` ns planted in every NFS
+    reply); its archives are kept in work. Returns (row for the summary, report)."""
+    extra = ["--rounds", str(args.rounds)] if args.rounds and mode == "rounds" else []
+    extra += ["--seconds", str(args.seconds)] if args.seconds and mode == "duet" else []
+    planted = ["--b-inject-delay", f"nfs:{delay}ns"] if case == "planted" else []
+    out = work / f"check{n:02d}-{mode}-{'aa' if case == 'A/A' else 'planted'}"
+    rc, rep, minutes, err = strata("check", "ab", "--profile", args.profile, "--mode", mode, "--a", ENGINE,
+                                   "--b", ENGINE, "--json", "-o", str(out), *planted, *extra)
+    if rep is None:
+        raise SystemExit(f"check ab --mode {mode} failed (exit {rc}): {err}")
+    p50 = p50_read(rep)
+    row = {"design": f"ab {mode}", "case": case, "verdict": rep["verdict"], "minutes": minutes,
+           "p50_ci95": list(interval95(out, mode)),
+           "delay_ns": delay if case == "planted" else 0, "p50_effect": p50["effect"],
+           "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep)}
+    lag = f", lag-1 {rep['p50_lag1']:+.2f}" if rep.get("p50_lag1") is not None else ""
+    print(f"check {n:02d}: {mode} {case}: {rep['verdict']} ({minutes:.1f} min), p50 {p50['effect']:+.2%} "
+          f"[{p50['ci_low']:+.2%}, {p50['ci_high']:+.2%}]{lag} {row['worse']}", flush=True)
+    return row, rep
+
+
+def interval95(folder: Path, mode: str) -> tuple:
+    """(low, high) of the 95% interval of the p50 ratio of reads, recomputed from a kept
+    check's archives with the statistics the check itself uses."""
+    from strata.datasets.archive import Archive
+    from strata.checks.compare import stack
+    from strata.checks.compare_duet import compare_duet
+    from strata.checks.compare_rounds import compare_rounds_histograms
+
+    def whole(path):
+        with Archive.open(str(path)) as ar:
+            first, last = ar.extent("nfs.latency[op]")
+            return ar.query("nfs.latency[op]", first, last + 1)
+    if mode == "duet":
+        kv, _ = compare_duet("read", whole(folder / "duet-A.archive"), whole(folder / "duet-B.archive"), 1,
+                             ("p50",), 0.95)
+    else:
+        paths = sorted(folder.glob("round-*.archive"))
+        runs = [whole(p) for p in paths]
+        buckets, rows = stack(runs, "read")
+        sides = [p.stem.split("-")[-1] for p in paths]
+        a = rows[[i for i, x in enumerate(sides) if x == "A"]]
+        b = rows[[i for i, x in enumerate(sides) if x == "B"]]
+        kv = compare_rounds_histograms("read", a, b, buckets, ("p50",), 0.95)
+    m = kv.metrics[0]
+    return m.ci_low, m.ci_high
+
+
+def ab_runs(args, work: Path, out: list) -> int:
+    """A/A and planted checks of both modes of `check ab`, interleaved in a random order
+    (after up to CALIBRATION duet A/A checks whose median p50 the planted delay is a share
+    of, unless --delay-ns is given); returns the planted delay in ns."""
+    plan = [(m, c) for m, aa, planted in (("duet", args.aa, args.planted),
+                                          ("rounds", args.rounds_aa, args.rounds_planted))
+            for c, k in (("A/A", aa), ("planted", planted)) for _ in range(k)]
+    delay = args.delay_ns
+    if not delay:
+        p50s = []
+        for _ in range(min(CALIBRATION, plan.count(("duet", "A/A")))):
+            plan.remove(("duet", "A/A"))
+            row, rep = ab_check(args, "duet", "A/A", 0, work, len(out))
+            out.append(row)
+            p50s.append(p50_of(rep, "baseline"))
+        if not p50s:
+            raise SystemExit("give --delay-ns, or --aa 1 or more to measure the p50 the delay is a share of")
+        delay = max(1, round(statistics.median(p50s) * args.effect))
+        print(f"planted delay: {delay} ns ({args.effect:.0%} of the median p50 of {len(p50s)} duet A/A checks, "
+              f"{statistics.median(p50s):.0f} ns)", flush=True)
+    random.Random(args.seed).shuffle(plan)
+    for mode, case in plan:
+        row, _ = ab_check(args, mode, case, delay, work, len(out))
+        out.append(row)
+    return delay
+
+
+def stored_runs(args, delay: int, work: Path, out: list):
+    """Baselines, then A/A and planted candidates judged against 3+ runs and against one."""
+    bases = [str(work / f"base{i}.archive") for i in range(args.baselines)]
+    for b in bases:
+        rc, _, minutes, err = strata("check", "run", "--profile", args.profile, "--baseline", b, "--update-baseline")
+        if rc != 0:
+            raise SystemExit(f"check run --update-baseline failed: {err}")
+        print(f"stored baseline {b} ({minutes:.1f} min)", flush=True)
+    planted = work / "planted.toml"
+    planted.write_text(Path(args.profile).read_text()
+                       .replace("[engine]\n", f'[engine]\ninject_delay = {{ nfs = "{delay}ns" }}\n'))
+    for case, profile, n in (("A/A", args.profile, args.aa), ("planted", str(planted), args.planted)):
+        for i in range(n):
+            cand = str(work / f"cand-{case[0]}{i}.archive")
+            baseline_args = [a for b in bases for a in ("--baseline", b)]
+            rc, rep, minutes, err = strata("check", "run", "--profile", profile, *baseline_args, "--json", "-o", cand)
+            if rep is None:
+                raise SystemExit(f"check run failed (exit {rc}): {err}")
+            rc1, rep1, _, _ = strata("check", "--baseline", bases[0], "--candidate", cand, "--json",
+                                     "--threshold", args.one_threshold, "--metric", "p50,p99,mean")
+            out.append({"design": f"stored x{len(bases)}", "case": case, "verdict": rep["verdict"],
+                        "minutes": minutes})
+            out.append({"design": "stored x1", "case": case, "verdict": rep1["verdict"], "minutes": minutes})
+            print(f"stored {case} {i + 1}/{n}: {len(bases)} baselines: {rep['verdict']}, one baseline: "
+                  f"{rep1['verdict']} ({minutes:.1f} min)", flush=True)
+    spread = []
+    for m in ("p50", "p99"):
+        values = []
+        for b in bases[1:]:
+            _, rep, _, _ = strata("check", "--baseline", bases[0], "--candidate", b, "--json", "--metric", m)
+            values += [abs(x["effect"]) for r in rep["results"] if r["dataset"] == "nfs.latency[op]"
+                       for x in r["metrics"] if x["metric"] == m]
+        spread.append(f"{m} up to {max(values):.0%}" if values else f"{m} n/a")
+    print("run-to-run spread between stored baselines (vs the first): " + ", ".join(spread), flush=True)
+
+
+def summary(out: list, work: Path | None = None):
+    """work: the --keep folder of an earlier run, to recompute 95% intervals missing from its rows."""
+    for n, r in enumerate(out):
+        if "p50_ci95" not in r and work and r["design"].startswith("ab "):
+            mode = r["design"][3:]
+            r["p50_ci95"] = list(interval95(work / f"check{n:02d}-{mode}-{'aa' if r['case'] == 'A/A' else 'planted'}",
+                                            mode))
+    print("\ndesign        case     worse/runs  minutes (median)  p50 effect (median)  p50 interval width, "
+          "99% / 95% (median)")
+    keys = sorted({(r["design"], r["case"]) for r in out})
+    for design, case in keys:
+        rows = [r for r in out if r["design"] == design and r["case"] == case]
+        worse = sum(r["verdict"] == "worse" for r in rows)
+        line = f"{design:13} {case:8} {worse:>3}/{len(rows):<6}  {statistics.median(r['minutes'] for r in rows):>4.1f}"
+        if "p50_ci" in rows[0]:
+            width = statistics.median(r["p50_ci"][1] - r["p50_ci"][0] for r in rows)
+            line += f"              {statistics.median(r['p50_effect'] for r in rows):+.2%}               {width:.2%}"
+            if all("p50_ci95" in r for r in rows):
+                line += f" / {statistics.median(r['p50_ci95'][1] - r['p50_ci95'][0] for r in rows):.2%}"
+        print(line)
+    for design in sorted({r["design"] for r in out if "p50_effect" in r}):
+        rows = [r for r in out if r["design"] == design and r["case"] == "A/A"]
+        aa = [r["p50_effect"] for r in rows]
+        if len(aa) >= 2:
+            holding = sum(r["p50_ci"][0] <= 0 <= r["p50_ci"][1] for r in rows)
+            print(f"{design}: A/A p50 effects between checks: sd {statistics.stdev(aa):.2%}, "
+                  f"range {min(aa):+.2%} .. {max(aa):+.2%}; A/A 99% intervals holding 0: {holding}/{len(aa)}")
+    lags = [r["p50_lag1"] for r in out if r.get("p50_lag1") is not None]
+    if lags:
+        print(f"duet blocks' p50 log ratios, lag-1 autocorrelation: median {statistics.median(lags):+.2f}, "
+              f"range {min(lags):+.2f} .. {max(lags):+.2f} over {len(lags)} checks")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default=str(REPO / "bench/profiles/smoke.toml"))
+    ap.add_argument("--aa", type=int, default=20, help="A/A runs of duet mode and of the stored designs")
+    ap.add_argument("--planted", type=int, default=10, help="planted-regression runs of duet and the stored designs")
+    ap.add_argument("--rounds-aa", type=int, default=5, help="A/A runs of rounds mode")
+    ap.add_argument("--rounds-planted", type=int, default=5, help="planted-regression runs of rounds mode")
+    ap.add_argument("--seconds", type=int, help="measured seconds per duet check (default: the profile's)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the order the checks run in")
+    ap.add_argument("--keep", help="keep every check's archives in this folder")
+    ap.add_argument("--effect", type=float, default=0.05, help="planted delay as a share of the baseline median")
+    ap.add_argument("--delay-ns", type=int, help="planted delay (default: --effect of the duet A/A p50)")
+    ap.add_argument("--baselines", type=int, default=3, help="stored baseline runs")
+    ap.add_argument("--one-threshold", default="25%", help="threshold of the one-baseline comparison")
+    ap.add_argument("--rounds", type=int, help="rounds per rounds-mode check (default: the profile's)")
+    ap.add_argument("--skip-stored", action="store_true")
+    ap.add_argument("--skip-ab", action="store_true")
+    ap.add_argument("--json", help="also write every check's outcome here")
+    ap.add_argument("--summary-of", metavar="JSON", help="only print the summary of an earlier run's --json")
+    args = ap.parse_args()
+    if args.summary_of:
+        summary(json.loads(Path(args.summary_of).read_text()), Path(args.keep) if args.keep else None)
+        return 0
+    out = []
+    delay = args.delay_ns or 2000          # the stored designs alone: no A/A p50 to take a share of
+    with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
+        work = Path(args.keep or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            if not args.skip_ab:
+                delay = ab_runs(args, work, out)
+            if not args.skip_stored:
+                stored_runs(args, delay, work, out)
+        finally:
+            summary(out)
+            if args.json:
+                Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""`strata check ab`: two engines (or servers) under one profile's load, judged B
+against A, in one of two modes:
+
+- duet (the default, checks/duet.py): both serve at the same time and every
+  request goes to both back to back; judged on short simultaneous blocks.
+- rounds (checks/rounds.py): alternating short rounds (A B B A A B ...), one
+  archive per round, judged on the pairs of adjacent rounds. For builds that
+  cannot run side by side.
+
+Both engines run side by side for the whole check, each on its own fresh pool
+with its own collector (pointed at its pid), started in a random order
+(checks/sides.py). AbSettings gathers what the profile's [ab] table and the
+command's flags say, checked before anything starts; run_ab runs the check.
+
+A side may instead be a server that is not the engine (--a-server CMD,
+checks/servers.py). Then both sides are measured through the wire layer
+(TC on lo, each collector following only its own side's ports), and the
+profile's nfs.* datasets are read as their wire.* equivalents.
+"""
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata.checks import duet, profile, rounds, servers
+from strata.checks.baselines import parse_percent
+from strata.checks.errors import CheckError
+from strata.checks.report import Verdict
+from strata.checks.sides import make_sides
+from strata.lab.teardown import Teardown
+
+
+@dataclass
+class AbSettings:
+    """One A/B check: the profile, both sides, and the design's numbers (the profile's
+    [ab] table overridden by the flags given)."""
+    prof: profile.Profile
+    sides: dict                        # "A"/"B" -> (path, rev, server command); one of them set
+    design: dict                       # mode, seconds, block_seconds, rounds, round_seconds, ...
+    threshold: float
+    delays: dict = field(default_factory=dict)   # tier -> duration, injected into B
+    server_export: str | None = None
+    repo: str = "."
+    output: str | None = None
+
+    @property
+    def duet(self) -> bool:
+        return self.design["mode"] == "duet"
+
+    @classmethod
+    def build(cls, profile_path: str, sides: dict, flags: dict, b_delays=(), server_export=None, repo=".",
+              output=None) -> "AbSettings":
+        """From the profile file and the command's flags (None: not given); CheckError
+        (one line) for anything that cannot run."""
+        try:
+            prof = profile.load(profile_path)
+        except profile.ProfileError as e:
+            raise CheckError(str(e)) from None
+        design = {**prof.ab, **{k: v for k, v in flags.items() if v is not None}}
+        s = cls(prof, sides, design, parse_percent(design["threshold"]), parse_delays(b_delays), server_export,
+                repo, output)
+        s._validate()
+        return s
+
+    def _validate(self):
+        d, prof = self.design, self.prof
+        if not self.duet and d["rounds"] % 2:
+            raise CheckError(f"--rounds must be even (pairs of A and B rounds), not {d['rounds']}")
+        if self.duet and d["block_seconds"] * 6 > d["seconds"]:
+            raise CheckError(f"--seconds {d['seconds']} holds fewer than 6 blocks of {d['block_seconds']}s")
+        if self.duet and prof.load.get("profile") != "randread":
+            raise CheckError(f"duet mode sends each READ to both sides: it needs a randread load, not "
+                             f"{prof.load.get('profile')!r} (use --mode rounds)")
+        if prof.server is not None:
+            raise CheckError("check ab starts both engines itself: give a profile with [engine], not [server]")
+        for side, spec in self.sides.items():
+            if sum(map(bool, spec)) != 1:
+                s = side.lower()
+                raise CheckError(f"give side {side} as --{s} PATH, --{s}-rev REV or --{s}-server CMD (one of them)")
+        if self.delays and self.sides["B"][2]:
+            raise CheckError("--b-inject-delay needs B to be an engine, not --b-server")
+        if self.sides["A"][2] or self.sides["B"][2]:
+            try:
+                prof.datasets = servers.wire_datasets(prof.datasets)
+            except servers.ServerError as e:
+                raise CheckError(str(e)) from None
+        if os.geteuid() != 0:
+            raise CheckError("needs root (BPF probes); run it with sudo")
+
+
+def parse_delays(specs) -> dict:
+    """['nfs:10us', ...] -> {'nfs': '10us'}; CheckError on a bad one."""
+    out = {}
+    for spec in specs:
+        tier, sep, dur = spec.partition(":")
+        if not sep or tier not in profile.DELAY_TIERS or not dur:
+            raise CheckError(f"--b-inject-delay {spec!r}: give TIER:DURATION, TIER one of "
+                             f"{', '.join(sorted(profile.DELAY_TIERS))} (e.g. nfs:20us)")
+        out[tier] = dur
+    return out
+
+
+def run_ab(s: AbSettings) -> Verdict:
+    """Runs the check end to end and judges B against A; CheckError (or one of
+    errors.FAILURES) when it cannot."""
+    scratch = Path(tempfile.mkdtemp(prefix="strata-check-ab-"))
+    outdir = Path(s.output) if s.output else scratch / ("duet" if s.duet else "rounds")
+    try:
+        try:
+            outdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CheckError(f"cannot make {outdir}: {e.strerror}") from None
+        sides = make_sides(s.sides, s.server_export, s.repo, s.delays, scratch)
+        if s.duet and any(side.server and not side.server.uses_mountport for side in sides.values()):
+            raise CheckError("duet mode connects to both servers itself: put {mountport} in each --a/--b-server "
+                             "command or template (or use --mode rounds)")
+        mode = duet if s.duet else rounds
+        try:
+            with Teardown() as undo:
+                results, series, extra = mode.run(s.prof, sides, s.design, s.threshold, undo, outdir,
+                                                  bool(s.output))
+        except servers.ServerError as e:
+            raise CheckError(str(e)) from None
+        extra = {**extra, "threshold": s.threshold, "confidence": s.design["confidence"],
+                 "correction": s.design["correction"], "b_inject_delay": s.delays}
+        return Verdict(results, series, sides["A"].label, sides["B"].label,
+                       "blocks" if s.duet else "rounds", extra)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

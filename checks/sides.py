@@ -1,0 +1,121 @@
+"""The two sides of `strata check ab`: engines (a binary, a build folder or a git
+revision) or server commands, each started with its own collector on its own archive,
+in a random order, and the load runs against one side. Both modes (rounds.py,
+duet.py) build on these."""
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from strata.checks import engines, servers
+from strata.checks.errors import CheckError
+from strata.datasets.archive import Archive
+from strata.lab.collect import Collection, create_datasets
+from strata.lab.load import Load, arguments
+from strata.lab.logs import say
+
+
+@dataclass
+class Side:
+    name: str            # A or B
+    label: str           # what the user gave: a path, a revision or a server command
+    binary: str | None   # None: a foreign server
+    work: Path
+    delays: dict
+    server: servers.Server | None = None
+    export: str = engines.EXPORT
+    archive: str = ""
+    host: str = ""
+    ports: tuple = ()
+    coll: Collection | None = None
+    pid: int | None = None   # the server's process
+
+
+def make_sides(specs: dict, server_export, repo, delays, scratch: Path) -> dict:
+    """Side A and side B from specs {"A": (path, rev, server), "B": ...}: engines from a
+    path or a revision, or server commands; delays apply to B."""
+    sides = {}
+    for name, (path, rev, server) in specs.items():
+        work = scratch / name
+        work.mkdir()
+        d = delays if name == "B" else {}
+        try:
+            if server:
+                sides[name] = Side(name, server, None, work, d, servers.Server(name, server, work, server_export))
+                continue
+            if rev:
+                say("check ab", f"building engine {name} from {rev}")
+                binary = engines.build_revision(engines.repo_root(repo), rev, scratch / f"src-{name}")
+            else:
+                binary = engines.from_path(path)
+        except (engines.EngineSourceError, servers.ServerError) as e:
+            raise CheckError(str(e)) from None
+        sides[name] = Side(name, rev or path, binary, work, d)
+    return sides
+
+
+def start_sides(prof, sides: dict, undo):
+    """Starts both sides and their collectors, in a random order (so neither side is
+    always the one started first on a fresh machine), and waits for their first data."""
+    options = load_options(prof)
+    wire = any(s.server for s in sides.values())
+    for s in random.sample(list(sides.values()), len(sides)):
+        if s.server:
+            undo.callback(s.server.stop)
+            s.server.start()
+            s.host, s.ports, s.export, pid = servers.HOST, s.server.ports(), s.server.export, None
+            s.pid = s.server.proc.pid
+        else:
+            s.host, nfsport, mountport, _, pid = engines.private_engine(prof, s.work, undo, s.binary, s.delays)
+            s.ports, s.pid = (nfsport, mountport), pid
+        s.archive = str(s.work / "collect.db")
+        create_datasets(s.archive, prof.datasets)
+        s.coll = Collection(s.work, s.archive, pid, wire_options(s, options) if wire else ()).start()
+        undo.callback(s.coll.stop)
+    for s in sides.values():
+        s.coll.wait_for_data(prof.datasets[0])
+
+
+def load_options(prof) -> dict:
+    """The profile's [load] table without its setup switch."""
+    return {k: v for k, v in prof.load.items() if k != "setup"}
+
+
+def wire_options(side: Side, options: dict) -> list:
+    """The wire layer on lo (and the client namespaces' veths), following this side's ports only."""
+    ifaces = ["lo"] + (["stl*"] if options.get("netns") else [])
+    return [a for p in side.ports if p for a in ("--wire-port", p)] + [a for i in ifaces for a in ("--wire-iface", i)]
+
+
+def load_args(side: Side, options: dict) -> list:
+    """strata-load's arguments for a load against this side."""
+    nfsport, mountport = side.ports
+    return arguments(side.host, nfsport, mountport, side.export, options)
+
+
+def check_running(sides: dict):
+    """Raises the lab's one-line error when a side's collector or server has stopped."""
+    for s in sides.values():
+        s.coll.check()
+        if s.server:
+            s.server.check()
+
+
+def run_load(side: Side, options: dict, duration: int, tag: str, sides: dict) -> tuple:
+    """Runs the load against one side for `duration` seconds; returns when it began and its report."""
+    began = time.time()
+    load = Load(side.work, tag).start(load_args(side, {**options, "duration": duration}))
+    try:
+        while load.running():
+            time.sleep(0.25)
+            check_running(sides)
+        report = load.wait(timeout=60)
+    finally:
+        load.stop()
+    return began, report
+
+
+def whole(path, name):
+    """All of dataset name in the archive file at path."""
+    with Archive.open(str(path)) as ar:
+        return ar.query_whole(name)

@@ -1,0 +1,49 @@
+"""`strata show`: any dataset drawn by its kind — a heat map for latency, size and
+offset statistics, a graph over time for counters and gauges."""
+import click
+
+from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.view_errors import user_errors
+from strata.cli.views import (draw_graph, draw_heatmap, graph_options, heat_options, heat_view, output_options,
+                              time_options)
+from strata.heatmaps import figures, source
+
+
+@click.command("show", epilog="""\b
+Examples:
+  strata show nfs.latency --last 1h              # heat map
+  strata show 'nfs.ops[client]' --format html    # ops/s per client, stacked
+  strata show arc.size --csv                     # a gauge's level over time""")
+@click.argument("dataset")
+@time_options
+@click.option("--key", "keys", multiple=True, metavar="K",
+              help="Only this breakdown key; repeat to compare keys (graphs: a line each).")
+@graph_options
+@heat_options
+@output_options
+@archive_option
+@prometheus_option
+def show(dataset, last, since, until, keys, style, top, ymax, ymin, log_axis, outliers, percentiles, rows,
+         fmt, as_json, as_csv, output, colour, archive_path, prometheus_url):
+    """Draw DATASET by its kind: every dataset `strata datasets create` makes.
+
+    Latency, size and offset statistics are heat maps (the options of
+    `strata heatmap`); counters are ops/s over time, stacked per key (a line
+    per key with two or more --key); gauges their level over time. Without a
+    breakdown a dataset is one series. A name the archive does not hold is
+    derived from one it does (nfs.ops from nfs.ops[client]) and says so.
+    To break a dataset down by another field, or to drill into a latency
+    band, use `strata breakdown`.
+    """
+    with user_errors():
+        span = source.time_range(last, since, until)
+        with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
+            src, keys = source.resolve(reader, dataset, keys)
+            if src.info.kind == "heatmap":
+                view = heat_view(src.info.unit, keys, ymax, ymin, log_axis, outliers, percentiles)
+                draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, rows,
+                             archive_path, prometheus_url)
+                return
+            view = figures.View(keys=tuple(keys) if keys else None, style=style, top=top,
+                                by=src.wanted.breakdown)
+            draw_graph(reader, src, view, span, fmt, as_json, as_csv, output, colour)

@@ -1,0 +1,165 @@
+"""What `strata show`, `heatmap` and `breakdown` share: their time, output and
+heat-map options, and drawing a dataset's figure model (heatmaps/figures.py) to the
+terminal, HTML/PNG/SVG, JSON or CSV."""
+import json
+import shlex
+import sys
+
+import click
+
+from strata.cli.output import emit_text, write_figure
+from strata.heatmaps import figures, grid_json, source, table_csv, termcaps
+from strata.heatmaps.errors import ViewUsageError
+from strata.heatmaps.units import parse_value
+
+FORMATS = ("term", "html", "png", "svg")
+
+
+def time_options(f):
+    f = click.option("--until", metavar="TIME", help="Range end (default now).")(f)
+    f = click.option("--since", metavar="TIME", help="Range start: -1h, 09:30, 2025-11-22T09:30, unix seconds.")(f)
+    return click.option("--last", metavar="DURATION",
+                        help="Range ending now (or at --until): 30s, 10m, 2h, 1d.  [default: 10m]")(f)
+
+
+def output_options(f):
+    f = click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto",
+                     show_default=True, help="Terminal colours; NO_COLOR and pipes mean none.")(f)
+    f = click.option("-o", "--output", type=click.Path(dir_okay=False),
+                     help="Write to FILE (html/png/svg default: a file named after the dataset).")(f)
+    f = click.option("--csv", "as_csv", is_flag=True,
+                     help="Print CSV: a heat map's buckets per column, a graph's series per key.")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Print the figure's data as JSON.")(f)
+    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="term", show_default=True)(f)
+
+
+def heat_options(f):
+    f = click.option("--rows", type=click.IntRange(2, 2000), help="Number of y cells (default: fit the terminal).")(f)
+    f = click.option("--percentiles", default="", metavar="P,P,...", help="Overlay percentile lines, e.g. 50,99,99.9.")(f)
+    f = click.option("--outliers", type=click.FloatRange(0, 100, min_open=True, max_open=True), metavar="P",
+                     help="Crop the y-axis at the P-th percentile (e.g. 99.9) and report what lies above.")(f)
+    f = click.option("--log/--linear", "log_axis", default=None,
+                     help="Logarithmic or linear y-axis.  [default: log for latency, linear for size, offset]")(f)
+    f = click.option("--ymin", metavar="VALUE", help="Bottom of the y-axis (default 0, or the data's lowest bucket on a log axis).")(f)
+    return click.option("--ymax", default="auto", show_default=True, metavar="auto|VALUE",
+                        help="Top of the y-axis: auto, or a value such as 10ms, 500us, 64KiB.")(f)
+
+
+def graph_options(f):
+    f = click.option("--top", type=click.IntRange(0, None), default=8, show_default=True,
+                     help="Series for the N busiest keys, the rest summed as 'other'; 0: every key.")(f)
+    return click.option("--graph", "style", type=click.Choice(("stacked", "line")),
+                        help="Stacked areas (counters' default) or a line per key (gauges, percentiles, "
+                             "and two or more --key: compare).")(f)
+
+
+def parse_percentiles(text: str) -> tuple:
+    """'50,99,99.9' -> (50.0, 99.0, 99.9); each in (0, 100], at most 4."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            p = float(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r} is not a number", param_hint="--percentiles") from None
+        if not 0 < p <= 100:
+            raise click.BadParameter(f"{part} is not in (0, 100]", param_hint="--percentiles")
+        out.append(p)
+    if len(out) > 4:
+        raise click.BadParameter("at most 4 percentiles", param_hint="--percentiles")
+    return tuple(out)
+
+
+def _value(text, unit, option):
+    try:
+        return parse_value(text, unit)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
+
+
+def heat_view(unit: str, keys, ymax, ymin, log_axis, outliers, percentiles) -> figures.View:
+    """The heat-map View of the heat options, values in the dataset's unit."""
+    if ymax != "auto" and outliers is not None:
+        raise ViewUsageError("give --ymax or --outliers, not both")
+    return figures.View(keys=tuple(keys) if keys else None,
+                        axis=None if log_axis is None else ("log" if log_axis else "linear"),
+                        ymax=None if ymax == "auto" else _value(ymax, unit, "--ymax"),
+                        ymin=None if ymin is None else _value(ymin, unit, "--ymin"),
+                        outliers=outliers, percentiles=parse_percentiles(percentiles))
+
+
+def _where(archive_path, prometheus_url) -> list:
+    return (["--archive", archive_path] if archive_path else []) + \
+           (["--prometheus", prometheus_url] if prometheus_url else [])
+
+
+def _drill_command(reader, src, start, end, where) -> str | None:
+    """`strata breakdown DATASET --since S --until E [--archive A]` for the dataset that
+    breaks src's name down (itself when it has a breakdown), or None."""
+    target = source.drill_target(reader, src)
+    if target is None:
+        return None
+    return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
+
+
+def _check_outputs(fmt, as_json, as_csv):
+    if as_json and as_csv:
+        raise ViewUsageError("give --json or --csv, not both")
+
+
+def draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, rows, archive_path=None,
+                 prometheus_url=None):
+    """The heat map of src (derive.Source) over span (start, end, explicit) in one format."""
+    _check_outputs(fmt, as_json, as_csv)
+    start, end, explicit = span
+    mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
+    if as_json or as_csv:
+        max_cols, ncells = grid_json.MAX_COLS, rows or grid_json.CELLS
+    elif fmt == "term":
+        from strata.heatmaps import term_heatmap
+        width, height = termcaps.size()
+        max_cols, ncells = term_heatmap.geometry(width, height, mode, rows)
+    else:
+        from strata.heatmaps import plot_heatmap
+        max_cols, ncells = plot_heatmap.HTML_MAX_COLS, rows or plot_heatmap.HTML_CELLS
+    qr, start, end = source.query_window(reader, src, start, end, max_cols, explicit)
+    drill = (_drill_command(reader, src, start, end, _where(archive_path, prometheus_url))
+             if fmt == "html" else None)
+    grid = figures.heat_map(qr, start, end, view, max_cols=max_cols, ncells=ncells)
+    if as_json:
+        emit_text(json.dumps(grid_json.to_json(grid, qr), indent=1), output)
+    elif as_csv:
+        emit_text(table_csv.heat_map(grid, qr), output)
+    elif fmt == "term":
+        emit_text(term_heatmap.render(grid, mode, width), output, color=mode != "none")
+    else:
+        keys = list(view.keys or [])
+        write_figure(plot_heatmap.figure(grid, drill), output,
+                     f"heatmap-{src.wanted}" + (f"-{'-'.join(keys)}" if keys else ""), fmt)
+
+
+def draw_graph(reader, src, view, span, fmt, as_json, as_csv, output, colour, stem="graph"):
+    """The graph of src (derive.Source) over span (start, end, explicit) in one format."""
+    _check_outputs(fmt, as_json, as_csv)
+    start, end, explicit = span
+    mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
+    width, height = termcaps.size()
+    if fmt == "term" and not (as_json or as_csv):
+        from strata.heatmaps import term_breakdown
+        max_cols = width - term_breakdown.LEFT - 1
+    else:
+        from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
+    qr, start, end = source.query_window(reader, src, start, end, max_cols, explicit)
+    b = figures.graph(qr, start, end, view, max_cols=max_cols)
+    if as_json:
+        from strata.heatmaps.breakdown import to_json
+        emit_text(json.dumps(to_json(b), indent=1), output)
+    elif as_csv:
+        emit_text(table_csv.graph(b), output)
+    elif fmt == "term":
+        table = term_breakdown.table(b, mode, width)
+        nlines = max(6, min(20, height - 9 - table.count("\n") - 2))
+        emit_text("\n".join(term_breakdown.graph(b, mode, width, nlines)) + "\n\n" + table, output,
+                  color=mode != "none")
+    else:
+        from strata.heatmaps import plot_breakdown
+        write_figure(plot_breakdown.figure(b), output, f"{stem}-{src.wanted}", fmt)

@@ -1,0 +1,101 @@
+"""Query resolution: which dataset of an archive answers a dataset name, and how.
+
+A name the archive holds is read as is. Otherwise it is derived, exactly, from a
+dataset of the same statistic that the archive holds:
+- summed: the same filters, broken down by some field; its keys summed
+  (nfs.ops from nfs.ops[client]; nfs.latency[op=read] from nfs.latency[op=read][client]);
+- one key: one filter F=V fewer, broken down by F; its key V
+  (nfs.latency[op=read] from nfs.latency[op]).
+A summed source is preferred (it holds every event; a key may have been folded
+into a bounded breakdown's "other"). The answer is a QueryResult named as asked,
+its `derived` field saying where it came from. This layer sits above the record
+decoding (reader.py): it reads the source through the archive's query() and
+reduces the result. Works for any reader with datasets() and query() (Archive,
+PrometheusReader).
+"""
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import names
+from .errors import ArchiveError
+
+
+@dataclass(frozen=True)
+class Source:
+    wanted: names.DatasetName
+    info: object            # DatasetInfo of the dataset read
+    how: str                # "held" | "summed" | "key"
+    key: str = ""           # the key read, when how == "key"
+
+    @property
+    def note(self) -> str:
+        """'' for a held dataset, else how the answer is derived (shown with it)."""
+        if self.how == "summed":
+            return f"summed from {self.info.name}"
+        if self.how == "key":
+            return f"{self.info.breakdown}={self.key} of {self.info.name}"
+        return ""
+
+
+def candidates(infos: list, wanted: names.DatasetName) -> list:
+    """Every Source that answers `wanted` from `infos`, best first."""
+    want = dict(wanted.filters)
+    out = []
+    for info in infos:
+        if info.statistic != wanted.statistic:
+            continue
+        if info.name == str(wanted):
+            out.append((0, Source(wanted, info, "held")))
+            continue
+        if wanted.breakdown or not info.breakdown or info.breakdown in info.filters:
+            continue
+        if info.filters == want:
+            out.append((1, Source(wanted, info, "summed")))
+        elif info.breakdown in want and dict(info.filters, **{info.breakdown: want[info.breakdown]}) == want:
+            out.append((2, Source(wanted, info, "key", want[info.breakdown])))
+    return [s for _, s in sorted(out, key=lambda o: (o[0], o[1].info.created))]
+
+
+def resolve(reader, text: str) -> Source:
+    """The Source answering dataset name `text`; ArchiveError naming what the archive holds
+    and how to get the dataset otherwise."""
+    wanted = names.parse(text)
+    infos = reader.datasets()
+    found = candidates(infos, wanted)
+    if found:
+        return found[0]
+    same = sorted(i.name for i in infos if i.statistic == wanted.statistic)
+    here = f"{wanted.statistic} datasets here: {', '.join(same)}" if same else \
+        f"datasets here: {', '.join(sorted(i.name for i in infos)) or 'none'}"
+    raise ArchiveError(f"no dataset {wanted} in {reader.path}, nor one it can be derived from "
+                       f"(a breakdown of it, or of it less one filter); {here}; "
+                       f"to collect it: strata datasets create '{wanted}'")
+
+
+def reduce(qr, source: Source):
+    """The QueryResult of source.info reduced to source.wanted (summed, or one key)."""
+    if source.how == "held":
+        return qr
+    if source.how == "key":
+        pick = [i for i, k in enumerate(qr.keys) if k == source.key]
+    else:
+        pick = list(range(len(qr.keys)))
+    n = len(qr.times)
+    common = dict(name=str(source.wanted), keys=[""], derived=source.note)
+    if qr.kind == "heatmap":
+        counts = np.asarray(qr.counts)
+        whole = (counts[pick].sum(axis=0, dtype=np.uint64) if pick and counts.size
+                 else np.zeros((n, len(qr.buckets)), np.uint64))
+        return replace(qr, counts=whole.reshape(1, n, len(qr.buckets)), **common)
+    values = np.asarray(qr.values)
+    if pick and values.size:
+        whole = values[pick].sum(axis=0)
+    else:
+        whole = np.zeros(n, np.int64 if qr.kind == "counter" else np.float64)
+    return replace(qr, values=whole.reshape(1, n), **common)
+
+
+def query(reader, source: Source, start: int, end: int, resolution: int | None = None):
+    """QueryResult of source.wanted over [start, end), read from source.info."""
+    return reduce(reader.query(source.info.name, start, end, resolution), source)

@@ -1,0 +1,325 @@
+"""Reading datasets back from a Prometheus server that scraped `strata collect --metrics`.
+
+The reader answers the two questions the heat-map commands ask of an archive,
+datasets() and query(name, start, end, resolution), from Prometheus' HTTP API, so
+`strata heatmap --prometheus URL` draws a fleet's data with the same code
+(DESIGN.md, "Beyond one machine"). The exposition is prometheus/openmetrics.py.
+
+Series of one key from several collectors (Prometheus' `instance` label) add up, so
+a dataset that every server of a fleet collects is drawn fleet-wide.
+
+A column [t, t + step) holds what the collector counted between the samples
+Prometheus had at t and at t + step: the cumulative series are read at the column
+edges (query_range, instant values) and differenced, so counts are exact up to
+the scrape times, with none of rate()'s extrapolation. A drop in a cumulative
+value is a collector restart: the column then counts from zero. A series' first
+sample counts in full in its column: a key's series is born at its first event,
+so that sample holds only what came after the previous scrape (were Prometheus
+started long after the collector, that column would hold everything before). Histogram `le`
+bounds are llhist's (upper(b) - 1 in the statistic's unit), mapped back to buckets
+exactly; a series whose bounds are not llhist's is refused. A histogram exported with
+one significant digit (le_digits="1") has its counts spread evenly over the buckets
+each bound stands for. Native histograms (Prometheus with native histograms on)
+are read back by native_reader.py and added to the classic series of the same
+dataset, if any.
+"""
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import numpy as np
+
+from strata.datasets import catalogue, llhist, names
+from strata.prometheus import native_reader
+from strata.datasets.archive import DatasetInfo
+from strata.datasets.errors import ArchiveError
+from strata.prometheus.openmetrics import escape, exported_unit, family_name, label_name
+from strata.datasets.query import QueryResult
+
+MAX_POINTS = 11_000      # Prometheus refuses a query_range of more points per series
+TIMEOUT_S = 30
+
+
+class PrometheusReader:
+    """Datasets that a Prometheus server at `url` holds, read through its HTTP API."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+        self.path = self.url          # what messages call the source
+        self.statistics = catalogue.by_name()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def _get(self, endpoint: str, params: dict):
+        url = f"{self.url}/api/v1/{endpoint}?{urllib.parse.urlencode(params, doseq=True)}"
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT_S) as r:
+                body = json.load(r)
+        except urllib.error.HTTPError as e:
+            try:
+                body = json.load(e)
+            except ValueError:
+                raise ArchiveError(f"Prometheus at {self.url}: HTTP {e.code}") from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise ArchiveError(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        except ValueError:
+            raise ArchiveError(f"{self.url} did not answer as a Prometheus API") from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            error = body.get("error", "unexpected answer") if isinstance(body, dict) else "unexpected answer"
+            raise ArchiveError(f"Prometheus at {self.url}: {error}")
+        return body.get("data")
+
+    def datasets(self) -> list:
+        """A DatasetInfo for every strata dataset name the server has series of."""
+        found = self._get("label/dataset/values", {"match[]": '{__name__=~"strata_.+"}'}) or []
+        out = []
+        for i, name in enumerate(sorted(found)):
+            try:
+                parsed = names.parse(name, self.statistics)
+            except ArchiveError:
+                continue    # not a strata dataset name: another exporter's label
+            stat = self.statistics[parsed.statistic]
+            out.append(DatasetInfo(i + 1, str(parsed), parsed.statistic, parsed.breakdown,
+                                   dict(parsed.filters), stat.kind, stat.unit, stat.probe, "active",
+                                   0, 0, None, {}))
+        return out
+
+    def dataset(self, name: str) -> DatasetInfo:
+        for info in self.datasets():
+            if info.name == name:
+                return info
+        raise ArchiveError(f"no dataset {name} in Prometheus at {self.url}")
+
+    def _edges(self, selector: str, start: int, step: int, n: int) -> list:
+        """[(labels, values at start + i * step for i in 0..n, NaN where absent)]."""
+        if n + 1 > MAX_POINTS:
+            raise ArchiveError(f"query too large for Prometheus ({n} columns): use a coarser resolution")
+        data = self._get("query_range", {"query": selector, "start": start, "end": start + n * step,
+                                         "step": step})
+        out = []
+        try:
+            for series in data["result"]:
+                values = np.full(n + 1, np.nan)
+                for t, v in series["values"]:
+                    i = int(round((float(t) - start) / step))
+                    if 0 <= i <= n:
+                        values[i] = float(v)
+                out.append((dict(series["metric"]), values))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
+        return out
+
+    def _created(self, family: str, info, start: int, step: int, n: int) -> dict:
+        """{series labels (without __name__ and le): when it began counting} from _created."""
+        series = self._edges(f'{family}_created{{dataset="{escape(info.name)}"}}', start, step, n)
+        return {_identity(labels): float(v[~np.isnan(v)][0]) for labels, v in series if (~np.isnan(v)).any()}
+
+    def _natives(self, family: str, info, start: int, step: int, n: int) -> list:
+        """The dataset's native-histogram series (native_reader.parse), read from one edge
+        before the range: a series with a sample there began before it, so its first column
+        in the range is a difference, and one without began counting in the column it appears
+        in (the protobuf exposition's created time does not reach Prometheus' API)."""
+        if n + 2 > MAX_POINTS:
+            raise ArchiveError(f"query too large for Prometheus ({n} columns): use a coarser resolution")
+        data = self._get("query_range", {"query": f'{family}{{dataset="{escape(info.name)}"}}',
+                                         "start": start - step, "end": start + n * step, "step": step})
+        try:
+            result = data["result"]
+        except (KeyError, TypeError):
+            raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
+        return native_reader.parse(result, start - step, step, n + 1, info.name)
+
+    def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
+        info = self.dataset(name)
+        step = max(1, int(resolution or 1))
+        start -= start % step
+        n = max(1, -(-(end - start) // step))
+        family = family_name(info.statistic, info.unit, info.kind)
+        selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
+        series = self._edges(f'{selector}{{dataset="{escape(info.name)}"}}', start, step, n)
+        natives = self._natives(family, info, start, step, n) if info.kind == "heatmap" else []
+        created = self._created(family, info, start, step, n) if info.kind != "gauge" else {}
+        opened = (start + step * np.arange(n)).astype(np.float64)       # each column's first edge
+        key_label = label_name(info.breakdown) if info.breakdown else None
+        per = exported_unit(info.unit, info.kind)[1]
+        result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
+                             step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
+                             level="prometheus")
+        key_of = (lambda labels: labels.get(key_label, "")) if key_label else (lambda labels: "")
+        result.keys = sorted({key_of(labels) for labels, _ in series + natives}) or \
+            ([""] if not info.breakdown else [])
+        index = {k: i for i, k in enumerate(result.keys)}
+        rows = [index[key_of(labels)] for labels, _ in series]
+        if info.kind == "gauge":
+            result.values, present = _gauges(series, rows, len(result.keys), n, per)
+        elif info.kind == "counter":
+            result.values, present = _counters(series, rows, len(result.keys), opened, created)
+        else:
+            result.buckets, result.counts, present = _histograms(series, index, key_of, opened, created, per,
+                                                                info.name)
+            if natives:
+                result.buckets, result.counts, present = _add_natives(
+                    natives, index, key_of, per, result.buckets, result.counts, present)
+        result.present = present
+        return result
+
+
+def _gauges(series, rows, nkeys, n, per):
+    """Gauge values per key and column: the column's closing sample, summed over collectors."""
+    values, present = np.full((nkeys, n), np.nan), np.zeros(n, bool)
+    for (labels, v), row in zip(series, rows):
+        value = v[1:] * per
+        old = values[row]
+        values[row] = np.where(np.isnan(old), value, np.where(np.isnan(value), old, old + value))
+        present |= ~np.isnan(value)
+    return values, present
+
+
+def _counters(series, rows, nkeys, opened, created):
+    """Events per key and column, summed over collectors."""
+    values, present = np.zeros((nkeys, len(opened)), np.int64), np.zeros(len(opened), bool)
+    for (labels, v), row in zip(series, rows):
+        counts, seen = _columns(v, opened, created.get(_identity(labels), np.nan))
+        values[row] += counts
+        present |= seen
+    return values, present
+
+
+def _histograms(series, index, key_of, opened, created, per, name):
+    """(buckets, counts per key, column and bucket, present) from _bucket series: each
+    histogram (a collector's key) turned from cumulative over le into per-bucket counts."""
+    n = len(opened)
+    bounds = _bounds(per)
+    histograms = {}
+    for labels, v in series:
+        histograms.setdefault(_identity(labels), []).append((labels.get("le"), v))
+    buckets = set()
+    for identity, items in histograms.items():
+        listed = {_bucket_of(le, bounds, name) for le, _ in items if le != "+Inf"}
+        if dict(identity).get("le_digits") == "1":
+            listed = {j for b in listed for j in _leading_digit_group(b)}
+        buckets |= listed
+    buckets = np.array(sorted(buckets), dtype=np.int64)
+    pos = {int(b): j for j, b in enumerate(buckets)}
+    counts = np.zeros((len(index), n, len(buckets)), np.uint64)
+    present = np.zeros(n, bool)
+    for identity, items in histograms.items():
+        row = index[key_of(dict(identity))]
+        alive = _ffill(next((v for le, v in items if le == "+Inf"), np.full(n + 1, np.nan)))
+        ordered = sorted((_bucket_of(le, bounds, name), v) for le, v in items if le != "+Inf")
+        spread = dict(identity).get("le_digits") == "1"
+        below = np.zeros(n + 1)
+        for b, v in ordered:                  # cumulative over le -> each bucket's own count
+            v = _ffill(v)
+            v = np.where(np.isnan(v) & ~np.isnan(alive), 0.0, v)   # a bucket not listed yet: 0
+            own = v - below
+            below = np.where(np.isnan(v), below, v)
+            column_counts, seen = _columns(own, opened, created.get(identity, np.nan))
+            present |= seen
+            if not spread:
+                counts[row, :, pos[b]] += column_counts.astype(np.uint64)
+                continue
+            group = _leading_digit_group(b)
+            for j, share in zip(group, _spread(column_counts, len(group))):
+                counts[row, :, pos[j]] += share
+    return buckets, counts, present
+
+
+def _add_natives(natives, index, key_of, per, buckets, counts, present):
+    """The native series' counts added to the classic ones (a Prometheus may have scraped a
+    collector either way over a range): per native bucket, per-column increases (from the
+    edge before the range: its first column is dropped), spread over the bins it stands for."""
+    n = counts.shape[1]
+    opened = np.zeros(n + 1)                  # created is unknown: first values count where they appear
+    added = {}
+    for labels, native_buckets in natives:
+        row = index[key_of(labels)]
+        for key, v in native_buckets.items():
+            column_counts, seen = _columns(v, opened, np.nan)
+            present |= seen[1:]
+            bins = native_reader.bins_of(key, per)
+            for b, share in zip(bins, _spread(column_counts[1:], len(bins))):
+                into = added.setdefault(int(b), np.zeros((len(index), n), np.uint64))
+                into[row] += share
+    merged = np.array(sorted(set(buckets.tolist()) | set(added)), dtype=np.int64)
+    out = np.zeros((len(index), n, len(merged)), np.uint64)
+    pos = {int(b): j for j, b in enumerate(merged)}
+    for j, b in enumerate(buckets.tolist()):
+        out[:, :, pos[b]] += counts[:, :, j]
+    for b, c in added.items():
+        out[:, :, pos[b]] += c
+    return merged, out, present
+
+
+def _identity(labels: dict) -> tuple:
+    """What names one series of a family, whatever its sample: labels but __name__ and le."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le")))
+
+
+_BOUNDS = {}
+
+
+def _bounds(per: float) -> dict:
+    """{le as strata exports it, as a float: llhist bucket} for a unit's divisor."""
+    if per not in _BOUNDS:
+        uppers = llhist.upper_bounds()
+        _BOUNDS[per] = {float((uppers[b] - 1) / per): b for b in range(llhist.NBUCKETS)}
+    return _BOUNDS[per]
+
+
+def _bucket_of(le, bounds: dict, name: str) -> int:
+    """The llhist bucket whose exported `le` this is; ArchiveError if none."""
+    try:
+        return bounds[float(le)]
+    except (KeyError, TypeError, ValueError, OverflowError):
+        raise ArchiveError(f"{name}: le={le!r} is not an llhist bucket bound (was it exported by strata?)") \
+            from None
+
+
+def _leading_digit_group(b: int) -> list:
+    """The llhist buckets an le exported with one significant digit stands for: those
+    sharing b's leading digit (b is the last of them), or b alone below 10."""
+    if b < 10:
+        return [b]
+    first = b - (b - 10) % 90 % 10
+    return list(range(first, b + 1))
+
+
+def _spread(counts: np.ndarray, parts: int) -> list:
+    """Integer counts per column split over `parts` buckets as evenly as integers allow
+    (the remainder from the middle bucket outwards): what one bound cannot tell apart."""
+    base, rest = np.divmod(counts.astype(np.int64), parts)
+    order = sorted(range(parts), key=lambda i: (abs(2 * i - (parts - 1)), i))
+    rank = {i: r for r, i in enumerate(order)}
+    return [(base + (rank[i] < rest)).astype(np.uint64) for i in range(parts)]
+
+
+def _ffill(v: np.ndarray) -> np.ndarray:
+    """NaNs after a value take that value: a missed scrape is no news, not a reset."""
+    have = ~np.isnan(v)
+    last = np.maximum.accumulate(np.where(have, np.arange(len(v)), -1))
+    out = np.where(last >= 0, v[np.maximum(last, 0)], np.nan)
+    return out
+
+
+def _columns(edges: np.ndarray, opened: np.ndarray, created: float):
+    """Per-column increases of a cumulative series read at the column edges, and which
+    columns they are known for. Missed scrapes carry the last value forward; a decrease is
+    a restart (the column counts from 0). The column of the series' first value in the range
+    counts it whole when the series was created in that column (or when its creation time
+    is unknown); otherwise what happened before it is outside the range's knowledge."""
+    v = _ffill(edges)
+    a, b = v[:-1], v[1:]
+    seen = ~np.isnan(a) & ~np.isnan(b)
+    first = np.isnan(a) & ~np.isnan(b)
+    born = first & ((created >= opened) | np.isnan(created))
+    inc = np.zeros(len(a))
+    inc[seen] = np.where(b[seen] >= a[seen], b[seen] - a[seen], b[seen])
+    inc[born] = b[born]
+    return np.rint(inc).astype(np.int64).clip(min=0), seen | born

@@ -1,0 +1,64 @@
+"""The first picture: the default latency heat map keeps the seed's bands (DRAM, flash,
+disk) on rows of their own whatever a few slow outliers do, at the height of each
+output: a 24-line terminal, HTML/PNG (their rows), JSON. bench/heatmap_default.py
+measures the candidate defaults; this holds the one chosen (a log axis for latency)."""
+import json
+
+import numpy as np
+import pytest
+
+from heatmaps_util import T0, bands_apart, build_archive, histogram, run_strata, seed_with_outliers
+from strata.heatmaps import plot_heatmap, term_heatmap
+
+SECONDS = 60
+RANGE = ["--since", str(T0), "--until", str(T0 + SECONDS)]
+TERMINAL = {"NO_COLOR": "1", "COLUMNS": "100", "LINES": "24"}
+
+
+@pytest.fixture(scope="module", params=[0.0, 0.001], ids=["demo-like", "0.1%-slow"])
+def archive(request, tmp_path_factory):
+    data = seed_with_outliers(np.random.default_rng(11), SECONDS, 1000, request.param)
+    path = tmp_path_factory.mktemp("first") / "archive.db"
+    return build_archive(path, {"nfs.latency": lambda t: {"": histogram(data[t - T0])}}, seconds=SECONDS)
+
+
+def strata(archive, *args):
+    p = run_strata(["heatmap", "nfs.latency", *RANGE, "--archive", str(archive), *args], env_extra=TERMINAL)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def grid(archive, rows):
+    return json.loads(strata(archive, "--json", "--rows", str(rows)))
+
+
+def test_json_and_html_rows_keep_the_bands_apart(archive):
+    doc = json.loads(strata(archive, "--json"))
+    assert doc["axis"] == "log" and bands_apart(doc)
+    assert bands_apart(grid(archive, plot_heatmap.HTML_CELLS))      # the rows of HTML and PNG
+
+
+def test_terminal_keeps_the_bands_apart(archive):
+    """A 24-line terminal without colour: its rows apart in the JSON grid, and three blocks of
+    drawn lines (the bands) below the outliers' in the text itself."""
+    _, cells = term_heatmap.geometry(100, 24, "none")
+    assert bands_apart(grid(archive, cells))
+    _, colour_cells = term_heatmap.geometry(100, 24, "truecolor")
+    assert bands_apart(grid(archive, colour_cells))
+    text = strata(archive)
+    body = [line.split("┤" if "┤" in line else "│", 1)[1] for line in text.splitlines()
+            if ("│" in line or "┤" in line) and "─" not in line]
+    blocks, inside = 0, False
+    for line in body:
+        drawn = bool(line.strip())
+        blocks += drawn and not inside
+        inside = drawn
+    assert len(body) == cells and blocks >= 3, text
+
+
+def test_html_and_png_are_drawn_on_a_log_axis(archive, tmp_path):
+    html, png = tmp_path / "map.html", tmp_path / "map.png"
+    strata(archive, "--format", "html", "-o", str(html))
+    assert "(log scale)" in html.read_text()
+    strata(archive, "--format", "png", "-o", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
