@@ -91,9 +91,15 @@ class Page(threading.Thread):
     def __init__(self, base):
         super().__init__(daemon=True)
         self.base, self.bytes, self.updates, self.view_bytes = base, 0, 0, 0
-        self.stop = False
+        self.stop, self.streaming, self.error = False, False, None
 
     def run(self):
+        try:
+            self._run()
+        except Exception as e:          # said by live(): a page that did not stream
+            self.error = e
+
+    def _run(self):
         ids, after = [], []
         for name in VIEWS:
             v, size = get_json(f"{self.base}/api/view?name={urllib.request.quote(name)}&last={HOUR}")
@@ -102,12 +108,21 @@ class Page(threading.Thread):
             after.append(v["live"]["next"] - v["live"]["width"])
         url = f"{self.base}/api/live?ids={','.join(ids)}&after={','.join(map(str, after))}"
         with NO_PROXY.open(url, timeout=60) as stream:
+            self.streaming = True
             for line in stream:
                 if self.stop:
                     return
                 if line.startswith(b"data: "):
                     self.bytes += len(line) + 1
                     self.updates += 1
+
+
+def write_seconds(archive, records, ids, running):
+    """As the collector does: each second's records, a moment after the second ends."""
+    with Archive.open(str(archive), readonly=False) as a:
+        while running[0]:
+            records.write(a, ids, [int(time.time()) - 1])
+            time.sleep(1 - time.time() % 1 + 0.05)
 
 
 def live(archive, records, seconds) -> dict:
@@ -117,30 +132,28 @@ def live(archive, records, seconds) -> dict:
     out = {}
     with web_server(archive) as base:
         for pages in (0, 1, 8):
-            running = True
-
-            def writer():
-                with Archive.open(str(archive), readonly=False) as a:
-                    while running:
-                        now = int(time.time())
-                        records.write(a, ids, [now - 1])
-                        time.sleep(1 - time.time() % 1 + 0.05)
-            w = threading.Thread(target=writer, daemon=True)
+            running = [True]
+            w = threading.Thread(target=write_seconds, args=(archive, records, ids, running), daemon=True)
             w.start()
             open_pages = [Page(base) for _ in range(pages)]
             for p in open_pages:
                 p.start()
-            time.sleep(3)                                      # views loaded, streams open
+            deadline = time.time() + 120                       # views loaded, streams open
+            while not all(p.streaming for p in open_pages):
+                failed = [p.error for p in open_pages if p.error]
+                assert not failed and time.time() < deadline, f"pages did not stream: {failed}"
+                time.sleep(0.2)
+            time.sleep(2)
             before, t0 = cpu_seconds(base.pid), time.monotonic()
             bytes0 = [(p.bytes, p.updates) for p in open_pages]
             time.sleep(seconds)
             cpu = (cpu_seconds(base.pid) - before) / (time.monotonic() - t0)
             sent = [(p.bytes - b, p.updates - u) for p, (b, u) in zip(open_pages, bytes0)]
-            running = False
+            running[0] = False
             w.join()
             for p in open_pages:
                 p.stop = True
-            out[pages] = {"cpu": cpu, "bytes": sum(b for b, _ in sent), "updates": sum(u for _, u in sent),
+            out[pages] = {"cpu": cpu, "seconds": seconds, "bytes": sum(b for b, _ in sent), "updates": sum(u for _, u in sent),
                           "view_bytes": statistics.mean(p.view_bytes for p in open_pages) if open_pages else 0}
             time.sleep(1)
     return out
@@ -208,7 +221,8 @@ def main():
                   f"({100 * per_page_cpu:.2f}% of a core per page above idle {100 * idle:.1f}%); "
                   f"{per_update:.0f} bytes per view update, {4 * per_update:.0f} bytes per page-second; "
                   f"loading the 4 views again: {r['view_bytes']:.0f} bytes "
-                  f"({r['view_bytes'] / max(4 * per_update, 1):.0f}x)")
+                  f"({r['view_bytes'] / max(4 * per_update, 1):.0f}x); "
+                  f"{r['updates'] / pages / r['seconds']:.1f} view updates per page-second")
 
 
 if __name__ == "__main__":

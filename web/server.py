@@ -183,17 +183,18 @@ class Worksheet:
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                                "X-Accel-Buffering": "no"})
             await resp.prepare(request)
-            seen = -1
+            seen, quiet = -1, time.monotonic()
             while True:
                 now = int(time.time())
                 for i, (spec, geometry) in enumerate(known):
                     cols, after[i] = await self.run(views.columns, spec, geometry, after[i], now)
                     if cols:
                         await resp.write(f"data: {json.dumps({'i': i, 'cols': cols})}\n\n".encode())
-                generation = await self.ticker.wait(seen, KEEPALIVE)
-                if generation == seen:
+                        quiet = time.monotonic()
+                if time.monotonic() - quiet > KEEPALIVE:        # a comment keeps proxies from closing
                     await resp.write(b": idle\n\n")
-                seen = generation
+                    quiet = time.monotonic()
+                seen = await self.ticker.wait(seen, 1.0)      # woken by a commit; a look a second at worst
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except web.HTTPBadRequest:

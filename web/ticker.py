@@ -1,10 +1,11 @@
 """Wakes the live pages when the archive changed: one look per LIVE_POLL at SQLite's
 data_version (it moves when another connection, the collector, commits), shared by
-every open page; a Prometheus server is looked at once a second."""
+every open page; a Prometheus server is looked at once a second. A look that fails
+(the file busy or replaced) counts as a change and the next one opens the file again."""
 import asyncio
+import os
 import sqlite3
 from urllib.parse import quote
-import os
 
 from .limits import LIVE_POLL
 
@@ -22,26 +23,37 @@ class Ticker:
         if self.task:
             self.task.cancel()
 
+    def _version(self, conn):
+        """(connection, data_version or None when the look failed)."""
+        try:
+            if conn is None:
+                conn = sqlite3.connect("file:" + quote(os.path.abspath(self.path)) + "?mode=ro", uri=True,
+                                       check_same_thread=False, timeout=0.1)
+            return conn, conn.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            if conn is not None:
+                conn.close()
+            return None, None
+
     async def _run(self):
         conn, last = None, None
-        if self.path:
-            conn = sqlite3.connect("file:" + quote(os.path.abspath(self.path)) + "?mode=ro", uri=True,
-                                   check_same_thread=False)
         try:
             while True:
-                await asyncio.sleep(LIVE_POLL if conn else 1.0)
-                version = conn.execute("PRAGMA data_version").fetchone()[0] if conn else None
-                if conn is None or version != last:
+                await asyncio.sleep(LIVE_POLL if self.path else 1.0)
+                version = None
+                if self.path:
+                    conn, version = self._version(conn)
+                if version is None or version != last:
                     last = version
                     async with self.changed:
                         self.generation += 1
                         self.changed.notify_all()
         finally:
-            if conn:
+            if conn is not None:
                 conn.close()
 
     async def wait(self, seen: int, timeout: float) -> int:
-        """The generation after `seen` (or `seen` again after timeout: a keep-alive is due)."""
+        """The generation after `seen`, or `seen` again after timeout."""
         async with self.changed:
             try:
                 await asyncio.wait_for(self.changed.wait_for(lambda: self.generation != seen), timeout)
