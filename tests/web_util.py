@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -28,18 +29,23 @@ class Base(str):
 def web_server(archive, *args):
     """`strata web --archive A --listen 127.0.0.1:0 ARGS`; yields its base URL (a Base)."""
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    errors = tempfile.TemporaryFile("w+")           # a pipe nobody drains would stall the server
     proc = subprocess.Popen([STRATA, "web", "--archive", str(archive), "--listen", "127.0.0.1:0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     try:
         line = proc.stdout.readline()
         m = re.search(r"(https?://[^/ ]+/)", line)
-        assert m, f"strata web did not start: {line}{proc.stderr.read() if proc.poll() is not None else ''}"
+        if not m:
+            proc.wait(timeout=10)
+            errors.seek(0)
+        assert m, f"strata web did not start: {line}{errors.read()}"
         base = Base(m.group(1).rstrip("/"))
         base.pid = proc.pid
         yield base
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        errors.close()
 
 
 def http(url, body=None, auth=None, method=None, raw=None, timeout=20):

@@ -195,10 +195,8 @@ class Worksheet:
                     await resp.write(b": idle\n\n")
                     quiet = time.monotonic()
                 seen = await self.ticker.wait(seen, 1.0)      # woken by a commit; a look a second at worst
-        except (ConnectionResetError, asyncio.CancelledError):
-            raise
-        except web.HTTPBadRequest:
-            return resp
+        except (ConnectionError, web.HTTPBadRequest):
+            return resp                     # the page went away, or its view can no longer be read
         finally:
             self.streams -= 1
             self.busy += 1

@@ -13,7 +13,7 @@ from .limits import LIVE_POLL
 class Ticker:
     def __init__(self, path: str | None):
         self.path, self.generation = path, 0
-        self.changed = asyncio.Condition()
+        self.changed = asyncio.Event()      # replaced at each change: set once, never cleared
         self.task = None
 
     def start(self):
@@ -45,18 +45,19 @@ class Ticker:
                     conn, version = self._version(conn)
                 if version is None or version != last:
                     last = version
-                    async with self.changed:
-                        self.generation += 1
-                        self.changed.notify_all()
+                    self.generation += 1
+                    done, self.changed = self.changed, asyncio.Event()
+                    done.set()
         finally:
             if conn is not None:
                 conn.close()
 
     async def wait(self, seen: int, timeout: float) -> int:
-        """The generation after `seen`, or `seen` again after timeout."""
-        async with self.changed:
+        """The generation after `seen`, or `seen` again after timeout (no lock: an Event per
+        generation, so a timed-out wait leaves nothing held)."""
+        if self.generation == seen:
             try:
-                await asyncio.wait_for(self.changed.wait_for(lambda: self.generation != seen), timeout)
+                await asyncio.wait_for(self.changed.wait(), timeout)
             except asyncio.TimeoutError:
                 pass
-            return self.generation
+        return self.generation
