@@ -19,7 +19,7 @@ CC      ?= gcc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 CFLAGS  ?= -O2 -g
-CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Iengine -I$(BPFOUT)
+CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -pthread -Ibpf -Icatalogue -Ilib -Iengine -I$(BPFOUT)
 LDFLAGS += -pthread
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -35,6 +35,7 @@ include bpf/bpf.mk
 -include engine/fuzz/fuzz.mk
 -include collectors/collectors.mk
 include collectors/features.mk
+include catalogue/catalogue.mk
 -include workloads/workloads.mk
 include prometheus/prometheus.mk
 include bench/bench.mk

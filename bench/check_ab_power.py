@@ -20,10 +20,14 @@ Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [-
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
        [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab]
        .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
+Smoke mode (BENCH_SMOKE=1, bench/run.sh): one duet A/A check on the profile cut to its shortest
+measurement.
 """
 import argparse
 import json
+import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +39,17 @@ REPO = Path(__file__).resolve().parent.parent
 STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
 ENGINE = str(REPO / "build" / "bin" / "strata-engine")
 CALIBRATION = 3   # duet A/A checks whose median p50 sets the planted delay
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"
+
+
+def shortest(profile: str, work: Path) -> str:
+    """A copy of the profile measuring as briefly as its checks allow (smoke mode)."""
+    text = Path(profile).read_text()
+    for key, value in (("warmup", 0), ("duration", 3), ("seconds", 6)):
+        text = re.sub(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
+    out = work / "shortest.toml"
+    out.write_text(text)
+    return str(out)
 
 
 def strata(*args, timeout=1800) -> tuple[int, dict | None, float, str]:
@@ -85,9 +100,24 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int) -> tupl
            "delay_ns": delay if case == "planted" else 0, "p50_effect": p50["effect"],
            "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep)}
     lag = f", lag-1 {rep['p50_lag1']:+.2f}" if rep.get("p50_lag1") is not None else ""
-    print(f"check {n:02d}: {mode} {case}: {rep['verdict']} ({minutes:.1f} min), p50 {p50['effect']:+.2%} "
-          f"[{p50['ci_low']:+.2%}, {p50['ci_high']:+.2%}]{lag} {row['worse']}", flush=True)
+    print(f"check {n:02d}: {mode} {case}: {rep['verdict']} ({minutes:.1f} min), p50 {pct(p50['effect'])} "
+          f"[{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} {row['worse']}", flush=True)
     return row, rep
+
+
+def pct(x, sign="+") -> str:
+    """A share (signed unless sign=""), or n/a when the check could not estimate it (too few blocks)."""
+    return "n/a" if x is None else f"{x:{sign}.2%}"
+
+
+def width_of(ci) -> float | None:
+    return None if None in ci else ci[1] - ci[0]
+
+
+def known_median(values) -> float | None:
+    """The median of the values that are known (not None), None when none is."""
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def interval95(folder: Path, mode: str) -> tuple:
@@ -195,13 +225,15 @@ def summary(out: list, work: Path | None = None):
         worse = sum(r["verdict"] == "worse" for r in rows)
         line = f"{design:13} {case:8} {worse:>3}/{len(rows):<6}  {statistics.median(r['minutes'] for r in rows):>4.1f}"
         if "p50_ci" in rows[0]:
-            width = statistics.median(r["p50_ci"][1] - r["p50_ci"][0] for r in rows)
-            line += f"              {statistics.median(r['p50_effect'] for r in rows):+.2%}               {width:.2%}"
+            width = known_median(width_of(r["p50_ci"]) for r in rows)
+            line += (f"              {pct(known_median(r['p50_effect'] for r in rows))}"
+                     f"               {pct(width, '')}")
             if all("p50_ci95" in r for r in rows):
-                line += f" / {statistics.median(r['p50_ci95'][1] - r['p50_ci95'][0] for r in rows):.2%}"
+                line += f" / {pct(known_median(width_of(r['p50_ci95']) for r in rows), '')}"
         print(line)
     for design in sorted({r["design"] for r in out if "p50_effect" in r}):
         rows = [r for r in out if r["design"] == design and r["case"] == "A/A"]
+        rows = [r for r in rows if r["p50_effect"] is not None and None not in r["p50_ci"]]
         aa = [r["p50_effect"] for r in rows]
         if len(aa) >= 2:
             holding = sum(r["p50_ci"][0] <= 0 <= r["p50_ci"][1] for r in rows)
@@ -241,6 +273,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
+        if SMOKE:
+            args.aa, args.planted, args.rounds_aa, args.rounds_planted, args.skip_stored = 1, 0, 0, 0, True
+            args.profile = shortest(args.profile, work)
         try:
             if not args.skip_ab:
                 delay = ab_runs(args, work, out)

@@ -7,6 +7,7 @@
 # time per operation is in bench/collect_engine.sh, its whole cost in collect_probe.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-5}
 COLLECT=build/bin/strata-collect
 source bench/collectlib.sh

@@ -3,10 +3,11 @@
 # engine serves random reads at full speed (so every nfs dataset has keys and buckets to read).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-10}
 source bench/collectlib.sh
 engine_start
-load 3 --setup > /dev/null
+load "$WARM_SECS" --setup > /dev/null
 cmds=""
 i=0
 for stat in nfs.ops nfs.latency nfs.size; do

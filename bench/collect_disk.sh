@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLLECT=build/bin/strata-collect
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-5}
 ROUNDS=${ROUNDS:-3}
 work=$(mktemp -d)

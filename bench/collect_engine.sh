@@ -10,12 +10,13 @@
 # per probe hit (the engine batches them, engine/strata_probes.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-4}
 ROUNDS=${ROUNDS:-6}
 source bench/collectlib.sh
 bpf_stats_on
 engine_start
-load 3 --setup > /dev/null # files written, ARC warm
+load "$WARM_SECS" --setup > /dev/null # files written, ARC warm
 collect_start ''
 
 want=([none]='' [one]='add a nfs.ops op\n'

@@ -16,6 +16,8 @@
 #    chosen and not chosen. BPF statistics are off for this part (they time every run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FILE_SIZE=256M COST_ROUNDS=400 # the file fio and strata-syscall-cost read; strata-syscall-cost's batches
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1 FILE_SIZE=16M COST_ROUNDS=20; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-4}
 source bench/collectlib.sh
@@ -23,7 +25,7 @@ bpf_stats_on
 COLLECT_ENGINE= # no engine: the collector follows one process
 
 file="$work/data"
-head -c 256M /dev/urandom > "$file"
+head -c "$FILE_SIZE" /dev/urandom > "$file"
 cat "$file" > /dev/null  # in the page cache
 
 # fs_stats: "RUN_TIME_NS RUN_CNT" summed over the collector's fs programs
@@ -46,7 +48,7 @@ strata_off() {
 fio_round() {
 	local mode=$1 fio_pid sleeper="" out="$work/fio.json" s0="0 0" s1="0 0"
 	fio --name=bench --filename="$file" --rw=randread --bs=4k --ioengine=psync --thread --invalidate=0 \
-		--startdelay=2 --runtime="$SECS" --time_based --size=256M --output-format=json > "$out" &
+		--startdelay=2 --runtime="$SECS" --time_based --size="$FILE_SIZE" --output-format=json > "$out" &
 	fio_pid=$!
 	if [ "$mode" = other ]; then sleep 600 & sleeper=$!; fi
 	if [ "$mode" != off ]; then
@@ -75,7 +77,7 @@ print(round(read["iops"]), read["total_ios"], ns1 - ns0, n1 - n0, round(read["io
 cost_round() {
 	local mode=$1 bench_pid sleeper="" hooks_pid=""
 	rm -f "$work/go"; mkfifo "$work/go"
-	WAIT=1 build/bench/strata-syscall-cost "$file" < "$work/go" > "$work/cost" &
+	WAIT=1 ROUNDS="$COST_ROUNDS" build/bench/strata-syscall-cost "$file" < "$work/go" > "$work/cost" &
 	bench_pid=$!
 	exec 4> "$work/go"
 	case $mode in

@@ -7,7 +7,7 @@ exposition, which is also scraped once a second (Prometheus at its finest) and
 gzipped as Prometheus asks. The peer,
 measured in the same run on the same records, is what the collector does anyway:
 archiving them (one SQLite transaction per second, with minute and hour rollups).
-Usage: .venv/bin/python bench/collect_metrics.py   (SECONDS_SIMULATED=60 by default)
+Usage: .venv/bin/python bench/collect_metrics.py   (SECONDS_SIMULATED=60 by default; 3 with BENCH_SMOKE=1, bench/run.sh)
 """
 import gzip
 import os
@@ -25,7 +25,7 @@ from heatmaps_util import T0, histogram, seed_latencies     # noqa: E402
 from strata.datasets.archive import Archive                  # noqa: E402
 from strata.prometheus.openmetrics import Exposition           # noqa: E402
 
-SECONDS = int(os.environ.get("SECONDS_SIMULATED", "60"))
+SECONDS = 3 if os.environ.get("BENCH_SMOKE") == "1" else int(os.environ.get("SECONDS_SIMULATED", "60"))
 KEYS = [f"10.0.0.{i}" for i in range(50)]
 OPS = ["read", "write", "getattr", "lookup", "access", "readdir", "create", "remove", "commit", "fsstat"]
 HEATMAPS = [f"nfs.latency[op={op}][client]" for op in OPS]

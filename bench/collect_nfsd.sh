@@ -10,6 +10,7 @@
 # builds compared run by run, alternating).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-15}
 KERNEL=${KERNEL:-6.1}
 # the datasets, as collector commands: one of each layer's statistics per breakdown given

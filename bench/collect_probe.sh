@@ -7,6 +7,7 @@
 # STRATA_NFS_BATCH operations per hit, what a busy engine worker fires.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1; fi # smoke mode (bench/run.sh)
 SECS=${SECS:-4}
 ROUNDS=${ROUNDS:-2}
 source bench/collectlib.sh

@@ -16,6 +16,7 @@
 # SERVERS="engine ganesha" (default) picks the servers; CYCLES windows of each configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=2 CYCLES=1 SERVERS=ganesha; fi # smoke mode (bench/run.sh): the wire layer on ganesha
 SECS=${SECS:-4}
 CYCLES=${CYCLES:-12}
 SERVERS=${SERVERS:-engine ganesha}
@@ -37,7 +38,7 @@ server_windows() {
 	local server=$1
 	shift
 	if [ "$server" = engine ]; then engine_start; COLLECT_ENGINE=1; else ganesha_start; COLLECT_ENGINE=; fi
-	load 3 --setup > /dev/null # files written, server cache warm
+	load "$WARM_SECS" --setup > /dev/null # files written, server cache warm
 	COLLECT_ARGS="--wire-iface lo --wire-port $nfs_port --wire-port $mount_port"
 	collect_start 'add warm wire.ops op\nremove warm\n' # the wire program verified once, up front
 	if [ -n "${BASE_COLLECT_BIN:-}" ]; then
@@ -48,7 +49,7 @@ server_windows() {
 		exec 4> "$work/ctl2"
 		printf 'add warm wire.ops op\nremove warm\n' >&4
 	fi
-	sleep 4 # verification takes seconds on a busy machine
+	sleep "$((WARM_SECS + 1))" # verification takes seconds on a busy machine
 	toggled_load "$SECS" "$CYCLES" none "$@"
 	collect_stop
 	if [ -n "$base_pid" ]; then exec 4>&-; wait "$base_pid"; base_pid=""; fi

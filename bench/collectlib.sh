@@ -4,6 +4,8 @@
 # rounds of loads with datasets switched on and off.
 # ENGINE_BIN and COLLECT_BIN pick other engine and collector binaries (before/after runs).
 work=$(mktemp -d)
+# seconds of the load that writes the files and warms the cache (1 in smoke mode, bench/run.sh)
+WARM_SECS=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 3)
 engine_pid=""   # the server whose CPU time is counted (the engine, or ganesha)
 collect_pid=""
 ganesha_pid=""

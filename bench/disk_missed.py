@@ -1,4 +1,4 @@
-"""Where the disk layer's missed completions come from (collectors/STATISTICS.md, op
+"""Where the disk layer's missed completions come from (catalogue/STATISTICS.md, op
 "missed"). Each round writes with fio to a fresh loop device while four counters watch it:
 
   kernel     /sys/block/DEV/stat, completed writes
@@ -101,8 +101,9 @@ def round_(seconds):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    smoke = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): one round of one second
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1 if smoke else 3
+    seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 1 if smoke else 15
     for need in (COLLECT, PROBE):
         if not need.exists():
             raise SystemExit(f"{need} is not built: run `make`")

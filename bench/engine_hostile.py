@@ -26,10 +26,11 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from engine_util import NFS_PROG, Engine, RpcClient, call_header, create, mkpool, write, xdr_opaque  # noqa: E402
 
-PHASE_SECONDS = float(os.environ.get("PHASE_SECONDS", "10"))
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): a small mix, goals not judged
+PHASE_SECONDS = 0.5 if SMOKE else float(os.environ.get("PHASE_SECONDS", "10"))
 ARC_MAX = 256 << 20
 MIB = 1 << 20
-IDLE, UNFINISHED, READS = 1000, 300, 64
+IDLE, UNFINISHED, READS = (50, 10, 64) if SMOKE else (1000, 300, 64)
 
 
 def record(payload: bytes) -> bytes:
@@ -138,7 +139,7 @@ def main():
           f"unfinished_record_bytes={n['unfinished_record_bytes'] / MIB:.1f}MiB "
           f"queued_reply_bytes={n['queued_reply_bytes'] / MIB:.1f}MiB record_mem_waits={n['record_mem_waits']} "
           f"backpressure={n['backpressure']} refused={n['refused'] + n['refused_per_addr']}")
-    return 0 if p99b <= 2 * p99a and peak[0] <= limit else 1
+    return 0 if SMOKE or (p99b <= 2 * p99a and peak[0] <= limit) else 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
+if [ "${BENCH_SMOKE:-}" = 1 ]; then DURATION=1; fi # smoke mode (bench/run.sh)
 ARC_MAX=${ARC_MAX:-256M}
 ENGINE=${ENGINE:-build/bin/strata-engine}
 BASE_ENGINE=${BASE_ENGINE:-}
@@ -86,7 +87,8 @@ start_ganesha() {
 	chmod 0777 "$WORK/export" # strata-load clients use uids 10000+
 	GPORT=$(free_port) GMPORT=$(free_port)
 	cat >"$WORK/ganesha.conf" <<-CONF
-	NFS_CORE_PARAM { NFS_Port = $GPORT; MNT_Port = $GMPORT; Protocols = 3; Enable_NLM = false; Enable_RQUOTA = false; }
+	NFS_CORE_PARAM { NFS_Port = $GPORT; MNT_Port = $GMPORT; Bind_Addr = 127.0.0.1; Protocols = 3; Enable_NLM = false;
+		Enable_RQUOTA = false; Enable_UDP = false; }
 	NFSV4 { Graceless = true; }
 	EXPORT { Export_Id = 77; Path = $WORK/export; Pseudo = /bench; Protocols = 3; Transports = TCP;
 		Access_Type = RW; Squash = No_Root_Squash; SecType = sys; FSAL { Name = VFS; } }
@@ -94,10 +96,13 @@ start_ganesha() {
 	CONF
 	ganesha.nfsd -F -f "$WORK/ganesha.conf" -L "$WORK/ganesha.log" -p "$WORK/ganesha.pid" &
 	GANESHA_PID=$!
-	for _ in $(seq 100); do
-		$PY -c "import socket; socket.create_connection(('127.0.0.1', $GPORT), 0.2)" 2>/dev/null && break
+	for _ in $(seq 100); do # both its NFS and its MOUNT port answer
+		$PY -c "import socket; [socket.create_connection(('127.0.0.1', p), 0.2) for p in ($GPORT, $GMPORT)]" \
+			2>/dev/null && return
 		sleep 0.1
 	done
+	echo "engine_vs_ganesha: nfs-ganesha did not start: $(tail -n 1 "$WORK/ganesha.log" 2>/dev/null)" >&2
+	exit 1
 }
 run_ganesha() {
 	measure "$GANESHA_PID" "$WORK/ganesha.$1" --server 127.0.0.1 --nfsport "$GPORT" --mountport "$GMPORT" \

@@ -5,6 +5,7 @@
 # the strata:nfs_ops batch timer waits with a timeout (engine/net.c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_SMOKE:-}" = 1 ]; then ROUNDS=1; fi # smoke mode (bench/run.sh)
 build/bench/strata-wait-cost "${ROUNDS:-6}" | python3 -c '
 import statistics, sys
 by = {}

@@ -7,6 +7,7 @@ For each candidate (linear auto, linear cropped at p99.9 / p99, log, log cropped
 p99.9) and each output's height (terminal of 24 lines: 16 cells plain, 32 in colour;
 HTML and JSON: 120), prints whether the bands are apart and the rows each band gets. The candidates are
 measured against each other in the same run. Usage: .venv/bin/python bench/heatmap_default.py
+(seconds long: BENCH_SMOKE=1, bench/run.sh, runs it whole)
 """
 import sys
 from pathlib import Path

@@ -9,6 +9,7 @@ serves it. Both reads ask for 60 s columns; the bench checks they hold the same 
 Usage: .venv/bin/python bench/heatmaps_prometheus.py
 """
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -29,12 +30,13 @@ from strata.prometheus.openmetrics import family_name                  # noqa: E
 from strata.prometheus.reader import PrometheusReader              # noqa: E402
 
 NAME, HOUR, SCRAPE, COLUMN = "nfs.latency[client]", 3600, 10, 60
+SPAN = 600 if os.environ.get("BENCH_SMOKE") == "1" else HOUR   # smoke mode (bench/run.sh): 10 minutes
 KEYS = [f"10.0.0.{i}" for i in range(10)]
 T0 = (int(time.time()) - 6 * 3600) // HOUR * HOUR       # backfill stays clear of Prometheus' head block
 
 
 def seconds_of_data():
-    """{key: (HOUR, NBUCKETS) counts}: 32 distinct seconds of the seed's bands, reused."""
+    """{key: (SPAN, NBUCKETS) counts}: 32 distinct seconds of the seed's bands, reused."""
     rng = np.random.default_rng(5)
     pool = []
     for _ in range(32):
@@ -42,7 +44,7 @@ def seconds_of_data():
         for b, c in histogram(seed_latencies(rng, 30)).items():
             row[b] = c
         pool.append(row)
-    return {k: np.array([pool[(s * 7 + i) % 32] for s in range(HOUR)]) for i, k in enumerate(KEYS)}
+    return {k: np.array([pool[(s * 7 + i) % 32] for s in range(SPAN)]) for i, k in enumerate(KEYS)}
 
 
 def openmetrics_file(path, data):
@@ -86,7 +88,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="strata-bench-prom-") as d:
         d = Path(d)
         build_archive(d / "a.db", {NAME: lambda t: {k: {int(b): int(c) for b, c in enumerate(data[k][t - T0]) if c}
-                                                     for k in KEYS}}, start=T0, seconds=HOUR)
+                                                     for k in KEYS}}, start=T0, seconds=SPAN)
         openmetrics_file(d / "scrapes.om", data)
         subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(d / "scrapes.om"),
                         str(d / "tsdb")], check=True)
@@ -105,18 +107,18 @@ def main():
                     time.sleep(0.1)
             reader = PrometheusReader(f"http://{web}")
             with Archive.open(str(d / "a.db")) as archive:
-                mine = archive.query(NAME, T0, T0 + HOUR, COLUMN)
-                theirs = reader.query(NAME, T0, T0 + HOUR, COLUMN)
+                mine = archive.query(NAME, T0, T0 + SPAN, COLUMN)
+                theirs = reader.query(NAME, T0, T0 + SPAN, COLUMN)
                 same = (list(mine.buckets) == list(theirs.buckets)
                         and np.array_equal(mine.counts.sum(axis=1), theirs.counts.sum(axis=1)))
-                local = best(lambda: archive.query(NAME, T0, T0 + HOUR, COLUMN))
-                remote = best(lambda: reader.query(NAME, T0, T0 + HOUR, COLUMN))
+                local = best(lambda: archive.query(NAME, T0, T0 + SPAN, COLUMN))
+                remote = best(lambda: reader.query(NAME, T0, T0 + SPAN, COLUMN))
             series = json.load(urllib.request.urlopen(
                 f"http://{web}/api/v1/series?match[]={{dataset=%22{NAME}%22}}"))["data"]
         finally:
             prom.terminate()
             prom.wait(timeout=10)
-    print(f"heat map of 1 h, {len(KEYS)} keys, {COLUMN} s columns ({len(series)} Prometheus series, "
+    print(f"heat map of {SPAN // 60} min, {len(KEYS)} keys, {COLUMN} s columns ({len(series)} Prometheus series, "
           f"{SCRAPE} s scrapes); best of 3")
     print(f"  local archive: {local * 1000:.0f} ms   Prometheus: {remote * 1000:.0f} ms   "
           f"({remote / local:.1f}x the archive); same counts per key and bucket: {'yes' if same else 'NO'}")

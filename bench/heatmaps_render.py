@@ -9,9 +9,10 @@ the output's width (its minute rollups).
 
 The archive is written once through the datasets API (about 8 minutes) and kept
 in $STRATA_BENCH_CACHE (default /tmp/strata-bench-heatmaps.db) for later runs.
-Usage: .venv/bin/python bench/heatmaps_render.py
+Usage: .venv/bin/python bench/heatmaps_render.py   (BENCH_SMOKE=1: 2 minutes, uncached, once; bench/run.sh)
 """
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -28,9 +29,11 @@ from strata.heatmaps import export, plot_heatmap, term_heatmap             # noq
 from strata.heatmaps.rebin import build_grid                               # noqa: E402
 from strata.heatmaps.timebins import choose_bins                           # noqa: E402
 
-DAY = 86_400
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): 2 minutes, not cached, once
+SPAN = 120 if SMOKE else 86_400
 KEYS = [f"10.0.{i // 256}.{i % 256}" for i in range(50)]
-CACHE = Path(os.environ.get("STRATA_BENCH_CACHE", "/tmp/strata-bench-heatmaps.db"))
+CACHE = Path(tempfile.mkdtemp(prefix="strata-bench-smoke-"), "span.db") if SMOKE else \
+    Path(os.environ.get("STRATA_BENCH_CACHE", "/tmp/strata-bench-heatmaps.db"))
 
 
 def ensure_archive() -> float:
@@ -45,7 +48,7 @@ def ensure_archive() -> float:
         p.unlink()
     t = time.perf_counter()
     build_archive(tmp, {"nfs.latency[client]": lambda s: pool[(s * 7) % 32],
-                        "nfs.latency": lambda s: total[(s * 7) % 32]}, start=T0, seconds=DAY)
+                        "nfs.latency": lambda s: total[(s * 7) % 32]}, start=T0, seconds=SPAN)
     elapsed = time.perf_counter() - t
     with Archive.open(str(tmp), readonly=False) as a:       # fold the WAL in: one self-contained file
         a.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -60,27 +63,27 @@ def render_term(name, width=200, height=50, resolution=True):
     with Archive.open(str(CACHE), readonly=True) as a:
         info = a.dataset(name)
         max_cols, ncells = term_heatmap.geometry(width, height, "truecolor")
-        res = choose_bins(T0, T0 + DAY, 1, max_cols).width if resolution else None
+        res = choose_bins(T0, T0 + SPAN, 1, max_cols).width if resolution else None
         t = time.perf_counter()
-        qr = a.query(info.name, T0, T0 + DAY, res)
+        qr = a.query(info.name, T0, T0 + SPAN, res)
         QUERY["term"] = time.perf_counter() - t
-        grid = build_grid(qr, T0, T0 + DAY, max_cols=max_cols, ncells=ncells, percentiles=(50, 99))
+        grid = build_grid(qr, T0, T0 + SPAN, max_cols=max_cols, ncells=ncells, percentiles=(50, 99))
         return term_heatmap.render(grid, "truecolor", width)
 
 
 def render_html(name, path):
     with Archive.open(str(CACHE), readonly=True) as a:
         info = a.dataset(name)
-        res = choose_bins(T0, T0 + DAY, 1, plot_heatmap.HTML_MAX_COLS).width
+        res = choose_bins(T0, T0 + SPAN, 1, plot_heatmap.HTML_MAX_COLS).width
         t = time.perf_counter()
-        qr = a.query(info.name, T0, T0 + DAY, res)
+        qr = a.query(info.name, T0, T0 + SPAN, res)
         QUERY["html"] = time.perf_counter() - t
-        grid = build_grid(qr, T0, T0 + DAY, max_cols=plot_heatmap.HTML_MAX_COLS,
+        grid = build_grid(qr, T0, T0 + SPAN, max_cols=plot_heatmap.HTML_MAX_COLS,
                           ncells=plot_heatmap.HTML_CELLS, percentiles=(50, 99))
         export.write_html(plot_heatmap.figure(grid), path)
 
 
-def timed(fn, *args, repeat=3):
+def timed(fn, *args, repeat=1 if SMOKE else 3):
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
@@ -111,6 +114,8 @@ def main():
     print(f"  HTML file size              : {size / 1e6:.2f} MB (plotly.js inline is ~4.7 MB of it)")
     print(f"  peer, per-second read (no breakdown, 86,400 columns): {naive * 1000:.0f} ms"
           f" vs {rolled * 1000:.0f} ms with output-width columns: {naive / rolled:.1f}x slower")
+    if SMOKE:
+        shutil.rmtree(CACHE.parent)
 
 
 if __name__ == "__main__":

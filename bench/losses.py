@@ -87,6 +87,9 @@ def main():
     windows = read_windows(sys.argv[1], sys.argv[2])
     title, labels = sys.argv[3], dict(a.split("=", 1) for a in sys.argv[4:])
     base = [w for w in windows if w.cfg == "none" and w.rate]
+    if not base:
+        print(f"{title}: {len(windows)} windows; none without datasets held a whole second of the load")
+        return
     print(f"{title}: {len(windows)} windows; no datasets: median {statistics.median(w.rate for w in base):.0f} "
           f"ops/s, {statistics.median(w.cpu_ns_per_op for w in base):.0f} ns of CPU per op, "
           f"steal {100 * statistics.median(w.steal for w in windows):.1f} % (median window)")

@@ -27,7 +27,8 @@ from heatmaps_util import histogram, seed_latencies             # noqa: E402
 from strata.datasets.archive import DatasetInfo                 # noqa: E402
 from strata.prometheus.openmetrics import Exposition              # noqa: E402
 
-ROUNDS = int(os.environ.get("ROUNDS", "20"))
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): 2 rounds, up to 50 keys
+ROUNDS = 2 if SMOKE else int(os.environ.get("ROUNDS", "20"))
 
 
 def fed(keys: int) -> Exposition:
@@ -51,7 +52,7 @@ def timed(scrape) -> tuple:
 
 def main():
     print(f"{'keys':>5} {'format':>8} {'bytes':>10} {'gzipped':>9} {'series':>8} {'wall ms':>8} {'cpu ms':>7}")
-    for keys in (1, 50, 1000):
+    for keys in (1, 50) if SMOKE else (1, 50, 1000):
         e = fed(keys)
         runs = {"classic": [], "native": []}
         for _ in range(ROUNDS):                                    # alternating: same machine noise

@@ -12,18 +12,12 @@
 #include <stdio.h>
 #include <time.h>
 #include "strata_probes.h"
+#include "clock.h"
 
 #define OPS 16384 /* operations per timed run */
 
 static struct strata_nfs_batch batch;
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 
 /* A getattr/read/write mix from one IPv4 client, served by the ARC, with latencies
  * spread over 100 log-linear buckets (20 us .. 2 ms) as a real engine's are. */
@@ -41,7 +35,7 @@ static void op_add(unsigned i, __u64 now)
 #define TIMED_RUN(name, per_hit)                                                  \
 	static __attribute__((noinline)) __u64 name(void)                         \
 	{                                                                         \
-		__u64 t0 = mono_ns();                                             \
+		__u64 t0 = clock_mono_ns();                                             \
 		for (unsigned i = 0; i < OPS; i++) {                              \
 			op_add(i, t0);                                            \
 			if (batch.count == (per_hit)) {                           \
@@ -51,7 +45,7 @@ static void op_add(unsigned i, __u64 now)
 			}                                                         \
 			__asm__ volatile("" ::: "memory");                        \
 		}                                                                 \
-		return mono_ns() - t0;                                            \
+		return clock_mono_ns() - t0;                                            \
 	}
 
 TIMED_RUN(run_batch, STRATA_NFS_BATCH)
@@ -64,9 +58,9 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
-		__u64 end = mono_ns() + 1000000000ULL, ts = 0, t5 = 0, tb = 0, n = 0;
+		__u64 end = clock_mono_ns() + 1000000000ULL, ts = 0, t5 = 0, tb = 0, n = 0;
 
-		while (mono_ns() < end) {
+		while (clock_mono_ns() < end) {
 			ts += run_single();
 			t5 += run_nop5();
 			tb += run_batch();

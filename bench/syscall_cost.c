@@ -13,17 +13,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 
 #define CALLS 2000
 #define ROUNDS 400
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -37,20 +31,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	blocks = (uint64_t)st.st_size / 4096;
+	int rounds = getenv("ROUNDS") ? atoi(getenv("ROUNDS")) : ROUNDS; /* fewer: smoke mode */
 	if (getenv("WAIT")) /* let the caller attach first: one line on stdin */
 		getchar();
-	for (int r = 0; r < ROUNDS; r++) {
-		uint64_t t0 = mono_ns(), t1, t2;
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = clock_mono_ns(), t1, t2;
 
 		for (int i = 0; i < CALLS; i++)
 			syscall(SYS_getppid);
-		t1 = mono_ns();
+		t1 = clock_mono_ns();
 		for (int i = 0; i < CALLS; i++) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 			if (pread(fd, buf, sizeof(buf), (off_t)(x % blocks * 4096)) != sizeof(buf))
 				return 1;
 		}
-		t2 = mono_ns();
+		t2 = clock_mono_ns();
 		if (t1 - t0 < best_ppid)
 			best_ppid = t1 - t0;
 		if (t2 - t1 < best_pread)

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 MEASURE=${1:-10}
 WARM=${2:-20}
 L2=${L2_SIZE:-128}          # MiB
+FACTORS="0.5 1 2 3" CONFIGS="none l2arc lz4"
+if [ "${BENCH_SMOKE:-}" = 1 ]; then MEASURE=1 WARM=1 L2=16 FACTORS=1 CONFIGS=lz4; fi # smoke mode (bench/run.sh)
 ARC=${ARC_SIZE:-32}         # MiB
 FILES=16
 source bench/tierlib.sh
@@ -44,9 +46,9 @@ PY
 }
 
 printf "%-8s %-10s %12s %12s %10s %10s\n" "ws/L2" "config" "MiB/s" "ops/s" "l2_hits%" "asize/size"
-for factor in 0.5 1 2 3; do
+for factor in $FACTORS; do
 	ws=$(.venv/bin/python -c "print(int($factor * $L2))")
-	for config in none l2arc lz4; do
+	for config in $CONFIGS; do
 		opts=(--arc-max "${ARC}M" --vdev-model hdd --workers 64)
 		case $config in
 			l2arc) opts+=(--cache "$WORK/run/cache:${L2}M" --cache-model ssd --l2arc-compress off) ;;

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
+if [ "${BENCH_SMOKE:-}" = 1 ]; then DURATION=1; fi # smoke mode (bench/run.sh)
 source bench/tierlib.sh
 
 declare -A result

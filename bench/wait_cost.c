@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "clock.h"
 
 #define HANDOFFS 50000
 
@@ -15,13 +16,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
 static int turn, timed;
 
-static unsigned long long mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000ull + t.tv_nsec;
-}
 
 /* Waits for the turn `me`, hands it to the other thread, HANDOFFS times. */
 static void *play(void *arg)
@@ -32,7 +26,7 @@ static void *play(void *arg)
 		pthread_mutex_lock(&lock);
 		while (turn != me) {
 			if (timed) {
-				unsigned long long due = mono_ns() + 5000000;
+				unsigned long long due = clock_mono_ns() + 5000000;
 				struct timespec ts = { (time_t)(due / 1000000000), (long)(due % 1000000000) };
 
 				pthread_cond_timedwait(&cv, &lock, &ts);
@@ -57,14 +51,14 @@ int main(int argc, char **argv)
 	pthread_cond_init(&cv, &ca);
 	for (int r = 0; r < 2 * rounds; r++) {
 		pthread_t t;
-		unsigned long long t0 = mono_ns();
+		unsigned long long t0 = clock_mono_ns();
 
 		timed = r & 1;
 		turn = 0;
 		pthread_create(&t, NULL, play, (void *)1L);
 		play((void *)0L);
 		pthread_join(t, NULL);
-		printf("%s %.0f\n", timed ? "timed" : "plain", (double)(mono_ns() - t0) / (2.0 * HANDOFFS));
+		printf("%s %.0f\n", timed ? "timed" : "plain", (double)(clock_mono_ns() - t0) / (2.0 * HANDOFFS));
 	}
 	return 0;
 }

@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_wire_parse import READ, Conn, Harness, call, compound, op4, record, reply  # noqa: E402
 
-CALLS, ROUNDS = 800, 7
+CALLS, ROUNDS = (100, 1) if os.environ.get("BENCH_SMOKE") == "1" else (800, 7)   # smoke mode: bench/run.sh
 
 
 def kinds():

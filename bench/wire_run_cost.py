@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from test_wire_parse import PORT, READ, Conn, call, record, reply  # noqa: E402
 
-CALLS, OUTSTANDING, ROUNDS = 4000, 8, int(os.environ.get("ROUNDS", 7))
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): the trios, one short round
+CALLS, OUTSTANDING, ROUNDS = (400, 8, 1) if SMOKE else (4000, 8, int(os.environ.get("ROUNDS", 7)))
 BATCH = int(os.environ.get("BATCH", 8))
 BPF_CFLAGS = "-g -O2 -target bpf -D__TARGET_ARCH_x86 -D__bpf__ -Wall".split()
 
@@ -112,7 +113,7 @@ def main():
     if os.geteuid() != 0:
         print("wire_run_cost: skipped (BPF_PROG_TEST_RUN needs root)")
         return
-    rev = sys.argv[1] if len(sys.argv) > 1 else "main"
+    rev = sys.argv[1] if len(sys.argv) > 1 else "--trios" if SMOKE else "main"
     this = ROOT / "build/tests/wire_test_run"
     with tempfile.TemporaryDirectory() as tmp:
         if rev == "--trios":

@@ -38,7 +38,7 @@
 #define AGG_PEND_WAYS   8      /* pending chunks per slot during one batched hit (a power of two) */
 
 /* Statistics computed in the kernel (gauges come from the engine's stats socket),
- * breakdown / filter dimensions and key values: collectors/statistics.def. */
+ * breakdown / filter dimensions and key values: catalogue/statistics.def. */
 enum agg_stat {
 	AGG_STAT_NONE = 0, /* free slot */
 #define STAT_KERNEL(ID, ...) AGG_STAT_##ID,

@@ -5,7 +5,7 @@ VMLINUX_H := $(BUILD)/vmlinux.h
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.skel.h,$(BPF_SRCS))
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -D__bpf__ -Wall -I$(BUILD) -Ibpf -Iengine -Icollectors
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -D__bpf__ -Wall -I$(BUILD) -Ibpf -Iengine -Icatalogue
 
 ALL_TARGETS += $(BPF_OBJS) $(BPF_SKELS)
 
@@ -13,7 +13,7 @@ ALL_TARGETS += $(BPF_OBJS) $(BPF_SKELS)
 $(VMLINUX_H): /sys/kernel/btf/vmlinux | $(BPFOUT)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BPFOUT)/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) engine/strata_probes.h collectors/statistics.def \
+$(BPFOUT)/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) engine/strata_probes.h catalogue/statistics.def \
 		| $(BPFOUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

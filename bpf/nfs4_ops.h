@@ -11,7 +11,7 @@
  * A compound with no other op counts as its first lookup op (PUTFH LOOKUP GETFH GETATTR
  * is a lookup, PUTFH GETATTR a getattr), and one of prefix ops only (a lone SEQUENCE:
  * a v4.1 lease renewal) as its first op. Key values: bpf/aggregate.h's AGG_NFS_OP_*
- * (collectors/statistics.def). */
+ * (catalogue/statistics.def). */
 #ifndef STRATA_NFS4_OPS_H
 #define STRATA_NFS4_OPS_H
 

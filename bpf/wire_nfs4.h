@@ -10,7 +10,7 @@
  * NFS4_OPS_SCANNED prefix and lookup ops, an unknown opcode, ops beyond the
  * NFS4_WINDOW bytes that follow the call's header in its packet)
  * keeps WIRE_OP_V4 ("compound"). Key values: bpf/aggregate.h's AGG_NFS_OP_* (from
- * collectors/statistics.def) and bpf/wire_rpc.h. */
+ * catalogue/statistics.def) and bpf/wire_rpc.h. */
 #ifndef STRATA_WIRE_NFS4_H
 #define STRATA_WIRE_NFS4_H
 

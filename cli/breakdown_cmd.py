@@ -4,6 +4,7 @@ heat map's events whose latency (size, offset) lies in a range: drill-down."""
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import draw_graph, graph_options, output_options, time_options
 from strata.datasets import catalogue, names
@@ -51,11 +52,7 @@ def _value_range(text, info):
         raise click.BadParameter(str(e), param_hint="--range") from None
 
 
-@click.command("breakdown", epilog="""\b
-Examples:
-  strata breakdown nfs.ops --by client --last 1h
-  strata breakdown nfs.latency --range 10ms..        # who made the slow ops?
-  strata breakdown 'nfs.ops[client]' --key 10.0.0.1 --key 10.0.0.2 --graph line --csv""")
+@click.command("breakdown")
 @click.argument("dataset")
 @click.option("--by", type=click.Choice(BY), help="Breakdown: one series per key of this field (client, op, tier, "
               "device, file, ...); without it a name with no breakdown is one series.")
@@ -71,8 +68,8 @@ Examples:
 @output_options
 @archive_option
 @prometheus_option
-def breakdown(dataset, by, keys, style, top, percentile, range_text, last, since, until, fmt, as_json, as_csv,
-              output, colour, archive_path, prometheus_url):
+def breakdown(dataset, by, keys, style, top, csv_table, percentile, range_text, last, since, until, fmt, as_json,
+              as_csv, raw, output, self_contained, colour, archive_path, prometheus_url):
     """Break DATASET down by client, op, tier, device, file or process.
 
     Counters (nfs.ops, disk.ops) show ops/s per key, stacked by default;
@@ -83,6 +80,9 @@ def breakdown(dataset, by, keys, style, top, percentile, range_text, last, since
     ops?" (without --by: by the first breakdown of it the archive holds).
     A name the archive does not hold is derived from one it does, and says so.
     """
+    fmt = choose_format(fmt, as_json, as_csv, output)
+    if raw:
+        raise click.UsageError("--raw adds a heat map's llhist buckets to its --json; a breakdown has none")
     with user_errors():
         span = source.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
@@ -91,4 +91,4 @@ def breakdown(dataset, by, keys, style, top, percentile, range_text, last, since
             view = figures.View(keys=tuple(keys) if keys else None, as_graph=True, style=style, top=top,
                                 percentile=percentile, value_range=_value_range(range_text, src.info),
                                 by=src.wanted.breakdown)
-            draw_graph(reader, src, view, span, fmt, as_json, as_csv, output, colour, stem="breakdown")
+            draw_graph(reader, src, view, span, fmt, output, colour, "breakdown", csv_table, self_contained)

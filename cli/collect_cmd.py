@@ -139,7 +139,7 @@ def collect(ctx, config_path, **given):
 
     fs.* statistics follow only the processes chosen with --fs-pid, --fs-comm
     and --fs-cgroup; other processes pay only the syscall tracepoints' entry
-    (collectors/STATISTICS.md) while an fs dataset is active. A choice that
+    (catalogue/STATISTICS.md) while an fs dataset is active. A choice that
     matches nothing (a pid that is gone, a name or cgroup not there yet) is
     reported once and collects nothing; names and cgroups are picked up when
     they appear.

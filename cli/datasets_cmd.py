@@ -1,7 +1,5 @@
 """`strata datasets`: list, create, suspend, resume, destroy, prune, archive, import and verify datasets."""
-import json
 import os
-import time
 
 import click
 
@@ -9,8 +7,16 @@ from strata.cli.archive_option import archive_errors, archive_option, open_archi
 from strata.datasets import cost, status, transfer
 from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
+from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
 from strata.datasets.retention import LEVELS, STEP, format_duration, parse_duration, parse_keep
+from strata.heatmaps import json_out
+from strata.heatmaps.stream_lines import stamp as iso_stamp
+
+
+def stamp(t) -> str:
+    """A time as ISO 8601 with its zone's offset (local, or UTC with --utc)."""
+    return iso_stamp(int(t), utc=False)
 
 
 @click.group()
@@ -57,27 +63,32 @@ def list_(archive_path, as_json):
     hit, as a percent of one CPU); the total counts a probe shared by several
     datasets once. ONDISK is approximate. KEEPS is the retention of the
     second/minute/hour levels ("all": never pruned), the limit ONDISK grows to.
-    A last line says what the running collector does: writing every second,
-    or holding events in memory while the archive cannot be written (why).
+    A line says what the running collector does: writing every second,
+    or holding events in memory while the archive cannot be written (why);
+    then one line for each active dataset that counts nothing and why (refused,
+    waiting for its layer, no traffic on the wire ports followed).
     """
     with open_archive(archive_path) as archive:
         infos = archive.datasets()
         rates = [archive.rate(i) if i.state == "active" else None for i in infos]
     each, total, probes = cost.estimate(zip(infos, rates))
     collector = status.read(archive.path)
+    why = {name: reason for name, reason in status.reasons(collector, infos).items()
+           if not rates[[i.name for i in infos].index(name)]}
     if as_json:
-        click.echo(json.dumps({
+        click.echo(json_out.dumps(json_out.document("datasets", {
             "archive": archive.path, "collector": collector,
-            "datasets": [dict(i.to_json(), rate_per_s=r, cost_cpu_percent=round(each[i.name], 4))
+            "datasets": [dict(i.to_json(), rate_per_s=r, cost_cpu_percent=round(each[i.name], 4),
+                              counts_nothing_because=why.get(i.name))
                          for i, r in zip(infos, rates)],
-            "total_cost_cpu_percent": round(total, 4), "probes": probes}, indent=2))
+            "total_cost_cpu_percent": round(total, 4), "probes": probes})))
         return
     if not infos:
         click.echo(f"no datasets in {archive.path} (create one: strata datasets create 'nfs.ops[op]')")
         return
     rows = [("NAME", "STATE", "SINCE", "ONDISK", "KEEPS", "RATE", "COST")]
     for i, r in zip(infos, rates):
-        rows.append((i.name, i.state, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.state_since)),
+        rows.append((i.name, i.state, stamp(i.state_since),
                      _human_bytes(i.ondisk), i.retention.short(), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for row in rows:
@@ -86,12 +97,14 @@ def list_(archive_path, as_json):
     click.echo(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)")
     if collector:
         click.echo(_collector_line(collector))
+    for name, reason in why.items():
+        click.echo(f"{name} counts nothing: {reason}")
 
 
 def _collector_line(s: dict) -> str:
     """One line on the collector writing this archive (datasets/status.py)."""
     if s.get("state") == "holding":
-        since = time.strftime("%H:%M:%S", time.localtime(s.get("held_since") or s.get("since", 0)))
+        since = stamp(s.get("held_since") or s.get("since", 0))
         return (f"collector (pid {s.get('pid')}): holding the events since {since} in memory, the archive "
                 f"cannot be written: {s.get('problem')}")
     return f"collector (pid {s.get('pid')}): writing every second"
@@ -157,8 +170,8 @@ def destroy(archive_path, name, yes):
     with open_archive(archive_path, readonly=False) as archive:
         info = archive.dataset(name)
         rows = sum(r for r, _ in info.usage.values())
-        if not yes:
-            click.confirm(f"destroy {info.name} and its {rows} records?", abort=True)
+        if not yes and not click.confirm(f"destroy {info.name} and its {rows} records?"):
+            raise click.ClickException(f"kept {info.name}")     # "no" is an answer: exit 1, not SIGINT's 130
         archive.destroy(info.name)
     click.echo(f"destroyed {info.name}")
 
@@ -171,15 +184,12 @@ def destroy(archive_path, name, yes):
 @click.option("--level", type=click.Choice(LEVELS), default="hour", show_default=True,
               help="Coarsest level to prune; finer levels are pruned too (hour prunes all).")
 def prune(archive_path, name, older, level):
-    """Delete NAME's data older than a duration, at a level and the finer ones.
-
-    Example: keep only 2 days of per-second data but all minute rollups:
-
-    \b
-        strata datasets prune 'nfs.latency[client]' --older-than 2d --level second
-    """
-    with archive_errors():
+    """Delete NAME's data older than a duration, at a level and the finer ones
+    (--level second: the per-second data only, the minute and hour rollups stay)."""
+    try:
         seconds = parse_duration(older, allow_all=False)
+    except ArchiveError as e:
+        raise click.BadParameter(str(e), param_hint="--older-than") from None
     with open_archive(archive_path, readonly=False) as archive:
         removed = archive.prune(name, seconds, level)
     click.echo(f"pruned {removed} records older than {format_duration(seconds)} "

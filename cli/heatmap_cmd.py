@@ -3,17 +3,14 @@ terminal, as HTML / PNG / SVG, or as JSON / CSV for scripts."""
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import draw_heatmap, heat_options, heat_view, output_options, time_options
 from strata.heatmaps import source
 from strata.heatmaps.errors import ViewError
 
 
-@click.command("heatmap", epilog="""\b
-Examples:
-  strata heatmap nfs.latency --last 1h
-  strata heatmap 'nfs.latency[op=read]' --linear --outliers 99.9 --format html
-  strata heatmap 'disk.latency[device]' --key sda --json""")
+@click.command("heatmap")
 @click.argument("dataset")
 @time_options
 @click.option("--key", "keys", multiple=True, metavar="K",
@@ -23,7 +20,7 @@ Examples:
 @archive_option
 @prometheus_option
 def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, percentiles, rows, fmt,
-            as_json, as_csv, output, colour, archive_path, prometheus_url):
+            as_json, as_csv, raw, output, self_contained, colour, archive_path, prometheus_url):
     """Heat map of DATASET: x = time, y = latency (or size, offset), colour = count.
 
     Latency maps use a log y-axis by default: bands decades apart (memory,
@@ -38,6 +35,7 @@ def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, p
     command that breaks its latency (size) band down by key. Counters and
     gauges are graphs: `strata show` draws any dataset by its kind.
     """
+    fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
         span = source.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
@@ -46,5 +44,5 @@ def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, p
                 raise ViewError(f"{src.wanted} is a {src.info.kind}, drawn as a graph over time: "
                                 f"strata show '{src.wanted}'")
             view = heat_view(src.info.unit, keys, ymax, ymin, log_axis, outliers, percentiles)
-            draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, rows,
-                         archive_path, prometheus_url)
+            draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_path, prometheus_url,
+                         raw, self_contained)

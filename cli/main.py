@@ -9,6 +9,9 @@ import sys
 
 import click
 
+from strata.cli.examples import epilog
+from strata.heatmaps import clock
+
 COMMANDS = {
     "doctor": ("strata.cli.doctor:doctor", "Check what this kernel and machine offer for collection."),
     "datasets": ("strata.cli.datasets_cmd:datasets", "List, create, suspend, resume, destroy, prune, archive and import datasets."),
@@ -19,6 +22,7 @@ COMMANDS = {
     "heatmap": ("strata.cli.heatmap_cmd:heatmap", "Latency (size, offset) heat map of a dataset: terminal, HTML, PNG, SVG, JSON."),
     "breakdown": ("strata.cli.breakdown_cmd:breakdown", "Per-client/op/tier/device/file series and top-N table; --range drills into a latency band."),
     "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),
+    "stream": ("strata.cli.stream_cmd:stream", "One line per second per dataset and key (ops/s, p50, p99, p99.9), as iostat 1."),
     "top": ("strata.cli.top_cmd:top", "Live view: scrolling latency heat map and the busiest clients (q quits)."),
     "web": ("strata.cli.web_cmd:web", "Live worksheet in the browser: heat maps, graphs, drag to drill down."),
 }
@@ -35,12 +39,32 @@ class LazyGroup(click.Group):
             return None
         target, _ = COMMANDS[name]
         module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)
+        return _finish(getattr(importlib.import_module(module), attr), name)
 
     def format_commands(self, ctx, formatter):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _utc(ctx, param, value):
+    if value:
+        clock.use_utc()
+        ctx.meta["utc"] = True
+
+
+def _finish(command, path):
+    """Every command and subcommand gets --utc and its examples (cli/examples.py) once."""
+    if getattr(command, "_strata_finished", False):
+        return command
+    command._strata_finished = True
+    if not any(p.name == "utc" for p in command.params):
+        command.params.append(click.Option(["--utc"], is_flag=True, expose_value=False, is_eager=True,
+                                           callback=_utc, help="Print times in UTC instead of the local zone."))
+    command.epilog = command.epilog or epilog(path)
+    for name, sub in getattr(command, "commands", {}).items():
+        _finish(sub, f"{path} {name}")
+    return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,10 +1,47 @@
-"""Where what `strata heatmap` and `strata breakdown` render goes: text (terminal,
-JSON) to --output or stdout, a figure (html/png/svg) to --output or to a file
-named after the dataset."""
+"""Where what `strata show`, `heatmap` and `breakdown` render goes, and in which
+format: --format, --json, --csv and -o's extension agree or the command stops with
+one line; text (terminal, JSON, CSV) goes to --output or stdout, a figure
+(html/png/svg) to --output or to a file named after the dataset."""
+import os
 import re
 from pathlib import Path
 
 import click
+
+EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}
+FIGURES = ("html", "png", "svg")
+
+
+def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | None) -> str:
+    """The one format the flags ask for: --format, else --json or --csv, else -o's
+    extension, else the terminal. Flags that disagree (--json --csv, --json --format
+    html, -o x.png --format html) are a usage error. An -o that cannot be written is
+    one line before any work."""
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
+    flag = "json" if as_json else "csv" if as_csv else None
+    if flag and fmt not in (None, flag):
+        raise click.UsageError(f"give --{flag} or --format {fmt}, not both")
+    asked = flag or fmt
+    implied = EXTENSIONS.get(Path(output).suffix.lower()) if output else None
+    if asked and implied and asked != implied:
+        raise click.UsageError(f"-o {output} names a {implied.upper()} file but --format {asked} "
+                               f"asks for {asked.upper()}: drop one, or name the file .{asked}")
+    chosen = asked or implied or "term"
+    if output:
+        check_writable(output)
+    return chosen
+
+
+def check_writable(output: str) -> None:
+    """One line, before any work, when OUTPUT cannot be written (no such directory...)."""
+    folder = Path(output).parent
+    if not folder.is_dir():
+        raise click.ClickException(f"cannot write {output}: there is no directory {folder}")
+    if Path(output).is_dir():
+        raise click.ClickException(f"cannot write {output}: it is a directory")
+    if not os.access(folder, os.W_OK):
+        raise click.ClickException(f"cannot write {output}: {folder} is not writable")
 
 
 def emit_text(text: str, output: str | None, color: bool | None = None) -> None:
@@ -17,12 +54,15 @@ def emit_text(text: str, output: str | None, color: bool | None = None) -> None:
         raise click.ClickException(f"cannot write {output}: {e.strerror}") from None
 
 
-def write_figure(fig, output: str | None, stem: str, fmt: str) -> None:
-    """fig as FMT into output, or STEM.FMT (STEM made a safe file name); says where."""
+def write_figure(fig, output: str | None, stem: str, fmt: str, self_contained: bool = False) -> None:
+    """fig as FMT into output, or STEM.FMT (STEM made a safe file name); says where.
+    HTML loads plotly.js from a copy beside it unless self_contained."""
     from strata.heatmaps import export   # plotly: only when a figure is written
     path = output or re.sub(r"[^A-Za-z0-9_.=-]+", "_", stem).strip("_") + f".{fmt}"
     try:
-        export.write(fig, path, fmt)
-    except (export.ExportError, OSError) as e:
+        export.write(fig, path, fmt, self_contained=self_contained)
+    except export.ExportError as e:
         raise click.ClickException(str(e)) from None
+    except OSError as e:
+        raise click.ClickException(f"cannot write {e.filename or path}: {e.strerror}") from None
     click.echo(f"wrote {path}")

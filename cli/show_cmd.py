@@ -3,17 +3,14 @@ offset statistics, a graph over time for counters and gauges."""
 import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
+from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import (draw_graph, draw_heatmap, graph_options, heat_options, heat_view, output_options,
                               time_options)
 from strata.heatmaps import figures, source
 
 
-@click.command("show", epilog="""\b
-Examples:
-  strata show nfs.latency --last 1h              # heat map
-  strata show 'nfs.ops[client]' --format html    # ops/s per client, stacked
-  strata show arc.size --csv                     # a gauge's level over time""")
+@click.command("show")
 @click.argument("dataset")
 @time_options
 @click.option("--key", "keys", multiple=True, metavar="K",
@@ -23,8 +20,8 @@ Examples:
 @output_options
 @archive_option
 @prometheus_option
-def show(dataset, last, since, until, keys, style, top, ymax, ymin, log_axis, outliers, percentiles, rows,
-         fmt, as_json, as_csv, output, colour, archive_path, prometheus_url):
+def show(dataset, last, since, until, keys, style, top, csv_table, ymax, ymin, log_axis, outliers, percentiles,
+         rows, fmt, as_json, as_csv, raw, output, self_contained, colour, archive_path, prometheus_url):
     """Draw DATASET by its kind: every dataset `strata datasets create` makes.
 
     Latency, size and offset statistics are heat maps (the options of
@@ -35,15 +32,22 @@ def show(dataset, last, since, until, keys, style, top, ymax, ymin, log_axis, ou
     To break a dataset down by another field, or to drill into a latency
     band, use `strata breakdown`.
     """
+    fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
         span = source.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             src, keys = source.resolve(reader, dataset, keys)
             if src.info.kind == "heatmap":
                 view = heat_view(src.info.unit, keys, ymax, ymin, log_axis, outliers, percentiles)
-                draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, rows,
-                             archive_path, prometheus_url)
+                if csv_table:
+                    raise click.UsageError("--table picks a graph's table for --csv; a heat map has none")
+                draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_path, prometheus_url,
+                             raw, self_contained)
                 return
             view = figures.View(keys=tuple(keys) if keys else None, style=style, top=top,
                                 by=src.wanted.breakdown)
-            draw_graph(reader, src, view, span, fmt, as_json, as_csv, output, colour)
+            if raw:
+                raise click.UsageError("--raw adds a heat map's llhist buckets to its --json; "
+                                       f"{src.wanted} is a {src.info.kind}")
+            draw_graph(reader, src, view, span, fmt, output, colour, csv_table=csv_table,
+                       self_contained=self_contained)

@@ -5,7 +5,6 @@ The terminal is put in cbreak mode (keys arrive unbuffered, no echo) on the
 alternate screen with the cursor hidden; a finally block and SIGTERM/SIGHUP
 handlers put everything back, whatever ends the loop.
 """
-import json
 import os
 import select
 import signal
@@ -19,7 +18,7 @@ import click
 from strata.datasets.errors import ArchiveError
 from strata.cli.archive_option import archive_option, open_archive
 from strata.cli.view_errors import user_errors
-from strata.heatmaps import live, termcaps
+from strata.heatmaps import json_out, live, termcaps
 from strata.heatmaps.errors import ViewError
 
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
@@ -56,8 +55,8 @@ def top(dataset, clients, interval, colour, as_json, seconds, archive_path):
         with user_errors():
             heat, keys, client_info = live.pick_datasets(archive, dataset, clients)
             if as_json:
-                click.echo(json.dumps(live.snapshot(archive, heat, keys, client_info, time.time(), seconds),
-                                      indent=1))
+                click.echo(json_out.dumps(json_out.document(
+                    "top", live.snapshot(archive, heat, keys, client_info, time.time(), seconds))))
                 return
         mode = termcaps.colour_mode(sys.stdout, colour)
         _run(archive, heat, keys, client_info, interval, mode)

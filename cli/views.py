@@ -1,18 +1,17 @@
 """What `strata show`, `heatmap` and `breakdown` share: their time, output and
 heat-map options, and drawing a dataset's figure model (heatmaps/figures.py) to the
 terminal, HTML/PNG/SVG, JSON or CSV."""
-import json
 import shlex
 import sys
 
 import click
 
 from strata.cli.output import emit_text, write_figure
-from strata.heatmaps import figures, grid_json, source, table_csv, termcaps
+from strata.heatmaps import figures, grid_json, json_out, outage_marks, source, table_csv, termcaps
 from strata.heatmaps.errors import ViewUsageError
 from strata.heatmaps.units import parse_value
 
-FORMATS = ("term", "html", "png", "svg")
+FORMATS = ("term", "html", "png", "svg", "json", "csv")
 
 
 def time_options(f):
@@ -25,12 +24,19 @@ def time_options(f):
 def output_options(f):
     f = click.option("--color", "colour", type=click.Choice(("auto",) + termcaps.MODES), default="auto",
                      show_default=True, help="Terminal colours; NO_COLOR and pipes mean none.")(f)
+    f = click.option("--self-contained", is_flag=True,
+                     help="HTML: plotly.js inside the file (one file to send) instead of one plotly.min.js "
+                          "beside the HTML files of a folder.")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False),
-                     help="Write to FILE (html/png/svg default: a file named after the dataset).")(f)
+                     help="Write to FILE; its extension (.html .png .svg .json .csv) sets the format "
+                          "(html/png/svg default: a file named after the dataset).")(f)
+    f = click.option("--raw", is_flag=True, help="Heat maps' JSON: each column's llhist buckets too, as stored.")(f)
     f = click.option("--csv", "as_csv", is_flag=True,
-                     help="Print CSV: a heat map's buckets per column, a graph's series per key.")(f)
-    f = click.option("--json", "as_json", is_flag=True, help="Print the figure's data as JSON.")(f)
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="term", show_default=True)(f)
+                     help="Print CSV: a heat map's buckets per column, a graph's series per key (--table: its table).")(f)
+    f = click.option("--json", "as_json", is_flag=True,
+                     help="Print the figure's data as JSON (heatmaps/JSON.md).")(f)
+    return click.option("--format", "fmt", type=click.Choice(FORMATS),
+                        help="Output format.  [default: -o's extension, else term]")(f)
 
 
 def heat_options(f):
@@ -46,6 +52,7 @@ def heat_options(f):
 
 
 def graph_options(f):
+    f = click.option("--table", "csv_table", is_flag=True, help="With --csv: the graph's top-N table, not its series.")(f)
     f = click.option("--top", type=click.IntRange(0, None), default=8, show_default=True,
                      help="Series for the N busiest keys, the rest summed as 'other'; 0: every key.")(f)
     return click.option("--graph", "style", type=click.Choice(("stacked", "line")),
@@ -80,10 +87,13 @@ def heat_view(unit: str, keys, ymax, ymin, log_axis, outliers, percentiles) -> f
     """The heat-map View of the heat options, values in the dataset's unit."""
     if ymax != "auto" and outliers is not None:
         raise ViewUsageError("give --ymax or --outliers, not both")
+    top = None if ymax == "auto" else _value(ymax, unit, "--ymax")
+    bottom = None if ymin is None else _value(ymin, unit, "--ymin")
+    if top is not None and bottom is not None and bottom >= top:
+        raise ViewUsageError(f"--ymin {ymin} is not below --ymax {ymax}")
     return figures.View(keys=tuple(keys) if keys else None,
                         axis=None if log_axis is None else ("log" if log_axis else "linear"),
-                        ymax=None if ymax == "auto" else _value(ymax, unit, "--ymax"),
-                        ymin=None if ymin is None else _value(ymin, unit, "--ymin"),
+                        ymax=top, ymin=bottom,
                         outliers=outliers, percentiles=parse_percentiles(percentiles))
 
 
@@ -101,15 +111,13 @@ def _drill_command(reader, src, start, end, where) -> str | None:
     return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
 
 
-def _check_outputs(fmt, as_json, as_csv):
-    if as_json and as_csv:
-        raise ViewUsageError("give --json or --csv, not both")
-
-
-def draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, rows, archive_path=None,
-                 prometheus_url=None):
-    """The heat map of src (derive.Source) over span (start, end, explicit) in one format."""
-    _check_outputs(fmt, as_json, as_csv)
+def draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_path=None, prometheus_url=None,
+                 raw=False, self_contained=False):
+    """The heat map of src (derive.Source) over span (start, end, explicit) in format fmt
+    (choose_format's)."""
+    if raw and fmt != "json":
+        raise ViewUsageError("--raw adds the llhist buckets to --json")
+    as_json, as_csv = fmt == "json", fmt == "csv"
     start, end, explicit = span
     mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
     if as_json or as_csv:
@@ -126,7 +134,7 @@ def draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, 
              if fmt == "html" else None)
     grid = figures.heat_map(qr, start, end, view, max_cols=max_cols, ncells=ncells)
     if as_json:
-        emit_text(json.dumps(grid_json.to_json(grid, qr), indent=1), output)
+        emit_text(json_out.dumps(json_out.document("heatmap", grid_json.to_json(grid, qr, raw))), output)
     elif as_csv:
         emit_text(table_csv.heat_map(grid, qr), output)
     elif fmt == "term":
@@ -134,12 +142,15 @@ def draw_heatmap(reader, src, view, span, fmt, as_json, as_csv, output, colour, 
     else:
         keys = list(view.keys or [])
         write_figure(plot_heatmap.figure(grid, drill), output,
-                     f"heatmap-{src.wanted}" + (f"-{'-'.join(keys)}" if keys else ""), fmt)
+                     f"heatmap-{src.wanted}" + (f"-{'-'.join(keys)}" if keys else ""), fmt, self_contained)
 
 
-def draw_graph(reader, src, view, span, fmt, as_json, as_csv, output, colour, stem="graph"):
-    """The graph of src (derive.Source) over span (start, end, explicit) in one format."""
-    _check_outputs(fmt, as_json, as_csv)
+def draw_graph(reader, src, view, span, fmt, output, colour, stem="graph", csv_table=False, self_contained=False):
+    """The graph of src (derive.Source) over span (start, end, explicit) in format fmt
+    (choose_format's); outages marked as on heat maps."""
+    if csv_table and fmt != "csv":
+        raise ViewUsageError("--table picks the table for --csv")
+    as_json, as_csv = fmt == "json", fmt == "csv"
     start, end, explicit = span
     mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
     width, height = termcaps.size()
@@ -152,14 +163,16 @@ def draw_graph(reader, src, view, span, fmt, as_json, as_csv, output, colour, st
     b = figures.graph(qr, start, end, view, max_cols=max_cols)
     if as_json:
         from strata.heatmaps.breakdown import to_json
-        emit_text(json.dumps(to_json(b), indent=1), output)
+        doc = dict(to_json(b), spans=outage_marks.to_json(qr.spans))
+        emit_text(json_out.dumps(json_out.document("breakdown", doc)), output)
     elif as_csv:
-        emit_text(table_csv.graph(b), output)
+        emit_text(table_csv.table(b) if csv_table else table_csv.graph(b), output)
     elif fmt == "term":
         table = term_breakdown.table(b, mode, width)
         nlines = max(6, min(20, height - 9 - table.count("\n") - 2))
-        emit_text("\n".join(term_breakdown.graph(b, mode, width, nlines)) + "\n\n" + table, output,
-                  color=mode != "none")
+        graph = outage_marks.insert_note(term_breakdown.graph(b, mode, width, nlines), qr.spans)
+        emit_text("\n".join(graph) + "\n\n" + table, output, color=mode != "none")
     else:
         from strata.heatmaps import plot_breakdown
-        write_figure(plot_breakdown.figure(b), output, f"{stem}-{src.wanted}", fmt)
+        write_figure(outage_marks.shade(plot_breakdown.figure(b), qr.spans), output, f"{stem}-{src.wanted}", fmt,
+                     self_contained)

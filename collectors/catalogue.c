@@ -1,5 +1,5 @@
 /* catalogue.c — the statistics[] table compiled from statistics.def, and the catalogue
- * as JSON (the part every host shares; support.c adds this host's). */
+ * as JSON (the part every host shares; catalogue_host.c adds this host's). */
 #include <string.h>
 #include "catalogue.h"
 #include "emit.h"
@@ -11,7 +11,7 @@ const struct statistic statistics[] = {
 	{ name, unit, KIND_##kind, LAYER_##layer, AGG_STAT_##ID, KEYSET_##ops, breakdowns, filters,         \
 	  { probe0, probe1 }, description },
 #define STAT_GAUGE(ID, name, unit, description) \
-	{ name, unit, KIND_GAUGE, LAYER_GAUGE, 0, KEYSET_NFS_OP, 0, 0, { NULL, NULL }, description },
+	{ name, unit, KIND_GAUGE, LAYER_ENGINE, 0, KEYSET_NFS_OP, 0, 0, { NULL, NULL }, description },
 #include "statistics.def"
 };
 const size_t nstatistics = sizeof(statistics) / sizeof(statistics[0]);
@@ -65,7 +65,7 @@ static void print_source(FILE *out, const struct statistic *s)
 	const char *provider = layer_provider(s->layer), *how = strcmp(provider, "strata") ? "tracepoints" : "usdt";
 	char src[160];
 
-	if (s->layer == LAYER_GAUGE)
+	if (s->kind == KIND_GAUGE)
 		snprintf(src, sizeof(src), "engine stats socket");
 	else if (s->layer == LAYER_WIRE)
 		snprintf(src, sizeof(src), "tc clsact ingress and egress (ONC RPC over TCP)");

@@ -1,5 +1,5 @@
 /* catalogue.h — the statistics strata-collect can collect, compiled from
- * collectors/statistics.def, and `--catalogue`: the list as JSON with, per statistic,
+ * catalogue/statistics.def, and `--catalogue`: the list as JSON with, per statistic,
  * whether this host supports it. */
 #ifndef STRATA_COLLECT_CATALOGUE_H
 #define STRATA_COLLECT_CATALOGUE_H
@@ -34,7 +34,7 @@ extern const struct statistic statistics[];
 extern const size_t nstatistics;
 
 const struct statistic *statistic_find(const char *name);
-/* "nfs", "cache", "disk", "vdev", "wire", "fs", "engine" */
+/* "engine", "nfs", "cache", "disk", "vdev", "wire", "fs", "nfsd", "nfsd_io" */
 const char *layer_name(enum layer_id layer);
 /* Who defines the layer's probes: "strata" (the engine's USDT), "block", "raw_syscalls" or
  * "sunrpc" (tracepoints), "tc" (the wire view's TC programs); "" for the engine's gauges. */
@@ -46,10 +46,10 @@ const char *layer_provider(enum layer_id layer);
 typedef void catalogue_host_fn(FILE *out, const struct statistic *s, void *arg);
 void catalogue_write(FILE *out, catalogue_host_fn *host, void *arg);
 
-/* Whether this host can collect s; reason (if not) in why. engine_path may be NULL. */
-bool statistic_supported(const struct statistic *s, const char *engine_path, char *why, size_t n);
+/* catalogue_host.c: whether this host can collect s; reason (if not) in why. */
+bool statistic_supported(const struct statistic *s, char *why, size_t n);
 
 /* `strata-collect --catalogue`: the catalogue with this host's support of each statistic. */
-void catalogue_print(FILE *out, const char *engine_path);
+void catalogue_print(FILE *out);
 
 #endif

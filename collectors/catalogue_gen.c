@@ -1,6 +1,6 @@
 /* catalogue_gen.c — strata-catalogue, a build-time tool: prints the catalogue compiled
  * from statistics.def as the JSON the Python package reads (`json`: datasets/catalogue.json)
- * or as the Markdown tables of collectors/STATISTICS.md (`markdown`). */
+ * or as the Markdown tables of catalogue/STATISTICS.md (`markdown`). */
 #include <stdio.h>
 #include <string.h>
 #include "catalogue.h"
@@ -52,7 +52,7 @@ static void markdown(void)
 		print_dims(s->breakdowns);
 		print_dims(s->filters);
 		printf("%s | ", layer_name(s->layer));
-		if (s->layer == LAYER_GAUGE)
+		if (s->kind == KIND_GAUGE)
 			printf("stats socket");
 		for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
 			printf("%s`%s:%s`", p ? ", " : "", layer_provider(s->layer), s->probes[p]);

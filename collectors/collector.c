@@ -1,5 +1,5 @@
-/* collector.c — datasets and their control commands, engine restarts, and the
- * once-per-interval data and status records (collectors/FORMAT.md, version 1). */
+/* collector.c — datasets and their control commands, and the once-per-interval data and
+ * status records (collectors/FORMAT.md, version 1), over the layers (layers.h). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -11,7 +11,6 @@
 #include <time.h>
 #include "collector.h"
 #include "emit.h"
-#include "engine_names.h"
 #include "keys.h"
 
 static void add_error(struct collector *c, const char *msg)
@@ -52,24 +51,18 @@ void collector_reply_error(struct collector *c, const char *id, const char *msg)
 	reply_error(c, id, msg);
 }
 
-void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg, char *engine_path,
-		    pid_t pid, bool by_pid)
+void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg)
 {
 	memset(c, 0, sizeof(*c));
 	c->out = out;
 	c->interval = interval;
 	c->cfg = *cfg;
-	c->engine_path = engine_path;
-	c->engine_pid = pid;
-	c->by_pid = by_pid;
-	engine_names_use(pid);
+	layers_init(c->layers);
 }
 
 void collector_fini(struct collector *c)
 {
-	for (int l = 0; l < LAYER_GAUGE; l++)
-		layer_unload(&c->layers[l]);
-	free(c->engine_path);
+	layers_fini(c->layers);
 }
 
 static struct dataset *dataset_find(struct collector *c, const char *id)
@@ -80,6 +73,7 @@ static struct dataset *dataset_find(struct collector *c, const char *id)
 	return NULL;
 }
 
+/* A dataset id needs no JSON escaping (the records print it as it is). */
 static bool valid_id(const char *id)
 {
 	size_t len = strlen(id);
@@ -90,11 +84,6 @@ static bool valid_id(const char *id)
 		if (!isalnum((unsigned char)*p) && !strchr("_.:-[]=/", *p))
 			return false;
 	return true;
-}
-
-static struct engine_target target(const struct collector *c)
-{
-	return (struct engine_target){ c->engine_path, c->by_pid ? c->engine_pid : -1 };
 }
 
 /* Parses "FIELD=VALUE" filters into cfg; false with a message. */
@@ -125,56 +114,24 @@ static bool parse_filters(const struct statistic *s, char **tok, int ntok, struc
 			return false;
 		}
 		cfg->filters[cfg->nfilters].dim = (__u32)dim;
-		if (key_parse(dim, s->ops, eq + 1, cfg->filters[cfg->nfilters].value, err, n) < 0)
+		if (layer_key_parse(s, dim, eq + 1, cfg->filters[cfg->nfilters].value, err, n) < 0)
 			return false;
 		cfg->nfilters++;
 	}
 	return true;
 }
 
-/* Loads the layer, takes a slot and attaches what the statistic needs. */
-static bool enable_kernel(struct collector *c, struct dataset *d, const struct agg_slot *cfg, char *err, size_t n)
+/* Its layer loaded, a slot taken and the probes it needs attached; false with a message. */
+static bool enable(struct collector *c, struct dataset *d, char *err, size_t n)
 {
-	const struct statistic *s = d->stat;
-	struct layer *L = &c->layers[s->layer];
-	struct engine_target t = target(c);
-	int p;
-
-	if (!L->loaded && layer_load(L, s->layer, &c->cfg, err, n) < 0)
-		return false;
-	if ((d->slot = layer_slot_alloc(L, cfg)) < 0) {
-		snprintf(err, n, "all %d %s dataset slots are in use", AGG_MAX_SLOTS, layer_name(s->layer));
-		return false;
-	}
-	for (p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
-		if (layer_probe_get(L, s->probes[p], &t, err, n) < 0) {
-			while (--p >= 0)
-				layer_probe_put(L, s->probes[p]);
-			layer_slot_free(L, d->slot);
-			return false;
-		}
-	}
-	return true;
-}
-
-static void disable(struct collector *c, struct dataset *d)
-{
-	const struct statistic *s = d->stat;
-	struct layer *L;
-
-	if (s->layer == LAYER_GAUGE || d->waiting)
-		return;
-	L = &c->layers[s->layer];
-	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
-		layer_probe_put(L, s->probes[p]);
-	layer_slot_free(L, d->slot);
+	return layer_dataset_add(&c->layers[d->stat->layer], &c->cfg, d->stat, &d->cfg, &d->slot, err, n) == 0;
 }
 
 static bool refuse(struct collector *c, const struct dataset *d, const char *why)
 {
-	char msg[700];
+	char msg[ERROR_LEN * 2];
 
-	snprintf(msg, sizeof(msg), "%s cannot be collected: %s", d->stat->name, why);
+	layer_refusal(d->stat, why, msg, sizeof(msg));
 	return reply_error(c, d->id, msg);
 }
 
@@ -204,19 +161,14 @@ static bool command_add(struct collector *c, char **tok, int ntok)
 	}
 	if (!parse_filters(d.stat, tok + 4, ntok - 4, &cfg, err, sizeof(err)))
 		return reply_error(c, d.id, err);
-	if (d.stat->layer == LAYER_GAUGE) {
-		if (!statistic_supported(d.stat, c->engine_path, err, sizeof(err)))
-			return reply_error(c, d.id, err);
-	} else {
-		cfg.stat = (__u32)d.stat->agg_stat;
-		cfg.breakdown = (__u32)d.breakdown;
-		d.cfg = cfg;
-		if (!layer_supported(d.stat, c->engine_path, err, sizeof(err)))
-			return refuse(c, &d, err);
-		d.waiting = !layer_present(d.stat->layer, err, sizeof(err));
-		if (!d.waiting && !enable_kernel(c, &d, &cfg, err, sizeof(err)))
-			return refuse(c, &d, err);
-	}
+	d.cfg = cfg;
+	d.cfg.stat = (__u32)d.stat->agg_stat;
+	d.cfg.breakdown = (__u32)d.breakdown;
+	if (!layer_supported(d.stat, err, sizeof(err)))
+		return refuse(c, &d, err);
+	d.waiting = !layer_present(d.stat->layer, err, sizeof(err));
+	if (!d.waiting && !enable(c, &d, err, sizeof(err)))
+		return refuse(c, &d, err);
 	c->datasets[c->ndatasets++] = d;
 	reply_ack(c, d.id);
 	return true;
@@ -229,8 +181,7 @@ static void flush_dataset(struct collector *c, const struct dataset *d)
 {
 	char err[ERROR_LEN];
 
-	if (d->stat->layer == LAYER_GAUGE || d->waiting ||
-	    layer_read_slot(&c->layers[d->stat->layer], d->slot, err, sizeof(err)) < 0)
+	if (d->slot < 0 || layer_read_slot(&c->layers[d->stat->layer], d->slot, err, sizeof(err)) < 0)
 		return;
 	emit_dataset(c, (long long)time(NULL) / c->interval * c->interval, d);
 	c->layers[d->stat->layer].ndeltas = 0;
@@ -245,7 +196,8 @@ static bool command_remove(struct collector *c, char **tok, int ntok)
 	if (!(d = dataset_find(c, tok[1])))
 		return reply_error(c, tok[1], "no dataset with this id");
 	flush_dataset(c, d);
-	disable(c, d);
+	if (!d->waiting)
+		layer_dataset_remove(&c->layers[d->stat->layer], d->stat, d->slot);
 	memmove(d, d + 1, (size_t)(c->datasets + c->ndatasets - (d + 1)) * sizeof(*d));
 	c->ndatasets--;
 	reply_ack(c, tok[1]);
@@ -277,57 +229,6 @@ bool collector_command(struct collector *c, char *line)
 
 /* --- per-interval records --- */
 
-static bool engine_alive(pid_t pid, const char *exe)
-{
-	char *now;
-	bool same;
-
-	if (pid <= 0)
-		return false;
-	now = engine_exe_of(pid);
-	same = now && strcmp(now, exe) == 0;
-	free(now);
-	return same;
-}
-
-static bool uses_usdt(const struct collector *c)
-{
-	for (size_t i = 0; i < c->ndatasets; i++)
-		if (strcmp(layer_provider(c->datasets[i].stat->layer), "strata") == 0)
-			return true;
-	return false;
-}
-
-/* Follows engine restarts: a new pid for gauges, and (by pid) re-attached USDT probes. */
-static void watch_engine(struct collector *c)
-{
-	char err[ERROR_LEN];
-	pid_t old = c->engine_pid;
-
-	if (!c->engine_path)
-		return;
-	if (!engine_alive(c->engine_pid, c->engine_path))
-		c->engine_pid = engine_find_pid(c->engine_path);
-	if (!c->by_pid)
-		return;
-	if (c->engine_pid != old)
-		for (int l = 0; l < LAYER_GAUGE; l++)
-			layer_usdt_detach(&c->layers[l]);
-	if (c->engine_pid <= 0) {
-		if (uses_usdt(c)) {
-			snprintf(err, sizeof(err), "engine %s is not running: waiting for it to start", c->engine_path);
-			add_error(c, err);
-		}
-		return;
-	}
-	for (int l = 0; l < LAYER_GAUGE; l++) { /* only USDT probes: the block tracepoints stay */
-		struct engine_target t = target(c);
-
-		if (layer_usdt_attach(&c->layers[l], &t, err, sizeof(err)) < 0)
-			add_error(c, err);
-	}
-}
-
 /* Enables the datasets whose layer's subject started (nfsd's modules loaded). */
 static void wake_waiting(struct collector *c)
 {
@@ -347,8 +248,8 @@ static void wake_waiting(struct collector *c)
 			add_error(c, msg);
 			continue;
 		}
-		if (!enable_kernel(c, d, &d->cfg, err, sizeof(err))) {
-			snprintf(d->refused, sizeof(d->refused), "%s cannot be collected: %.200s", d->stat->name, err);
+		if (!enable(c, d, err, sizeof(err))) {
+			layer_refusal(d->stat, err, d->refused, sizeof(d->refused));
 			add_error(c, d->refused);
 			continue;
 		}
@@ -356,136 +257,45 @@ static void wake_waiting(struct collector *c)
 	}
 }
 
-static void sample_gauges(struct collector *c)
-{
-	char err[ERROR_LEN];
-	bool wanted = false;
-
-	for (size_t i = 0; i < c->ndatasets; i++)
-		wanted |= c->datasets[i].stat->layer == LAYER_GAUGE;
-	c->gauges_ok = false;
-	if (!wanted)
-		return;
-	if (c->engine_pid <= 0) {
-		add_error(c, "gauges: no running engine to sample");
-		return;
-	}
-	if (engine_stats_sample(c->engine_pid, &c->gauges, err, sizeof(err)) < 0) {
-		add_error(c, err);
-		return;
-	}
-	c->gauges_ok = true;
-}
-
-static void emit_header(struct collector *c, long long t, const struct dataset *d)
+static void emit_dataset(struct collector *c, long long t, const struct dataset *d)
 {
 	static const char *const kinds[] = { "counter", "heatmap", "gauge" };
 
-	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":", t);
-	emit_json_string(c->out, d->id);
-	fprintf(c->out, ",\"kind\":\"%s\",\"data\":{", kinds[d->stat->kind]);
-}
-
-static void emit_kernel(struct collector *c, const struct dataset *d)
-{
-	const struct layer *L = &c->layers[d->stat->layer];
-	const struct count_entry *e = L->deltas, *end = L->deltas + L->ndeltas;
-	bool heat = d->stat->kind == KIND_HEATMAP, first_key = true;
-	char text[PATH_MAX + 64];
-
-	if (d->waiting)
-		return;
-	while (e < end && e->key.slot < d->slot)
-		e++;
-	while (e < end && e->key.slot == d->slot) {
-		const struct count_entry *k = e;
-
-		key_format(d->breakdown, d->stat->ops, k->key.key, text, sizeof(text));
-		fprintf(c->out, "%s", first_key ? "" : ",");
-		emit_json_string(c->out, text);
-		first_key = false;
-		if (!heat) {
-			uint64_t sum = 0;
-
-			for (; e < end && e->key.slot == d->slot && !memcmp(e->key.key, k->key.key, AGG_KEY_BYTES); e++)
-				sum += e->value;
-			fprintf(c->out, ":%" PRIu64, sum);
-			continue;
-		}
-		fprintf(c->out, ":{");
-		for (; e < end && e->key.slot == d->slot && !memcmp(e->key.key, k->key.key, AGG_KEY_BYTES); e++)
-			fprintf(c->out, "%s\"%u\":%" PRIu64, e == k ? "" : ",", e->key.bucket, e->value);
-		fprintf(c->out, "}");
-	}
-}
-
-static void emit_gauge(struct collector *c, const struct dataset *d)
-{
-	double v;
-
-	if (c->gauges_ok && gauges_find(&c->gauges, d->stat->name, &v) == 0)
-		fprintf(c->out, "\"\":%.17g", v);
-}
-
-static void emit_dataset(struct collector *c, long long t, const struct dataset *d)
-{
-	emit_header(c, t, d);
-	if (d->stat->layer == LAYER_GAUGE)
-		emit_gauge(c, d);
-	else
-		emit_kernel(c, d);
+	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":\"%s\",\"kind\":\"%s\",\"data\":{", t, d->id,
+		kinds[d->stat->kind]);
+	if (!d->waiting)
+		layer_emit(&c->layers[d->stat->layer], d->stat, d->slot, d->breakdown, c->out);
 	fprintf(c->out, "}}\n");
 }
 
 static void emit_status(struct collector *c, long long t)
 {
-	uint64_t drops = 0;
 	bool first = true;
 
-	for (int l = 0; l < LAYER_GAUGE; l++)
-		drops += layer_drops(&c->layers[l]);
-	fprintf(c->out, "{\"v\":1,\"type\":\"status\",\"t\":%lld,\"drops\":%" PRIu64 ",\"overflows\":{", t, drops);
+	fprintf(c->out, "{\"v\":1,\"type\":\"status\",\"t\":%lld", t);
+	layers_status_drops(c->layers, c->out);
+	fprintf(c->out, ",\"overflows\":{");
 	for (size_t i = 0; i < c->ndatasets; i++) {
 		const struct dataset *d = &c->datasets[i];
 
-		if (d->stat->layer == LAYER_GAUGE || d->waiting)
+		if (d->slot < 0 || d->waiting)
 			continue;
-		fprintf(c->out, "%s", first ? "" : ",");
-		emit_json_string(c->out, d->id);
-		fprintf(c->out, ":%" PRIu64, layer_overflows(&c->layers[d->stat->layer], d->slot));
+		fprintf(c->out, "%s\"%s\":%" PRIu64, first ? "" : ",", d->id,
+			layer_overflows(&c->layers[d->stat->layer], d->slot));
 		first = false;
 	}
-	fprintf(c->out, "},\"attached\":[");
-	first = true;
-	for (int l = 0; l < LAYER_GAUGE; l++) {
-		if (!layer_attached(&c->layers[l]))
-			continue;
-		fprintf(c->out, "%s\"%s\"", first ? "" : ",", layer_name((enum layer_id)l));
-		first = false;
-	}
-	fprintf(c->out, "],\"probes\":[");
-	first = true;
-	for (int l = 0; l < LAYER_GAUGE; l++) {
-		for (int p = 0; c->layers[l].loaded && p < c->layers[l].nprobes; p++) {
-			if (!c->layers[l].probes[p].on)
-				continue;
-			fprintf(c->out, "%s\"%s:%s\"", first ? "" : ",", layer_provider((enum layer_id)l),
-				c->layers[l].probes[p].name);
-			first = false;
-		}
-	}
-	fprintf(c->out, "],\"waiting\":[");
+	fprintf(c->out, "}");
+	layers_status_probes(c->layers, c->out);
+	fprintf(c->out, ",\"waiting\":[");
 	first = true;
 	for (size_t i = 0; i < c->ndatasets; i++) {
 		if (!c->datasets[i].waiting)
 			continue;
-		fprintf(c->out, "%s", first ? "" : ",");
-		emit_json_string(c->out, c->datasets[i].id);
+		fprintf(c->out, "%s\"%s\"", first ? "" : ",", c->datasets[i].id);
 		first = false;
 	}
-	fprintf(c->out, "],\"engine_pid\":%d", (int)c->engine_pid);
-	for (int l = 0; l < LAYER_GAUGE; l++)
-		layer_status(&c->layers[l], c->out);
+	fprintf(c->out, "]");
+	layers_status_own(c->layers, c->out);
 	fprintf(c->out, ",\"errors\":[");
 	for (int i = 0; i < c->nerrors; i++) {
 		fprintf(c->out, "%s", i ? "," : "");
@@ -496,37 +306,20 @@ static void emit_status(struct collector *c, long long t)
 
 int collector_event_fds(const struct collector *c, int *fds, int max)
 {
-	int n = 0;
-
-	for (int l = 0; l < LAYER_GAUGE && n < max; l++)
-		if ((fds[n] = layer_event_fd(&c->layers[l])) >= 0)
-			n++;
-	return n;
+	return layers_event_fds(c->layers, fds, max);
 }
 
 void collector_events(struct collector *c)
 {
-	for (int l = 0; l < LAYER_GAUGE; l++)
-		layer_events(&c->layers[l], false);
+	layers_events(c->layers, false);
 }
 
 void collector_tick(struct collector *c, long long t)
 {
-	char err[ERROR_LEN];
-
 	c->nerrors = 0;
-	watch_engine(c);
+	layers_upkeep(c->layers, report_error, c);
 	wake_waiting(c);
-	engine_names_use(c->engine_pid);
-	for (int l = 0; l < LAYER_GAUGE; l++) {
-		layer_events(&c->layers[l], true);
-		layer_refresh(&c->layers[l], report_error, c);
-	}
-	for (int l = 0; l < LAYER_GAUGE; l++)
-		if (c->layers[l].loaded && layer_read(&c->layers[l], err, sizeof(err)) < 0)
-			add_error(c, err);
-	sample_gauges(c);
-	engine_names_tick();
+	layers_read(c->layers, report_error, c);
 	for (size_t i = 0; i < c->ndatasets; i++)
 		emit_dataset(c, t, &c->datasets[i]);
 	emit_status(c, t);

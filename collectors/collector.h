@@ -1,6 +1,5 @@
-/* collector.h — the collector's state: enabled datasets, loaded layers, the engine it
- * watches; control commands (add/remove/quit) and the per-interval records
- * (collectors/FORMAT.md). */
+/* collector.h — the collector's state: enabled datasets and its layers; control
+ * commands (add/remove/quit) and the per-interval records (collectors/FORMAT.md). */
 #ifndef STRATA_COLLECT_COLLECTOR_H
 #define STRATA_COLLECT_COLLECTOR_H
 
@@ -8,7 +7,6 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "catalogue.h"
-#include "engine.h"
 #include "layers.h"
 
 #define DATASETS_MAX 128
@@ -20,7 +18,7 @@ struct dataset {
 	char id[DATASET_ID_MAX];
 	const struct statistic *stat;
 	int breakdown;                /* enum agg_dim */
-	int slot;                     /* in its layer; -1 for gauges and while waiting */
+	int slot;                     /* in its layer; -1 where the layer has no counts, and while waiting */
 	bool waiting;                 /* its layer's subject does not run yet (nfsd): enabled when it does */
 	char refused[ERROR_LEN];      /* why enabling it failed once its subject ran (reported, not retried) */
 	struct agg_slot cfg;          /* the slot it asked for */
@@ -28,22 +26,16 @@ struct dataset {
 
 struct collector {
 	FILE *out;
-	struct layer_config cfg;      /* key bounds, wire interfaces and ports */
+	struct layer_config cfg;      /* key bounds */
 	long interval;                /* seconds per record */
-	char *engine_path;            /* realpath of the engine binary, or NULL */
-	pid_t engine_pid;             /* running engine (gauges; USDT target when by_pid), or -1 */
-	bool by_pid;                  /* --engine-pid: attach to that process, follow restarts */
-	struct layer layers[LAYER_GAUGE];
+	struct layer layers[LAYER_COUNT];
 	struct dataset datasets[DATASETS_MAX];
 	size_t ndatasets;
-	struct gauges gauges;
-	bool gauges_ok;
 	char errors[ERRORS_MAX][ERROR_LEN]; /* this interval's problems, for the status record */
 	int nerrors;
 };
 
-void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg, char *engine_path,
-		    pid_t pid, bool by_pid);
+void collector_init(struct collector *c, FILE *out, long interval, const struct layer_config *cfg);
 void collector_fini(struct collector *c);
 
 /* Runs one control line; writes the ack or error record. Returns false on "quit". */

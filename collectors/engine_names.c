@@ -1,4 +1,5 @@
-/* engine_names.c — engine file keys (object ids) to "EXPORT:/path", for keys.c.
+/* engine_names.c — engine file keys (object ids) to "EXPORT:/path" and back: the file
+ * dimension's codec of the engine's layers.
  *
  * The engine answers "name ID" with the object's generation, its path inside its
  * export and R, the count of directory entries it has removed so far (engine/names.h).
@@ -10,13 +11,15 @@
  * entry of another generation (an id reused by a new pool) is never printed. At most
  * ASKS_PER_RECORD names are asked per record (the engine searches its namespace under
  * its namespace lock); keys beyond them, and objects the engine cannot name, have no
- * name here for that record (keys.c prints object:ID). */
+ * name here for that record (they print as object:ID). */
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include <ctype.h>
+#include <errno.h>
+#include "engine_process.h"
 #include "engine_names.h"
 #include "keys.h"
 
@@ -53,13 +56,6 @@ void engine_names_use(pid_t pid)
 	if (pid != engine_pid)
 		forget_all();
 	engine_pid = pid;
-	key_set_object_namer(pid > 0 ? engine_object_name : NULL);
-	key_set_object_finder(pid > 0 ? engine_object_find : NULL);
-	engine_names_tick();
-}
-
-void engine_names_tick(void)
-{
 	removed_asked = false;
 	asks_left = ASKS_PER_RECORD;
 }
@@ -130,7 +126,9 @@ static struct name *ask(uint64_t id)
 	return s;
 }
 
-bool engine_object_name(uint64_t id, char *out, size_t n)
+/* "EXPORT:/path" of object id now into out: true, or false when the engine has no name
+ * for it (gone, not running, not found). */
+static bool object_name(uint64_t id, char *out, size_t n)
 {
 	struct name *s = slot_of(id);
 	uint64_t r;
@@ -145,7 +143,8 @@ bool engine_object_name(uint64_t id, char *out, size_t n)
 	return true;
 }
 
-int engine_object_find(const char *path, uint64_t *id, char *err, size_t n)
+/* The object id that "EXPORT:/path" names now: 0, or -1 with a message in err. */
+static int object_find(const char *path, uint64_t *id, char *err, size_t n)
 {
 	char line[PATH_MAX_TEXT + 16], why[256];
 	struct json_object *ans;
@@ -174,3 +173,37 @@ int engine_object_find(const char *path, uint64_t *id, char *err, size_t n)
 	json_object_put(ans);
 	return rc;
 }
+
+/* engine file key (object id) -> "EXPORT:/path" (the engine's name now), else object:ID. */
+static void file_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
+{
+	uint64_t id;
+
+	memcpy(&id, key, sizeof(id));
+	if (!object_name(id, out, n))
+		snprintf(out, n, "object:%" PRIu64, id);
+}
+
+/* object:ID, a bare ID, or EXPORT:/path (asked of the engine) -> engine file key. */
+static int file_parse(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t n)
+{
+	const char *digits = strncmp(text, "object:", 7) == 0 ? text + 7 : text;
+	const char *colon = strchr(text, ':');
+	uint64_t id;
+	char *end;
+
+	errno = 0;
+	id = strtoull(digits, &end, 10);
+	if (!(isdigit((unsigned char)digits[0]) && !*end && !errno)) {
+		if (!colon || colon == text || colon[1] != '/') {
+			snprintf(err, n, "file '%s' is not EXPORT:/path or object:ID", text);
+			return -1;
+		}
+		if (object_find(text, &id, err, n) < 0)
+			return -1;
+	}
+	memcpy(key, &id, sizeof(id));
+	return 0;
+}
+
+const struct key_codec engine_file_keys[] = { { AGG_DIM_FILE, file_format, file_parse }, { 0 } };

@@ -1,4 +1,5 @@
-/* fs_names.c — fs file keys (device, inode) to paths, for keys.c (key_set_file_namer).
+/* fs_names.c — the fs layer's keys as text: files (device, inode) as paths, processes as
+ * comm:pid (fs_keys, its codec).
  *
  * A path is only ever printed for an inode after stat(path) showed that very inode,
  * at the time it is printed: a cache entry whose path now names another inode (the
@@ -6,7 +7,7 @@
  * open files of the followed processes: /proc/PID/fd/N is opened (O_PATH, our own
  * reference to the same file), and the path readlink gives for our descriptor is kept
  * only if it stats to the inode fstat shows. An inode no followed process holds open
- * any more, and never seen under a name, has no path (keys.c prints inode:MAJ,MIN:INO).
+ * any more, and never seen under a name, has no path (it prints as inode:MAJ,MIN:INO).
  * On an overlayfs whose layers lie on several file systems (without xino), stat shows a
  * file on its layer's device while the kernel's inode is the overlay's: such a file is
  * matched by the device of its directory, which stat shows as the overlay's. */
@@ -25,7 +26,10 @@
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/libbpf.h>
-#include "fs.h"
+#include <ctype.h>
+#include <errno.h>
+#include "clock.h"
+#include "fs_processes.h"
 #include "fs_names.h"
 #include "keys.h"
 
@@ -87,14 +91,6 @@ static void remember(uint64_t ino, uint32_t dev, const char *path)
 	*s = (struct name){ ino, dev, copy };
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Learns the path of one open file of pid, if it still names that file. */
 static void learn_fd(pid_t pid, const char *fdname)
 {
@@ -151,8 +147,6 @@ int fs_names_bind(int ringbuf_fd)
 {
 	fs_names_unbind();
 	names_rb = ring_buffer__new(ringbuf_fd, learn_open, NULL, NULL);
-	if (names_rb)
-		key_set_file_namer(fs_file_name);
 	return names_rb ? 0 : -1;
 }
 
@@ -164,7 +158,6 @@ void fs_names_drain(void)
 
 void fs_names_unbind(void)
 {
-	key_set_file_namer(NULL);
 	ring_buffer__free(names_rb);
 	names_rb = NULL;
 }
@@ -176,7 +169,7 @@ static void scan_open_files(void)
 	size_t npids = fs_chosen_pids(pids, SCAN_PIDS);
 	char dir[64];
 
-	last_scan_ns = now_ns();
+	last_scan_ns = (long long)clock_mono_ns();
 	for (size_t i = 0; i < npids; i++) {
 		struct dirent *e;
 		DIR *d;
@@ -205,11 +198,12 @@ static const char *cached(uint64_t ino, uint32_t dev)
 	return NULL;
 }
 
-bool fs_file_name(const struct agg_fs_file *f, char *out, size_t n)
+/* A path whose stat() shows this inode now into out: true, or false when none is known. */
+static bool file_name(const struct agg_fs_file *f, char *out, size_t n)
 {
 	const char *path = cached(f->ino, f->dev);
 
-	if (!path && now_ns() - last_scan_ns >= SCAN_EVERY_NS) {
+	if (!path && (long long)clock_mono_ns() - last_scan_ns >= SCAN_EVERY_NS) {
 		scan_open_files();
 		path = cached(f->ino, f->dev);
 	}
@@ -217,3 +211,82 @@ bool fs_file_name(const struct agg_fs_file *f, char *out, size_t n)
 		snprintf(out, n, "%s", path);
 	return path != NULL;
 }
+
+/* fs file key -> a path that names that inode now, else inode:MAJ,MIN:INO. */
+static void file_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
+{
+	struct agg_fs_file f;
+
+	memcpy(&f, key, sizeof(f));
+	if (!names_rb || !file_name(&f, out, n)) /* paths only while the layer is loaded */
+		snprintf(out, n, "inode:%u,%u:%" PRIu64, f.dev >> 20, f.dev & 0xfffff, (uint64_t)f.ino);
+}
+
+/* An existing regular file's path (its inode) or inode:MAJ,MIN:INO -> fs file key. */
+static int file_parse(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t n)
+{
+	struct agg_fs_file f = { 0 };
+	unsigned maj, min;
+	uint64_t ino;
+	struct stat st;
+	int used = 0;
+
+	if (sscanf(text, "inode:%u,%u:%" SCNu64 "%n", &maj, &min, &ino, &used) == 3 && !text[used]) {
+		f.ino = ino;
+		f.dev = maj << 20 | (min & 0xfffff);
+	} else if (text[0] == '/' && stat(text, &st) == 0 && S_ISREG(st.st_mode)) {
+		f.ino = st.st_ino;
+		f.dev = major(st.st_dev) << 20 | minor(st.st_dev);
+	} else {
+		snprintf(err, n, "'%s' is not a regular file's path or inode:MAJ,MIN:INO", text);
+		return -1;
+	}
+	memcpy(key, &f, sizeof(f));
+	return 0;
+}
+
+/* fs process key -> "comm:pid", with the full comm while the same-named process runs. */
+static void process_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
+{
+	char comm[AGG_FS_COMM_BYTES + 1], full[32] = "", path[64];
+	struct agg_fs_process p;
+	FILE *f;
+
+	memcpy(&p, key, sizeof(p));
+	memcpy(comm, p.comm, AGG_FS_COMM_BYTES);
+	comm[AGG_FS_COMM_BYTES] = 0;
+	snprintf(path, sizeof(path), "/proc/%u/comm", p.tgid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(full, sizeof(full), f))
+			full[strcspn(full, "\n")] = 0;
+		fclose(f);
+	}
+	snprintf(out, n, "%s:%u", full[0] && strncmp(full, comm, AGG_FS_COMM_BYTES) == 0 ? full : comm, p.tgid);
+}
+
+/* "comm:pid" -> fs process key (the comm's first AGG_FS_COMM_BYTES bytes). */
+static int process_parse(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t n)
+{
+	struct agg_fs_process p = { 0 };
+	const char *colon = strrchr(text, ':');
+	char *end;
+	unsigned long pid;
+
+	errno = 0;
+	pid = colon ? strtoul(colon + 1, &end, 10) : 0;
+	if (!colon || colon == text || colon - text > 15 || errno || !isdigit((unsigned char)colon[1]) || *end ||
+	    pid == 0 || pid > INT32_MAX) {
+		snprintf(err, n, "'%s' is not a valid process", text);
+		return -1;
+	}
+	p.tgid = (uint32_t)pid;
+	memcpy(p.comm, text, (size_t)(colon - text) < AGG_FS_COMM_BYTES ? (size_t)(colon - text) : AGG_FS_COMM_BYTES);
+	memcpy(key, &p, sizeof(p));
+	return 0;
+}
+
+const struct key_codec fs_keys[] = {
+	{ AGG_DIM_FILE, file_format, file_parse },
+	{ AGG_DIM_PROCESS, process_format, process_parse },
+	{ 0 },
+};

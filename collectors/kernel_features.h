@@ -1,6 +1,6 @@
 /* kernel_features.h — what the running kernel offers beyond the attach types, asked
  * of the kernel itself (a probe program or map, or its BTF): the facts that decide
- * which layers load (collectors/support.c), which program variant a layer loads
+ * which layers load (collectors/catalogue_host.c), which program variant a layer loads
  * (collectors/layers.c), and what `strata doctor` shows (strata-features). */
 #ifndef STRATA_COLLECT_KERNEL_FEATURES_H
 #define STRATA_COLLECT_KERNEL_FEATURES_H

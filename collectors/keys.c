@@ -1,5 +1,7 @@
-/* keys.c — breakdown key bytes (as the bpf/ programs fill them) to text and back; the
- * dimension names and closed key sets come from statistics.def. */
+/* keys.c — breakdown key bytes (as the bpf/ programs fill them) to text and back for the
+ * dimensions every layer names the same way (ops, addresses, tiers, devices, RPC versions
+ * and statuses); the dimension names and closed key sets come from statistics.def. A
+ * layer names its own dimensions (files, processes, exports) with a struct key_codec. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -7,30 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include "keys.h"
-#include "nfsd_export.h"
 #include "wire_rpc.h"
-
-static key_file_namer *file_namer;
-static key_object_namer *object_namer;
-static key_object_finder *object_finder;
-
-void key_set_file_namer(key_file_namer *namer)
-{
-	file_namer = namer;
-}
-
-void key_set_object_namer(key_object_namer *namer)
-{
-	object_namer = namer;
-}
-
-void key_set_object_finder(key_object_finder *finder)
-{
-	object_finder = finder;
-}
 
 static const struct {
 	const char *name, *values, *doc;
@@ -115,20 +95,12 @@ static uint32_t key_u32(const uint8_t *key)
 	return v;
 }
 
-static uint64_t key_u64(const uint8_t *key)
-{
-	uint64_t v;
-
-	memcpy(&v, key, sizeof(v));
-	return v;
-}
-
-static int is_other(const uint8_t *key)
+bool key_is_other(const uint8_t key[AGG_KEY_BYTES])
 {
 	for (int i = 0; i < AGG_KEY_BYTES; i++)
 		if (key[i] != AGG_OTHER_BYTE)
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* kernel dev_t (major << 20 | minor) -> "loop3" via /sys/dev/block/MAJ:MIN/uevent. */
@@ -151,114 +123,6 @@ static void device_name(uint32_t dev, char *out, size_t n)
 		}
 	}
 	fclose(f);
-}
-
-/* fs file key -> a path (from the namer, which checks it names the inode), else inode:MAJ,MIN:INO. */
-static void fs_file_format(const uint8_t *key, char *out, size_t n)
-{
-	struct agg_fs_file f;
-
-	memcpy(&f, key, sizeof(f));
-	if (file_namer && file_namer(&f, out, n))
-		return;
-	snprintf(out, n, "inode:%u,%u:%" PRIu64, f.dev >> 20, f.dev & 0xfffff, (uint64_t)f.ino);
-}
-
-/* engine file key (object id) -> "EXPORT:/path" from the namer (the engine's name now), else object:ID. */
-static void object_format(uint64_t id, char *out, size_t n)
-{
-	if (object_namer && object_namer(id, out, n))
-		return;
-	snprintf(out, n, "object:%" PRIu64, id);
-}
-
-/* object:ID, a bare ID, or EXPORT:/path (asked of the engine) -> engine file key. */
-static int object_parse(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t errlen)
-{
-	const char *digits = strncmp(text, "object:", 7) == 0 ? text + 7 : text;
-	const char *colon = strchr(text, ':');
-	uint64_t id;
-	char *end;
-
-	errno = 0;
-	id = strtoull(digits, &end, 10);
-	if (isdigit((unsigned char)digits[0]) && !*end && !errno) {
-		memcpy(key, &id, sizeof(id));
-		return 0;
-	}
-	if (!colon || colon == text || colon[1] != '/') {
-		snprintf(err, errlen, "file '%s' is not EXPORT:/path or object:ID", text);
-		return -1;
-	}
-	if (!object_finder) {
-		snprintf(err, errlen, "file '%s': no running engine to find it in (object:ID works without one)", text);
-		return -1;
-	}
-	if (object_finder(text, &id, err, errlen) < 0)
-		return -1;
-	memcpy(key, &id, sizeof(id));
-	return 0;
-}
-
-/* fs process key -> "comm:pid", with the full comm while the same-named process runs. */
-static void fs_process_format(const uint8_t *key, char *out, size_t n)
-{
-	char comm[AGG_FS_COMM_BYTES + 1], full[32] = "", path[64];
-	struct agg_fs_process p;
-	FILE *f;
-
-	memcpy(&p, key, sizeof(p));
-	memcpy(comm, p.comm, AGG_FS_COMM_BYTES);
-	comm[AGG_FS_COMM_BYTES] = 0;
-	snprintf(path, sizeof(path), "/proc/%u/comm", p.tgid);
-	if ((f = fopen(path, "r"))) {
-		if (fgets(full, sizeof(full), f))
-			full[strcspn(full, "\n")] = 0;
-		fclose(f);
-	}
-	snprintf(out, n, "%s:%u", full[0] && strncmp(full, comm, AGG_FS_COMM_BYTES) == 0 ? full : comm, p.tgid);
-}
-
-/* An existing regular file's path (its inode) or inode:MAJ,MIN:INO -> fs file key. */
-static int fs_file_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
-{
-	struct agg_fs_file f = { 0 };
-	unsigned maj, min;
-	uint64_t ino;
-	struct stat st;
-	int used = 0;
-
-	if (sscanf(text, "inode:%u,%u:%" SCNu64 "%n", &maj, &min, &ino, &used) == 3 && !text[used]) {
-		f.ino = ino;
-		f.dev = maj << 20 | (min & 0xfffff);
-	} else if (text[0] == '/' && stat(text, &st) == 0 && S_ISREG(st.st_mode)) {
-		f.ino = st.st_ino;
-		f.dev = major(st.st_dev) << 20 | minor(st.st_dev);
-	} else {
-		return -1;
-	}
-	memcpy(key, &f, sizeof(f));
-	return 0;
-}
-
-/* "comm:pid" -> fs process key (the comm's first AGG_FS_COMM_BYTES bytes). */
-static int fs_process_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
-{
-	struct agg_fs_process p = { 0 };
-	const char *colon = strrchr(text, ':');
-	char *end;
-	unsigned long pid;
-
-	if (!colon || colon == text || colon - text > 15)
-		return -1;
-	errno = 0;
-	pid = strtoul(colon + 1, &end, 10);
-	if (errno || !isdigit((unsigned char)colon[1]) || *end || pid == 0 || pid > INT32_MAX)
-		return -1;
-	p.tgid = (uint32_t)pid;
-	memcpy(p.comm, text, (size_t)(colon - text) < AGG_FS_COMM_BYTES ? (size_t)(colon - text) : AGG_FS_COMM_BYTES);
-	memcpy(key, &p, sizeof(p));
-	return 0;
 }
 
 static void op_format(enum keyset ops, uint32_t v, char *out, size_t n)
@@ -320,7 +184,7 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 		snprintf(out, n, "%s", "");
 		return;
 	}
-	if (is_other(key)) {
+	if (key_is_other(key)) {
 		snprintf(out, n, "%s", "other");
 		return;
 	}
@@ -337,15 +201,6 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 	case AGG_DIM_TIER:
 		name = key_text_of(KEYSET_TIER, key_u32(key));
 		snprintf(out, n, "%s", name ? name : "unknown");
-		return;
-	case AGG_DIM_FILE:
-		if (ops == KEYSET_FS_OP)
-			fs_file_format(key, out, n);
-		else
-			object_format(key_u64(key), out, n);
-		return;
-	case AGG_DIM_PROCESS:
-		fs_process_format(key, out, n);
 		return;
 	case AGG_DIM_VDEV:
 		snprintf(out, n, "%" PRIu32, key_u32(key));
@@ -374,9 +229,6 @@ void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char
 		return;
 	case AGG_DIM_SERVER:
 		server_format(key, out, n);
-		return;
-	case AGG_DIM_EXPORT:
-		nfsd_export_format(key, out, n);
 		return;
 	default:
 		snprintf(out, n, "%s", "?");
@@ -431,14 +283,6 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 			break;
 		memcpy(key, &v32, sizeof(v32));
 		return 0;
-	case AGG_DIM_FILE:
-		if (ops == KEYSET_FS_OP) {
-			if (fs_file_parse(text, key) == 0)
-				return 0;
-			snprintf(err, errlen, "'%s' is not a regular file's path or inode:MAJ,MIN:INO", text);
-			return -1;
-		}
-		return object_parse(text, key, err, errlen);
 	case AGG_DIM_VDEV:
 		errno = 0;
 		v64 = strtoull(text, &end, 10);
@@ -453,10 +297,6 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 			return -1;
 		}
 		memcpy(key, &v32, sizeof(v32));
-		return 0;
-	case AGG_DIM_PROCESS:
-		if (fs_process_parse(text, key) < 0)
-			break;
 		return 0;
 	case AGG_DIM_HITMISS:
 		if (key_value_of(KEYSET_HITMISS, text, &v32) < 0)
@@ -477,11 +317,6 @@ int key_parse(int dim, enum keyset ops, const char *text, uint8_t key[AGG_KEY_BY
 		if (server_parse(text, key) < 0)
 			break;
 		return 0;
-	case AGG_DIM_EXPORT:
-		if (nfsd_export_parse(text, key) == 0)
-			return 0;
-		snprintf(err, errlen, "'%s' is not an export nfsd lists now (/proc/net/rpc/nfsd.fh) nor fsid:TYPE:HEX", text);
-		return -1;
 	}
 	snprintf(err, errlen, "'%s' is not a valid %s", text, dim_name(dim) ? dim_name(dim) : "key");
 	return -1;

@@ -1,5 +1,6 @@
-/* keys.h — breakdown keys: names of dimensions, key bytes <-> text (op names,
- * client addresses, tiers, files, devices, hit/miss, processes), from collectors/statistics.def. */
+/* keys.h — breakdown keys: names of dimensions, key bytes <-> text for the dimensions
+ * every layer shares (op names, addresses, tiers, devices, hit/miss, RPC versions and
+ * statuses), from catalogue/statistics.def; struct key_codec, a layer's own. */
 #ifndef STRATA_COLLECT_KEYS_H
 #define STRATA_COLLECT_KEYS_H
 
@@ -37,20 +38,16 @@ int dim_parse(const char *name);
 const char *keyset_name(enum keyset set);
 const char *keyset_doc(enum keyset set);
 
-/* Names an fs file key: true with a path that names that inode now in out. The
- * collector's fs layer sets one (collectors/fs_names.c); without it (or when it knows
- * no path) an fs file prints as inode:MAJ,MIN:INO. */
-typedef bool key_file_namer(const struct agg_fs_file *f, char *out, size_t n);
-void key_set_file_namer(key_file_namer *namer);
+/* How a layer names the keys of one dimension its own way (struct layer_ops keys): bytes to
+ * text, and a filter value's text to bytes (zeroed before): 0, or -1 with a message. */
+struct key_codec {
+	int dim;
+	void (*format)(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n);
+	int (*parse)(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t n);
+};
 
-/* Names an engine file key (object id): true with "EXPORT:/path", the object's name in
- * the engine now, in out. collectors/engine_names.c sets one while an engine runs;
- * without it (or when the engine has no name) the key prints as object:ID. */
-typedef bool key_object_namer(uint64_t id, char *out, size_t n);
-void key_set_object_namer(key_object_namer *namer);
-/* The object id "EXPORT:/path" names now (a filter value): 0, or -1 with a message. */
-typedef int key_object_finder(const char *path, uint64_t *id, char *err, size_t n);
-void key_set_object_finder(key_object_finder *finder);
+/* Whether key is the overflow key ("other"). */
+bool key_is_other(const uint8_t key[AGG_KEY_BYTES]);
 
 /* Text of key bytes for dimension dim into out (size n). "" without breakdown, "other" for the overflow key. */
 void key_format(int dim, enum keyset ops, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n);

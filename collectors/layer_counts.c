@@ -71,7 +71,7 @@ static int snapshot(struct layer *L, char *err, size_t n)
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	L->ncur = 0;
 	if (!keys || !vals || ncpu <= 0) {
-		snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+		snprintf(err, n, "out of memory reading the %s counts", L->name);
 		goto out;
 	}
 	for (;;) {
@@ -79,7 +79,7 @@ static int snapshot(struct layer *L, char *err, size_t n)
 		int r = bpf_map_lookup_batch(L->counts_fd, in, &batch, keys, vals, &count, &opts);
 
 		if (r < 0 && r != -ENOENT) {
-			snprintf(err, n, "reading the %s counts: %s", layer_name(L->id), strerror(-r));
+			snprintf(err, n, "reading the %s counts: %s", L->name, strerror(-r));
 			goto out;
 		}
 		for (__u32 i = 0; i < count; i++) {
@@ -89,7 +89,7 @@ static int snapshot(struct layer *L, char *err, size_t n)
 				continue;
 			}
 			if (reserve(L, L->ncur + AGG_CHUNK) < 0) {
-				snprintf(err, n, "out of memory reading the %s counts", layer_name(L->id));
+				snprintf(err, n, "out of memory reading the %s counts", L->name);
 				goto out;
 			}
 			for (__u32 b = 0; b < AGG_CHUNK; b++) {

@@ -1,8 +1,10 @@
-/* layers.h — the collector's layers (nfs, cache, disk, vdev, wire, fs, nfsd, nfsd_io) behind one
- * interface: each is one collectors/ module giving a struct layer_ops (load, supported,
- * present, active, attach, events, refresh, status); layers.c does what they share — their
- * dataset slots, attaching and detaching their probes as datasets come and go — and
- * layer_counts.c reads their cumulative per-CPU counts into per-second deltas. */
+/* layers.h — the collector's layers (catalogue/statistics.def's STAT_LAYER lines) behind one
+ * interface: each is one module, collectors/layers/<name>.c, defining its struct layer_ops
+ * as LAYER_OPS(ID) — its options, load, probes, upkeep, reads, key texts, records — with
+ * NULL meaning "nothing to do", as the kernel's file_operations. layers.c does what they
+ * share — their dataset slots, attaching and detaching their probes as datasets come and
+ * go, the tick's upkeep and reads, their part of the records — and layer_counts.c reads
+ * their cumulative per-CPU counts into per-second deltas. */
 #ifndef STRATA_COLLECT_LAYERS_H
 #define STRATA_COLLECT_LAYERS_H
 
@@ -13,7 +15,6 @@
 #include <sys/types.h>
 #include "aggregate.h"
 #include "catalogue.h"
-#include "wire_config.h"
 
 #define LAYER_MAX_PROBES 3
 
@@ -21,22 +22,21 @@ struct bpf_object;
 struct bpf_program;
 struct bpf_link;
 
-/* Tracepoints and USDT probes are attached here; a PROBE_OWN probe by its layer's attach. */
-enum probe_kind { PROBE_TRACEPOINT, PROBE_USDT, PROBE_OWN };
+/* Tracepoints are attached here; a PROBE_OWN probe by its layer's attach (USDT, TC). */
+enum probe_kind { PROBE_TRACEPOINT, PROBE_OWN };
 
 struct probe {
-	const char *name;          /* USDT probe name, tracepoint name, or "wire" (TC programs) */
+	const char *name;          /* tracepoint or USDT probe name, or "wire" (TC programs) */
 	struct bpf_program *prog;
-	struct bpf_link *link;     /* USDT and tracepoints: NULL while detached */
+	struct bpf_link *link;     /* while attached, unless its layer keeps its own links */
 	enum probe_kind kind;
 	bool on;                   /* attached */
 	int users;                 /* datasets that need it */
 };
 
-/* What layers are loaded with: key bounds, and where the wire layer looks. */
+/* What every layer is loaded with: its key bounds. */
 struct layer_config {
 	unsigned max_keys;
-	struct wire_config wire;
 };
 
 struct count_entry {
@@ -44,14 +44,25 @@ struct count_entry {
 	uint64_t value;
 };
 
+/* A command-line option a layer takes ("--NAME ARG"); parse keeps it in the module:
+ * 0, or -1 with the whole message in err. */
+struct layer_option {
+	const char *name;          /* "wire-port" */
+	const char *arg;           /* for the usage line: "PORT|rpcbind ..." */
+	int (*parse)(const char *arg, char *err, size_t n);
+};
+
 struct layer;
 struct statistic;
 typedef void layer_report_fn(void *ctx, const char *msg);
 
-/* One layer's module. Every entry but load and unload may be NULL (nothing to do). */
+/* One layer's module. Every entry but load may be NULL (nothing to do, or the shared way). */
 struct layer_ops {
+	/* Its command-line options (ended by a NULL name), and the check once all are read. */
+	const struct layer_option *options;
+	int (*options_done)(char *err, size_t n);
 	/* Whether this host can collect statistic s of the layer; why not in why. */
-	bool (*supported)(const struct statistic *s, const char *engine_path, char *why, size_t n);
+	bool (*supported)(const struct statistic *s, char *why, size_t n);
 	/* Whether what the layer observes runs yet (nfsd's modules); while not, its datasets
 	 * wait and are enabled when it appears. Why not in why. */
 	bool (*present)(char *why, size_t n);
@@ -62,9 +73,11 @@ struct layer_ops {
 	void (*unload)(struct layer *L);
 	/* Before its first probe attaches (on) and after its last detaches. */
 	int (*active)(struct layer *L, bool on);
-	/* Attaches and detaches its PROBE_OWN probe (the wire layer's TC programs). */
-	int (*attach)(struct layer *L, char *err, size_t n);
-	void (*detach)(struct layer *L);
+	/* Attaches and detaches a PROBE_OWN probe (the engine's USDT, the wire's TC programs). */
+	int (*attach)(struct layer *L, struct probe *p, char *err, size_t n);
+	void (*detach)(struct layer *L, struct probe *p);
+	/* First thing every interval, loaded or not (the engine: following its process). */
+	void (*upkeep)(struct layer *L, layer_report_fn *report, void *ctx);
 	/* A file descriptor to poll for its events (interfaces appearing), or -1; handling
 	 * them, and with rescan its periodic re-check. */
 	int (*event_fd)(const struct layer *L);
@@ -72,19 +85,33 @@ struct layer_ops {
 	/* Upkeep once per interval before reading, while attached (the processes fs follows);
 	 * each problem worth reporting goes to report as one sentence. */
 	void (*refresh)(struct layer *L, layer_report_fn *report, void *ctx);
-	/* Its own fields of the status record (",\"wire\":{...}"), while loaded. */
+	/* Reads the interval just ended; NULL: its counts (layer_counts.c). 0, or -1 with why. */
+	int (*read)(struct layer *L, char *err, size_t n);
+	/* Statistic s's data as read ("KEY":VALUE, ...); NULL: its counts, by key. */
+	void (*data)(const struct layer *L, const struct statistic *s, FILE *out);
+	/* The texts of the dimensions it names its own way (file, process, export); the others
+	 * are keys.c's. Ended by dim 0. */
+	const struct key_codec *keys;
+	/* Its own fields of the status record (",\"wire\":{...}"), loaded or not. */
 	void (*status)(const struct layer *L, FILE *out);
+	/* Its own top-level fields of `--catalogue` (",\"engine\":..."). */
+	void (*host_fields)(FILE *out);
 };
+
+/* The module of layer ID (catalogue/statistics.def): const struct layer_ops LAYER_OPS(WIRE) = {...}; */
+#define LAYER_OPS(ID) layer_ops_##ID
 
 struct layer {
 	enum layer_id id;
+	const struct layer_ops *ops;
+	const char *name, *provider;           /* layer_name(id), layer_provider(id) */
 	bool loaded;
+	int datasets;                          /* enabled on it */
 	void *skel;
-	struct agg_slot *slots;    /* the program's .bss slot table */
+	struct agg_slot *slots;    /* the program's .bss slot table; NULL: the layer has no counts */
 	__u32 *nslots;
 	__u32 *dims;                           /* the program's agg_dims */
 	int counts_fd, keyset_fd, nkeys_fd, stats_fd;
-	const struct layer_ops *ops;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
 	uint64_t overflow_base[AGG_MAX_SLOTS]; /* agg_stats at slot allocation */
@@ -93,12 +120,6 @@ struct layer {
 	struct count_entry *deltas;            /* this interval's non-zero deltas, sorted */
 	size_t ndeltas;
 	void *state;                           /* the module's own (wire: struct wire_state) */
-};
-
-/* Where USDT probes attach: the engine binary, one process or all (-1). */
-struct engine_target {
-	const char *path;
-	pid_t pid;
 };
 
 /* Binds a loaded skeleton's aggregation state (bpf/aggregate.h) to its layer. */
@@ -113,55 +134,76 @@ struct engine_target {
 		(L)->stats_fd = bpf_map__fd((s)->maps.agg_stats); \
 	} while (0)
 
-/* The modules' layers (engine_layers.c, disk_layer.c, wire.c, fs_layer.c, nfsd.c, nfsd_io.c). */
-extern const struct layer_ops nfs_layer, cache_layer, vdev_layer, disk_layer, wire_layer, fs_layer, nfsd_layer,
-	nfsd_io_layer;
-/* The module of a kernel layer (not LAYER_GAUGE). */
-const struct layer_ops *layer_ops_of(enum layer_id id);
+/* An option's number: a decimal in [min, max], else -1. */
+long option_long(const char *s, long min, long max);
 
-/* Whether statistic s (of a kernel layer) can be collected here, and whether its layer's
- * subject runs now (see struct layer_ops); why not in why. */
-bool layer_supported(const struct statistic *s, const char *engine_path, char *why, size_t n);
+/* Every layer, not loaded: L[LAYER_COUNT]. */
+void layers_init(struct layer *L);
+void layers_fini(struct layer *L);
+
+/* The i-th option of all the layers', in layer order; NULL past the last. */
+const struct layer_option *layer_option_at(int i);
+/* Every layer's options_done; 0, or -1 with the first message. */
+int layers_options_done(char *err, size_t n);
+/* Every layer's top-level fields of `--catalogue`. */
+void layers_host_fields(FILE *out);
+
+/* Whether statistic s can be collected here, and whether its layer's subject runs now
+ * (see struct layer_ops); why not in why. */
+bool layer_supported(const struct statistic *s, char *why, size_t n);
 bool layer_present(enum layer_id id, char *why, size_t n);
 
-int layer_load(struct layer *L, enum layer_id id, const struct layer_config *cfg, char *err, size_t n);
-void layer_unload(struct layer *L);
+/* "S cannot be collected: WHY" — the refusal of a dataset of s. */
+void layer_refusal(const struct statistic *s, const char *why, char *out, size_t n);
+
 /* Adds a probe to a layer being loaded. */
 void layer_add_probe(struct layer *L, const char *name, struct bpf_program *prog, enum probe_kind kind);
 
-/* A slot configured as cfg (its gen is set here); returns the slot or -1 if all are taken. */
-int layer_slot_alloc(struct layer *L, const struct agg_slot *cfg);
-/* Disables the slot and deletes its counts. */
-void layer_slot_free(struct layer *L, int slot);
+/* A dataset of statistic s, with slot configuration cfg, on its layer (loaded now if
+ * it is not): its slot (-1 where the layer has no counts) and its probes. 0, or -1
+ * with a message. */
+int layer_dataset_add(struct layer *L, const struct layer_config *lc, const struct statistic *s,
+		      const struct agg_slot *cfg, int *slot, char *err, size_t n);
+/* Its slot freed and its probes released. */
+void layer_dataset_remove(struct layer *L, const struct statistic *s, int slot);
 
-/* One more user of the probe; attaches it when it had none. 0 or -1 with a message. */
-int layer_probe_get(struct layer *L, const char *probe, const struct engine_target *t, char *err, size_t n);
-/* One user fewer; detaches it when none remain. */
-void layer_probe_put(struct layer *L, const char *probe);
-/* Detaches every USDT probe (the engine process went away). */
-void layer_usdt_detach(struct layer *L);
-/* Attaches USDT probes that have users but no link; 0, or -1 with the first failure. */
-int layer_usdt_attach(struct layer *L, const struct engine_target *t, char *err, size_t n);
-/* A file descriptor to poll for the layer's events (interfaces appearing), or -1. */
-int layer_event_fd(const struct layer *L);
-/* Handles the layer's pending events; with rescan, re-checks its targets anyway. */
-void layer_events(struct layer *L, bool rescan);
-/* True while any of the layer's probes is attached. */
-bool layer_attached(const struct layer *L);
+/* Detaches every attached probe, keeping their users (the engine process went away). */
+void layer_probes_off(struct layer *L);
+/* Attaches the probes that have users but are not attached; 0, or -1 with the first failure. */
+int layer_probes_on(struct layer *L, char *err, size_t n);
+/* Whether any probe of the layer has a user. */
+bool layer_in_use(const struct layer *L);
 
-/* The layer's own upkeep before a read while any of its probes is attached (fs: the
- * processes it follows); each problem worth reporting is passed to report as one
- * sentence. */
-void layer_refresh(struct layer *L, layer_report_fn *report, void *ctx);
-/* The layer's own fields of the status record, while loaded. */
-void layer_status(const struct layer *L, FILE *out);
-/* layer_counts.c: reads the counts map and fills L->deltas. 0, or -1 with a message. */
-int layer_read(struct layer *L, char *err, size_t n);
+/* File descriptors to poll for the layers' events (at most max); returns how many. */
+int layers_event_fds(const struct layer *L, int *fds, int max);
+/* Handles the layers' pending events; with rescan, re-checks their targets anyway. */
+void layers_events(struct layer *L, bool rescan);
+
+/* The tick: every layer's upkeep; then, after the waiting datasets are woken, every
+ * layer's events, refresh and read (problems go to report). */
+void layers_upkeep(struct layer *L, layer_report_fn *report, void *ctx);
+void layers_read(struct layer *L, layer_report_fn *report, void *ctx);
+
+/* Statistic s's data read into slot of its layer, broken down by dim: "KEY":VALUE, ... */
+void layer_emit(const struct layer *L, const struct statistic *s, int slot, int dim, FILE *out);
 /* Fills L->deltas for one slot only, leaving the others' baseline alone (a dataset's
  * last partial interval, read just before it is removed). */
 int layer_read_slot(struct layer *L, int slot, char *err, size_t n);
-/* Cumulative drops; a slot's overflows since it was allocated. */
-uint64_t layer_drops(const struct layer *L);
+
+/* The layers' part of the status record: drops, then (after the datasets' overflows)
+ * "attached" and "probes", and last each layer's own fields. */
+void layers_status_drops(const struct layer *L, FILE *out);
 uint64_t layer_overflows(const struct layer *L, int slot);
+void layers_status_probes(const struct layer *L, FILE *out);
+void layers_status_own(const struct layer *L, FILE *out);
+
+/* Key bytes <-> text for statistic s's dimension dim: its layer's codec where it has one
+ * (struct layer_ops keys), else keys.c's. "" without breakdown, "other" for the overflow key. */
+void layer_key_format(const struct statistic *s, int dim, const uint8_t key[AGG_KEY_BYTES], char *out, size_t n);
+int layer_key_parse(const struct statistic *s, int dim, const char *text, uint8_t key[AGG_KEY_BYTES], char *err,
+		    size_t n);
+
+/* layer_counts.c: reads the counts map and fills L->deltas. 0, or -1 with a message. */
+int layer_read(struct layer *L, char *err, size_t n);
 
 #endif

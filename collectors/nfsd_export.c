@@ -69,7 +69,7 @@ static int path_of(unsigned type, const char *hex, const char *path, void *arg)
 	return 1;
 }
 
-void nfsd_export_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
+static void export_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n)
 {
 	char fsid[40];
 	struct lookup l = { fsid, out, n };
@@ -123,14 +123,16 @@ static int fsid_of(unsigned type, const char *hex, const char *path, void *arg)
 	return key_of_fsid(fsid, f->key) == 0;
 }
 
-int nfsd_export_parse(const char *text, uint8_t key[AGG_KEY_BYTES])
+static int export_parse(const char *text, uint8_t key[AGG_KEY_BYTES], char *err, size_t n)
 {
 	struct finder f = { text, key };
 
-	memset(key, 0, AGG_KEY_BYTES);
 	if (strcmp(text, "none") == 0)
 		return 0;
-	if (strncmp(text, "fsid:", 5) == 0)
-		return key_of_fsid(text + 5, key);
-	return text[0] == '/' && each_fsid(fsid_of, &f) ? 0 : -1;
+	if (strncmp(text, "fsid:", 5) == 0 ? key_of_fsid(text + 5, key) == 0 : text[0] == '/' && each_fsid(fsid_of, &f))
+		return 0;
+	snprintf(err, n, "'%s' is not an export nfsd lists now (/proc/net/rpc/nfsd.fh) nor fsid:TYPE:HEX", text);
+	return -1;
 }
+
+const struct key_codec nfsd_export_keys[] = { { AGG_DIM_EXPORT, export_format, export_parse }, { 0 } };

@@ -6,10 +6,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "aggregate.h"
+#include "keys.h"
 
-void nfsd_export_format(const uint8_t key[AGG_KEY_BYTES], char *out, size_t n);
-/* 0, or -1: text is neither an exported path nfsd lists nor fsid:TYPE:HEX. */
-int nfsd_export_parse(const char *text, uint8_t key[AGG_KEY_BYTES]);
+/* The export dimension's codec of the nfsd and nfsd_io layers. */
+extern const struct key_codec nfsd_export_keys[];
 
 #endif

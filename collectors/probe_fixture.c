@@ -22,17 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "strata_probes.h"
+#include "clock.h"
 
 static volatile int spin_rate;
 static volatile unsigned long spin_fired;
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 
 /* Fires COUNT copies of tmpl, LATENCY_NS old, as full strata:nfs_ops batches and a
  * last partial one (as a busy engine worker would); returns the operations fired. */
@@ -42,7 +36,7 @@ static unsigned fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns, uns
 	unsigned fired = 0;
 
 	while (fired < count && STRATA_PROBE_ENABLED(nfs_ops)) {
-		__u64 now = mono_ns();
+		__u64 now = clock_mono_ns();
 
 		batch.count = 0;
 		while (batch.count < STRATA_NFS_BATCH && fired + batch.count < count) {
@@ -189,7 +183,7 @@ static void cmd_tier(char *args)
 		return;
 	}
 	for (unsigned i = 0; i < count; i++) {
-		io.start_ns = mono_ns() - lat_us * 1000;
+		io.start_ns = clock_mono_ns() - lat_us * 1000;
 		if (!strcmp(name, "l2arc_read") && STRATA_PROBE_ENABLED(l2arc_read)) {
 			STRATA_PROBE(l2arc_read, &io);
 			fired++;
@@ -218,7 +212,7 @@ static void cmd_vdev(char *args)
 	io.size = size;
 	io.latency_ns = lat_us * 1000;
 	for (unsigned i = 0; i < count && STRATA_PROBE_ENABLED(vdev_io_done); i++) {
-		io.start_ns = mono_ns() - io.latency_ns;
+		io.start_ns = clock_mono_ns() - io.latency_ns;
 		io.offset = (__u64)i * size;
 		STRATA_PROBE(vdev_io_done, &io);
 		fired++;

@@ -40,5 +40,5 @@ struct wire_state {
 	char error[256];                  /* the last attach problem, for the status record */
 };
 
-/* The wire layer itself is wire_layer (layers.h). */
+/* The wire layer itself is LAYER_OPS(WIRE), collectors/layers/wire.c. */
 #endif

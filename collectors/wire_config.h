@@ -1,5 +1,5 @@
 /* wire_config.h — what the wire layer is told on the command line: the interfaces to
- * hook, the server ports to follow, and how to hook them (collectors/wire.c). */
+ * hook, the server ports to follow, and how to hook them (collectors/layers/wire.c). */
 #ifndef STRATA_COLLECT_WIRE_CONFIG_H
 #define STRATA_COLLECT_WIRE_CONFIG_H
 

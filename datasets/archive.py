@@ -18,6 +18,7 @@ import numpy as np
 
 from . import catalogue, codec, names, reader, schema
 from .errors import ArchiveError
+from .suggest import did_you_mean
 from .ingest import Ingestor
 from .retention import LEVELS, STEP, Retention
 
@@ -203,8 +204,9 @@ class Archive:
         for info in infos:
             if info.name == canonical:
                 return info
-        have = ", ".join(i.name for i in infos) or "none"
-        raise ArchiveError(f"no dataset {canonical} in {self.path}; datasets here: {have}")
+        have = [i.name for i in infos]
+        hint = did_you_mean(canonical, have) or f"; datasets here: {', '.join(have) or 'none'}"
+        raise ArchiveError(f"no dataset {canonical} in {self.path}{hint}")
 
     def changes(self) -> int:
         """A counter bumped whenever a dataset is created, destroyed, suspended or resumed."""

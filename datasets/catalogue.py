@@ -1,6 +1,6 @@
 """What can be collected: the statistics catalogue, and the key texts each field takes.
 
-The one source is collectors/statistics.def. `make` compiles it into the collector and
+The one source is catalogue/statistics.def. `make` compiles it into the collector and
 writes it as catalogue.json next to this module (package data): the same JSON that
 `strata-collect --catalogue` prints (collectors/FORMAT.md), less this host's support.
 Reading it starts no program. with_support() merges what the collector says about this
@@ -14,8 +14,10 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 
 from .errors import ArchiveError
+from .suggest import did_you_mean
 
 SYS_BLOCK = "/sys/class/block"
+SHORT_LIST = 8      # a key set up to this long is listed whole in errors; longer: the 3 nearest
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,9 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
     if kind in cat.keysets:
         valid = cat.keysets[kind]
         if value not in valid:
-            raise ArchiveError(f"{stat.statistic} has no {fld} {value!r}; valid: {', '.join(valid)}")
+            hint = (len(valid) > SHORT_LIST and did_you_mean(value, valid, "`strata statistics --json`")
+                    or f"; valid: {', '.join(valid)}")
+            raise ArchiveError(f"{stat.statistic} has no {fld} {value!r}{hint}")
     elif kind == "address":
         try:
             ipaddress.ip_address(value)

@@ -12,7 +12,9 @@ record is a varint stream (datasets/varint.py):
 Rollups use the same encoding with sums, so a minute record is exactly the
 cell-wise sum of its seconds (a gauge's mean is sum / samples). Many records
 encode and decode in one vectorised pass; `Cells.row` says which record a cell
-belongs to. Malformed records raise CorruptRecord.
+belongs to. decode_groups, the fast path, leaves cells grouped by (record, key),
+as stored, so that a reader sums them without spreading the record and key onto
+every cell. Malformed records raise CorruptRecord.
 """
 from dataclasses import dataclass
 
@@ -116,10 +118,44 @@ def encode(kind: str, cells: Cells, nrows: int) -> list:
     return [blob[bounds[r]:bounds[r + 1]] for r in range(nrows)]
 
 
+@dataclass
+class Groups:
+    """Decoded records as (record, key) groups, each with its cells in order: what a reader
+    sums into columns without first spreading the record and key onto every cell."""
+    row: np.ndarray      # int64 record index of each group
+    key: np.ndarray      # int64 interned key index of each group
+    ncells: np.ndarray   # int64 cells of each group (a heat map's buckets; 1 otherwise)
+    bucket: np.ndarray   # int64 per cell, group after group
+    count: np.ndarray    # uint64 per cell
+    total: np.ndarray    # float64 per cell (gauge); zeros otherwise
+
+    def cells(self) -> Cells:
+        return Cells(np.repeat(self.row, self.ncells), np.repeat(self.key, self.ncells), self.bucket,
+                     self.count, self.total)
+
+    def select(self, keep: np.ndarray) -> "Groups":
+        """The groups where keep (bool, one per group) holds, with their cells."""
+        per_cell = np.repeat(keep, self.ncells)
+        return Groups(self.row[keep], self.key[keep], self.ncells[keep], self.bucket[per_cell],
+                      self.count[per_cell], self.total[per_cell])
+
+    @staticmethod
+    def of_cells(cells: Cells) -> "Groups":
+        """One group per cell."""
+        return Groups(cells.row, cells.key, np.ones(len(cells), np.int64), cells.bucket, cells.count,
+                      cells.total)
+
+
 def decode(kind: str, records: list) -> Cells:
     """Cells of many records; cell.row is the record's position in `records`."""
+    return decode_groups(kind, records).cells()
+
+
+def decode_groups(kind: str, records: list) -> Groups:
+    """Groups of many records (the fast path of decode); group.row is the record's position
+    in `records`. Every record is checked whole: a malformed one raises CorruptRecord."""
     if not records:
-        return Cells.empty()
+        return Groups.of_cells(Cells.empty())
     raw = np.frombuffer(b"".join(records), dtype=np.uint8)
     try:
         ints, ends = varint.decode_with_ends(raw)
@@ -152,31 +188,25 @@ def decode(kind: str, records: list) -> Cells:
         tot = np.bincount(g_row, weights=nb, minlength=len(records)).astype(np.int64)
         if np.any(1 + 2 * nk + 2 * tot != avail):
             raise CorruptRecord("record length does not match its bucket counts")
-        # record r's bucket deltas are the tot[r] numbers from start[r] + 1 + 2 nk[r] on,
-        # its counts the tot[r] after them: one arange plus a per-record offset finds both
-        ncells = int(tot.sum())
-        shift = np.repeat(start + 1 + 2 * nk - _excl_cumsum(tot), tot)
-        cbase = np.arange(ncells, dtype=np.int64)
-        cbase += shift
-        delta = ints[cbase]
-        if np.any(delta >= llhist.NBUCKETS):    # checked unsigned: a huge delta must not wrap
+        # the stream is, record after record, a header (1 + 2 nk numbers), tot bucket deltas
+        # and tot counts: one label per number picks the deltas and the counts out
+        part = np.repeat(np.tile(np.array([0, 1, 2], np.int8), len(records)),
+                         np.stack([1 + 2 * nk, tot, tot], axis=1).ravel())
+        delta, count = ints[part == 1], ints[part == 2]
+        if len(delta) and delta.max() >= llhist.NBUCKETS:   # checked unsigned: a huge delta must not wrap
             raise CorruptRecord("bucket out of range")
-        delta = delta.astype(np.int64)
-        cs = np.cumsum(delta)
+        bucket = np.cumsum(delta, dtype=np.int64)
         gfirst = _excl_cumsum(nb)
         base = np.zeros(len(g_row), dtype=np.int64)
         has = nb > 0
-        base[has] = cs[gfirst[has]] - delta[gfirst[has]]
-        cs -= np.repeat(base, nb)
-        if np.any(cs >= llhist.NBUCKETS):
+        base[has] = bucket[gfirst[has]] - delta[gfirst[has]].astype(np.int64)
+        bucket -= np.repeat(base, nb)
+        if len(bucket) and bucket.max() >= llhist.NBUCKETS:
             raise CorruptRecord("bucket out of range")
-        cbase += np.repeat(tot, tot)
-        return Cells(np.repeat(np.arange(len(records)), tot), np.repeat(g_key, nb), cs, ints[cbase],
-                     np.zeros(ncells, np.float64))
+        return Groups(g_row, g_key, nb, bucket, count, np.zeros(len(count), np.float64))
     if np.any(1 + per_key * nk != avail):
         raise CorruptRecord("record length does not match its key count")
-    zeros = np.zeros(len(g_row), dtype=np.int64)
     count = ints[gbase + nk[g_row]]
     total = (ints[gbase + 2 * nk[g_row]].view(np.float64) if kind == "gauge"
              else np.zeros(len(g_row), np.float64))
-    return Cells(g_row, g_key, zeros, count, total)
+    return Groups(g_row, g_key, np.ones(len(g_row), np.int64), np.zeros(len(g_row), np.int64), count, total)

@@ -38,7 +38,7 @@ from .archive import Archive
 from .errors import ArchiveError, BadRecord
 from .outage_hold import Held
 from .parentdeath import die_with_parent
-from .status import StatusFile
+from .status import StatusFile, daemon_summary
 
 MAX_LINE = 16 << 20
 ERRORS_KEPT = 5     # problems the status file keeps (the last ones said)
@@ -81,6 +81,7 @@ class Collector:
         self.identity = archive.identity()
         self.status = StatusFile(archive.path)
         self.errors = []         # the last ERRORS_KEPT distinct problems said, for the status file
+        self.daemon = {}         # status.daemon_summary of the daemon's last status record
 
     def stop(self, *_):
         self.stopping = True
@@ -126,7 +127,7 @@ class Collector:
 
     def _write_status(self):
         self.status.write("holding" if self.fault else "writing", self.fault or "",
-                          self.held.start() if self.fault else None, len(self.kinds), self.errors)
+                          self.held.start() if self.fault else None, len(self.kinds), self.errors, self.daemon)
 
     def handle(self, lines: list):
         """Archive one batch of daemon output lines (one transaction), or hold it."""
@@ -162,6 +163,10 @@ class Collector:
                 elif kind == "status":
                     for err in msg.get("errors") or []:
                         self._warn_once(("status", str(err)), f"collector: {err}")
+                    summary = daemon_summary(msg)
+                    if summary != self.daemon:
+                        self.daemon = summary
+                        self._write_status()
             except (ValueError, KeyError, TypeError) as e:
                 self._bad(e, raw)
         if records or self.held:

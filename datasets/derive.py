@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import names
+from . import catalogue, names
 from .errors import ArchiveError
+from .suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ def resolve(reader, text: str) -> Source:
     if found:
         return found[0]
     same = sorted(i.name for i in infos if i.statistic == wanted.statistic)
+    if not same and wanted.statistic not in {s.statistic for s in catalogue.load().statistics}:
+        near = did_you_mean(str(wanted), sorted(i.name for i in infos)) or \
+            did_you_mean(wanted.statistic, [s.statistic for s in catalogue.load().statistics], "`strata statistics`")
+        raise ArchiveError(f"no dataset {wanted} in {reader.path}: {wanted.statistic} is no statistic{near}")
     here = f"{wanted.statistic} datasets here: {', '.join(same)}" if same else \
         f"datasets here: {', '.join(sorted(i.name for i in infos)) or 'none'}"
     raise ArchiveError(f"no dataset {wanted} in {reader.path}, nor one it can be derived from "

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from . import catalogue
 from .errors import ArchiveError
+from .suggest import did_you_mean
 
 _STAT = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+")
 _PART = re.compile(r"\[([a-z][a-z0-9_/]*)(?:=([^\[\]\s=]+))?\]")
@@ -64,8 +65,9 @@ def parse(text: str, statistics: dict | None = None) -> DatasetName:
 def validate(name: DatasetName, statistics: dict):
     stat = statistics.get(name.statistic)
     if stat is None:
-        raise ArchiveError(f"unknown statistic {name.statistic!r}; valid statistics: "
-                           + ", ".join(sorted(statistics)))
+        hint = did_you_mean(name.statistic, sorted(statistics), "`strata statistics`")
+        raise ArchiveError(f"unknown statistic {name.statistic!r}" + (hint or "; valid statistics: "
+                                                                      + ", ".join(sorted(statistics))))
     for fld, _ in name.filters:
         if fld not in stat.filters:
             valid = ", ".join(stat.filters) if stat.filters else "none"

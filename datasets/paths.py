@@ -16,6 +16,15 @@ def user_archive() -> Path:
     return Path(base) / "strata" / "archive.db"
 
 
+def _present(path: Path) -> bool:
+    """Whether path exists; a folder this user cannot search counts as present, so that
+    opening it says "Permission denied" rather than that nothing is there."""
+    try:
+        return path.exists()
+    except PermissionError:
+        return True
+
+
 def default_archive(for_reading: bool) -> str:
     """The archive path to use when none was given."""
     env = os.environ.get("STRATA_ARCHIVE")
@@ -24,6 +33,6 @@ def default_archive(for_reading: bool) -> str:
     if os.geteuid() == 0:
         return str(SYSTEM)
     mine = user_archive()
-    if for_reading and not mine.exists() and SYSTEM.exists():
+    if for_reading and not _present(mine) and _present(SYSTEM):
         return str(SYSTEM)
     return str(mine)

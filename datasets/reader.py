@@ -1,4 +1,5 @@
 """Answering a query: choose the archive level, read its records, bin them into columns.
+read_groups reads and decodes a level's records (the fast path other readers call too).
 
 The level is the finest one whose data still reaches back to the start of the
 range (nothing pruned after `start`); when a resolution is asked for, the
@@ -47,16 +48,14 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     n = -(-(end - t0) // step)
     spans = _spans(conn, info.id, t0, end)
     first = min([t0] + [t for t, _, _ in spans]) if level == "second" else t0
-    rows = conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? "
-                        "ORDER BY t", (info.id, STEP[level], first, end)).fetchall()
-    times = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    cells = codec.decode(info.kind, [r[1] for r in rows])
-    at = times[cells.row]
+    times, groups = read_groups(conn, info, STEP[level], first, end)
+    at = times[groups.row]
     if level == "second" and spans and info.kind != "gauge":
-        cells, at = _spread(cells, at, {t: k for t, k, _ in spans}, t0, end)
-    keep = (at >= t0) & (at < end)
-    cells = codec.Cells(cells.row[keep], cells.key[keep], cells.bucket[keep], cells.count[keep], cells.total[keep])
-    col = (at[keep] - t0) // step
+        groups, at = _spread(groups.cells(), np.repeat(at, groups.ncells), {t: k for t, k, _ in spans}, t0, end)
+    inside = (at >= t0) & (at < end)
+    if not inside.all():
+        groups, at = groups.select(inside), at[inside]
+    col = (at - t0) // step
     present = np.zeros(n, dtype=bool)
     present[(times[times >= t0] - t0) // step] = True
     for t, k, _ in spans:
@@ -67,39 +66,50 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     place = step == STEP[level] and not spans
 
     names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
-    used = [int(k) for k in np.flatnonzero(np.bincount(cells.key))] if len(cells) else []
+    shown = groups.key[groups.ncells > 0]   # a key whose group holds no cell is not shown
+    used = [int(k) for k in np.flatnonzero(np.bincount(shown))] if len(shown) else []
     if any(k not in names for k in used):
         raise ArchiveError(f"dataset {info.name}: a record refers to an unknown breakdown key")
     used.sort(key=lambda k: names[k])
     keys = [names[k] for k in used] or ([""] if not info.breakdown else [])
     position = np.zeros(max(used, default=0) + 1, dtype=np.int64)
     position[used] = np.arange(len(used))
-    cell = position[cells.key] * n + col  # index of (key, column)
+    cell = position[groups.key] * n + col  # index of (key, column), one per group
 
     result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
                          step=step, times=t0 + step * np.arange(n, dtype=np.int64), keys=keys,
                          level=level, present=present, spans=[(t, t + k, cause) for t, k, cause in spans])
     if info.kind == "heatmap":
-        seen = np.zeros(llhist.NBUCKETS, dtype=bool)
-        seen[cells.bucket] = True
+        seen = np.bincount(groups.bucket, minlength=llhist.NBUCKETS) > 0
         buckets = np.flatnonzero(seen)
         if len(keys) * n * len(buckets) > MAX_CELLS:
             raise ArchiveError("query too large: use a coarser resolution or a shorter range")
         bpos = np.cumsum(seen) - 1
         counts = np.zeros(len(keys) * n * len(buckets), dtype=np.uint64)
-        _put(counts, cell * len(buckets) + bpos[cells.bucket], cells.count, place)
+        index = np.repeat(cell * len(buckets), groups.ncells)
+        index += bpos[groups.bucket]
+        _put(counts, index, groups.count, place)
         result.buckets, result.counts = buckets.astype(np.int64), counts.reshape(len(keys), n, len(buckets))
     elif info.kind == "counter":
         values = np.zeros(len(keys) * n, dtype=np.uint64)
-        _put(values, cell, cells.count, place)
+        _put(values, cell, groups.count, place)
         result.values = values.astype(np.int64).reshape(len(keys), n)
     else:
         samples, sums = np.zeros(len(keys) * n, dtype=np.uint64), np.zeros(len(keys) * n)
-        _put(samples, cell, cells.count, place)
-        _put(sums, cell, cells.total, place)
+        _put(samples, cell, groups.count, place)
+        _put(sums, cell, groups.total, place)
         with np.errstate(invalid="ignore", divide="ignore"):
             result.values = np.where(samples > 0, sums / samples, np.nan).reshape(len(keys), n)
     return result
+
+
+def read_groups(conn, info, step: int, first: int, end: int) -> tuple:
+    """(times, groups): the records of dataset `info` at level `step` (1, 60, 3600) with
+    first <= t < end, in time order, decoded (codec.Groups; group.row indexes times)."""
+    rows = conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? "
+                        "ORDER BY t", (info.id, step, first, end)).fetchall()
+    times = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return times, codec.decode_groups(info.kind, [r[1] for r in rows])
 
 
 def _spans(conn, dataset, start, end) -> list:
@@ -116,7 +126,7 @@ def _spread(cells, at, seconds, start, end):
     whole outage has every event, a window over part of it a share."""
     k = np.array([seconds.get(int(t), 1) for t in at], dtype=np.int64)
     if not (k > 1).any():
-        return cells, at
+        return codec.Groups.of_cells(cells), at
     lo = np.maximum(at, start) - at                 # first and last offset kept inside the range
     hi = np.minimum(at + k, end) - at
     span = k > 1
@@ -130,7 +140,7 @@ def _spread(cells, at, seconds, start, end):
     pick = np.concatenate([np.flatnonzero(one), src])
     out = codec.Cells(cells.row[pick], cells.key[pick], cells.bucket[pick],
                       np.concatenate([cells.count[one], count]).astype(np.uint64), cells.total[pick])
-    return out, np.concatenate([at[one], at[src] + offset])
+    return codec.Groups.of_cells(out), np.concatenate([at[one], at[src] + offset])
 
 
 def _put(out, index, values, place):

@@ -23,7 +23,9 @@ def parse_duration(text: str, allow_all: bool = True):
     if allow_all and text == "all":
         return None
     m = re.fullmatch(r"(\d+)([smhdw])", text)
-    if not m or int(m.group(1)) == 0:
+    if m and int(m.group(1)) == 0:
+        raise ArchiveError(f"{text!r} is no time at all: give a positive duration, e.g. 1h or 7d")
+    if not m:
         raise ArchiveError(f"bad duration {text!r}: use a number and a unit s/m/h/d/w, e.g. 7d"
                            + (", or 'all'" if allow_all else ""))
     return int(m.group(1)) * UNITS[m.group(2)]

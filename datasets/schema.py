@@ -160,7 +160,13 @@ def _connect(uri: str) -> sqlite3.Connection:
 
 def connect(path: str, readonly: bool) -> sqlite3.Connection:
     """An open, validated connection to the archive at path (created if writable and missing)."""
-    exists = os.path.exists(path)
+    try:
+        os.stat(path)
+        exists = True
+    except PermissionError:
+        raise ArchiveError(f"{path}: cannot read (Permission denied on a folder above it)") from None
+    except OSError:
+        exists = False
     if readonly and not exists:
         raise ArchiveError(f"{path}: no archive here (create a dataset with `strata datasets create`, "
                            "or pass --archive)")

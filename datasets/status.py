@@ -14,7 +14,10 @@ state "writing": the archive takes every second; "holding": it cannot be written
 the events are held in memory (problem says why, held_since from which second; they are
 stored as one span per dataset when it can be). datasets: how many it collects; errors:
 the last problems it said that are not the archive's (a dataset refused, the daemon's
-errors). `strata datasets list` and `strata doctor` show it (running()).
+errors). daemon: what the daemon's status records say that explains a dataset counting
+nothing (daemon_summary: datasets waiting and why, the wire ports followed and whether
+any call was seen on them). `strata datasets list` and `strata doctor` show it
+(running()); reasons() gives, per dataset, why it counts nothing.
 """
 import hashlib
 import json
@@ -39,10 +42,11 @@ class StatusFile:
         self.archive, self.path = os.path.abspath(archive_path), status_path(archive_path)
 
     def write(self, state: str, problem: str = "", held_since: int | None = None, datasets: int = 0,
-              errors: list = ()):
+              errors: list = (), daemon: dict | None = None):
         """Best effort: a runtime folder that cannot be written costs only this file."""
         record = {"pid": os.getpid(), "archive": self.archive, "state": state, "since": int(time.time()),
-                  "problem": problem, "held_since": held_since, "datasets": datasets, "errors": list(errors)}
+                  "problem": problem, "held_since": held_since, "datasets": datasets, "errors": list(errors),
+                  "daemon": daemon or {}}
         tmp = f"{self.path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o755, exist_ok=True)
@@ -57,6 +61,40 @@ class StatusFile:
             os.unlink(self.path)
         except OSError:
             pass
+
+
+def daemon_summary(msg: dict) -> dict:
+    """The part of a daemon status record (collectors/FORMAT.md) that explains datasets
+    counting nothing; it changes rarely, so the status file is rewritten only then."""
+    wire = msg.get("wire")
+    return {"waiting": [str(i) for i in msg.get("waiting") or []],
+            "problems": [str(e) for e in msg.get("errors") or []],
+            "wire": None if not isinstance(wire, dict) else
+            {"ports": list(wire.get("ports") or []), "seen": bool(wire.get("calls"))}}
+
+
+def reasons(record: dict | None, infos) -> dict:
+    """{dataset name: why it counts nothing} for the active datasets of infos that the
+    collector's status explains: refused (its own error), waiting (the daemon's problems),
+    or a wire dataset while no call was seen on the ports followed."""
+    if not record:
+        return {}
+    daemon = record.get("daemon") or {}
+    out = {}
+    for info in infos:
+        if info.state != "active":
+            continue
+        own = [e[len(info.name) + 2:] for e in record.get("errors") or [] if e.startswith(f"{info.name}: ")]
+        wire = daemon.get("wire")
+        if own:
+            out[info.name] = own[-1]
+        elif str(info.id) in daemon.get("waiting", []):
+            out[info.name] = "waiting: " + ("; ".join(daemon.get("problems") or []) or "its layer is not present")
+        elif info.name.startswith("wire.") and wire and not wire["seen"]:
+            ports = ", ".join(map(str, wire["ports"])) or "none"
+            out[info.name] = (f"no RPC call seen on the ports followed ({ports}); a server on another port: "
+                              "strata collect --wire-port PORT")
+    return out
 
 
 def read(archive_path: str) -> dict | None:

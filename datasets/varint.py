@@ -47,27 +47,40 @@ def decode(data) -> np.ndarray:
 def decode_with_ends(data) -> tuple:
     """(values, ends): the uint64 values of a varint stream and the byte index where each
     ends. Most numbers in an archive record are one byte, so the pass over every number
-    takes its last byte (the whole value when alone); only numbers with continuation
-    bytes, found from those bytes, are assembled byte by byte."""
+    takes its last byte (the whole value when alone); only the numbers whose previous byte
+    is a continuation byte are assembled further, byte by byte from their end, each pass
+    over the fewer that are still wider."""
     b = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data
     if b.size == 0:
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     if b[-1] >= 0x80:
         raise CorruptStream("varint stream ends inside a number")
-    ends = np.flatnonzero(b < 0x80)
+    more = b >= 0x80
+    ends = np.flatnonzero(~more)
     values = b[ends].astype(np.uint64)
-    continued = np.flatnonzero(b >= 0x80)
-    if continued.size:
-        wide = np.unique(np.searchsorted(ends, continued))       # numbers with continuation bytes
-        starts = np.where(wide > 0, ends[wide - 1] + 1, 0)
-        widths = ends[wide] - starts + 1
-        if widths.max() > MAX_BYTES or np.any((widths == MAX_BYTES) & (b[ends[wide]] > 1)):
-            raise CorruptStream("varint wider than 64 bits")
-        v = np.zeros(len(wide), dtype=np.uint64)
-        for k in range(int(widths.max())):
-            has = widths > k
-            v[has] |= (b[starts[has] + k] & np.uint8(0x7F)).astype(np.uint64) << np.uint64(7 * k)
-        values[wide] = v
+    cont = np.flatnonzero(more)                             # continuation bytes, in order
+    if cont.size:
+        # the last continuation byte of a number is followed by the number's last byte; that
+        # number's index is its position in the stream less the continuation bytes before it
+        closing = b[cont + 1] < 0x80
+        last = cont[closing] + 1
+        wide = last - 1 - np.flatnonzero(closing)
+        top = b[last]
+        v = (top.astype(np.uint64) << np.uint64(7)) | (b[last - 1] & np.uint8(0x7F))
+        values[wide] = v                                    # right for the two-byte numbers
+        pos = last - 2
+        more = b[pos] >= 0x80      # (pos -1 reads b[-1], not a continuation byte: stops there)
+        for width in range(3, MAX_BYTES + 1):               # the few wider, one byte further each pass
+            if not more.any():
+                break
+            wide, v, pos, top = wide[more], v[more], pos[more], top[more]
+            v <<= np.uint64(7)
+            v |= b[pos] & np.uint8(0x7F)
+            values[wide] = v
+            pos -= 1
+            more = b[pos] >= 0x80
+            if width == MAX_BYTES and (more.any() or (top > 1).any()):
+                raise CorruptStream("varint wider than 64 bits")
     return values, ends
 
 

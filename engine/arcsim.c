@@ -54,7 +54,7 @@ static void prefetch_next(arc_t *arc, const struct arctrace_req *req, size_t n, 
 
 static void run_chunk(struct sim *s, const struct arctrace_req *req, size_t n)
 {
-	uint64_t t0 = now_mono_ns(), hits = 0, acc = 0;
+	uint64_t t0 = clock_mono_ns(), hits = 0, acc = 0;
 	/* Prefetch the header of the page accessed ARCSIM_AHEAD accesses later. */
 	size_t pi = 0;
 	uint32_t pb = 0;
@@ -67,7 +67,7 @@ static void run_chunk(struct sim *s, const struct arctrace_req *req, size_t n)
 		}
 		acc += req[i].nblocks;
 	}
-	s->ns += now_mono_ns() - t0;
+	s->ns += clock_mono_ns() - t0;
 	s->hits += hits;
 	s->accesses += acc;
 }
@@ -223,7 +223,7 @@ int arcsim_main(int argc, char **argv)
 		return 1;
 	}
 	int rc = 0;
-	uint64_t requests = 0, t0 = now_mono_ns();
+	uint64_t requests = 0, t0 = clock_mono_ns();
 	for (;;) {
 		ssize_t n = arctrace_next(t, req, ARCSIM_CHUNK);
 		if (n < 0) {
@@ -238,7 +238,7 @@ int arcsim_main(int argc, char **argv)
 			run_chunk(&sims[i], req, (size_t)n);
 	}
 	if (rc == 0)
-		print_results(sims, nsims, requests, (double)(now_mono_ns() - t0) / 1e9, trace, json);
+		print_results(sims, nsims, requests, (double)(clock_mono_ns() - t0) / 1e9, trace, json);
 	for (int i = 0; i < nsims; i++)
 		arc_destroy(sims[i].arc);
 	free(req);

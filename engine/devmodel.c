@@ -220,7 +220,7 @@ int devmodel_parse(const char *spec, uint64_t span_hint, struct devmodel **out, 
 		pthread_mutex_init(&m->spindle, NULL);
 	else
 		sem_init(&m->chan, 0, m->channels);
-	m->rng = (uint64_t)now_mono_ns();
+	m->rng = (uint64_t)clock_mono_ns();
 	*out = m;
 	return 0;
 }
@@ -284,16 +284,16 @@ uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offs
 		}
 		return real_elapsed_ns;
 	}
-	uint64_t entry = now_mono_ns(), got;
+	uint64_t entry = clock_mono_ns(), got;
 	double model;
 	if (m->kind == HDD) {
 		pthread_mutex_lock(&m->spindle);
-		got = now_mono_ns();
+		got = clock_mono_ns();
 		model = hdd_time(m, op, offset, size);
 	} else {
 		while (sem_wait(&m->chan) && errno == EINTR)
 			;
-		got = now_mono_ns();
+		got = clock_mono_ns();
 		double base = op == DEVMODEL_WRITE ? m->write_ns : m->read_ns;
 		model = base * (1.0 + m->jitter * (2.0 * uniform(m) - 1.0)) + (double)size * 1e9 / m->rate;
 	}
@@ -307,7 +307,7 @@ uint64_t devmodel_service(struct devmodel *m, enum devmodel_op op, uint64_t offs
 		int64_t ov = __atomic_load_n(&m->oversleep_ns, __ATOMIC_RELAXED);
 		uint64_t aim = ov > 0 && (uint64_t)ov < want - got ? want - (uint64_t)ov : want;
 		sleep_until(aim);
-		done = now_mono_ns();
+		done = clock_mono_ns();
 		int64_t late = (int64_t)(done - aim);
 		__atomic_store_n(&m->oversleep_ns, late < ov ? late : ov + (late - ov) / 16, __ATOMIC_RELAXED);
 	}
@@ -337,5 +337,5 @@ void devmodel_get_stats(struct devmodel *m, struct devmodel_stats *out)
 void devmodel_delay(uint64_t ns)
 {
 	if (ns)
-		sleep_until(now_mono_ns() + ns);
+		sleep_until(clock_mono_ns() + ns);
 }

@@ -10,14 +10,9 @@
 
 #include "devmodel.h"
 #include "unit_check.h"
+#include "clock.h"
 
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct devmodel *parse_ok(const char *spec, uint64_t span)
 {
@@ -144,14 +139,14 @@ static uint64_t run_threads(struct devmodel *m, int T, int n)
 {
 	struct worker w[16];
 	pthread_t th[16];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 	for (int i = 0; i < T; i++) {
 		w[i] = (struct worker){ m, n, 0x12345678ull * (uint64_t)(i + 1), 0 };
 		pthread_create(&th[i], NULL, worker_main, &w[i]);
 	}
 	for (int i = 0; i < T; i++)
 		pthread_join(th[i], NULL);
-	return now_ns() - t0;
+	return clock_mono_ns() - t0;
 }
 
 static void test_spindle(void)

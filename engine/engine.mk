@@ -10,7 +10,7 @@ ENGINE_SRCS += $(ENGINE_NET_SRCS)
 ENGINE_OBJ := $(OBJ)/engine
 ENGINE_OBJS := $(addprefix $(ENGINE_OBJ)/,$(ENGINE_SRCS:.c=.o))
 ENGINE_SAN_OBJS := $(addprefix $(BUILD)/san/engine/,$(ENGINE_SRCS:.c=.o))
-ENGINE_HDRS := $(wildcard engine/*.h)
+ENGINE_HDRS := $(wildcard engine/*.h lib/*.h)
 
 ALL_TARGETS += $(BIN)/strata-engine
 

@@ -167,7 +167,7 @@ void l2_hdr_add(struct l2arc *l2, struct l2dev *d, const struct l2hdr *src, int 
  * is about to overwrite. */
 static void evict_region(struct l2arc *l2, struct l2dev *d, uint64_t lo, uint64_t hi)
 {
-	uint64_t start = now_mono_ns(), bytes = 0, abytes = 0;
+	uint64_t start = clock_mono_ns(), bytes = 0, abytes = 0;
 	while (d->order_head != L2_NIL) {
 		struct l2hdr *h = l2_hdr(l2, d->order_head);
 		uint64_t off = (uint64_t)h->daddr * L2_SECTOR;
@@ -329,7 +329,7 @@ void l2arc_invalidate(struct l2arc *l2, struct arc_key key)
 
 int l2arc_read(struct l2arc *l2, struct arc_key key, void *buf, uint32_t bufsize)
 {
-	uint64_t start = now_mono_ns();
+	uint64_t start = clock_mono_ns();
 	pthread_mutex_lock(&l2->lock);
 	uint32_t i = l2->enabled ? l2_lookup(l2, key) : L2_NIL;
 	if (i == L2_NIL) {
@@ -350,9 +350,9 @@ int l2arc_read(struct l2arc *l2, struct arc_key key, void *buf, uint32_t bufsize
 	void *bounce;
 	if (posix_memalign(&bounce, TIERDEV_ALIGN, span))
 		return -ENOMEM;
-	uint64_t t0 = now_mono_ns();
+	uint64_t t0 = clock_mono_ns();
 	int ret = tierdev_pread(&d->io, bounce, span, aoff);
-	devmodel_service(l2->model, DEVMODEL_READ, aoff, (uint32_t)span, now_mono_ns() - t0);
+	devmodel_service(l2->model, DEVMODEL_READ, aoff, (uint32_t)span, clock_mono_ns() - t0);
 	devmodel_delay(__atomic_load_n(&l2->read_delay_ns, __ATOMIC_RELAXED));
 	int bad = 0;
 	if (!ret) {
@@ -515,7 +515,7 @@ static uint64_t feed_once(struct l2arc *l2, uint64_t *target)
 	snap.hand_lpos = L;
 	pthread_mutex_unlock(&l2->lock);
 
-	uint64_t start = now_mono_ns();
+	uint64_t start = clock_mono_ns();
 	int err = l2_sb_write(d, &snap); /* intent: the region below evict_lpos is going */
 	uint8_t *buf = tierdev_alloc(total);
 	struct l2_lbent *ents = malloc(n * sizeof(*ents));
@@ -526,9 +526,9 @@ static uint64_t feed_once(struct l2arc *l2, uint64_t *target)
 		err = -ENOMEM;
 	if (!err) {
 		len = tier_roundup(build_batch(l2, d, batch, n, L, buf, ents, &chain, &nlb), TIERDEV_ALIGN);
-		uint64_t t0 = now_mono_ns();
+		uint64_t t0 = clock_mono_ns();
 		err = tierdev_pwrite(&d->io, buf, len, P);
-		devmodel_service(l2->model, DEVMODEL_WRITE, P, (uint32_t)len, now_mono_ns() - t0);
+		devmodel_service(l2->model, DEVMODEL_WRITE, P, (uint32_t)len, clock_mono_ns() - t0);
 	}
 
 	pthread_mutex_lock(&l2->lock);

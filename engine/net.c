@@ -209,7 +209,7 @@ static int conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r, uint64_t end_ns)
 {
 	*op = (struct strata_nfs_op){
-		.start_ns = r->start_ns, .end_ns = end_ns >= r->start_ns ? end_ns : now_mono_ns(),
+		.start_ns = r->start_ns, .end_ns = end_ns >= r->start_ns ? end_ns : clock_mono_ns(),
 		.file_id = r->file_id,
 		.bytes = r->bytes, .status = r->status, .prog = r->call.prog,
 		.proc = (uint16_t)r->call.proc, .tiers = r->acct.tiers,
@@ -267,7 +267,7 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 	xdr_out_init(&o, reply + 4, NET_REPLY_CAP - 4);
 	xdr_in_init(&r->args, r->rec, r->reclen);
 	enum rpc_decode d = rpc_decode_call(&r->args, &r->call);
-	r->start_ns = now_mono_ns();
+	r->start_ns = clock_mono_ns();
 	int traced = 0;
 	switch (d) {
 	case RPC_DECODE_DROP:
@@ -357,14 +357,14 @@ void net_inline_flush(void)
 	uint64_t sent_ns = 0;
 	pthread_mutex_lock(&c->lock);
 	if (!c->closing) { /* the clock as the replies go out: before the client can see them */
-		sent_ns = now_mono_ns();
+		sent_ns = clock_mono_ns();
 		if (!conn_reply(c, lo.buf, lo.len))
 			sent_ns = 0;
 	}
 	conn_arm(c);
 	pthread_mutex_unlock(&c->lock);
 	if (!sent_ns)
-		sent_ns = now_mono_ns();
+		sent_ns = clock_mono_ns();
 	for (uint32_t i = lo.unsent; i < lo.batch->count; i++)
 		lo.batch->ops[i].end_ns = sent_ns;
 	lo.unsent = lo.batch->count;
@@ -442,7 +442,7 @@ static void wait_for_work(struct strata_nfs_batch **spare)
 	net.batch_timer = 1;
 	while (!net.rq_head && !net.quit && net.batch->count) { /* else fired by a worker that filled it */
 		uint64_t due = net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
-		if (now_mono_ns() < due) {
+		if (clock_mono_ns() < due) {
 			struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
 					       .tv_nsec = (long)(due % 1000000000u) };
 			pthread_cond_timedwait(&net.timer_cv, &net.lock, &ts);
@@ -484,7 +484,7 @@ static int run_one(struct conn *c, uint8_t *reply, struct strata_nfs_op *op)
 	if (bad) {
 		conn_fail(c);
 	} else if (!c->closing) {
-		sent_ns = now_mono_ns();
+		sent_ns = clock_mono_ns();
 		if (!conn_reply(c, reply, len))
 			sent_ns = 0;
 	}

@@ -52,7 +52,7 @@ extern struct net_limits net_lim; /* net_start's, max_conns fitted to the descri
 
 static inline void conn_touch(struct conn *c)
 {
-	__atomic_store_n(&c->last_active_ns, now_mono_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_active_ns, clock_mono_ns(), __ATOMIC_RELAXED);
 }
 
 /* net.c: references, the run queue and replies (c->lock held where said). */

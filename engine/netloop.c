@@ -341,7 +341,7 @@ static int conn_quiet(struct conn *c)
 /* Closes the connection idle the longest (at least EVICT_MIN_IDLE_NS) to make room; 0: none. */
 static int evict_idle(void)
 {
-	uint64_t now = now_mono_ns();
+	uint64_t now = clock_mono_ns();
 	struct conn *oldest = NULL;
 	uint64_t oldest_t = 0;
 	for (struct conn *c = loop.conns; c; c = c->next) {
@@ -388,7 +388,7 @@ static void admit(int fd, const struct sockaddr_storage *ss)
 	c->addr = a;
 	c->refs = 1; /* the loop's, dropped by bury() */
 	c->mask = EPOLLIN;
-	c->last_active_ns = now_mono_ns();
+	c->last_active_ns = clock_mono_ns();
 	pthread_mutex_init(&c->lock, NULL);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 	if (epoll_ctl(loop.ep, EPOLL_CTL_ADD, fd, &ev)) {
@@ -519,7 +519,7 @@ static void *event_loop(void *arg)
 	uint64_t quit_by = 0;
 	for (;;) {
 		int n = epoll_wait(loop.ep, evs, 256, timeout);
-		uint64_t now = now_mono_ns();
+		uint64_t now = clock_mono_ns();
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
 			if (tag == EV_WAKE) {
@@ -560,7 +560,7 @@ static void *event_loop(void *arg)
 			sweep(now);
 			loop.last_sweep_ns = now;
 		}
-		int due_ms = net_inline_tick(now_mono_ns(), 0);
+		int due_ms = net_inline_tick(clock_mono_ns(), 0);
 		timeout = due_ms >= 0 && due_ms < 100 ? due_ms : 100;
 		bury();
 		if (loop.nstarved && GAUGE(unfinished_record_bytes) + RECORD_FREE_BYTES <= net_lim.record_mem)

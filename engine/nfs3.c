@@ -1141,7 +1141,7 @@ static void reply_delay(void)
 		devmodel_delay(ns);
 		return;
 	}
-	for (uint64_t end = now_mono_ns() + ns; ns && now_mono_ns() < end;)
+	for (uint64_t end = clock_mono_ns() + ns; ns && clock_mono_ns() < end;)
 		;
 }
 

@@ -302,14 +302,14 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 	if (vdev >= p->nvdevs || off + len > p->vdevs[vdev].size)
 		return -EINVAL;
 	if (traced) {
-		io = (struct strata_vdev_io){ .start_ns = now_mono_ns(), .offset = off,
+		io = (struct strata_vdev_io){ .start_ns = clock_mono_ns(), .offset = off,
 			.size = len, .vdev = vdev, .op = (uint32_t)op };
 		STRATA_PROBE(vdev_io_start, &io);
 	}
 	int fd = p->vdevs[vdev].fd, err = 0;
 	size_t done = 0;
 	struct devmodel *model = p->vdevs[vdev].model;
-	uint64_t t0 = traced ? io.start_ns : model ? now_mono_ns() : 0;
+	uint64_t t0 = traced ? io.start_ns : model ? clock_mono_ns() : 0;
 	while (done < len) {
 		ssize_t r = op == STRATA_VDEV_READ
 			? pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done))
@@ -333,11 +333,11 @@ static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint3
 	}
 	if (model && !err)
 		devmodel_service(model, op == STRATA_VDEV_READ ? DEVMODEL_READ : DEVMODEL_WRITE,
-				 off, len, now_mono_ns() - t0);
+				 off, len, clock_mono_ns() - t0);
 	if (op == STRATA_VDEV_READ)
 		devmodel_delay(__atomic_load_n(&p->read_delay_ns, __ATOMIC_RELAXED));
 	if (traced) {
-		io.latency_ns = now_mono_ns() - io.start_ns;
+		io.latency_ns = clock_mono_ns() - io.start_ns;
 		io.error = err;
 		STRATA_PROBE(vdev_io_done, &io);
 	}
@@ -361,7 +361,7 @@ int pool_flush(struct pool *p)
 		struct strata_vdev_io io;
 		int traced = STRATA_PROBE_ENABLED(vdev_io_start) || STRATA_PROBE_ENABLED(vdev_io_done);
 		if (traced) {
-			io = (struct strata_vdev_io){ .start_ns = now_mono_ns(), .vdev = i,
+			io = (struct strata_vdev_io){ .start_ns = clock_mono_ns(), .vdev = i,
 				.op = STRATA_VDEV_FLUSH };
 			STRATA_PROBE(vdev_io_start, &io);
 		}
@@ -369,7 +369,7 @@ int pool_flush(struct pool *p)
 		__atomic_add_fetch(&p->vdevs[i].flushes, 1, __ATOMIC_RELAXED);
 		devmodel_service(p->vdevs[i].model, DEVMODEL_FLUSH, 0, 0, 0);
 		if (traced) {
-			io.latency_ns = now_mono_ns() - io.start_ns;
+			io.latency_ns = clock_mono_ns() - io.start_ns;
 			io.error = e;
 			STRATA_PROBE(vdev_io_done, &io);
 		}

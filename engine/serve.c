@@ -332,7 +332,7 @@ int cmd_serve(int argc, char **argv)
 		return rc;
 	char err[512];
 	struct engine *e = &g_engine;
-	e->start_ns = now_mono_ns();
+	e->start_ns = clock_mono_ns();
 	e->exports = xcalloc((size_t)o.nexports, sizeof(struct export));
 	for (int i = 0; i < o.nexports; i++) {
 		if (export_parse(o.exports[i], &e->exports[i], err, sizeof(err)))
@@ -417,7 +417,7 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "strata-engine serve: %s\n", err);
 		return 1;
 	}
-	uint64_t verf = now_mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+	uint64_t verf = clock_mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	memcpy(e->write_verf, &verf, 8);
 	if (txg_start(&e->txg, o.sync_ms, o.dirty_max) || net_start(fds, nfds, o.workers, &o.net)) {
 		fprintf(stderr, "strata-engine serve: cannot start threads\n");

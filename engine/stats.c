@@ -66,7 +66,7 @@ char *stats_json(void)
 	struct arc_stats a;
 	arc_get_stats(e->arc, &a);
 	jprintf(&j, "{\"version\":1,\"pid\":%d,\"uptime_s\":%.3f,", (int)getpid(),
-		(double)(now_mono_ns() - e->start_ns) / 1e9);
+		(double)(clock_mono_ns() - e->start_ns) / 1e9);
 	jprintf(&j, "\"arc\":{\"hits\":%llu,\"misses\":%llu,\"mru_hits\":%llu,\"mfu_hits\":%llu,"
 		"\"mru_ghost_hits\":%llu,\"mfu_ghost_hits\":%llu,\"size\":%llu,\"c\":%llu,\"p\":%llu,"
 		"\"evictions\":%llu,\"hdr_size\":%llu,\"data_size\":%llu,\"c_max\":%llu},",

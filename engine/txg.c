@@ -197,7 +197,7 @@ int txg_sync(struct txg *t)
 {
 	struct objset *os = t->os;
 	struct pool *p = os->pool;
-	uint64_t t0 = now_mono_ns();
+	uint64_t t0 = clock_mono_ns();
 	pthread_rwlock_wrlock(&os->txg_lock);
 	uint64_t txg = os->open_txg;
 	if (!__atomic_load_n(&os->changed, __ATOMIC_ACQUIRE)) {
@@ -249,7 +249,7 @@ int txg_sync(struct txg *t)
 	pool_apply_deferred(p);
 	t->meta = meta;
 	t->syncs++;
-	t->sync_ns += now_mono_ns() - t0;
+	t->sync_ns += clock_mono_ns() - t0;
 	return 0;
 }
 

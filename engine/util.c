@@ -9,13 +9,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-uint64_t now_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void now_real(uint32_t *sec, uint32_t *nsec)
 {
 	struct timespec ts;
@@ -35,30 +28,6 @@ static int parse_number(const char *s, uint64_t *val, const char **rest)
 		return -1;
 	*val = v;
 	*rest = end;
-	return 0;
-}
-
-int parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v, mult = 1;
-	const char *r;
-	if (parse_number(s, &v, &r))
-		return -1;
-	switch (tolower((unsigned char)*r)) {
-	case '\0': break;
-	case 'k': mult = 1ull << 10; r++; break;
-	case 'm': mult = 1ull << 20; r++; break;
-	case 'g': mult = 1ull << 30; r++; break;
-	case 't': mult = 1ull << 40; r++; break;
-	default: return -1;
-	}
-	if (*r == 'i' || *r == 'I')
-		r++;
-	if (*r == 'b' || *r == 'B')
-		r++;
-	if (*r || (v && mult > UINT64_MAX / v))
-		return -1;
-	*out = v * mult;
 	return 0;
 }
 

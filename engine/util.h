@@ -5,12 +5,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "clock.h"
+#include "parse_size.h"
 
-uint64_t now_mono_ns(void);
 void now_real(uint32_t *sec, uint32_t *nsec);
 
-/* "128k", "1M", "4096", "2g" -> bytes; -1 on bad input. */
-int parse_size(const char *s, uint64_t *out);
 /* "5s", "500ms", "2" (seconds) -> milliseconds; -1 on bad input. */
 int parse_duration_ms(const char *s, uint64_t *out);
 /* "50us", "2ms", "1s", "100ns" (a bare number is seconds). */

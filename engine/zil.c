@@ -383,11 +383,11 @@ static void write_pending(struct zil *z)
 	memcpy(buf, &h, sizeof(h));
 	fletcher4(buf, len, &h.ck);
 	memcpy(buf, &h, sizeof(h));
-	uint64_t t0 = now_mono_ns();
+	uint64_t t0 = clock_mono_ns();
 	int err = tierdev_pwrite(&z->io, buf, len, phys(z, L));
 	if (!err)
 		err = tierdev_sync(&z->io);
-	devmodel_service(z->model, DEVMODEL_WRITE, phys(z, L), len, now_mono_ns() - t0);
+	devmodel_service(z->model, DEVMODEL_WRITE, phys(z, L), len, clock_mono_ns() - t0);
 	devmodel_service(z->model, DEVMODEL_FLUSH, 0, 0, 0);
 	devmodel_delay(__atomic_load_n(&z->write_delay_ns, __ATOMIC_RELAXED));
 	free(buf);
@@ -411,7 +411,7 @@ static void write_pending(struct zil *z)
 
 int zil_commit(struct zil *z, const struct zil_record *recs, uint32_t n)
 {
-	uint64_t start = now_mono_ns();
+	uint64_t start = clock_mono_ns();
 	struct zil_waiter w = { .recs = recs, .n = n };
 	uint64_t bytes = 0, logical = 0;
 	for (uint32_t i = 0; i < n; i++) {

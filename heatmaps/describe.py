@@ -1,6 +1,7 @@
 """The words around a heat map: title, time range, totals, crop and outage notes (all renderers)."""
 import time
 
+from .clock import zone
 from .units import event_noun, format_count, format_duration, format_value, quantity_name
 
 
@@ -18,10 +19,11 @@ def derived(fig) -> str:
 
 
 def time_range(start: int, end: int) -> str:
-    """'2025-11-22 09:00:00 → 09:10:00 (10m)' in local time."""
+    """'2025-11-22 09:00:00 → 09:10:00 CET (10m)' in local time (clock.py), its zone named."""
     a, b = time.localtime(start), time.localtime(end)
     right = "%H:%M:%S" if (a.tm_year, a.tm_yday) == (b.tm_year, b.tm_yday) else "%Y-%m-%d %H:%M:%S"
-    return f"{time.strftime('%Y-%m-%d %H:%M:%S', a)} → {time.strftime(right, b)} ({format_duration(end - start)})"
+    return (f"{time.strftime('%Y-%m-%d %H:%M:%S', a)} → {time.strftime(right, b)} {zone(end)} "
+            f"({format_duration(end - start)})")
 
 
 def totals(grid) -> str:
@@ -61,14 +63,19 @@ CAUSES = {"stall": "the collector stalled", "archive": "the archive could not be
 def outages(grid, most: int = 3) -> str:
     """'outage 12:00:03–12:01:05 (1m2s, the collector stalled): events spread evenly (one record
     each, none lost)', or '': the outages whose events were collected as one record."""
-    if not grid.spans:
+    return outage_note(grid.spans, most)
+
+
+def outage_note(spans, most: int = 3) -> str:
+    """outages() of a list of (start, end, cause) spans (a heat map's, a breakdown's query's)."""
+    if not spans:
         return ""
     parts = []
-    for start, end, cause in grid.spans[:most]:
+    for start, end, cause in spans[:most]:
         clock = f"{time.strftime('%H:%M:%S', time.localtime(start))}–{time.strftime('%H:%M:%S', time.localtime(end))}"
         parts.append(f"{clock} ({format_duration(end - start)}, {CAUSES.get(cause, cause)})")
-    more = f" and {len(grid.spans) - most} more" if len(grid.spans) > most else ""
-    what = "outage" if len(grid.spans) == 1 else "outages"
+    more = f" and {len(spans) - most} more" if len(spans) > most else ""
+    what = "outage" if len(spans) == 1 else "outages"
     return f"{what} {', '.join(parts)}{more}: events spread evenly (one record each, none lost)"
 
 

@@ -1,4 +1,5 @@
-"""Writing plotly figures: self-contained HTML, or PNG/SVG through kaleido and Chromium.
+"""Writing plotly figures: HTML (plotly.js once per folder, or inline on request), or
+PNG/SVG through kaleido and Chromium.
 
 An image export runs in a forked child in its own session, so a Chromium that hangs
 (it does, rarely, on a loaded host) is killed with its whole process group at a
@@ -6,6 +7,7 @@ deadline and the export is tried once more, instead of blocking the command."""
 import multiprocessing
 import os
 import signal
+import sys
 from pathlib import Path
 
 from strata.datasets.parentdeath import die_with_parent
@@ -20,10 +22,36 @@ class ExportError(RuntimeError):
     """A figure could not be written; the message is one line for the user."""
 
 
-def write_html(fig, path: str):
-    """One HTML file with plotly.js inline: opens offline, zoom and hover work."""
-    fig.write_html(path, include_plotlyjs=True, full_html=True,
-                   config={"displaylogo": False, "responsive": True, "scrollZoom": False})
+PLOTLY_JS = "plotly.min.js"   # the one copy of plotly.js beside the HTML files of a folder
+HTML_CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False}
+
+
+def plotly_js_beside(path: str) -> Path:
+    """Writes plotly.js as PLOTLY_JS in path's folder unless that copy is already this
+    version's; returns its path. Every HTML file of the folder loads it relatively."""
+    from plotly.offline import get_plotlyjs
+    script = get_plotlyjs().encode()
+    target = Path(path).parent / PLOTLY_JS
+    try:
+        if target.stat().st_size == len(script) and target.read_bytes() == script:
+            return target
+    except FileNotFoundError:
+        pass
+    partial = target.with_name(f".{PLOTLY_JS}.{os.getpid()}.partial")
+    partial.write_bytes(script)
+    os.replace(partial, target)
+    return target
+
+
+def write_html(fig, path: str, self_contained: bool = False):
+    """An HTML file that opens offline with zoom and hover: plotly.js loaded from the
+    copy beside it (PLOTLY_JS), or inline when self_contained (one file to mail)."""
+    if self_contained:
+        include = True
+    else:
+        plotly_js_beside(path)
+        include = PLOTLY_JS
+    fig.write_html(path, include_plotlyjs=include, full_html=True, config=HTML_CONFIG)
 
 
 def _render(fig, path, fmt, size, errors):
@@ -31,6 +59,7 @@ def _render(fig, path, fmt, size, errors):
     the command (PR_SET_PDEATHSIG), even from outside its own session."""
     die_with_parent(signal.SIGKILL)
     os.setsid()
+    sys.argv = sys.argv[:1]   # logistro (kaleido's logger) parses sys.argv on import: not strata's flags
     try:
         fig.write_image(path, format=fmt, width=size[0], height=size[1], scale=1 if fmt == "svg" else 2)
     except Exception as e:   # kaleido raises assorted errors when Chromium cannot start
@@ -118,9 +147,9 @@ def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE, deadline=EXPORT_DEADL
     raise ExportError(f"cannot export {fmt.upper()} (kaleido/Chromium): {why}")
 
 
-def write(fig, path: str, fmt: str):
+def write(fig, path: str, fmt: str, self_contained: bool = False):
     if fmt == "html":
-        write_html(fig, path)
+        write_html(fig, path, self_contained)
     elif fmt in ("png", "svg"):
         write_image(fig, path, fmt)
     else:

@@ -1,16 +1,8 @@
-"""`strata heatmap --json`: a heat-map grid as plain data for scripts.
-
-- times: start of each column (unix seconds), each `step` seconds wide;
-- edges: row edges in the dataset's unit (ns, bytes); row i holds the values in
-  [edges[i], edges[i+1]), a union of whole llhist buckets;
-- counts: events per row and column (rows x columns) of the keys selected;
-- per_key: for each breakdown key, the same grid as [row, column, count]
-  triples of its non-empty cells, so 10,000 clients stay proportional to data;
-- below / above: events outside the rows (cropped by --ymin, --ymax, --outliers);
-- derived: how the archive answered the name ("summed from nfs.latency[op=read][client]"),
-  null when it holds that dataset.
-"""
+"""`strata heatmap --json`: a heat-map grid as plain data for scripts; the fields
+are documented in heatmaps/JSON.md (strata.heatmap)."""
 import numpy as np
+
+from strata.datasets import llhist
 
 from .rebin import column_histograms, row_counts
 
@@ -22,8 +14,19 @@ def _number(x):
     return None if not np.isfinite(x) else float(x)
 
 
-def to_json(grid, qr) -> dict:
-    """Plain data for the grid built from QueryResult qr."""
+def raw_buckets(grid, qr) -> dict:
+    """The llhist buckets of each column of the selected keys: the bucket table once
+    (index, lower and upper value) and per column its non-empty [bucket, count] pairs."""
+    hist = column_histograms(qr, grid.bins, grid.keys or None)
+    used = np.nonzero(hist.sum(axis=0))[0]
+    buckets = [int(qr.buckets[i]) for i in used]
+    return {"buckets": [{"bucket": b, "lo": llhist.lower(b), "hi": llhist.upper(b)} for b in buckets],
+            "columns": [[[buckets[j], int(hist[c, i])] for j, i in enumerate(used) if hist[c, i]]
+                        for c in range(hist.shape[0])]}
+
+
+def to_json(grid, qr, raw: bool = False) -> dict:
+    """Plain data for the grid built from QueryResult qr (the raw buckets too if raw)."""
     buckets = np.asarray(qr.buckets, dtype=np.int64)
     per_key = []
     for key in grid.keys or list(qr.keys):
@@ -43,4 +46,5 @@ def to_json(grid, qr) -> dict:
         "percentiles": {f"p{p:g}": [_number(v) for v in values] for p, values in grid.percentiles.items()},
         "per_key": per_key,
         "spans": [{"start": int(a), "end": int(b), "cause": c} for a, b, c in grid.spans],
+        **({"raw": raw_buckets(grid, qr)} if raw else {}),
     }

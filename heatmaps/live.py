@@ -2,10 +2,9 @@
 at the right) above a table of the busiest clients, sized to the terminal."""
 import time
 
-from strata.datasets import derive
-
 from . import grid_json, palette, source, term_breakdown, term_heatmap
 from .breakdown import compute, to_json
+from .clock import zone
 from .errors import ViewError
 from .figures import default_axis
 from .rebin import build_grid
@@ -16,7 +15,7 @@ MAP_LINES = 8       # map lines kept at least before the table gives up rows
 
 
 def pick_datasets(archive, heat_name, clients_name) -> tuple:
-    """(heat map derive.Source, its keys, clients derive.Source or None) with sensible defaults."""
+    """(heat map source, its keys, clients source or None) with sensible defaults."""
     infos = {i.name: i for i in archive.datasets()}
     if heat_name is None:
         heat_name = next((n for n in ("nfs.latency", "nfs.latency[client]") if n in infos),
@@ -73,6 +72,6 @@ def frame(archive, heat, keys, clients, now: float, width: int, height: int, mod
     if clients:
         out.append(term_breakdown.table(b, mode, width) if b.keys else f"no {clients.wanted.breakdown} data yet")
     dim, reset = (palette.DIM, palette.RESET) if mode != "none" else ("", "")
-    out.append(f"{dim}q quit · refreshed {time.strftime('%H:%M:%S', time.localtime(now))}"
+    out.append(f"{dim}q quit · refreshed {time.strftime('%H:%M:%S', time.localtime(now))} {zone(now)}"
                f" · {clients.wanted if clients else 'no per-client dataset'}{reset}")
     return "\n".join(out)

@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import describe
+from . import clock, describe
 from .breakdown import OTHER
 from .plot_heatmap import display_scale
 from .term_breakdown import key_colour
@@ -51,7 +51,7 @@ def figure(b, style: str | None = None) -> go.Figure:
         margin=dict(l=70, r=30, t=90, b=30), hovermode="x unified" if style == "stacked" else "closest",
         legend=dict(title=b.by or "key"))
     fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
-    fig.update_xaxes(title_text="time (local)", row=1, col=1)
+    fig.update_xaxes(title_text=f"time ({clock.zone()})", row=1, col=1)
     return fig
 
 

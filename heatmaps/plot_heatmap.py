@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import describe, palette
+from . import clock, describe, palette
 from .ticks import log_ticks
 from .units import event_noun, family, format_count, format_value, quantity_name
 
@@ -29,7 +29,8 @@ def display_scale(top: float, unit: str) -> tuple:
                 return scale, name
         return 1.0, "ns"
     if fam == "bytes":
-        for scale, name in ((1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB")):
+        for scale, name in ((1024.0 ** 6, "EiB"), (1024.0 ** 5, "PiB"), (1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"),
+                            (1024.0 ** 2, "MiB"), (1024.0, "KiB")):
             if top >= 2 * scale:
                 return scale, name
         return 1.0, "bytes"
@@ -138,7 +139,7 @@ def figure(grid, drill: str | None = None) -> go.Figure:
     fig.update_yaxes(title_text=y_title, row=1, col=1)
     fig.update_xaxes(title_text=f"{noun}/s", autorange="reversed", showgrid=False, rangemode="tozero",
                      row=1, col=1)
-    fig.update_xaxes(title_text="time (local)", range=[x_edges[0], x_edges[-1]], showgrid=False,
+    fig.update_xaxes(title_text=f"time ({clock.zone()})", range=[x_edges[0], x_edges[-1]], showgrid=False,
                      ticks="outside", row=1, col=2)
     return fig
 

@@ -24,7 +24,7 @@ import numpy as np
 from strata.datasets import llhist
 
 from .timebins import TimeBins, choose_bins, sum_columns
-from .units import family
+from .units import family, format_value
 
 _LOWER = llhist.lower_bounds()
 _EDGES = np.append(_LOWER, llhist.upper_bounds()[-1])   # every bucket edge, increasing
@@ -197,13 +197,13 @@ def _value_range(buckets, hist_total, unit, axis, ymin, ymax, outliers, ncells):
         else:
             hi = _nice_log_ceil(max(data_hi or lo * 1000, lo * 10))
         if hi <= lo:
-            raise ValueError(f"the y-range is empty: top {hi:g} is not above bottom {lo:g}")
+            raise ValueError(f"the y-range is empty: top {format_value(hi, unit)} is not above bottom {format_value(lo, unit)}")
         return np.geomspace(lo, hi, ncells + 1), crop
     lo = float(ymin) if ymin is not None else 0.0
     if ymax is not None:
         hi = float(ymax)
         if hi <= lo:
-            raise ValueError(f"the y-range is empty: top {hi:g} is not above bottom {lo:g}")
+            raise ValueError(f"the y-range is empty: top {format_value(hi, unit)} is not above bottom {format_value(lo, unit)}")
         return lo + (hi - lo) * np.arange(ncells + 1) / ncells, crop
     top = data_hi if data_hi is not None else lo + _EMPTY_RANGE[family(unit)]
     h = _nice_at_least(max(top - lo, 1.0) / ncells)

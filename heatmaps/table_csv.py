@@ -7,6 +7,7 @@
 - Graph (breakdown.Breakdown): one line per column, time, seconds, then one column
   per series key; values in the graph's unit (ops/s for counters and value ranges,
   the mean for gauges, the percentile for heat-map statistics); empty where none.
+- Table (--table): the graph's top-N table, a line per key (heatmaps/JSON.md).
 """
 import csv
 import io
@@ -49,4 +50,18 @@ def graph(b) -> str:
     w.writerow(["time", "seconds", *b.keys])
     for c, t in enumerate(b.bins.starts()):
         w.writerow([int(t), b.bins.width, *(_number(b.series[k, c]) for k in range(len(b.keys)))])
+    return out.getvalue().rstrip("\n")
+
+
+def table(b) -> str:
+    """CSV of the top-N table of Breakdown b (--csv --table): one line per series key with
+    its events, rate (per second), share (%), peak, and p50 / pN / max for heat maps."""
+    from .breakdown import to_json
+    rows = to_json(b)["table"]
+    head = list(dict.fromkeys(c for r in rows for c in r)) or ["key"]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(head)
+    for r in rows:
+        w.writerow([r.get(c) if isinstance(r.get(c), str) else _number(r.get(c)) for c in head])
     return out.getvalue().rstrip("\n")

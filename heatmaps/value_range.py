@@ -3,8 +3,8 @@
 A range is written LO..HI, either end may be left out (`10ms..`, `..200us`,
 `1ms..5ms`, `64KiB..`, `..4k`). Values take the dataset's units (see
 units.parse_value): time as ns, us (or µs), ms, s; sizes and offsets as bytes
-with binary suffixes k/KiB, m/MiB, g/GiB, t/TiB (1024-based) or decimal kB, MB,
-GB, TB (1000-based); a bare number is in the dataset's base unit (ns, bytes).
+with binary suffixes k/KiB, m/MiB, g/GiB, t/TiB, p/PiB, e/EiB (1024-based) or decimal kB,
+MB, GB, TB, PB, EB (1000-based); a bare number is in the dataset's base unit (ns, bytes).
 A value lies in the range when LO <= value < HI.
 
 The data holds whole llhist buckets, so the range is widened to bucket edges:

@@ -1,9 +1,10 @@
-/* catalogue_test.c — checks the compiled catalogue (collectors/statistics.def, keys.c)
+/* catalogue_test.c — checks the compiled catalogue (catalogue/statistics.def, the layers' keys)
  * against the pinned vectors: every statistic's kind, unit and layer, and the key bytes
  * each filter text selects (or that it is refused). */
 #include <stdio.h>
 #include <string.h>
 #include "catalogue.h"
+#include "layers.h"
 
 static const char *const kinds[] = { "counter", "heatmap", "gauge" };
 
@@ -44,7 +45,7 @@ static int check_key(const char *name, const char *field, const char *text, cons
 		fprintf(stderr, "catalogue_test: %s cannot be filtered by %s\n", name, field);
 		return 1;
 	}
-	rc = key_parse(dim, s->ops, text, got, err, sizeof(err));
+	rc = layer_key_parse(s, dim, text, got, err, sizeof(err));
 	if (!hex) {
 		if (rc == 0)
 			fprintf(stderr, "catalogue_test: %s %s=%s accepted, pinned as refused\n", name, field, text);
@@ -54,7 +55,7 @@ static int check_key(const char *name, const char *field, const char *text, cons
 		fprintf(stderr, "catalogue_test: %s %s=%s: %s\n", name, field, text, rc < 0 ? err : "other key bytes");
 		return 1;
 	}
-	key_format(dim, s->ops, got, back, sizeof(back));
+	layer_key_format(s, dim, got, back, sizeof(back));
 	if (dim != AGG_DIM_CLIENT && strcmp(back, text)) { /* addresses print canonically */
 		fprintf(stderr, "catalogue_test: %s %s=%s prints back as %s\n", name, field, text, back);
 		return 1;

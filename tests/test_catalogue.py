@@ -1,4 +1,4 @@
-"""The one catalogue (collectors/statistics.def): the JSON the Python package reads, the
+"""The one catalogue (catalogue/statistics.def): the JSON the Python package reads, the
 tables of STATISTICS.md and what `strata-collect --catalogue` reports are the same; the
 compiled C and the Python validation both follow the pinned vectors; and `datasets
 create` refuses a wrong filter value at once, naming the valid ones."""
@@ -34,9 +34,9 @@ def test_package_json_is_what_statistics_def_compiles_to():
 def test_statistics_md_tables_are_what_statistics_def_compiles_to():
     out = subprocess.run([str(built("tools/strata-catalogue")), "markdown"], capture_output=True, text=True,
                          check=True)
-    text = (REPO / "collectors" / "STATISTICS.md").read_text()
+    text = (REPO / "catalogue" / "STATISTICS.md").read_text()
     m = re.search(r"<!-- catalogue begin[^\n]*-->\n(.*)<!-- catalogue end -->", text, re.S)
-    assert m and m.group(1) == out.stdout, "collectors/STATISTICS.md is stale: run `make`"
+    assert m and m.group(1) == out.stdout, "catalogue/STATISTICS.md is stale: run `make`"
     assert "| `nfs.latency` | ns | heatmap |" in out.stdout
 
 
@@ -83,7 +83,7 @@ def test_compiled_catalogue_follows_the_pinned_vectors():
 
 
 @pytest.mark.parametrize("name,needle", [
-    ("nfs.ops[op=reed]", "nfs.ops has no op 'reed'; valid: null, getattr,"),
+    ("nfs.ops[op=reed]", "nfs.ops has no op 'reed'; did you mean read, renew or rename?"),
     ("nfs.latency[tier=flash]", "valid: none, arc, l2arc, pool, zil"),
     ("disk.ops[op=getattr]", "valid: read, write, sync, flush, discard, other"),
     ("l2arc.latency[op=commit]", "valid: read, write"),

@@ -2,7 +2,7 @@
 in their own network namespaces, real TCP through veth pairs, and the engine's own USDT view
 (nfs.*) as the peer. Kernel nfsd is not in this VM's kernel, so it cannot be a peer here: the
 wire view needs nothing from the server, and on a host with nfsd it applies unchanged
-(collectors/STATISTICS.md, "Wire layer")."""
+(catalogue/STATISTICS.md, "Wire layer")."""
 import json
 import re
 import os

@@ -2,7 +2,7 @@
 nfs-ganesha serving NFSv4.0 to libnfs clients (build/tests/nfs4_ops sends COMPOUNDs of known
 main ops; nfs-cat reads a file as libnfs's high-level client does), and ganesha's MOUNT and
 NFS ports registered with the local rpcbind, found without naming them. Kernel nfsd is not
-in this VM's kernel: it would be seen the same way (collectors/STATISTICS.md, "Wire layer").
+in this VM's kernel: it would be seen the same way (catalogue/STATISTICS.md, "Wire layer").
 rpcbind is shared by the machine: the datasets filter on this test's ganesha's ports, so a
 server someone else registers meanwhile is followed but not counted here."""
 import json

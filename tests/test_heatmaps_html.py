@@ -1,6 +1,7 @@
-"""HTML, PNG and SVG output: a self-contained plotly file that headless Chromium
-renders (axis titles with units in the DOM, a non-blank screenshot), and static
-exports through kaleido with sane dimensions."""
+"""HTML, PNG and SVG output: plotly files sharing one plotly.js per folder (or one
+self-contained file) that headless Chromium renders offline (axis titles with units
+in the DOM, a non-blank screenshot), and static exports through kaleido with sane
+dimensions."""
 import struct
 import subprocess
 import tempfile
@@ -10,10 +11,11 @@ import numpy as np
 import pytest
 
 from heatmaps_util import T0, build_archive, histogram, run_strata, seed_latencies
+from strata.heatmaps.clock import zone
 
 CHROMIUM = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"]
+            "--disable-sync", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]   # offline
 
 
 def png_size(path):
@@ -45,36 +47,46 @@ def chromium(*args, timeout=90):
                               capture_output=True, text=True, timeout=timeout)
 
 
-def test_html_is_self_contained_and_renders(archive, tmp_path):
+def test_html_shares_plotly_js_and_renders_offline(archive, tmp_path):
     out = tmp_path / "map.html"
-    strata(archive, "heatmap", "nfs.latency[client]", "--log", "--percentiles", "50,99", "--format", "html", "-o", str(out))
+    strata(archive, "heatmap", "nfs.latency[client]", "--log", "--percentiles", "50,99", "-o", str(out))
+    strata(archive, "breakdown", "nfs.ops", "--by", "client", "-o", str(tmp_path / "bd.html"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bd.html", "map.html", "plotly.min.js"]
     html = out.read_text().replace("\\u002f", "/")
-    assert "<script src=\"http" not in html and "plotly.js v" in html.lower() or "plotly" in html
+    assert '<script charset="utf-8" src="plotly.min.js"></script>' in html and "http" not in html.split("<body>")[0]
     assert "latency (log scale)" in html
-    assert "time (local)" in html and "%{customdata[2]:,} ops" in html      # hover: time, range, count
-    assert out.stat().st_size < 12_000_000
+    assert f"time ({zone()})" in html and "%{customdata[2]:,} ops" in html      # hover: time, range, count
+    assert out.stat().st_size < 1_000_000 < (tmp_path / "plotly.min.js").stat().st_size
     shot = tmp_path / "shot.png"                                            # one browser run: DOM and screenshot
     dom = chromium("--virtual-time-budget=10000", "--dump-dom", f"--screenshot={shot}", "--window-size=1200,800",
                    f"file://{out}").stdout
     assert "main-svg" in dom, "plotly did not render"
-    assert "time (local)" in dom and "latency (log scale)" in dom
+    assert f"time ({zone()})" in dom and "latency (log scale)" in dom
     assert "100µs" in dom and "p99" in dom                                  # log ticks with units, legend
     assert png_size(shot) == (1200, 800)
     assert shot.stat().st_size > 40_000, "screenshot looks blank"
 
 
+def test_self_contained_html_is_one_file(archive, tmp_path):
+    out = tmp_path / "one.html"
+    strata(archive, "heatmap", "nfs.latency[client]", "--self-contained", "-o", str(out))
+    assert [p.name for p in tmp_path.iterdir()] == ["one.html"]
+    html = out.read_text()
+    assert 'src="plotly.min.js"' not in html and out.stat().st_size > 3_000_000
+
+
 def test_png_and_svg_exports(archive, tmp_path):
     png, svg = tmp_path / "map.png", tmp_path / "map.svg"
     with ThreadPoolExecutor(2) as pool:                  # the two kaleido exports side by side
-        runs = [pool.submit(strata, archive, "heatmap", "nfs.latency[client]", "--outliers", "99", "--format", "png",
-                            "-o", str(png)),
+        runs = [pool.submit(strata, archive, "heatmap", "nfs.latency[client]", "--outliers", "99", "--log",
+                            "-o", str(png)),                     # --log: not kaleido's --logistro-*
                 pool.submit(strata, archive, "heatmap", "nfs.latency[client]", "--linear", "--format", "svg", "-o",
-                                str(svg))]
+                            str(svg))]
         for run in runs:
             run.result()
     assert png_size(png) == (2800, 1600) and png.stat().st_size > 100_000
     text = svg.read_text()
-    assert text.lstrip().startswith("<svg") and "time (local)" in text and "latency (ms)" in text
+    assert text.lstrip().startswith("<svg") and f"time ({zone()})" in text and "latency (ms)" in text
 
 
 def test_breakdown_html(archive, tmp_path):

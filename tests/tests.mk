@@ -20,16 +20,16 @@ TEST_BINS   += $(TESTOUT)/llhist_test
 ALL_TARGETS += $(TESTOUT)/llhist_bpf_test
 
 $(TESTOUT)/wire_test_run: tests/wire_test_run.c $(BPFOUT)/wire.skel.h bpf/aggregate.h bpf/wire_rpc.h \
-		collectors/statistics.def | $(TESTOUT)
+		catalogue/statistics.def | $(TESTOUT)
 	$(CC) $(CFLAGS) -Icollectors $< -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf)
 
 ALL_TARGETS += $(TESTOUT)/wire_test_run
 
-# The compiled catalogue against the pinned vectors (tests/vectors/catalogue.json).
-CATALOGUE_TEST_SRCS := tests/catalogue_test.c collectors/catalogue.c collectors/keys.c collectors/nfsd_export.c collectors/emit.c
-$(TESTOUT)/catalogue_test: $(CATALOGUE_TEST_SRCS) collectors/catalogue.h collectors/keys.h \
-		collectors/statistics.def bpf/aggregate.h | $(TESTOUT)
-	$(CC) $(CFLAGS) -Icollectors $(CATALOGUE_TEST_SRCS) -o $@ $(LDFLAGS)
+# The compiled catalogue against the pinned vectors (tests/vectors/catalogue.json), with
+# the collector's layers naming and parsing the keys.
+CATALOGUE_TEST_SRCS := tests/catalogue_test.c $(filter-out collectors/main.c,$(COLLECT_SRCS))
+$(TESTOUT)/catalogue_test: $(CATALOGUE_TEST_SRCS) $(COLLECT_HDRS) $(BPF_SKELS) | $(TESTOUT)
+	$(CC) $(CFLAGS) -Icollectors $(CATALOGUE_TEST_SRCS) -o $@ $(LDFLAGS) $$(pkg-config --libs libbpf json-c) -lelf -lz
 
 TEST_BINS += $(TESTOUT)/catalogue_test
 

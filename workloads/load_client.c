@@ -15,17 +15,11 @@
 
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-portmap.h>
+#include "clock.h"
 
 #define CONNECT_TIMEOUT_S 10.0
 #define CALL_TIMEOUT_S    30.0
 
-uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void vnote(struct load_client *c, const char *fmt, va_list ap)
 {
@@ -65,7 +59,7 @@ static void on_reply(struct rpc_context *rpc, int status, void *data, void *priv
 	(void)rpc;
 	c->inflight--;
 	if (status == RPC_STATUS_SUCCESS) {
-		uint64_t now = mono_ns();
+		uint64_t now = clock_mono_ns();
 		int64_t sec = -1;
 
 		if (call->ph == &c->run)
@@ -105,7 +99,7 @@ static struct call *call_new(struct load_client *c, struct phase_stats *ph, int 
 		return NULL;
 	}
 	*call = (struct call){ .c = c, .ph = ph, .proc = proc, .done = done, .arg = arg,
-			       .t0 = mono_ns() };
+			       .t0 = clock_mono_ns() };
 	return call;
 }
 
@@ -247,7 +241,7 @@ int client_pump(struct load_client *c, uint64_t timeout_ns)
 
 int client_wait_inflight(struct load_client *c, int limit, double timeout_s)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)(timeout_s * 1e9);
+	uint64_t deadline = clock_mono_ns() + (uint64_t)(timeout_s * 1e9);
 
 	while (c->inflight > limit) {
 		int before = c->inflight;
@@ -255,8 +249,8 @@ int client_wait_inflight(struct load_client *c, int limit, double timeout_s)
 		if (client_pump(c, 100000000ull) < 0)
 			return -1;
 		if (c->inflight < before)
-			deadline = mono_ns() + (uint64_t)(timeout_s * 1e9);
-		else if (mono_ns() > deadline) {
+			deadline = clock_mono_ns() + (uint64_t)(timeout_s * 1e9);
+		else if (clock_mono_ns() > deadline) {
 			client_fail(c, "no reply from the server for %.0f s", timeout_s);
 			return -1;
 		}
@@ -286,10 +280,10 @@ static void on_connected(struct rpc_context *rpc, int status, void *data, void *
 /* Runs rpc's loop until st->done; -1 on timeout or socket failure. */
 static int wait_sync(struct rpc_context *rpc, struct sync_state *st, double timeout_s)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)(timeout_s * 1e9);
+	uint64_t deadline = clock_mono_ns() + (uint64_t)(timeout_s * 1e9);
 
 	while (!st->done) {
-		if (mono_ns() > deadline) {
+		if (clock_mono_ns() > deadline) {
 			snprintf(st->msg, sizeof(st->msg), "timed out after %.0f s", timeout_s);
 			return -1;
 		}

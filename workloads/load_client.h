@@ -19,6 +19,7 @@
 
 #include "load_opts.h"
 #include "load_stats.h"
+#include "clock.h"
 
 struct fh {
 	uint32_t len;
@@ -100,7 +101,6 @@ struct call {
 	char *owned_buf;    /* freed after done */
 };
 
-uint64_t mono_ns(void);
 void client_fail(struct load_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void client_note_error(struct load_client *c, const char *fmt, ...)

@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 		}
 	}
 	pthread_barrier_init(&sh.barrier, NULL, (unsigned)o.clients + 1);
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = clock_mono_ns();
 	for (int i = 0; i < o.clients; i++) {
 		int rc = pthread_create(&cl[i].thread, NULL, client_thread, &cl[i]);
 		if (rc != 0) { /* the started threads die with the process, and their namespaces */
@@ -173,17 +173,17 @@ int main(int argc, char **argv)
 	phase_end(&sh, cl, nclients);
 	phase_end(&sh, cl, nclients);
 	phase_end(&sh, cl, nclients);
-	struct load_totals t = { .setup_s = (double)(mono_ns() - t0) / 1e9 };
+	struct load_totals t = { .setup_s = (double)(clock_mono_ns() - t0) / 1e9 };
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	sh.run_start_ns = mono_ns();
+	sh.run_start_ns = clock_mono_ns();
 	t.run_start_unix = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	sh.run_end_ns = sh.run_start_ns + (uint64_t)(o.duration * 1e9);
 	pthread_barrier_wait(&sh.barrier);
 	for (int i = 0; i < o.clients; i++)
 		pthread_join(cl[i].thread, NULL);
 	if (!o.setup_only && !atomic_load(&sh.abort))
-		t.run_s = (double)(mono_ns() - sh.run_start_ns) / 1e9;
+		t.run_s = (double)(clock_mono_ns() - sh.run_start_ns) / 1e9;
 	if (o.netns)
 		netns_cleanup(sh.netns_block, o.clients);
 

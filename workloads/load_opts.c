@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "parse_size.h"
 
 #define MAX_CLIENTS 1000
 #define MAX_NETNS_CLIENTS 254
@@ -49,27 +50,14 @@ static void __attribute__((noreturn, format(printf, 1, 2))) die_usage(const char
 	exit(2);
 }
 
-/* "8k", "1m", "4096" -> bytes; 0 on error (zero is never a valid size). */
-static uint64_t parse_size(const char *flag, const char *s)
+/* A size option ("8k", "1m", "4096"; parse_size.h) in bytes; dies unless it is one above 0. */
+static uint64_t size_option(const char *flag, const char *s)
 {
-	char *end;
-	uint64_t mult = 1;
+	uint64_t v;
 
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (end == s || errno || s[0] == '-')
-		die_usage("%s: not a size: '%s'", flag, s);
-	switch (*end) {
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	case 't': case 'T': mult = 1ull << 40; end++; break;
-	}
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || v == 0 || v > UINT64_MAX / mult)
+	if (parse_size(s, &v) < 0 || v == 0)
 		die_usage("%s: not a positive size: '%s'", flag, s);
-	return v * mult;
+	return v;
 }
 
 static long parse_int(const char *flag, const char *s, long lo, long hi)
@@ -163,10 +151,10 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 			if (o->profile == PROFILE_NONE)
 				die_usage("--profile: unknown value '%s'", optarg);
 			break;
-		case O_IOSIZE: o->io_size = parse_size("--io-size", optarg); have_io = true; break;
+		case O_IOSIZE: o->io_size = size_option("--io-size", optarg); have_io = true; break;
 		case O_FILES: o->files = parse_int("--files", optarg, 1, 10000000); break;
-		case O_FILESIZE: o->file_size = parse_size("--file-size", optarg); have_fsize = true; break;
-		case O_WORKINGSET: working_set = parse_size("--working-set", optarg); break;
+		case O_FILESIZE: o->file_size = size_option("--file-size", optarg); have_fsize = true; break;
+		case O_WORKINGSET: working_set = size_option("--working-set", optarg); break;
 		case O_CLIENTS: o->clients = parse_int("--clients", optarg, 1, MAX_CLIENTS); break;
 		case O_THREADS:
 			o->threads = parse_int("--threads", optarg, 1, MAX_THREADS);

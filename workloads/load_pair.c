@@ -50,7 +50,7 @@ int run_pair(struct load_client *c)
 
 	c->rng = o->seed * 0xD1B54A32D192ED03ull + (uint64_t)c->idx + 1;
 	for (;;) {
-		uint64_t now = mono_ns();
+		uint64_t now = clock_mono_ns();
 
 		if (now >= end || atomic_load(&c->sh->abort) || *c->sh->stop)
 			break;

@@ -280,7 +280,7 @@ int run_client(struct load_client *c)
 		return -1;
 	}
 	for (;;) {
-		uint64_t now = mono_ns(), wait = MAX_WAIT_NS;
+		uint64_t now = clock_mono_ns(), wait = MAX_WAIT_NS;
 
 		if (!stopping && (now >= end || atomic_load(&c->sh->abort) || *c->sh->stop))
 			stopping = true;

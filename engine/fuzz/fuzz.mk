@@ -26,7 +26,7 @@ FUZZ_LIB_rpc := fuzz/xdr_mutator net netloop netaddr xdr rpc nfs3 nfs3_attr moun
 FUZZ_LIB_l2arc := fuzz/image l2arc l2arc_log cksum tierdev devmodel probes util
 FUZZ_LIB_zil := fuzz/image zil cksum tierdev devmodel probes util
 FUZZ_LIB_wire_ports := collectors/wire_ports
-FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Iengine \
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -pthread -Ilib -Iengine \
 	-DFUZZ_SESSION='"$(abspath engine/fuzz/rpc/session.rec)"'
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_COV := -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping

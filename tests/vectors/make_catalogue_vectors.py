@@ -2,7 +2,7 @@
 unit, layer) that archives and Prometheus series are named after, and filter texts with
 the key bytes the bpf/ programs store for them (or null: refused).
 
-Written here from the protocols and the kernel, independently of collectors/statistics.def:
+Written here from the protocols and the kernel, independently of catalogue/statistics.def:
 NFSv3 and MOUNT v3 procedure numbers (RFC 1813), IPv4-mapped IPv6 addresses (RFC 4291),
 little-endian integers. A change to the catalogue that breaks one of these changes what
 stored data means, and must change this file on purpose. One case per line so the C test

@@ -1,8 +1,9 @@
 """Boots a Debian kernel (kernels.py) in a qemu TCG guest over this machine's own root
 file system (read-only 9p under a tmpfs overlay, so build/ and .venv run unchanged), runs
 one shell command inside with a writable run folder shared back at the same path, and
-returns its output and exit status, within a time limit. Nothing on the host changes
-but files under build/vm/ and the run folder."""
+returns its output and exit status, within a time limit. The guest mounts a /tmp of its own;
+the repository and the run folder stay visible at their paths when they lie under the host's
+/tmp (a clone in /tmp). Nothing on the host changes but files under build/vm/ and the run folder."""
 import gzip
 import lzma
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 from . import kernels
 
 HERE = Path(__file__).resolve().parent
+TMP = Path("/tmp")
 BOOT_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay"]
 
 
@@ -89,11 +91,13 @@ def qemu_command(series: str, folder: Path, memory_mb: int) -> list[str]:
 def run(series: str, command: str, folder: Path, timeout: float = 600, memory_mb: int = 3072) -> Run:
     """Boots SERIES, runs COMMAND (a shell command, in FOLDER) and powers off."""
     folder = folder.resolve()
-    if folder == Path("/tmp") or Path("/tmp") in folder.parents:
-        raise GuestError(f"{folder}: the run folder cannot be under /tmp (the guest mounts its own /tmp)")
+    if folder == TMP:
+        raise GuestError(f"{folder}: the run folder cannot be /tmp itself (the guest mounts its own /tmp)")
     vm = folder / ".vm"
     shutil.rmtree(vm, ignore_errors=True)
     vm.mkdir(parents=True)
+    # host paths under /tmp that stage2.sh binds into the guest's own /tmp
+    (vm / "host_tmp").write_text("".join(f"{p}\n" for p in (kernels.REPO, folder) if TMP in p.parents))
     shutil.copy(HERE / "stage2.sh", vm / "stage2.sh")
     (vm / "command.sh").write_text(command + "\n")
     (vm / "modules_path").write_text(str(kernels.modules_dir(series)) + "\n")

@@ -1,6 +1,7 @@
 """Debian kernel packages for the kernel matrix, by series (5.10, 6.1, 6.12): the newest
-build of each, fetched through an apt configuration of the harness's own (never the
-machine's sources), unpacked with its modules indexed, and cached under build/vm/kernels/."""
+build of each, fetched through an apt configuration of the harness's own (its suites from the
+mirrors the machine's apt sources name, sources.py; the machine's own package state untouched),
+unpacked with its modules indexed, and cached under build/vm/kernels/."""
 import contextlib
 import fcntl
 import re
@@ -8,17 +9,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from . import sources
+
 REPO = Path(__file__).resolve().parents[2]
 VMDIR = REPO / "build" / "vm"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+APT_ETC = Path("/etc/apt")   # the machine's apt sources, which name the mirrors
 # series -> the suites whose linux-image-amd64 carries it
 SUITES = {
     "5.10": ["bullseye", "bullseye-security"],
     "6.1": ["bookworm", "bookworm-security"],
     "6.12": ["bookworm-backports"],
 }
-MIRRORS = {"security": "http://deb.debian.org/debian-security"}
-MIRROR = "http://deb.debian.org/debian"
 
 
 class KernelError(Exception):
@@ -40,11 +42,16 @@ def _write_sources() -> None:
     a = _apt_dir()
     for sub in ("lists/partial", "cache/archives/partial"):
         (a / sub).mkdir(parents=True, exist_ok=True)
+    try:
+        found = sources.mirrors(APT_ETC)
+    except sources.SourcesError as e:
+        raise KernelError(str(e)) from None
     lines = []
     for suites in SUITES.values():
         for suite in suites:
-            mirror = MIRRORS["security"] if suite.endswith("-security") else MIRROR
-            lines.append(f"deb [signed-by={KEYRING}] {mirror} {suite} main")
+            mirror = found["security"] if suite.endswith("-security") else found["debian"]
+            if mirror:   # without a security archive in the sources, its suites are left out
+                lines.append(f"deb [signed-by={KEYRING}] {mirror} {suite} main")
     (a / "sources.list").write_text("\n".join(lines) + "\n")
 
 

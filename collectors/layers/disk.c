@@ -1,4 +1,4 @@
-/* disk_layer.c — the disk layer: bpf/disk.bpf.c on the block tracepoints, tp_btf first and
+/* disk.c — the disk layer: bpf/disk.bpf.c on the block tracepoints, tp_btf first and
  * raw_tp (the same code, untyped arguments) when the kernel refuses it; the request
  * argument's position comes from the kernel's BTF (disk_btf.c). */
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include "layers.h"
 #include "disk.skel.h"
 
-static bool supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
+static bool supported(const struct statistic *s, char *why, size_t n)
 {
-	(void)s, (void)engine_path;
+	(void)s;
 	return disk_btf_supported(why, n);
 }
 
@@ -86,4 +86,4 @@ static void unload(struct layer *L)
 	disk_bpf__destroy(L->skel);
 }
 
-const struct layer_ops disk_layer = { .supported = supported, .load = load, .unload = unload, .active = active };
+const struct layer_ops LAYER_OPS(DISK) = { .supported = supported, .load = load, .unload = unload, .active = active };

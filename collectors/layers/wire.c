@@ -29,6 +29,7 @@
 #include "layers.h"
 #include "wire.h"
 #include "emit.h"
+#include "clock.h"
 #include "wire.skel.h"
 
 static const char *const counter_names[WIRE_COUNTERS] = {
@@ -59,20 +60,12 @@ static bool port_in(const uint16_t *ports, int n, uint16_t port)
 	return false;
 }
 
-static long long monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Follows the ports the local rpcbind maps NFS and MOUNT to now, and stops following
  * those it no longer maps (unless given by --wire-port); no rpcbind: nothing changes. */
 static void ports_recheck(struct wire_state *w, bool force)
 {
 	uint16_t found[WIRE_PORTS_FOUND_MAX];
-	long long now = monotonic_ms();
+	long long now = (long long)(clock_mono_ns() / 1000000);
 	int n;
 
 	if (!w->cfg.rpcbind || (!force && now < w->ports_next_ms))
@@ -89,9 +82,70 @@ static void ports_recheck(struct wire_state *w, bool force)
 	w->nfound = n;
 }
 
+/* --wire-iface, --wire-port, --wire-hook */
+static struct wire_config options;
+
+static int iface_option(const char *arg, char *err, size_t n)
+{
+	if (options.nifaces == WIRE_PATTERNS_MAX) {
+		snprintf(err, n, "too many --wire-iface patterns");
+		return -1;
+	}
+	if (!arg[0] || strlen(arg) >= 64) {
+		snprintf(err, n, "--wire-iface needs an interface name or pattern, not %s", arg);
+		return -1;
+	}
+	options.ifaces[options.nifaces++] = arg;
+	return 0;
+}
+
+static int port_option(const char *arg, char *err, size_t n)
+{
+	long port;
+
+	if (strcmp(arg, "rpcbind") == 0) {
+		options.rpcbind = true;
+		return 0;
+	}
+	if ((port = option_long(arg, 1, 65535)) < 0) {
+		snprintf(err, n, "--wire-port needs a TCP port (1-65535) or rpcbind, not %s", arg);
+		return -1;
+	}
+	if (options.nports == WIRE_PORTS_MAX) {
+		snprintf(err, n, "too many --wire-port ports");
+		return -1;
+	}
+	options.ports[options.nports++] = (uint16_t)port;
+	return 0;
+}
+
+static int hook_option(const char *arg, char *err, size_t n)
+{
+	static const char *const hooks[] = { [WIRE_HOOK_AUTO] = "auto", [WIRE_HOOK_TCX] = "tcx", [WIRE_HOOK_TC] = "tc" };
+
+	for (int h = 0; h < 3; h++) {
+		if (strcmp(arg, hooks[h]) == 0) {
+			options.hook = (enum wire_hook)h;
+			return 0;
+		}
+	}
+	snprintf(err, n, "--wire-hook needs auto, tcx or tc, not %s", arg);
+	return -1;
+}
+
+/* No port given: NFS's 2049 and the ports the local rpcbind maps. */
+static int options_done(char *err, size_t n)
+{
+	if (options.nports == 0 && !options.rpcbind) {
+		options.ports[options.nports++] = 2049;
+		options.rpcbind = true;
+	}
+	return 0;
+}
+
 static int load(struct layer *L, const struct layer_config *lc, char *why, size_t n)
 {
-	const struct wire_config *cfg = &lc->wire;
+	const struct wire_config *cfg = &options;
 	unsigned max_keys = lc->max_keys;
 	struct wire_bpf *s = wire_bpf__open();
 	struct wire_state *w;
@@ -138,11 +192,11 @@ static int load(struct layer *L, const struct layer_config *lc, char *why, size_
 	return 0;
 }
 
-static void detach(struct layer *L);
+static void detach(struct layer *L, struct probe *p);
 
 static void unload(struct layer *L)
 {
-	detach(L);
+	detach(L, NULL);
 	free(L->state);
 	L->state = NULL;
 	wire_bpf__destroy(L->skel);
@@ -317,7 +371,7 @@ static int events_open(void)
 	return fd;
 }
 
-static int attach(struct layer *L, char *err, size_t n)
+static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 {
 	struct wire_state *w = L->state;
 
@@ -327,13 +381,13 @@ static int attach(struct layer *L, char *err, size_t n)
 	ports_recheck(w, true);
 	if (sync_interfaces(w) < 0 && w->natt == 0) {
 		snprintf(err, n, "%s", w->error[0] ? w->error : "cannot list the network interfaces");
-		detach(L);
+		detach(L, p);
 		return -1;
 	}
 	return 0;
 }
 
-static void detach(struct layer *L)
+static void detach(struct layer *L, struct probe *p)
 {
 	struct wire_state *w = L->state;
 
@@ -399,6 +453,8 @@ static void status(const struct layer *L, FILE *out)
 	const struct wire_state *w = L->state;
 	uint64_t counters[WIRE_COUNTERS];
 
+	if (!L->loaded)
+		return;
 	counters_read(w, counters);
 	fprintf(out, ",\"wire\":{\"interfaces\":[");
 	for (int i = 0; i < w->natt; i++) {
@@ -423,7 +479,14 @@ static void status(const struct layer *L, FILE *out)
 	fprintf(out, "}");
 }
 
-const struct layer_ops wire_layer = {
-	.load = load, .unload = unload, .attach = attach, .detach = detach,
+static const struct layer_option option_table[] = {
+	{ "wire-iface", "PATTERN ...", iface_option },
+	{ "wire-port", "PORT|rpcbind ...", port_option },
+	{ "wire-hook", "auto|tcx|tc", hook_option },
+	{ NULL },
+};
+
+const struct layer_ops LAYER_OPS(WIRE) = {
+	.options = option_table, .options_done = options_done, .load = load, .unload = unload, .attach = attach, .detach = detach,
 	.event_fd = event_fd, .events = events, .refresh = refresh, .status = status,
 };

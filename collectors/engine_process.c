@@ -16,7 +16,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include "engine.h"
+#include "engine_process.h"
 
 #define STATS_MAX_BYTES (256 * 1024)
 #define STATS_TIMEOUT_MS 300

@@ -1,4 +1,4 @@
-/* fs.c — the processes the file-system layer follows (fs.h): command-line choices,
+/* fs_processes.c — the processes the file-system layer follows (fs_processes.h): command-line choices,
  * /proc scans for names and start times, the cgroup, and the program's maps. */
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +12,8 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "fs.h"
+#include "fs_processes.h"
+#include "layers.h"
 
 #define GIVEN_MAX 64
 #define CHOSEN_MAX 1024 /* the program's fs_pids map */
@@ -82,12 +83,9 @@ static bool read_comm(pid_t pid, char out[COMM_LEN])
 
 int fs_choose_pid(const char *text, char *err, size_t n)
 {
-	char *end;
-	long v;
+	long v = option_long(text, 1, INT_MAX);
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || end == text || *end || v < 1 || v > INT_MAX) {
+	if (v < 0) {
 		snprintf(err, n, "--fs-pid needs a process id, not %s", text);
 		return -1;
 	}

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "layers.h"
+#include "nfsd_export.h"
 #include "nfsd.skel.h"
 
 static bool present(char *why, size_t n)
@@ -58,4 +59,4 @@ static void unload(struct layer *L)
 	nfsd_bpf__destroy(L->skel);
 }
 
-const struct layer_ops nfsd_layer = { .present = present, .load = load, .unload = unload };
+const struct layer_ops LAYER_OPS(NFSD) = { .present = present, .load = load, .unload = unload, .keys = nfsd_export_keys };

@@ -1,41 +1,27 @@
-/* engine_layers.c — the engine's own layers, nfs, cache and vdev: bpf/nfs.bpf.c,
- * cache.bpf.c and vdev.bpf.c on the engine's USDT probes (engine/strata_probes.h), which
- * the collector attaches to the engine binary, or to one engine process. */
+/* usdt.h — what the layers on the engine's USDT probes (nfs, cache, vdev: one file each)
+ * share with the engine layer (layers/engine.c), which knows the engine's binary and
+ * follows its process: whether the binary declares their probes, attaching them to it,
+ * re-attaching them when the followed process restarts, and naming the engine's files. */
+#ifndef STRATA_COLLECT_USDT_H
+#define STRATA_COLLECT_USDT_H
+
 #include <errno.h>
-#include <stdio.h>
 #include <bpf/libbpf.h>
-#include "catalogue.h"
-#include "engine.h"
+#include "engine_names.h"
 #include "layers.h"
-#include "nfs.skel.h"
-#include "cache.skel.h"
-#include "vdev.skel.h"
 
-/* The engine binary is there and declares every probe s needs. */
-static bool engine_supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
-{
-	if (!engine_binary_usable(engine_path, why, n))
-		return false;
-	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
-		if (engine_has_probe(engine_path, s->probes[p]) != 1) {
-			snprintf(why, n, "engine binary %s has no strata:%s USDT probe", engine_path, s->probes[p]);
-			return false;
-		}
-	}
-	return true;
-}
+/* The engine binary is there and declares every probe s needs; why not in why. */
+bool engine_usdt_supported(const struct statistic *s, char *why, size_t n);
+/* Attaches probe p to the engine binary, or to the one process followed (--engine-pid). */
+int engine_usdt_attach(struct layer *L, struct probe *p, char *err, size_t n);
+/* Re-attaches the layer's probes to a new engine process (--engine-pid, after a restart). */
+void engine_usdt_upkeep(struct layer *L, layer_report_fn *report, void *ctx);
 
-/* Adds the USDT probes named in names (NULL-ended): each program is named as its probe. */
-static void add_probes(struct layer *L, struct bpf_object *obj, const char *const *names)
-{
-	for (; *names; names++)
-		layer_add_probe(L, *names, bpf_object__find_program_by_name(obj, *names), PROBE_USDT);
-}
-
-/* The layer X_layer on skeleton X (bpf/X.bpf.c) and its USDT probes, named as its programs. */
-#define ENGINE_LAYER(X, ...)                                                                         \
+/* The layer ID on skeleton X (bpf/X.bpf.c) and its USDT probes, named as its programs. */
+#define ENGINE_USDT_LAYER(X, ID, ...)                                                               \
 	static int load_##X(struct layer *L, const struct layer_config *cfg, char *why, size_t n)   \
 	{                                                                                            \
+		static const char *const probes[] = { __VA_ARGS__ };                                 \
 		struct X##_bpf *s = X##_bpf__open();                                                 \
 		int err;                                                                             \
                                                                                                      \
@@ -50,15 +36,18 @@ static void add_probes(struct layer *L, struct bpf_object *obj, const char *cons
 		}                                                                                    \
 		L->skel = s;                                                                         \
 		LAYER_BIND_COMMON(L, s);                                                             \
-		add_probes(L, s->obj, (const char *const[]){ __VA_ARGS__, NULL });                   \
+		for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)                      \
+			layer_add_probe(L, probes[i], bpf_object__find_program_by_name(s->obj, probes[i]), \
+					PROBE_OWN);                                                  \
 		return 0;                                                                            \
 	}                                                                                            \
 	static void unload_##X(struct layer *L)                                                      \
 	{                                                                                            \
 		X##_bpf__destroy(L->skel);                                                           \
 	}                                                                                            \
-	const struct layer_ops X##_layer = { .supported = engine_supported, .load = load_##X, .unload = unload_##X }
+	const struct layer_ops LAYER_OPS(ID) = {                                                     \
+		.supported = engine_usdt_supported, .load = load_##X, .unload = unload_##X,          \
+		.attach = engine_usdt_attach, .upkeep = engine_usdt_upkeep, .keys = engine_file_keys, \
+	}
 
-ENGINE_LAYER(nfs, "nfs_ops");
-ENGINE_LAYER(cache, "l2arc_read", "l2arc_write", "zil_commit");
-ENGINE_LAYER(vdev, "vdev_io_done");
+#endif

@@ -1,11 +1,11 @@
-/* fs.h — which processes the file-system layer (bpf/fs.bpf.c) follows: the
+/* fs_processes.h — which processes the file-system layer (bpf/fs.bpf.c) follows: the
  * --fs-pid, --fs-comm and --fs-cgroup choices, turned once per interval into the
  * program's process map and cgroup. A choice that matches nothing (a pid that is
  * gone, a name no process has yet, a cgroup not created yet) is reported as a
  * status error each interval and collects nothing; names and cgroups are picked up
  * when they appear, a pid never comes back (another process may reuse it). */
-#ifndef STRATA_COLLECT_FS_H
-#define STRATA_COLLECT_FS_H
+#ifndef STRATA_COLLECT_FS_PROCESSES_H
+#define STRATA_COLLECT_FS_PROCESSES_H
 
 #include <stdbool.h>
 #include <stddef.h>

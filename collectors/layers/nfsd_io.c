@@ -9,6 +9,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "layers.h"
+#include "nfsd_export.h"
 #include "nfsd_io.skel.h"
 
 #define IO_PROGS 5
@@ -48,7 +49,7 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 	return 0;
 }
 
-static void detach(struct layer *L)
+static void detach(struct layer *L, struct probe *p)
 {
 	struct io_links *io = L->state;
 
@@ -58,7 +59,7 @@ static void detach(struct layer *L)
 	}
 }
 
-static int attach(struct layer *L, char *err, size_t n)
+static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 {
 	struct nfsd_io_bpf *s = L->skel;
 	struct bpf_program *progs[IO_PROGS] = { s->progs.nfsd_read_splice, s->progs.nfsd_read_vector,
@@ -71,7 +72,7 @@ static int attach(struct layer *L, char *err, size_t n)
 			int e = errno;
 
 			snprintf(err, n, "cannot attach tracepoint nfsd:%s: %s", bpf_program__name(progs[i]), strerror(e));
-			detach(L);
+			detach(L, p);
 			return -1;
 		}
 	}
@@ -80,11 +81,12 @@ static int attach(struct layer *L, char *err, size_t n)
 
 static void unload(struct layer *L)
 {
-	detach(L);
+	detach(L, NULL);
 	free(L->state);
 	L->state = NULL;
 	nfsd_io_bpf__destroy(L->skel);
 }
 
-const struct layer_ops nfsd_io_layer = { .present = present, .load = load, .unload = unload, .attach = attach,
-					 .detach = detach };
+const struct layer_ops LAYER_OPS(NFSD_IO) = {
+	.present = present, .load = load, .unload = unload, .attach = attach, .detach = detach, .keys = nfsd_export_keys,
+};

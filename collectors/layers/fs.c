@@ -1,19 +1,19 @@
-/* fs_layer.c — the file-system layer: bpf/fs.bpf.c on the raw syscall tracepoints, for the
- * processes chosen on the command line (fs.c), with the paths their openat calls gave
+/* fs.c — the file-system layer: bpf/fs.bpf.c on the raw syscall tracepoints, for the
+ * processes chosen on the command line (fs_processes.c), with the paths their openat calls gave
  * (fs_names.c). Loads the program pair this kernel allows (bpf/fs.bpf.c, enum fs_mode). */
 #include <errno.h>
 #include <stdio.h>
 #include <bpf/libbpf.h>
 #include "catalogue.h"
-#include "fs.h"
+#include "fs_processes.h"
 #include "fs_names.h"
 #include "kernel_features.h"
 #include "layers.h"
 #include "fs.skel.h"
 
-static bool supported(const struct statistic *s, const char *engine_path, char *why, size_t n)
+static bool supported(const struct statistic *s, char *why, size_t n)
 {
-	(void)s, (void)engine_path;
+	(void)s;
 	return fs_supported(why, n);
 }
 
@@ -25,7 +25,7 @@ static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
 	fs_names_drain();
 }
 
-/* Needs processes to follow (fs.h); their map is filled before any probe attaches. */
+/* Needs processes to follow (fs_processes.h); their map is filled before any probe attaches. */
 static int load(struct layer *L, const struct layer_config *cfg, char *why, size_t n)
 {
 	struct bpf_program *enter[3], *leave[3];
@@ -71,4 +71,13 @@ static void unload(struct layer *L)
 	fs_bpf__destroy(L->skel);
 }
 
-const struct layer_ops fs_layer = { .supported = supported, .load = load, .unload = unload, .refresh = refresh };
+static const struct layer_option options[] = {
+	{ "fs-pid", "PID ...", fs_choose_pid },
+	{ "fs-comm", "NAME ...", fs_choose_comm },
+	{ "fs-cgroup", "PATH", fs_choose_cgroup },
+	{ NULL },
+};
+
+const struct layer_ops LAYER_OPS(FS) = {
+	.options = options, .supported = supported, .load = load, .unload = unload, .refresh = refresh, .keys = fs_keys,
+};

@@ -1,7 +1,7 @@
-/* engine.h — finding the strata engine: its binary, its running processes, the USDT
+/* engine_process.h — finding the strata engine: its binary, its running processes, the USDT
  * probes its binary declares, and its stats socket (gauges). */
-#ifndef STRATA_COLLECT_ENGINE_H
-#define STRATA_COLLECT_ENGINE_H
+#ifndef STRATA_COLLECT_ENGINE_PROCESS_H
+#define STRATA_COLLECT_ENGINE_PROCESS_H
 
 #include <stdbool.h>
 #include <stddef.h>

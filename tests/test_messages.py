@@ -1,0 +1,82 @@
+"""Bad input through the real CLI: one line in the user's own units, the right exit
+code, and a "did you mean" of at most three names instead of every choice."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heatmaps_util import T0, build_archive, histogram, run_strata
+from strata.heatmaps import units, value_range
+
+STRATA = str(Path(sys.executable).parent / "strata")
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("msg") / "a.db"
+    return build_archive(path, {
+        "nfs.latency[client]": lambda t: {"10.0.0.1": histogram([50_000, 2_000_000])},
+        "nfs.ops[client]": lambda t: {"10.0.0.1": 2},
+    }, seconds=30)
+
+
+def run(archive, *args, **kw):
+    return run_strata(list(args) + ["--archive", str(archive)], **kw)
+
+
+def one_line(p, code):
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+def test_units_reach_exbibytes_both_ways():
+    assert units.format_value(2 ** 64, "bytes") == "16EiB"
+    assert units.format_value(3 * 2 ** 50, "bytes") == "3PiB"
+    assert units.parse_value("1PiB", "bytes") == 2 ** 50 and units.parse_value("2EiB", "bytes") == 2 ** 61
+    assert units.parse_value("1PB", "bytes") == 10 ** 15
+    assert value_range.parse("1PiB..", "bytes").asked == (2 ** 50, None)
+
+
+def test_axis_limits_answer_in_the_users_units(archive):
+    since = ["--since", str(T0), "--until", str(T0 + 30)]
+    line = one_line(run(archive, "heatmap", "nfs.latency[client]", *since, "--ymin", "10ms", "--ymax", "1ms"), 2)
+    assert line == "strata: --ymin 10ms is not below --ymax 1ms"
+    line = one_line(run(archive, "heatmap", "nfs.latency[client]", *since, "--log", "--ymax", "100ns"), 2)
+    assert line.endswith("top 100ns is not above bottom 50µs"), line
+
+
+def test_prune_zero_and_destroy_no(archive, tmp_path):
+    copy = tmp_path / "c.db"
+    copy.write_bytes(Path(archive).read_bytes())
+    line = one_line(run(copy, "datasets", "prune", "nfs.ops[client]", "--older-than", "0s"), 2)
+    assert "--older-than" in line and "'0s' is no time at all" in line
+    p = run(copy, "datasets", "destroy", "nfs.ops[client]", input="n\n")
+    assert p.returncode == 1 and "kept nfs.ops[client]" in p.stderr
+    assert "nfs.ops[client]" in run(copy, "datasets", "list").stdout
+
+
+def test_did_you_mean_names_three(archive, tmp_path):
+    env = {"STRATA_ARCHIVE": str(tmp_path / "new.db")}
+    line = one_line(run_strata(["datasets", "create", "nfs.ops[op=reed]"], env_extra=env), 1)
+    assert "did you mean read" in line and line.count(",") <= 2, line
+    line = one_line(run_strata(["datasets", "create", "nfs.opz"], env_extra=env), 1)
+    assert "did you mean nfs.ops" in line
+    line = one_line(run(archive, "heatmap", "nfs.latncy[client]"), 1)
+    assert line.endswith("did you mean nfs.latency[client] or nfs.ops[client]?"), line
+    line = one_line(run(archive, "datasets", "destroy", "nfs.opss[client]", "-y"), 1)
+    assert "did you mean nfs.ops[client]" in line
+
+
+def test_unreadable_default_archive_is_one_line(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    env["XDG_DATA_HOME"] = str(private / "data")
+    os.chmod(tmp_path, 0o755)
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", STRATA, "datasets", "list"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert "Permission denied" in one_line(p, 1)
