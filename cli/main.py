@@ -24,6 +24,7 @@ COMMANDS = {
     "check": ("strata.cli.check_cmd:check", "Compare two archives' latency distributions: better, same or worse (CI)."),
     "stream": ("strata.cli.stream_cmd:stream", "One line per second per dataset and key (ops/s, p50, p99, p99.9), as iostat 1."),
     "top": ("strata.cli.top_cmd:top", "Live view: scrolling latency heat map and the busiest clients (q quits)."),
+    "web": ("strata.cli.web_cmd:web", "Live worksheet in the browser: heat maps, graphs, drag to drill down."),
 }
 
 

@@ -24,6 +24,7 @@ TESTS=(
   libclang-rt-14-dev                                    # libFuzzer + sanitizer runtimes
   fio tmux                                              # workloads, terminal tests
   nfs-ganesha nfs-ganesha-vfs rpcbind                   # a real NFS server to compare with
+  chromium-driver                                       # selenium drives chromium in the strata web tests
   prometheus                                            # a real scraper of strata collect --metrics
   qemu-system-x86 busybox-static cpio kmod             # the kernel matrix: Debian kernels in a TCG guest
   nfs-kernel-server                                     # kernel nfsd, served inside that guest

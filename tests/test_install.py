@@ -40,7 +40,9 @@ def test_installed_strata_works_without_the_checkout(tmp_path):
                               timeout=120, **kw)
 
     where = subprocess.run([root / "usr/local/lib/strata/bin/python", "-c",
-                            "import strata.cli.main, strata.demos; print(strata.cli.main.__file__)"],
+                            "import strata.cli.main, strata.demos, strata.web; from importlib import resources; "
+                            "assert resources.files('strata.web').joinpath('static', 'worksheet.js').is_file(); "
+                            "print(strata.cli.main.__file__)"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
     assert where.stdout.startswith(str(root)), where.stdout + where.stderr
     doctor = run("doctor")

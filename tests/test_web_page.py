@@ -1,0 +1,224 @@
+"""`strata web` in a real headless chromium over a real archive: the worksheet draws heat
+maps and graphs on one time axis; a dragged rectangle over the L2ARC band gives the same
+per-client counts as `strata breakdown --range`; click and shift-click add views; a copied
+address (and a saved worksheet, `--open`) reopens the same worksheet; writes need a signed-in
+user; hostile requests get bounded one-line answers."""
+import base64
+import http.client as httpclient
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import urllib.parse
+
+import bcrypt
+import numpy as np
+import pytest
+
+from datasets_util import strata
+from heatmaps_util import T0, build_archive, histogram, seed_latencies
+from strata.web.connections import MAX_CONNECTIONS
+from web_util import browser, drag_heatmap, http, plots_ready, state_url, wait_js, web_server
+
+CLIENTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+SPAN = 300
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    rng = np.random.default_rng(35)
+    def per_client(t):
+        return {c: histogram(seed_latencies(rng, 40 * (i + 1))) for i, c in enumerate(CLIENTS)}
+    return build_archive(tmp_path_factory.mktemp("web") / "a.db", {
+        "nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 120))},
+        "nfs.latency[client]": per_client,
+        "nfs.ops[client]": lambda t: {c: 40 * (i + 1) for i, c in enumerate(CLIENTS)},
+    }, seconds=SPAN)
+
+
+def worksheet(**more):
+    return dict({"views": [{"name": "nfs.latency[client]"}, {"name": "nfs.ops[client]"}], "since": T0,
+                 "until": T0 + SPAN, "live": False, "axis": "log", "crop": None, "drag": "drill"}, **more)
+
+
+def page_state(driver) -> dict:
+    query = urllib.parse.urlparse(driver.current_url).query
+    return json.loads(urllib.parse.parse_qs(query)["s"][0])
+
+
+def test_drag_clicks_and_a_copied_address(archive):
+    with web_server(archive) as base, browser() as page:
+        page.get(state_url(base, worksheet()))
+        assert plots_ready(page, 2) == [SPAN, SPAN]           # 1 s columns from the second level
+        # drag over the L2ARC band (128-260 us) from T0+60 to T0+180
+        drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
+        table = wait_js(page, "document.getElementById('drill-table')", what="the drill-down")
+        shown = {row[0]: int(row[1]) for row in page.execute_script(
+            "return Array.from(document.querySelectorAll('#drill-table tr')).slice(1)"
+            ".map(r => [r.cells[0].textContent, r.cells[1].textContent])")}
+        since, until, text, target = (table.get_attribute(a) for a in ("data-since", "data-until", "data-range",
+                                                                       "data-target"))
+        lo, hi = map(int, text.split(".."))
+        assert lo <= 128_000 and 260_000 <= hi < 1_900_000, text          # the band, not DRAM nor disk
+        assert abs(int(since) - (T0 + 60)) <= 2 and abs(int(until) - (T0 + 180)) <= 2
+        cli = strata("breakdown", target, "--range", text, "--since", since, "--until", until, "--json",
+                     "--archive", str(archive))
+        assert cli.returncode == 0, cli.stderr
+        expected = {r["key"]: r["events"] for r in json.loads(cli.stdout)["table"]}
+        assert shown == expected and set(shown) == set(CLIENTS) and min(shown.values()) > 0
+
+        # click a key: its own view; shift-click two: one graph comparing them
+        keys = page.find_elements("css selector", "#drill-table .key")
+        keys[0].click()
+        plots_ready(page, 3)
+        first = keys[0].text
+        assert page_state(page)["views"][2]["name"] == f"nfs.latency[client={first}]"
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.keys import Keys
+        drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
+        wait_js(page, "document.getElementById('drill-table')")
+        keys = page.find_elements("css selector", "#drill-table .key")
+        for k in keys[1:3]:
+            ActionChains(page).key_down(Keys.SHIFT).click(k).key_up(Keys.SHIFT).perform()
+        plots_ready(page, 4)
+        compared = page_state(page)["views"][3]
+        assert compared["name"] == "nfs.latency[client]" and compared["compare"] == [k.text for k in keys[1:3]]
+        assert page.execute_script("return document.querySelectorAll('.plot')[3].data.length") == 2
+
+        # click a time: every view's value at that second
+        page.execute_script("document.getElementById('drag').value = 'drill'")
+        drag_heatmap(page, 0, T0 + 100, T0 + 100, 200_000, 200_000)     # a click, no drag
+        rows = wait_js(page, "document.querySelectorAll('#at-table tr').length", what="the selected time")
+        assert rows >= 4
+
+        # the address reopens the same worksheet in a fresh browser
+        link, state = page.current_url, page_state(page)
+        columns = plots_ready(page, 4)
+    with web_server(archive) as base, browser() as fresh:
+        fresh.get(link.replace(link.split("/?")[0], base))
+        assert plots_ready(fresh, 4) == columns
+        assert page_state(fresh) == state
+
+
+@pytest.fixture
+def writable(archive, tmp_path):
+    copy = tmp_path / "w.db"
+    shutil.copy(archive, copy)
+    config = tmp_path / "web.yml"
+    config.write_text("basic_auth_users:\n  ann: " + bcrypt.hashpw(b"secret", bcrypt.gensalt(4)).decode() + "\n")
+    return copy, str(config)
+
+
+def test_writes_need_a_signed_in_user(writable):
+    copy, config = writable
+    with web_server(copy) as base, browser() as page:              # no users: read-only
+        page.get(state_url(base, worksheet()))
+        plots_ready(page, 2)
+        page.find_element("id", "ds-name").send_keys("nfs.ops[op]")
+        page.find_element("id", "ds-create").click()
+        assert "signed-in user" in wait_js(page, "document.getElementById('message').textContent")
+        assert http(base + "/api/datasets", {"action": "suspend", "name": "nfs.ops[client]"})[0] == 403
+    with web_server(copy, "--web-config", config) as base:
+        assert http(base + "/api/datasets")[0] == 401
+        assert http(base + "/api/datasets", {"action": "create", "name": "nfs.ops[op]"})[0] == 401
+        assert http(base + "/api/datasets", auth=("ann", "wrong"))[0] == 401
+        status, answer = http(base + "/api/datasets", {"action": "create", "name": "nfs.bogus"}, auth=("ann", "secret"))
+        assert status == 400 and "\n" not in answer["error"] and "nfs.bogus" in answer["error"]
+        with browser(auth=("ann", "secret")) as page:
+            page.get(state_url(base, worksheet()))
+            plots_ready(page, 2)
+            page.find_element("id", "ds-name").send_keys("nfs.ops[op]")
+            page.find_element("id", "ds-create").click()
+            wait_js(page, "document.querySelector('#ds-table tr[data-name=\"nfs.ops[op]\"]')", what="the new dataset")
+            page.execute_script("document.querySelector('#ds-table tr[data-name=\"nfs.ops[client]\"] button').click()")
+            wait_js(page, "document.querySelector('#ds-table tr[data-name=\"nfs.ops[client]\"] .state')"
+                          ".textContent === 'suspended'", what="the suspension")
+            page.find_element("id", "ws-name").send_keys("band")
+            page.find_element("id", "ws-save").click()
+            wait_js(page, "document.getElementById('message').textContent === 'saved band'")
+            saved = page_state(page)
+    listed = json.loads(strata("datasets", "list", "--json", "--archive", str(copy)).stdout)
+    states = {d["name"]: d["state"] for d in (listed["datasets"] if isinstance(listed, dict) else listed)}
+    assert states["nfs.ops[op]"] == "active" and states["nfs.ops[client]"] == "suspended"
+    with web_server(copy, "--open", "band") as base, browser() as page:   # a saved worksheet by name
+        page.get(base + "/")
+        plots_ready(page, 2)
+        assert page_state(page)["views"] == saved["views"]
+    bad = strata("web", "--archive", str(copy), "--open", "nope", "--listen", "127.0.0.1:0")
+    assert bad.returncode != 0 and "no worksheet 'nope'" in bad.stderr and "band" in bad.stderr
+
+
+def test_served_over_tls_with_the_exporters_web_config(archive, tmp_path):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=strata",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "key.pem"),
+                    "-out", str(tmp_path / "cert.pem")], check=True, capture_output=True)
+    hashed = bcrypt.hashpw(b"secret", bcrypt.gensalt(4)).decode()
+    (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+                                      f"basic_auth_users:\n  ann: '{hashed}'\n")
+    with web_server(archive, "--web-config", str(tmp_path / "web.yml")) as base:
+        assert base.startswith("https://")
+        host, port = base.split("//")[1].split(":")
+        trusted = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+        for auth, expected in ((None, 401), ("ann:secret", 200)):
+            conn = httpclient.HTTPSConnection(host, int(port), context=trusted, timeout=10)
+            headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
+            conn.request("GET", "/api/datasets", headers=headers)
+            assert conn.getresponse().status == expected
+    bad = strata("web", "--archive", str(archive), "--web-config", str(tmp_path / "nope.yml"))
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "nope.yml" in bad.stderr
+
+
+def open_sockets(pid) -> int:
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except FileNotFoundError:
+            pass                 # closed while listed
+    return n
+
+
+def raw_get(base, path):
+    host, port = base.split("//")[1].split(":")
+    conn = httpclient.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", path)
+    r = conn.getresponse()
+    return r.status, r.read()
+
+
+def test_hostile_requests_get_bounded_answers(archive):
+    with web_server(archive) as base:
+        for path in ("/static/../../../etc/passwd", "/static/..%2f..%2fetc%2fpasswd", "/static/%2e%2e/web_cmd.py",
+                     "/../pyproject.toml", "/static/worksheet.js/../../views.py"):
+            status, body = raw_get(base, path)
+            assert status == 404 and b"root:" not in body and b"import" not in body, (path, status)
+        assert raw_get(base, "/static/plotly.min.js")[0] == 200                 # served locally
+        status, answer = http(base + "/api/view?name=nfs.latency&since=0&until=99999999999")
+        assert status == 400 and "days" in answer["error"]
+        status, answer = http(base + f"/api/view?name=nfs.latency&since={T0 - 365 * 86400}&until={T0 + SPAN}")
+        assert status == 200 and answer["live"]["level"] == "hour"             # a year: from the rollups
+        status, answer = http(base + "/api/drill", raw=b"{not json")
+        assert status == 400 and answer == {"error": "the request body is not JSON"}
+        status, answer = http(base + "/api/drill", raw=b"[" * 200_000)
+        assert status == 413
+        status, answer = http(base + "/api/drill", {"view": {"name": "nfs.latency"}, "x0": "never"})
+        assert status == 400 and "\n" not in answer["error"]
+        status, answer = http(base + "/api/view?name=nfs.nothing")
+        assert status == 400 and "no dataset nfs.nothing" in answer["error"]
+        assert http(base + "/api/live?ids=deadbeef&after=1")[0] == 404
+
+        slow = []                                  # 500 clients that never finish their request
+        for _ in range(500):
+            sock = socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])))
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            slow.append(sock)
+        try:
+            status, answer = http(base + "/api/datasets", timeout=10)
+            assert status == 200 and len(answer["datasets"]) == 3               # still answering
+            sockets = open_sockets(base.pid)
+            assert sockets <= MAX_CONNECTIONS + 8, sockets                        # bounded
+        finally:
+            for sock in slow:
+                sock.close()

@@ -1,0 +1,334 @@
+"""The aiohttp application of `strata web`: the page and its assets (a fixed list: no
+path outside it is reachable), the views' JSON, the live columns as server-sent events,
+drill-downs, named worksheets, and the datasets' lifecycle for an authenticated user.
+
+Reads run in a small thread pool, each thread with its own read-only archive; every
+answer is bounded (limits.py): a request past a bound gets one line and 4xx/503.
+"""
+import asyncio
+import base64
+import binascii
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+
+import plotly
+from aiohttp import web
+
+from strata.datasets.archive import Archive
+from strata.datasets.errors import ArchiveError
+from strata.heatmaps.errors import ViewError
+from strata.prometheus.reader import PrometheusReader
+
+from . import limits, views, worksheets
+from .connections import REQUEST_SECONDS, Connections
+from .ticker import Ticker
+
+ASSETS = {"worksheet.js": "text/javascript", "worksheet.css": "text/css", "index.html": "text/html"}
+PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+KEEPALIVE = 15.0     # seconds between comments on an idle live stream
+
+
+class Source:
+    """Where the worksheet reads: an archive file (one read-only handle per thread) or a
+    Prometheus server. Writes (lifecycle, worksheets) go to the archive only."""
+
+    def __init__(self, archive_path: str | None, prometheus_url: str | None):
+        self.path, self.url = archive_path, prometheus_url
+        self.local = threading.local()
+
+    def reader(self):
+        if self.url:
+            return PrometheusReader(self.url)
+        handle = getattr(self.local, "archive", None)
+        if handle is None:
+            handle = self.local.archive = Archive.open(self.path, readonly=True)
+        return handle
+
+    def writer(self) -> Archive:
+        if self.url:
+            raise ArchiveError("a Prometheus server is read-only: serve an archive to change datasets")
+        return Archive.open(self.path, readonly=False)
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": str(message).splitlines()[0][:300] if message else "error"},
+                             status=status)
+
+
+class Worksheet:
+    def __init__(self, source: Source, web_config=None, open_name: str | None = None):
+        self.source, self.web_config, self.open_name = source, web_config, open_name
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="strata-web")
+        self.registry = OrderedDict()      # live id -> (ViewSpec, geometry), bounded
+        self.busy = 0
+        self.streams = 0
+        self.ticker = Ticker(None if source.url else source.path)
+        self.connections = None           # set by serve()
+
+    async def run(self, fn, *args):
+        """fn(reader, *args) in the pool; one-line errors become 400."""
+        def call():
+            return fn(self.source.reader(), *args)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, call)
+        except (ArchiveError, ViewError, limits.LimitError) as e:
+            raise web.HTTPBadRequest(text=json.dumps({"error": str(e)}), content_type="application/json")
+
+    # -- authentication and bounds ------------------------------------------------------------
+
+    def user(self, request) -> str | None:
+        """The authenticated user's name, '' when the server has no users, None when refused."""
+        if not self.web_config or not self.web_config.users:
+            return ""
+        kind, _, encoded = request.headers.get("Authorization", "").partition(" ")
+        if kind.lower() != "basic":
+            return None
+        try:
+            name, sep, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return name if sep and self.web_config.allows(name, password) else None
+
+    @web.middleware
+    async def guard(self, request, handler):
+        if self.connections:
+            self.connections.request(request)
+        if self.user(request) is None:
+            return web.Response(status=401, text="authentication needed\n",
+                                headers={"WWW-Authenticate": 'Basic realm="strata"'})
+        if self.busy >= limits.MAX_REQUESTS:
+            return _error(503, "busy: too many requests at once")
+        self.busy += 1
+        try:
+            return await handler(request)
+        except web.HTTPException as e:
+            if e.content_type == "application/json" or e.status < 400:
+                raise
+            return _error(e.status, e.reason)
+        finally:
+            self.busy -= 1
+
+    def writer_only(self, request):
+        if not self.web_config or not self.web_config.users:
+            raise web.HTTPForbidden(text=json.dumps({"error": "changes need a signed-in user: serve with "
+                                                              "--web-config naming basic_auth_users"}),
+                                    content_type="application/json")
+
+    # -- the page -----------------------------------------------------------------------------
+
+    async def page(self, request):
+        if self.open_name and not request.query:
+            state = await self.run(lambda _r: worksheets.load(self.source.path, self.open_name))
+            raise web.HTTPFound("/?s=" + _quote(json.dumps(state, separators=(",", ":"))))
+        return self.asset_response("index.html")
+
+    def asset_response(self, name):
+        body = resources.files("strata.web").joinpath("static", name).read_bytes()
+        return web.Response(body=body, content_type=ASSETS[name], headers={"Cache-Control": "no-cache"})
+
+    async def asset(self, request):
+        name = request.match_info["name"]
+        if name == "plotly.min.js":
+            return web.FileResponse(PLOTLY_JS, headers={"Content-Type": "text/javascript",
+                                                        "Cache-Control": "max-age=86400"})
+        if name not in ASSETS:
+            return _error(404, "no such asset")
+        return self.asset_response(name)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def datasets(self, request):
+        infos = await self.run(lambda r: [i.to_json() for i in r.datasets()])
+        return web.json_response({"datasets": infos, "writable": bool(self.web_config and self.web_config.users)
+                                  and not self.source.url})
+
+    async def view(self, request):
+        q = request.query
+        try:
+            spec = views.ViewSpec.parse(q)
+            start, end = _range(q)
+        except limits.LimitError as e:
+            return _error(400, e)
+        out = await self.run(views.view, spec, start, end)
+        live_id = hashlib.sha1(json.dumps([spec.__dict__, out["live"]], default=list,
+                                          sort_keys=True).encode()).hexdigest()[:16]
+        self.registry[live_id] = (spec, out["live"])
+        self.registry.move_to_end(live_id)
+        while len(self.registry) > 4096:
+            self.registry.popitem(last=False)
+        out["live"]["id"] = live_id
+        return web.Response(text=json.dumps(out, cls=_PlotlyJSON), content_type="application/json")
+
+    async def live(self, request):
+        """Server-sent events: per view, the columns after its `after` second as they arrive."""
+        ids = request.query.get("ids", "").split(",")[:limits.MAX_VIEWS]
+        try:
+            after = [int(a) for a in request.query.get("after", "").split(",")][:len(ids)]
+        except ValueError:
+            return _error(400, "after: one unix second per view")
+        known = [self.registry.get(i) for i in ids]
+        if not ids or len(after) != len(ids) or None in known:
+            return _error(404, "unknown view: load the views again")
+        if self.streams >= limits.MAX_STREAMS:
+            return _error(503, f"busy: {limits.MAX_STREAMS} live pages are open already")
+        self.streams += 1
+        self.busy -= 1                   # a stream is counted among the streams, not the requests
+        try:
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                               "X-Accel-Buffering": "no"})
+            await resp.prepare(request)
+            seen, quiet = -1, time.monotonic()
+            while True:
+                now = int(time.time())
+                for i, (spec, geometry) in enumerate(known):
+                    cols, after[i] = await self.run(views.columns, spec, geometry, after[i], now)
+                    if cols:
+                        await resp.write(f"data: {json.dumps({'i': i, 'cols': cols})}\n\n".encode())
+                        quiet = time.monotonic()
+                if time.monotonic() - quiet > KEEPALIVE:        # a comment keeps proxies from closing
+                    await resp.write(b": idle\n\n")
+                    quiet = time.monotonic()
+                seen = await self.ticker.wait(seen, 1.0)      # woken by a commit; a look a second at worst
+        except (ConnectionError, web.HTTPBadRequest):
+            return resp                     # the page went away, or its view can no longer be read
+        finally:
+            self.streams -= 1
+            self.busy += 1
+
+    async def drill(self, request):
+        body = await _json_body(request)
+        try:
+            spec = views.ViewSpec.parse(body.get("view") or {})
+            x0, x1 = str(body["x0"]), str(body["x1"])
+            y0, y1 = float(body["y0"]), float(body["y1"])
+            top = max(1, min(int(body.get("top", 8)), 50))
+        except (KeyError, TypeError, ValueError) as e:
+            return _error(400, f"a drill-down needs view, x0, x1, y0, y1 ({e})")
+        return web.json_response(await self.run(views.drill, spec, x0, x1, y0, y1, top))
+
+    # -- worksheets and datasets ----------------------------------------------------------------
+
+    async def worksheet_list(self, request):
+        if self.source.url:
+            return web.json_response({"worksheets": []})
+        return web.json_response({"worksheets": await self.run(lambda _r: worksheets.names(self.source.path))})
+
+    async def worksheet_get(self, request):
+        name = request.match_info["name"]
+        return web.json_response({"name": name, "state": await self.run(
+            lambda _r: worksheets.load(self.source.path, name))})
+
+    async def worksheet_save(self, request):
+        self.writer_only(request)
+        body = await _json_body(request)
+        if not isinstance(body.get("state"), dict):
+            return _error(400, "a worksheet needs name and state")
+        await self.run(lambda _r: worksheets.save(self.source.path, body.get("name"), body["state"]))
+        return web.json_response({"saved": body.get("name")})
+
+    async def dataset_change(self, request):
+        self.writer_only(request)
+        body = await _json_body(request)
+        action, name = body.get("action"), str(body.get("name") or "").strip()
+        if action not in ("create", "suspend", "resume") or not name or len(name) > 300:
+            return _error(400, "say action (create, suspend, resume) and a dataset name")
+
+        def change(_r):
+            with self.source.writer() as archive:
+                if action == "create":
+                    return [archive.create(name).to_json()]
+                return [i.to_json() for i in archive.set_state([name], "active" if action == "resume"
+                                                               else "suspended")]
+        return web.json_response({"changed": await self.run(change)})
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=limits.MAX_BODY, middlewares=[self.guard])
+        app.router.add_get("/", self.page)
+        app.router.add_get("/static/{name}", self.asset)
+        app.router.add_get("/api/datasets", self.datasets)
+        app.router.add_post("/api/datasets", self.dataset_change)
+        app.router.add_get("/api/view", self.view)
+        app.router.add_get("/api/live", self.live)
+        app.router.add_post("/api/drill", self.drill)
+        app.router.add_get("/api/worksheets", self.worksheet_list)
+        app.router.add_get("/api/worksheets/{name}", self.worksheet_get)
+        app.router.add_post("/api/worksheets", self.worksheet_save)
+
+        async def started(_app):
+            self.ticker.start()
+
+        async def stopped(_app):
+            await self.ticker.stop()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        app.on_startup.append(started)
+        app.on_cleanup.append(stopped)
+        return app
+
+
+class _PlotlyJSON(json.JSONEncoder):
+    """plotly's figure dicts hold numpy arrays and datetimes: encoded as plotly encodes them."""
+
+    def default(self, o):
+        from plotly.utils import PlotlyJSONEncoder
+        return PlotlyJSONEncoder().default(o)
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+    return quote(text, safe="")
+
+
+def _range(q) -> tuple:
+    """(start, end) from since/until (unix seconds) or last (seconds ending now)."""
+    now = int(time.time())
+    try:
+        if q.get("since"):
+            start, end = int(q["since"]), int(q.get("until") or now)
+        else:
+            end = int(q.get("until") or now)
+            start = end - int(q.get("last") or 300)
+    except ValueError:
+        raise limits.LimitError("since, until and last are whole seconds") from None
+    limits.check_span(start, end)
+    return start, end
+
+
+async def _json_body(request) -> dict:
+    try:
+        body = await request.json()
+    except web.HTTPRequestEntityTooLarge:
+        raise
+    except (ValueError, UnicodeDecodeError):
+        raise web.HTTPBadRequest(text=json.dumps({"error": "the request body is not JSON"}),
+                                 content_type="application/json") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text=json.dumps({"error": "the request body is not a JSON object"}),
+                                 content_type="application/json")
+    return body
+
+
+async def serve(worksheet: Worksheet, host: str, port: int, tls=None, ready=None):
+    """Serve until cancelled; ready(port) is called once listening. Connections are
+    bounded (connections.py) around aiohttp's own server."""
+    runner = web.AppRunner(worksheet.app(), handle_signals=False, access_log=None,
+                           keepalive_timeout=15, max_line_size=8190, max_field_size=8190)
+    await runner.setup()
+    worksheet.connections = Connections(runner.server, tls is not None)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(worksheet.connections, host, port, ssl=tls, backlog=128,
+                                      ssl_handshake_timeout=REQUEST_SECONDS if tls else None)
+    reaper = loop.create_task(worksheet.connections.reap())
+    if ready:
+        ready(server.sockets[0].getsockname()[1])
+    try:
+        await asyncio.Event().wait()
+    finally:
+        reaper.cancel()
+        server.close()
+        await runner.cleanup()

@@ -1,0 +1,410 @@
+// The worksheet page: views (heat maps and graphs) on one time axis, their live columns
+// from /api/live (server-sent events), drag to drill down, click a time, the state in the
+// address (?s=JSON), named worksheets and the datasets' lifecycle.
+"use strict";
+
+const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill"};
+let state = readState();
+let views = [];            // {spec, div, live (geometry), start, times, ...}
+let stream = null;
+let generation = 0;        // a newer load() makes older answers moot
+let picked = {target: null, keys: []};   // shift-clicked keys of the last drill-down
+let relayoutBusy = false;
+window.strataLive = {messages: 0, bytes: 0, largest: 0};
+
+function readState() {
+  const s = new URLSearchParams(location.search).get("s");
+  if (!s) return Object.assign({}, DEFAULT);
+  try { return Object.assign({}, DEFAULT, JSON.parse(s)); } catch (e) { return Object.assign({}, DEFAULT); }
+}
+
+function writeState() {
+  const url = "?s=" + encodeURIComponent(JSON.stringify(state));
+  history.replaceState(null, "", url);
+}
+
+function say(text) { document.getElementById("message").textContent = text || ""; }
+
+async function api(path, body) {
+  const opts = body === undefined ? {} : {method: "POST", body: JSON.stringify(body),
+                                          headers: {"Content-Type": "application/json"}};
+  const r = await fetch(path, opts);
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = {error: r.status + " " + r.statusText}; }
+  if (!r.ok) throw new Error((data && data.error) || (r.status + " " + r.statusText));
+  return data;
+}
+
+// plotly's JSON packs numpy arrays as {dtype, bdata, shape}: plain nested arrays here,
+// so that live columns can be pushed into them.
+const DTYPES = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
+                u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
+function unpack(v) {
+  if (Array.isArray(v)) return v.map(unpack);
+  if (v && typeof v === "object" && v.bdata !== undefined && v.dtype) {
+    const bytes = Uint8Array.from(atob(v.bdata), c => c.charCodeAt(0));
+    const flat = Array.from(new DTYPES[v.dtype](bytes.buffer));
+    const shape = v.shape ? String(v.shape).split(",").map(Number) : [flat.length];
+    const build = (off, dims) => {
+      if (dims.length === 1) return flat.slice(off, off + dims[0]);
+      const step = dims.slice(1).reduce((a, b) => a * b, 1);
+      return Array.from({length: dims[0]}, (_, i) => build(off + i * step, dims.slice(1)));
+    };
+    return build(0, shape);
+  }
+  if (v && typeof v === "object") {
+    const out = {};
+    for (const k of Object.keys(v)) out[k] = unpack(v[k]);
+    return out;
+  }
+  return v;
+}
+
+function rangeQuery() {
+  if (state.live || state.since === undefined) return "last=" + state.last;
+  return "since=" + state.since + "&until=" + state.until;
+}
+
+function viewQuery(spec) {
+  const q = new URLSearchParams({name: spec.name});
+  if (state.axis) q.set("axis", state.axis);
+  if (spec.compare && spec.compare.length) q.set("compare", spec.compare.join(","));
+  if (state.crop) q.set("crop", state.crop);
+  return q.toString() + "&" + rangeQuery();
+}
+
+async function load() {
+  const mine = ++generation;
+  document.body.dataset.loads = generation;
+  if (stream) { stream.close(); stream = null; }
+  writeState();
+  syncToolbar();
+  const box = document.getElementById("views");
+  box.innerHTML = "";
+  views = state.views.map((spec, i) => {
+    const el = document.createElement("div");
+    el.className = "view";
+    el.innerHTML = '<button class="close" title="remove this view">×</button><div class="plot"></div>';
+    el.querySelector(".close").onclick = () => { state.views.splice(i, 1); load(); };
+    box.appendChild(el);
+    return {spec, div: el.querySelector(".plot"), index: i};
+  });
+  const answers = await Promise.all(views.map(v => api("/api/view?" + viewQuery(v.spec))
+    .then(a => ({a}), e => ({e}))));
+  if (mine !== generation) return;
+  const errors = [];
+  for (const [i, v] of views.entries()) {
+    const {a, e} = answers[i];
+    if (e) { v.div.textContent = v.spec.name + ": " + e.message; errors.push(e.message); continue; }
+    draw(v, a);
+  }
+  say(errors[0] || "");
+  document.body.dataset.views = views.filter(v => v.live).length;
+  if (state.live) openStream();
+}
+
+function draw(v, a) {
+  const fig = unpack(a.figure);
+  v.live = a.live; v.width = a.live.width; v.start = a.start; v.end = a.end;
+  v.kind = a.live.type;
+  fig.layout.dragmode = "zoom";
+  fig.layout.datarevision = 0;
+  fig.layout.autosize = true;
+  delete fig.layout.width; delete fig.layout.height;
+  fig.layout.margin = Object.assign({}, fig.layout.margin, {r: 150});   // one plot width for every view
+  fig.data.forEach(tr => { if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left"}); });
+  if (v.kind === "heatmap") {
+    const tr = fig.data[1];
+    v.times = tr.x.slice(0, -1).map(s => Date.parse(s) / 1000);
+  } else {
+    v.times = (fig.data[0] ? fig.data[0].x : []).map(s => Date.parse(s) / 1000 - v.width / 2);
+  }
+  v.keep = v.times.length;
+  v.xrange = fig.layout.xaxis2 && fig.layout.xaxis2.range ? fig.layout.xaxis2.range.slice() : undefined;
+  v.yrange = fig.layout.yaxis && fig.layout.yaxis.range ? fig.layout.yaxis.range.slice() : undefined;
+  Plotly.newPlot(v.div, fig.data, fig.layout, {displaylogo: false, responsive: true,
+                                               modeBarButtonsToRemove: ["select2d", "lasso2d"]});
+  v.div.dataset.columns = v.times.length;
+  v.div.dataset.last = v.times.length ? v.times[v.times.length - 1] : "";
+  v.div.on("plotly_relayout", ev => onRelayout(v, ev));
+  v.div.on("plotly_click", ev => onClick(v, ev));
+}
+
+// -- live ------------------------------------------------------------------------------------
+
+function openStream() {
+  const ready = views.filter(v => v.live);
+  if (!ready.length) return;
+  const ids = ready.map(v => v.live.id).join(",");
+  const after = ready.map(v => v.times.length ? v.times[v.times.length - 1] : v.live.next).join(",");
+  stream = new EventSource("/api/live?ids=" + ids + "&after=" + after);
+  stream.onmessage = ev => {
+    const seen = window.strataLive;               // what the live stream sent: for tests and benchmarks
+    seen.messages += 1; seen.bytes += ev.data.length; seen.largest = Math.max(seen.largest, ev.data.length);
+    const m = JSON.parse(ev.data);
+    const v = ready[m.i];
+    if (v && state.live) addColumns(v, m.cols);
+  };
+  stream.onerror = () => { document.getElementById("status").textContent = "live: reconnecting"; };
+  stream.onopen = () => { document.getElementById("status").textContent = "live"; };
+}
+
+function addColumns(v, cols) {
+  const data = v.div.data;
+  for (const c of cols) {
+    let idx = v.times.indexOf(c.t);
+    const append = idx < 0;
+    if (append && v.times.length && c.t < v.times[v.times.length - 1]) continue;
+    if (v.kind === "heatmap") {
+      const tr = data[1];
+      if (append) {
+        tr.x.push(c.x1);
+        tr.z.forEach((row, r) => row.push(c.z[r]));
+        tr.customdata.forEach((row, r) => row.push([row[0][0], row[0][1], c.n[r]]));
+        v.times.push(c.t);
+      } else {
+        tr.z.forEach((row, r) => { row[idx] = c.z[r]; });
+        tr.customdata.forEach((row, r) => { row[idx][2] = c.n[r]; });
+      }
+    } else {
+      data.forEach((tr, j) => {
+        if (append) { tr.x.push(c.x); tr.y.push(c.y[j]); } else { tr.y[idx] = c.y[j]; }
+      });
+      if (append) v.times.push(c.t);
+    }
+  }
+  while (v.times.length > v.keep) {          // the window keeps its length: drop the oldest
+    v.times.shift();
+    if (v.kind === "heatmap") {
+      const tr = data[1];
+      tr.x.shift(); tr.z.forEach(row => row.shift()); tr.customdata.forEach(row => row.shift());
+    } else {
+      data.forEach(tr => { tr.x.shift(); tr.y.shift(); });
+    }
+  }
+  const layout = v.div.layout;
+  layout.datarevision = (layout.datarevision || 0) + 1;
+  if (v.kind === "heatmap") {
+    const x = data[1].x;
+    v.xrange = [x[0], x[x.length - 1]];
+  } else if (v.times.length) {
+    v.xrange = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
+  }
+  layout.xaxis2.range = v.xrange.slice();
+  redraw(v);
+  v.div.dataset.columns = v.times.length;
+  v.div.dataset.last = v.times[v.times.length - 1];
+}
+
+// A redraw while the user drags would cancel the drag: held until the button is up.
+let dragging = false;
+document.addEventListener("mousedown", () => { dragging = true; }, true);
+document.addEventListener("mouseup", () => setTimeout(() => {   // after plotly's own mouseup
+  dragging = false;
+  views.filter(v => v.pending).forEach(redraw);
+}, 0));
+
+function redraw(v) {
+  v.pending = dragging;
+  if (dragging) return;
+  v.div.layout.shapes = v.shapes || [];
+  Plotly.react(v.div, v.div.data, v.div.layout);
+}
+
+function isoLocal(t) {
+  const d = new Date(t * 1000), p = n => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+// -- pointing --------------------------------------------------------------------------------
+
+function onRelayout(v, ev) {
+  if (relayoutBusy) return;
+  const x0 = ev["xaxis2.range[0]"], x1 = ev["xaxis2.range[1]"];
+  if (x0 === undefined) return;
+  if (state.drag === "zoom" || v.kind !== "heatmap") {        // zoom time: every view, from the archive
+    const t0 = Math.floor(Date.parse(x0) / 1000), t1 = Math.ceil(Date.parse(x1) / 1000);
+    Object.assign(state, {live: false, since: t0, until: Math.max(t1, t0 + 1)});
+    load();
+    return;
+  }
+  let y0 = ev["yaxis.range[0]"], y1 = ev["yaxis.range[1]"];
+  relayoutBusy = true;                                          // put the axes back, mark the rectangle
+  if (y0 === undefined) { y0 = v.yrange[0]; y1 = v.yrange[1]; }      // a flat drag: every value
+  if (v.live.axis === "log") { y0 = Math.pow(10, y0); y1 = Math.pow(10, y1); }   // axis ranges are logs
+  views.forEach(w => { w.shapes = []; });
+  v.shapes = [{type: "rect", xref: "x2", yref: "y", x0, x1, y0, y1, line: {color: "#00a", width: 2},
+               fillcolor: "rgba(0,0,170,0.08)"}];
+  const back = {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice(), shapes: v.shapes};
+  Plotly.relayout(v.div, back).then(() => { relayoutBusy = false; });
+  drill(v, x0, x1, y0 * v.live.scale, y1 * v.live.scale);
+}
+
+async function drill(v, x0, x1, lo, hi) {
+  const box = document.getElementById("drill");
+  box.innerHTML = "<h3>Drill-down</h3><p class='hint'>…</p>";
+  let b;
+  try {
+    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0, x1, y0: lo, y1: hi});
+  } catch (e) {
+    box.innerHTML = "<h3>Drill-down</h3>";
+    say(e.message);
+    return;
+  }
+  say("");
+  picked = {target: b.target, by: b.by, keys: []};
+  const rows = b.table.map(r => `<tr><td><span class="key" data-key="${esc(r.key)}">${esc(r.key)}</span></td>` +
+    `<td class="events">${r.events}</td><td>${(r.share || 0).toFixed(1)}%</td>` +
+    `<td>${r.of_key === null || r.of_key === undefined ? "" : r.of_key.toFixed(1) + "%"}</td></tr>`).join("");
+  box.innerHTML = `<h3>Drill-down: ${esc(b.target)}</h3>` +
+    `<p class="hint">${esc(b.label)}, ${b.events} events · click a key for its view, shift-click to compare</p>` +
+    `<table id="drill-table" data-since="${b.since}" data-until="${b.until}" data-range="${esc(b.range)}" ` +
+    `data-target="${esc(b.target)}"><tr><th>${esc(b.by)}</th><th>events</th><th>share</th><th>of key</th></tr>` +
+    rows + `</table><p class="cmd">${esc(b.command)}</p>`;
+  box.querySelectorAll(".key").forEach(el => el.addEventListener("click", ev => onKey(ev, el)));
+}
+
+function filtered(target, key) {
+  return target.replace(/\[([^\]=]+)\]$/, (_, by) => `[${by}=${key}]`);
+}
+
+function onKey(ev, el) {
+  const key = el.dataset.key;
+  if (!ev.shiftKey) {
+    state.views.push({name: filtered(picked.target, key)});
+    load();
+    return;
+  }
+  el.classList.toggle("picked");
+  picked.keys = picked.keys.includes(key) ? picked.keys.filter(k => k !== key) : picked.keys.concat([key]);
+  if (picked.keys.length < 2) return;
+  const at = state.views.findIndex(s => s.compare && s.name === picked.target && s.drill === picked.stamp);
+  picked.stamp = picked.stamp || Date.now();
+  const spec = {name: picked.target, compare: picked.keys.slice(), drill: picked.stamp};
+  if (at >= 0) state.views[at] = spec; else state.views.push(spec);
+  load();
+}
+
+function onClick(v, ev) {
+  const pt = ev.points && ev.points[0];
+  if (!pt) return;
+  const t = Date.parse(String(pt.x)) / 1000;
+  const lines = [];
+  for (const w of views) {
+    if (!w.times) continue;
+    let i = w.times.findIndex(s => t >= s && t < s + w.width);
+    if (i < 0) continue;
+    const data = w.div.data;
+    if (w.kind === "heatmap") {
+      const n = data[1].customdata.reduce((s, row) => s + (row[i][2] || 0), 0);
+      lines.push(`<tr><td>${esc(w.spec.name)}</td><td class="value">${n}</td><td>events</td></tr>`);
+    } else {
+      data.forEach(tr => lines.push(`<tr><td>${esc(w.spec.name)} ${esc(tr.name)}</td>` +
+        `<td class="value">${tr.y[i] === null ? "–" : Number(tr.y[i]).toPrecision(4)}</td><td></td></tr>`));
+    }
+    w.shapes = (w.shapes || []).filter(s => s.type !== "line").concat([{type: "line", xref: "x2", yref: "paper",
+      x0: isoLocal(w.times[i]), x1: isoLocal(w.times[i]), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]);
+    relayoutBusy = true;
+    Plotly.relayout(w.div, {shapes: w.shapes}).then(() => { relayoutBusy = false; });
+  }
+  document.getElementById("at").innerHTML = `<h3>Selected time: ${esc(isoLocal(Math.floor(t)))}</h3>` +
+    `<table id="at-table">${lines.join("")}</table>`;
+}
+
+function esc(s) {
+  return String(s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+
+// -- toolbar, worksheets, datasets -------------------------------------------------------------
+
+function syncToolbar() {
+  document.getElementById("live").textContent = state.live ? "pause" : "live";
+  document.getElementById("axis").value = state.axis;
+  document.getElementById("crop").value = state.crop || "";
+  document.getElementById("drag").value = state.drag;
+  document.querySelectorAll("#spans button").forEach(b => b.classList.toggle("on", +b.dataset.last === span()));
+  document.getElementById("status").textContent = state.live ? "live" : "paused";
+}
+function span() { return state.live || state.since === undefined ? state.last : state.until - state.since; }
+
+function shift(by) {
+  const width = span();
+  const until = Math.floor((state.live || state.since === undefined ? Date.now() / 1000 : state.until) + by * width);
+  Object.assign(state, {live: false, since: until - width, until});
+  load();
+}
+
+async function refreshDatasets() {
+  let d;
+  try { d = await api("/api/datasets"); } catch (e) { say(e.message); return; }
+  const pick = document.getElementById("dataset-pick");
+  pick.innerHTML = d.datasets.map(i => `<option>${esc(i.name)}</option>`).join("");
+  document.getElementById("ds-table").innerHTML = d.datasets.map(i =>
+    `<tr data-name="${esc(i.name)}"><td>${esc(i.name)}</td><td class="state">${i.state}</td><td>` +
+    `<button class="ds-act" data-act="${i.state === "active" ? "suspend" : "resume"}">` +
+    `${i.state === "active" ? "suspend" : "resume"}</button></td></tr>`).join("");
+  document.querySelectorAll(".ds-act").forEach(b => b.onclick = () =>
+    change(b.dataset.act, b.closest("tr").dataset.name));
+  if (!state.views.length && d.datasets.length && !document.body.dataset.started) {
+    const heat = d.datasets.filter(i => i.kind === "heatmap" && !i.breakdown)[0] || d.datasets[0];
+    state.views.push({name: heat.name});
+    load();
+  }
+  document.body.dataset.started = "1";
+}
+
+async function change(action, name) {
+  try {
+    await api("/api/datasets", {action, name});
+    say(`${action}: ${name}`);
+  } catch (e) { say(e.message); }
+  refreshDatasets();
+}
+
+async function refreshWorksheets() {
+  try {
+    const d = await api("/api/worksheets");
+    document.getElementById("ws-open").innerHTML = '<option value="">open…</option>' +
+      d.worksheets.map(w => `<option>${esc(w.name)}</option>`).join("");
+  } catch (e) { /* an archive without worksheets */ }
+}
+
+function wire() {
+  document.getElementById("add-view").onclick = () => {
+    state.views.push({name: document.getElementById("dataset-pick").value});
+    load();
+  };
+  document.querySelectorAll("#spans button").forEach(b => b.onclick = () => {
+    const wanted = +b.dataset.last;
+    if (state.live || state.since === undefined) { state.last = wanted; }
+    else { const mid = (state.since + state.until) / 2; state.since = Math.floor(mid - wanted / 2); state.until = state.since + wanted; }
+    load();
+  });
+  document.getElementById("back").onclick = () => shift(-0.5);
+  document.getElementById("forward").onclick = () => shift(0.5);
+  document.getElementById("live").onclick = () => {
+    if (state.live) { const now = Math.floor(Date.now() / 1000); Object.assign(state, {live: false, since: now - state.last, until: now}); }
+    else { state.last = span(); Object.assign(state, {live: true}); delete state.since; delete state.until; }
+    load();
+  };
+  document.getElementById("axis").onchange = e => { state.axis = e.target.value; load(); };
+  document.getElementById("crop").onchange = e => { state.crop = e.target.value || null; load(); };
+  document.getElementById("drag").onchange = e => { state.drag = e.target.value; writeState(); };
+  document.getElementById("ws-save").onclick = async () => {
+    const name = document.getElementById("ws-name").value;
+    try { await api("/api/worksheets", {name, state}); say("saved " + name); refreshWorksheets(); }
+    catch (e) { say(e.message); }
+  };
+  document.getElementById("ws-open").onchange = async e => {
+    if (!e.target.value) return;
+    try { state = Object.assign({}, DEFAULT, (await api("/api/worksheets/" + encodeURIComponent(e.target.value))).state);
+          load(); }
+    catch (err) { say(err.message); }
+  };
+  document.getElementById("ds-create").onclick = () => change("create", document.getElementById("ds-name").value);
+}
+
+wire();
+refreshWorksheets();
+refreshDatasets();
+if (state.views.length) load();

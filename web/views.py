@@ -1,0 +1,214 @@
+"""A worksheet's views as the page draws them: the figure of one view over a time range,
+its live geometry (what a new column needs to be drawn into the same figure), the
+columns that arrived after a second, and the drill-down of a dragged rectangle.
+
+figure_for() is the one place that draws a view: heatmaps/figures.py chooses the figure
+model by the dataset's kind (a heat map for latency, size and offset statistics, a graph
+for counters, gauges and compared keys); plot_heatmap draws heat maps, graphs.py the
+page's graphs. A drill-down reads as `strata breakdown --range` reads (source.query_window,
+figures.graph). Errors are ViewError, one line for the page.
+"""
+import datetime as dt
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from strata.heatmaps import figures, plot_heatmap, source, value_range
+from strata.heatmaps.breakdown import OTHER, compute, to_json
+from strata.heatmaps.errors import ViewError as SourceError
+from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS
+from strata.heatmaps.rebin import Grid, column_histograms, row_counts
+from strata.heatmaps.timebins import TimeBins, choose_bins
+
+from . import graphs
+from .limits import CELLS, MAX_COLS, MAX_KEYS, LimitError, check_span
+
+AXES = ("", "linear", "log")       # "": the dataset's default (log for latency)
+
+
+class ViewError(LimitError):
+    """One line for the page."""
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    name: str                  # dataset name, filters included: nfs.latency[client=10.0.0.3]
+    compare: tuple = ()        # keys of a broken-down dataset drawn as lines on one graph
+    axis: str = ""             # heat maps' y-axis: linear, log, or "" for the default
+    crop: float | None = None  # heat maps: crop the y-axis at this percentile
+
+    @classmethod
+    def parse(cls, params) -> "ViewSpec":
+        """From query parameters name, compare (comma-separated keys), axis, crop."""
+        name = str(params.get("name") or "").strip()
+        if not name or len(name) > 300:
+            raise ViewError("a view needs a dataset name (at most 300 characters)")
+        compare = tuple(k for k in str(params.get("compare") or "").split(",") if k)
+        if len(compare) > MAX_KEYS:
+            raise ViewError(f"compare at most {MAX_KEYS} keys")
+        axis = str(params.get("axis") or "")
+        if axis not in AXES:
+            raise ViewError(f"axis must be linear or log, not {axis[:20]!r}")
+        crop = params.get("crop") or None
+        if crop is not None:
+            try:
+                crop = float(crop)
+            except ValueError:
+                raise ViewError(f"crop must be a percentile, not {str(crop)[:20]!r}") from None
+            if not 0 < crop < 100:
+                raise ViewError("crop must be a percentile between 0 and 100")
+        return cls(name, compare, axis, crop)
+
+
+def _local(t) -> str:
+    return dt.datetime.fromtimestamp(int(t)).isoformat()
+
+
+def parse_local(text: str) -> float:
+    """Unix seconds of a time on the page's axis (local time, as plot_heatmap draws it)."""
+    try:
+        return dt.datetime.fromisoformat(str(text).strip()[:40]).timestamp()
+    except ValueError:
+        raise ViewError(f"not a time on the axis: {str(text)[:40]!r}") from None
+
+
+def _resolve(reader, name, keys=None):
+    """(derive.Source, keys or None) of a dataset name, as the CLI resolves it."""
+    try:
+        return source.resolve(reader, name, list(keys) if keys else None)
+    except SourceError as e:
+        raise ViewError(str(e)) from None
+
+
+def _query(reader, src, start, end, resolution):
+    try:
+        return source.query(reader, src, start, end, resolution)
+    except SourceError as e:
+        raise ViewError(str(e)) from None
+
+
+def _view(spec, src, keys) -> figures.View:
+    return figures.View(keys=tuple(keys) if keys else None, axis=spec.axis or None, outliers=spec.crop,
+                        as_graph=bool(spec.compare), style="line", top=len(keys) if keys else graphs.TOP,
+                        by=src.wanted.breakdown or src.info.breakdown)
+
+
+def figure_for(spec, src, keys, qr, start, end):
+    """(plotly figure, live geometry) of one view: the figure model figures.build chooses."""
+    try:
+        model = figures.build(qr, start, end, _view(spec, src, keys), max_cols=MAX_COLS, ncells=CELLS)
+    except SourceError as e:
+        raise ViewError(str(e)) from None
+    if not isinstance(model, Grid):
+        fig, scale = graphs.figure(model, spec)
+        return fig, {"type": "graph", "width": model.bins.width, "next": model.bins.end, "scale": scale,
+                     "keys": [k for k in model.keys if k != OTHER], "lines": model.keys}
+    grid = model
+    fig = plot_heatmap.figure(grid)
+    scale, label = plot_heatmap.display_scale(float(grid.edges[-1]), grid.unit)
+    if grid.axis == "log":
+        cell_h = (math.log10(grid.cells[-1]) - math.log10(grid.cells[0])) / CELLS
+    else:
+        cell_h = (grid.cells[-1] - grid.cells[0]) / CELLS
+    return fig, {"type": "heatmap", "width": grid.bins.width, "next": grid.bins.end, "scale": scale,
+                 "unit": grid.unit, "label": label, "edges": grid.edges.tolist(), "cell_h": float(cell_h),
+                 "axis": grid.axis, "keys": keys}
+
+
+def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
+    """{'figure', 'live', 'start', 'end'}: the view over [start, end), at the level the CLI
+    would read (the finest that covers the range in MAX_COLS columns)."""
+    check_span(start, end)
+    src, keys = _resolve(reader, spec.name, spec.compare)
+    qr = _query(reader, src, start, end, choose_bins(start, end, 1, MAX_COLS).width)
+    fig, live = figure_for(spec, src, keys, qr, start, end)
+    live.update(name=str(src.wanted), kind=src.info.kind, statistic=src.info.statistic,
+                breakdown=src.wanted.breakdown, unit=src.info.unit, level=qr.level, note=src.note)
+    return {"figure": fig.to_plotly_json(), "live": live, "start": start, "end": end}
+
+
+def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
+    """(columns, next): the view's columns from `after` (a column start) up to now, each
+    {'t', ...}; the last one may be partial (re-sent as it fills). `next` is the start of
+    the first column still to send."""
+    src, _ = _resolve(reader, spec.name, spec.compare)
+    width = int(live["width"])
+    after = after - after % width
+    if now <= after:
+        return [], after
+    check_span(after, now)
+    qr = _query(reader, src, after, now, width if width > 1 else None)
+    bins = TimeBins(after, width, math.ceil((now - after) / width))
+    present = np.zeros(bins.ncols, bool)
+    if qr.present.size:
+        cols = (qr.times - bins.start) // width
+        ok = (cols >= 0) & (cols < bins.ncols)
+        present[cols[ok][qr.present[ok]]] = True
+    out = []
+    if live["type"] == "heatmap":
+        edges = np.asarray(live["edges"], dtype=np.float64)
+        row_h = np.diff(np.log10(edges)) if live["axis"] == "log" else np.diff(edges)
+        hist = column_histograms(qr, bins) if len(qr.buckets) else np.zeros((bins.ncols, 0), np.uint64)
+        counts, _, _ = row_counts(hist, np.asarray(qr.buckets, np.int64), edges)
+        density = counts * (live["cell_h"] / row_h)[:, None]
+        for c in np.flatnonzero(present):
+            t = int(bins.start + c * width)
+            z = [round(math.log10(v), 5) if v > 0 else None for v in density[:, c]]
+            out.append({"t": t, "x0": _local(t), "x1": _local(t + width), "z": z,
+                        "n": counts[:, c].astype(np.int64).tolist(), "total": int(hist[c].sum())})
+    else:
+        have = [k for k in live["keys"] if k in qr.keys]
+        b = compute(qr, bins.start, bins.end, max_cols=bins.ncols, top=max(len(have), 1), keys=have,
+                    bins=bins) if have else None
+        for c in np.flatnonzero(present):
+            t = int(bins.start + c * width)
+            y = []
+            for k in live["lines"]:
+                v = b.series[b.keys.index(k), c] if b is not None and k in b.keys else float("nan")
+                y.append(None if not np.isfinite(v) else float(v) / live["scale"])
+            out.append({"t": t, "x": dt.datetime.fromtimestamp(t + width / 2).isoformat(), "y": y})
+    # next: the last column sent when it may still fill, else the one after it; a column
+    # still missing 5 s later is a gap, not waited for
+    sent = np.flatnonzero(present)
+    nxt = after
+    if sent.size:
+        last = int(bins.start + sent[-1] * width)
+        nxt = last if last + width > now else last + width
+    gap = (now - 5) - (now - 5) % width
+    return out, max(nxt, gap)
+
+
+def drill(reader, spec: ViewSpec, x0: str, x1: str, lo: float, hi: float, top: int = 8) -> dict:
+    """The breakdown of the events inside a dragged rectangle (times on the page's axis,
+    values in the dataset's unit), read as `strata breakdown TARGET --range LO..HI --since S
+    --until E` reads it: the same source.query_window and figures.graph."""
+    src, _ = _resolve(reader, spec.name)
+    if src.info.kind != "heatmap":
+        raise ViewError(f"{src.wanted} is a {src.info.kind}: drag over a heat map to break a band down")
+    t0, t1 = sorted((parse_local(x0), parse_local(x1)))
+    since, until = int(math.floor(t0)), int(math.ceil(t1))
+    until = max(until, since + 1)
+    check_span(since, until)
+    lo, hi = sorted((max(float(lo), 0.0), max(float(hi), 0.0)))
+    text = f"{int(math.floor(lo))}..{max(int(math.ceil(hi)), int(math.floor(lo)) + 1)}"
+    target = source.drill_target(reader, src)
+    if target is None:
+        raise ViewError(f"the archive holds no breakdown of {src.wanted}: create e.g. "
+                        f"{src.info.statistic}[client] to break its bands down")
+    tsrc, _ = _resolve(reader, target)
+    try:
+        selected = value_range.parse(text, tsrc.info.unit)
+    except ValueError as e:
+        raise ViewError(str(e)) from None
+    view = figures.View(as_graph=True, top=top, percentile=99.0, value_range=selected,
+                        by=tsrc.wanted.breakdown)
+    try:
+        qr, since, until = source.query_window(reader, tsrc, since, until, BREAKDOWN_MAX_COLS, True)
+        b = figures.graph(qr, since, until, view, max_cols=BREAKDOWN_MAX_COLS)
+    except SourceError as e:
+        raise ViewError(str(e)) from None
+    out = {k: v for k, v in to_json(b).items() if k not in ("times", "series")}
+    out.update(target=target, since=since, until=until, range=text, label=selected.label(),
+               command=f"strata breakdown '{target}' --range {text} --since {since} --until {until}")
+    return out
