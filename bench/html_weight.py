@@ -4,8 +4,13 @@ plotly.js once beside them (the default) and inlined in each (--self-contained),
 the two are measured from the same data in the same run.
 
     .venv/bin/python bench/html_weight.py DEMO_DIR
+
+Without DEMO_DIR (BENCH_SMOKE=1, the tests' smoke mode) it first runs a short demo
+(10 s of reads, 64 MiB working set, no PNG) into a temporary folder.
 """
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from functools import partial
@@ -37,5 +42,19 @@ def main(demo_dir: str):
     print(f"ratio self-contained / beside: {sizes['self-contained'][1] / sizes['plotly.js beside'][1]:.1f}")
 
 
+def short_demo(folder: str) -> str:
+    """A demo folder from a short run of the real demo (root: BPF probes)."""
+    strata = Path(sys.executable).with_name("strata")
+    subprocess.run([str(strata), "demo", "-o", folder, "--duration", "10", "--working-set", "64M",
+                    "--arc-max", "16M", "--no-png"], check=True, stdout=subprocess.DEVNULL)
+    return folder
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) > 1:
+        main(sys.argv[1])
+    elif os.environ.get("BENCH_SMOKE") == "1":
+        with tempfile.TemporaryDirectory(prefix="strata-html-weight-") as scratch:
+            main(short_demo(scratch))
+    else:
+        sys.exit("usage: bench/html_weight.py DEMO_DIR (a folder written by `strata demo -o DIR`)")
