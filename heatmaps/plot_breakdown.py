@@ -14,17 +14,22 @@ from .units import event_noun, format_count, format_value
 BREAKDOWN_MAX_COLS = 600
 
 
+def y_axis(b) -> tuple:
+    """(divisor of the series, unit label, y-axis title) of Breakdown b's values."""
+    noun = event_noun(b.statistic)
+    if b.metric == "rate":
+        return 1.0, f"{noun}/s", f"{noun}/s"
+    finite = b.series[np.isfinite(b.series)]
+    scale, unit_label = display_scale(float(finite.max()) if finite.size else 1.0, b.unit)
+    y_title = (f"p{b.percentile:g} {describe.quantity_of(b)} ({unit_label})" if b.metric == "percentile"
+               else f"mean ({unit_label})")
+    return scale, unit_label, y_title
+
+
 def figure(b, style: str | None = None) -> go.Figure:
     """The graph of Breakdown b: stacked areas or lines (style, default b.style) and its table."""
     style = style or b.style
-    noun = event_noun(b.statistic)
-    if b.metric == "rate":
-        scale, unit_label, y_title = 1.0, f"{noun}/s", f"{noun}/s"
-    else:
-        finite = b.series[np.isfinite(b.series)]
-        scale, unit_label = display_scale(float(finite.max()) if finite.size else 1.0, b.unit)
-        y_title = (f"p{b.percentile:g} {describe.quantity_of(b)} ({unit_label})" if b.metric == "percentile"
-                   else f"mean ({unit_label})")
+    scale, unit_label, y_title = y_axis(b)
     x = [dt.datetime.fromtimestamp(int(t) + b.bins.width / 2) for t in b.bins.starts()]
     fig = make_subplots(rows=2, cols=1, row_heights=[0.64, 0.36], vertical_spacing=0.1,
                         specs=[[{"type": "xy"}], [{"type": "table"}]])
@@ -36,7 +41,7 @@ def figure(b, style: str | None = None) -> go.Figure:
             stackgroup="one" if style == "stacked" else None, connectgaps=False,
             hovertemplate=f"{name}<br>%{{x|%H:%M:%S}}<br>%{{y:,.4~g}} {unit_label}<extra></extra>"),
             row=1, col=1)
-    header, columns = _table(b, noun)
+    header, columns = _table(b, event_noun(b.statistic))
     fig.add_trace(go.Table(
         header=dict(values=header, fill_color="#f0f0f0", align="left", font=dict(size=12)),
         cells=dict(values=columns, align="left", font=dict(size=12),

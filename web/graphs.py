@@ -1,31 +1,22 @@
 """The page's line graph of a breakdown (counters, gauges, compared keys): one line per
 key on the heat maps' layout (time on the right-hand column) so the worksheet's views
-share one time axis. Until the shared graph model lands in heatmaps/, this is the page's."""
+share one time axis; its y axis is the files' (plot_breakdown.y_axis)."""
 import datetime as dt
 
-import numpy as np
 from plotly.subplots import make_subplots
 import plotly.graph_objects as go
 
 from strata.heatmaps import describe
 from strata.heatmaps.breakdown import OTHER
-from strata.heatmaps.plot_heatmap import display_scale
+from strata.heatmaps.plot_breakdown import y_axis
 from strata.heatmaps.term_breakdown import key_colour
-from strata.heatmaps.units import event_noun
 
 TOP = 8
 
 
 def figure(b, spec) -> tuple:
     """(plotly figure, the divisor of its y values) of Breakdown b as lines."""
-    noun = event_noun(b.statistic)
-    if b.metric == "rate":
-        scale, unit_label, y_title = 1.0, f"{noun}/s", f"{noun}/s"
-    else:
-        finite = b.series[np.isfinite(b.series)]
-        scale, unit_label = display_scale(float(finite.max()) if finite.size else 1.0, b.unit)
-        y_title = (f"p{b.percentile:g} {describe.quantity_of(b)} ({unit_label})" if b.metric == "percentile"
-                   else f"mean ({unit_label})")
+    scale, unit_label, y_title = y_axis(b)
     x = [dt.datetime.fromtimestamp(int(t) + b.bins.width / 2) for t in b.bins.starts()]
     edges = [dt.datetime.fromtimestamp(int(t)) for t in (b.bins.start, b.bins.end)]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.12, 0.88], horizontal_spacing=0.008)
