@@ -42,38 +42,74 @@ static int unhex(const char *s, unsigned char *out, size_t max)
 	return (int)n;
 }
 
+/* The counts of one key summed over CPUs and over both places a chunk lives
+ * (bpf/aggregate.h: the per-CPU agg_table first, the agg_counts hash for collisions). */
+struct summed {
+	struct agg_key key;
+	uint64_t counts[AGG_CHUNK];
+};
+
+static struct summed *summed_of(struct summed **all, size_t *n, const struct agg_key *k)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!memcmp(&(*all)[i].key, k, sizeof(*k)))
+			return &(*all)[i];
+	*all = realloc(*all, (*n + 1) * sizeof(**all));
+	memset(&(*all)[*n], 0, sizeof(**all));
+	(*all)[*n].key = *k;
+	return &(*all)[(*n)++];
+}
+
 static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t run_ns[2])
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->maps.agg_counts);
 	struct agg_chunk *vals = calloc((size_t)ncpu, sizeof(*vals));
+	struct agg_table_entry *tvals = calloc((size_t)ncpu, sizeof(*tvals));
 	struct agg_key key, next;
 	const char *sep[3] = { "", "", "" };
 	uint64_t counters[WIRE_COUNTERS] = { 0 }, *cv = calloc((size_t)ncpu, sizeof(*cv));
+	struct summed *all = NULL;
+	size_t nall = 0;
 	int started = 0;
 	char *parts[3];
 	size_t lens[3];
 	FILE *out[3];
 
-	for (int i = 0; i < 3; i++)
-		out[i] = open_memstream(&parts[i], &lens[i]);
 	while (bpf_map_get_next_key(fd, started ? &key : NULL, &next) == 0) {
 		key = next;
 		started = 1;
 		if (key.slot > 2 || bpf_map_lookup_elem(fd, &key, vals))
 			continue;
+		struct summed *sm = summed_of(&all, &nall, &key);
+		for (int c = 0; c < ncpu; c++)
+			for (int b = 0; b < AGG_CHUNK; b++)
+				sm->counts[b] += vals[c].counts[b];
+	}
+	for (__u32 i = 0; i < AGG_TABLE_SIZE; i++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(s->maps.agg_table), &i, tvals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			if (!tvals[c].used || tvals[c].k.slot > 2)
+				continue;
+			struct summed *sm = summed_of(&all, &nall, &tvals[c].k);
+			for (int b = 0; b < AGG_CHUNK; b++)
+				sm->counts[b] += tvals[c].c.counts[b];
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		out[i] = open_memstream(&parts[i], &lens[i]);
+	for (size_t i = 0; i < nall; i++) {
+		const struct agg_key *k0 = &all[i].key;
 		for (int b = 0; b < AGG_CHUNK; b++) {
-			uint64_t sum = 0;
 			uint32_t k;
 
-			for (int c = 0; c < ncpu; c++)
-				sum += vals[c].counts[b];
-			if (!sum)
+			if (!all[i].counts[b])
 				continue;
-			memcpy(&k, key.key, sizeof(k));
-			if (key.slot == 2)
-				k = key.bucket + (uint32_t)b;
-			fprintf(out[key.slot], "%s\"%u\":%" PRIu64, sep[key.slot], k, sum);
-			sep[key.slot] = ",";
+			memcpy(&k, k0->key, sizeof(k));
+			if (k0->slot == 2)
+				k = k0->bucket + (uint32_t)b;
+			fprintf(out[k0->slot], "%s\"%u\":%" PRIu64, sep[k0->slot], k, all[i].counts[b]);
+			sep[k0->slot] = ",";
 		}
 	}
 	for (__u32 i = 0; i < WIRE_COUNTERS; i++)
@@ -90,7 +126,9 @@ static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t r
 	fflush(stdout);
 	for (int i = 0; i < 3; i++)
 		free(parts[i]);
+	free(all);
 	free(vals);
+	free(tvals);
 	free(cv);
 }
 
