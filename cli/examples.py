@@ -24,6 +24,11 @@ EXAMPLES = {
         "strata collect --engine-pid 4242 --metrics :9464",
         "strata collect --fs-comm postgres --wire-port 2050",
     ],
+    "web": [
+        "strata web",
+        "strata web --listen :8470 --web-config /etc/strata/web.yml",
+        "strata web --open incident-42",
+    ],
     "datasets": [
         "strata datasets list",
         "strata datasets create 'nfs.latency[client]'",
