@@ -6,7 +6,7 @@
 # wire.latency[client] + wire.ops[op] (TC program on lo), and on the engine the same two
 # statistics from its USDT probe (nfs.latency[client] + nfs.ops[op]) as the peer.
 # SETS=1 replaces the wire configuration by two: wire.latency[client] alone, and four wire
-# datasets (issue 38's goals: within 1.4 % and 3 % of nfs-ganesha's peak throughput).
+# datasets (the goal: within 1.4 % and 3 % of nfs-ganesha's peak throughput).
 # BASE_COLLECT_BIN=other/strata-collect adds a second collector whose wire programs are
 # switched on in windows of their own ("wire, base"): a before/after comparison in one run;
 # BASE_COLLECT_ARGS adds options to it (BASE_COLLECT_ARGS="--wire-hook tc" with this build's

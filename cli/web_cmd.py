@@ -6,6 +6,7 @@ import click
 
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.datasets.paths import default_archive
+from strata.prometheus.metrics_server import parse_address
 from strata.prometheus.webconfig import WebConfigError, load as load_web_config
 from strata.web import worksheets
 from strata.web.server import Source, Worksheet, serve
@@ -28,10 +29,10 @@ def web(listen, web_config, open_name, archive_path, prometheus_url):
     client (op, file...), as `strata breakdown --range` does; the page's
     address holds the whole worksheet.
     """
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"{listen!r} is not [HOST]:PORT", param_hint="--listen")
-    host = (host or "127.0.0.1").strip("[]")
+    try:
+        host, port = parse_address(listen, empty_host="127.0.0.1", what="--listen address")
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--listen") from None
     try:
         config = load_web_config(web_config) if web_config else None
     except WebConfigError as e:

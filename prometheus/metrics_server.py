@@ -214,12 +214,13 @@ class _Server(http.server.ThreadingHTTPServer):
         pass                            # a client's fault is not the collector's
 
 
-def parse_address(text: str):
-    """`HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces) -> (host, port); ValueError if not."""
+def parse_address(text: str, empty_host: str = "0.0.0.0", what: str = "metrics address"):
+    """`HOST:PORT`, `[V6]:PORT` or `:PORT` (empty_host: all interfaces unless told) ->
+    (host, port); ValueError naming `what` if not."""
     m = re.fullmatch(r"(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]]*)):(\d{1,5})", text)
     if not m or int(m.group(3)) > 65535:
-        raise ValueError(f"bad metrics address {text!r}: expected HOST:PORT, [IPV6]:PORT or :PORT")
-    return (m.group(1) or m.group(2) or "0.0.0.0"), int(m.group(3))
+        raise ValueError(f"bad {what} {text!r}: expected HOST:PORT, [IPV6]:PORT or :PORT")
+    return (m.group(1) or m.group(2) or empty_host), int(m.group(3))
 
 
 class MetricsServer:

@@ -2,7 +2,7 @@
 and a write for a dataset destroyed, suspended or pruned meanwhile is dropped, counted and
 said, never stored. The collector's own line handler is fed as the daemon would feed it,
 with the other command run (on its own connection, as the CLI does) between the daemon's
-second and the collector's write of it: the race of issue 36, made deterministic."""
+second and the collector's write of it: the destroy-then-create race, made deterministic."""
 import os
 import sqlite3
 
