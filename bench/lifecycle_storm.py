@@ -8,9 +8,11 @@ the stored events as a ratio of the events the reference client sent for those s
 to tests/test_lifecycle_storm.py's SEEDS.
 
 Usage: .venv/bin/python bench/lifecycle_storm.py [--minutes 3] [--storm 60] [--first-seed 100]
+Smoke mode (BENCH_SMOKE=1, bench/run.sh): one seed, 8 s of commands.
 """
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -26,12 +28,14 @@ def main():
     ap.add_argument("--storm", type=float, default=60, help="seconds of commands per seed")
     ap.add_argument("--first-seed", type=int, default=100)
     args = ap.parse_args()
+    if os.environ.get("BENCH_SMOKE") == "1":
+        args.minutes, args.storm = 0.01, 8
     end = time.time() + args.minutes * 60
     seed, total, failed = args.first_seed, {}, []
     while time.time() < end:
         with tempfile.TemporaryDirectory(prefix="strata-storm-") as d:
             try:
-                f = run(seed, Path(d), min(args.storm, max(10.0, end - time.time())))
+                f = run(seed, Path(d), min(args.storm, max(8.0, end - time.time())))
             except AssertionError as e:
                 failed.append(seed)
                 print(f"seed {seed}: FAILED {e}", flush=True)

@@ -12,6 +12,8 @@
 The archive (a week: one second a minute for 6 days 23 h, every second of the last
 hour; 4 datasets, 8 clients) is written through the datasets API, about a minute.
 Usage: .venv/bin/python bench/web_live.py [--seconds 20]
+Smoke mode (BENCH_SMOKE=1, bench/run.sh): "an hour" is 10 minutes and "a week" 2 hours, one
+draw each, 3 s of live updates.
 """
 import argparse
 import json
@@ -38,7 +40,8 @@ from web_util import browser, plots_ready, state_url, web_server         # noqa:
 STRATA = str(Path(sys.executable).parent / "strata")
 VIEWS = ["nfs.latency", "nfs.latency[client]", "nfs.size", "nfs.ops[client]"]
 CLIENTS = [f"10.0.0.{i}" for i in range(1, 9)]
-HOUR, WEEK = 3600, 7 * 86400
+SMOKE = os.environ.get("BENCH_SMOKE") == "1"
+HOUR, WEEK = (600, 7200) if SMOKE else (3600, 7 * 86400)
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -173,7 +176,7 @@ def live(archive, records, seconds) -> dict:
     return out
 
 
-def first_draw(archive, end, span, runs=3) -> float:
+def first_draw(archive, end, span, runs=1 if SMOKE else 3) -> float:
     state = {"views": [{"name": n} for n in VIEWS], "since": end - span, "until": end, "live": False,
              "axis": "linear"}
     times = []
@@ -210,7 +213,7 @@ def static_draw(archive, end, span, folder) -> float:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=20, help="seconds of live updates measured per case")
+    ap.add_argument("--seconds", type=int, default=3 if SMOKE else 20, help="seconds of live updates measured per case")
     args = ap.parse_args()
     records = Records()
     with tempfile.TemporaryDirectory() as folder:
