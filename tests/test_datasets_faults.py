@@ -45,7 +45,7 @@ def settled(archive, ops, dev, before):
             return kernel, archived_ops(archive, ops, 0)
         except AssertionError:
             if tries == 5:
-                raise
+                raise AssertionError(f"kernel {writes(dev) - before} writes, archive {archived_ops(archive, ops, 0)}")
             direct_writes(dev, sweep)
 
 
@@ -135,6 +135,8 @@ def test_a_collector_started_on_a_full_disk_collects_and_holds(loop, small_fs):
         daemon = daemon_pid(proc)
         wait_for(lambda: collector_state(archive) == "holding", what="the collector to hold")
         wait_for(lambda: attached(daemon), what="the disk probes to attach")
+        # the daemon's first status record follows the dataset's add: the dataset counts
+        wait_for(lambda: (status.read(archive) or {}).get("daemon"), what="the daemon's first status")
         direct_writes(loop, 50)
         time.sleep(2)
         assert proc.poll() is None and not seconds(archive, ops, 0)

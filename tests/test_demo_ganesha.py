@@ -81,12 +81,11 @@ def test_disk_band_appears_after_the_drop_and_fades(demo):
     ios = histogram(archive, "disk.latency[device]", *after, [summary["device"]])[1].sum()
     assert ios >= 0.3 * disk, (ios, disk)
     # and at the layer above: clients wait for the disk too. Every read over 1 ms is inside a
-    # client operation over 1 ms, and those are a larger share than with the cache warm (most
-    # of a client's latency is ganesha's own: runs here saw 1.7% and 3.9% against 0.9% and 1.0%)
-    wire_slow, wire_all = slow(archive, "wire.latency[client]", after, SLOW_NS)
-    wire_warm = slow(archive, "wire.latency[client]", before, SLOW_NS)
+    # client operation over 1 ms. (Their share of all client operations is not compared with
+    # the warm cache's: most of a client's latency is ganesha's own, and on a loaded machine
+    # the warm share, 0.8% in one CI run, can pass the cold one.)
+    wire_slow, _ = slow(archive, "wire.latency[client]", after, SLOW_NS)
     assert wire_slow >= above[0], (wire_slow, above)
-    assert wire_slow / wire_all > wire_warm[0] / wire_warm[1], (wire_slow, wire_all, wire_warm)
     # the cache fills again: in the last seconds far fewer reads wait for the disk
     late_disk, late_reads = slow(archive, "fs.latency[op]", late, DISK_NS)
     assert late_disk / late_reads <= 0.5 * disk / reads, (late_disk, late_reads, disk, reads)
