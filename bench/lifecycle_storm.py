@@ -2,9 +2,10 @@
 lifecycle commands (create, destroy, re-create, suspend, resume, prune, archive, import,
 verify, SIGHUP reload) against a running collector under real load, seed after seed, for
 --minutes. Prints per seed and in total: commands run, seconds and events compared with the
-reference client's own counts, seconds lost, misplaced (stored while not active) and wrong;
-the stored events as a ratio of the events the reference client sent for those seconds
-(1.000000: nothing lost, nothing added). A failing seed is printed with its findings: add it
+reference clients' own counts (NFS GETATTRs; O_DIRECT disk writes, checked against
+/sys/block), seconds lost, misplaced (stored while not active) and wrong; the stored events
+as a ratio of the events the references made in those seconds (1.000000: nothing lost,
+nothing added). A failing seed is printed with its findings: add it
 to tests/test_lifecycle_storm.py's SEEDS.
 
 Usage: .venv/bin/python bench/lifecycle_storm.py [--minutes 3] [--storm 60] [--first-seed 100]
@@ -43,10 +44,11 @@ def main():
                 continue
         for k in ("commands", "seconds_checked", "events_compared", "reference_events", "lost_seconds",
                   "misplaced_seconds", "shifted_seconds", "uncompared_seconds",
-                  "wrong_seconds", "load_requests"):
+                  "wrong_seconds", "load_requests", "disk_writes"):
             total[k] = total.get(k, 0) + f[k]
-        for k, n in f["by_kind"].items():
-            total.setdefault("by_kind", {})[k] = total.get("by_kind", {}).get(k, 0) + n
+        for part in ("by_kind", "seconds_checked_by_layer"):
+            for k, n in f[part].items():
+                total.setdefault(part, {})[k] = total.get(part, {}).get(k, 0) + n
         print(f"seed {seed}: {f['commands']} commands, {f['seconds_checked']} s and {f['events_compared']} "
               f"events compared, lost {f['lost_seconds']}, misplaced {f['misplaced_seconds']}, "
               f"wrong {f['wrong_seconds']}", flush=True)

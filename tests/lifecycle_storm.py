@@ -6,7 +6,10 @@ A real strata-engine serves export /data. strata-load's libnfs clients read and 
 tests/engine_util.py, from 127.0.0.2) sends GETATTRs only in the middle of each wall-clock
 second, [0.2, 0.8), and counts its replies per second: an exact, independent reference for
 what nfs.* filtered to client=127.0.0.2 must store for that second (the collector's interval
-boundaries fall in the quiet fifth).
+boundaries fall in the quiet fifth). A disk reference does the same on a loop device of its
+own: 4 KiB O_DIRECT writes in [0.2, 0.8) of each second, counted per second, for disk.*
+filtered to that device; /sys/block's count of the device's writes over the run must equal
+the reference's total (nothing else wrote to it).
 
 Collector A writes the storm's archive, under a random stream (random.Random(seed)) of
 create, destroy, re-create, suspend, resume, prune, archive, import, verify and SIGHUP
@@ -28,11 +31,12 @@ import struct
 import subprocess
 import sys
 import threading
+import mmap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from datasets_util import STRATA
+from datasets_util import STRATA, loop_device
 from engine_util import NFS_PROG, Engine, RpcClient, mkpool, xdr_opaque
 from strata.lab.load import Load, arguments
 from strata.lab.process import stop
@@ -40,28 +44,25 @@ from strata.datasets import status
 from strata.datasets.archive import Archive
 
 REF = "127.0.0.2"
-NAMES = (f"nfs.ops[client={REF}][op]", f"nfs.latency[client={REF}]", f"nfs.ops[client={REF}]")
+NFS_NAMES = (f"nfs.ops[client={REF}][op]", f"nfs.latency[client={REF}]", f"nfs.ops[client={REF}]")
+DISK_NAMES = ("disk.ops[device={dev}][op]", "disk.latency[device={dev}]")
 PRUNE_OLDER = 8           # seconds: `datasets prune --older-than 8s --level second`
 SETTLE = 3                # seconds after an activation before every second must be stored
 
 
 class Reference(threading.Thread):
-    """GETATTRs from 127.0.0.2 inside [0.2, 0.8) of each wall second, counted per second."""
+    """Requests of one kind inside [0.2, 0.8) of each wall second, counted per second."""
 
-    def __init__(self, eng: Engine, per_second: int = 150):
+    def __init__(self, per_second: int):
         super().__init__(daemon=True)
-        self.eng, self.per_second = eng, per_second
-        self.sent = {}                # wall second -> GETATTR replies
+        self.per_second = per_second
+        self.sent = {}                # wall second -> requests answered
         self.unknown = set()          # seconds a reply crossed into (starved of CPU): not compared
         self.stopping = threading.Event()
         self.error = None
-        self.c = RpcClient.__new__(RpcClient)
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.bind((REF, 0))
-        s.connect(("127.0.0.1", eng.port))
-        self.c.s, self.c.xid = s, 1000
-        self.fh = self.c.mount()      # before any dataset exists: MOUNT is never in a compared second
+
+    def request(self):
+        raise NotImplementedError
 
     def run(self):
         try:
@@ -73,8 +74,7 @@ class Reference(threading.Thread):
                     continue
                 n = 0
                 while n < self.per_second and time.time() < second + 0.8:
-                    r = self.c.call(NFS_PROG, 1, xdr_opaque(self.fh))
-                    assert r.u32() == 0
+                    self.request()
                     n += 1
                 if int(time.time()) != second:   # the server may have counted it in either
                     self.unknown |= {second, int(time.time())}
@@ -86,7 +86,52 @@ class Reference(threading.Thread):
     def stop(self):
         self.stopping.set()
         self.join(timeout=10)
+
+
+class NfsReference(Reference):
+    """GETATTRs from 127.0.0.2 to the engine."""
+
+    def __init__(self, eng: Engine, per_second: int = 150):
+        super().__init__(per_second)
+        self.c = RpcClient.__new__(RpcClient)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.bind((REF, 0))
+        s.connect(("127.0.0.1", eng.port))
+        self.c.s, self.c.xid = s, 1000
+        self.fh = self.c.mount()      # before any dataset exists: MOUNT is never in a compared second
+
+    def request(self):
+        r = self.c.call(NFS_PROG, 1, xdr_opaque(self.fh))
+        assert r.u32() == 0
+
+    def stop(self):
+        super().stop()
         self.c.close()
+
+
+class DiskReference(Reference):
+    """4 KiB O_DIRECT writes, one at a time, to a loop device nothing else uses."""
+
+    def __init__(self, dev: str, per_second: int = 100):
+        super().__init__(per_second)
+        self.dev = dev
+        self.fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+        self.blocks = os.lseek(self.fd, 0, os.SEEK_END) // 4096
+        self.buf = mmap.mmap(-1, 4096)            # page-aligned, as O_DIRECT wants
+        self.n = 0
+        self.writes_before = self.kernel_writes()
+
+    def kernel_writes(self) -> int:
+        return int(open(f"/sys/block/{os.path.basename(self.dev)}/stat").read().split()[4])
+
+    def request(self):
+        os.pwrite(self.fd, self.buf, 4096 * (self.n % self.blocks))
+        self.n += 1
+
+    def stop(self):
+        super().stop()
+        os.close(self.fd)
 
 
 @dataclass
@@ -104,9 +149,14 @@ class Command:
 class Storm:
     seed: int
     workdir: Path
+    device: str                                    # the disk reference's loop device (loopN)
     commands: list = field(default_factory=list)
     exports: list = field(default_factory=list)    # (file, name) written by `datasets archive`
     destroyed: dict = field(default_factory=dict)  # id -> (info, its records just before its destroy)
+
+    @property
+    def names(self) -> tuple:
+        return NFS_NAMES + tuple(n.format(dev=self.device) for n in DISK_NAMES)
 
     @property
     def a(self):
@@ -138,7 +188,7 @@ def ids(archive) -> dict:
 def _step(storm: Storm, rng: random.Random, collector) -> Command:
     """One random lifecycle command that makes sense now; run, timed and kept."""
     have = ids(storm.a)
-    name = rng.choice(NAMES)
+    name = rng.choice(storm.names)
     d = have.get(name)
     importable = [(f, n) for f, n in storm.exports if n not in have]
     choices = ["verify", "reload", "archive" if have else "verify"]
@@ -190,19 +240,25 @@ def _step(storm: Storm, rng: random.Random, collector) -> Command:
 
 def run(seed: int, workdir: Path, seconds: float, clients: int = 2) -> dict:
     """The storm for `seconds`; returns check()'s figures (raises AssertionError on a failure)."""
-    storm = Storm(seed, Path(workdir))
+    with loop_device(size_mb=8) as dev:
+        return _run(seed, workdir, seconds, clients, dev)
+
+
+def _run(seed: int, workdir: Path, seconds: float, clients: int, dev: str) -> dict:
+    storm = Storm(seed, Path(workdir), os.path.basename(dev))
     rng = random.Random(seed)
     pool = mkpool(storm.workdir, nvdevs=2, size="128M")
     eng = Engine(storm.workdir, pool).start()
-    procs, load, ref = [], None, None
+    procs, load, refs = [], None, {}
     try:
         Archive.open(storm.a, readonly=False).close()
         with Archive.open(storm.b, readonly=False) as b:
-            b.create(NAMES[0])
+            b.create(NFS_NAMES[0])
+            b.create(DISK_NAMES[0].format(dev=storm.device))
             b.create("nfs.ops[client=127.0.0.1]")
         config = storm.workdir / "collect.toml"
         config.write_text(f'archive = "{storm.a}"\ndatasets = ["nfs.ops[client=127.0.0.9]"]\n')
-        ref = Reference(eng)
+        refs = {"nfs": NfsReference(eng), "disk": DiskReference(dev)}
         a = start_collect(storm.a, eng.proc.pid, storm.workdir / "collect-a.log", str(config))
         b = start_collect(storm.b, eng.proc.pid, storm.workdir / "collect-b.log")
         procs = [a, b]
@@ -211,7 +267,8 @@ def run(seed: int, workdir: Path, seconds: float, clients: int = 2) -> dict:
             "127.0.0.1", eng.port, eng.mount_port, "/data",
             {"profile": "mixed", "clients": clients, "threads": 2, "files": 8, "file_size": "2m",
              "io_size": "16k", "rate": 400, "duration": int(seconds), "setup": True, "seed": seed}))
-        ref.start()
+        for r in refs.values():
+            r.start()
         end = time.time() + seconds
         while time.time() < end:
             cmd = _step(storm, rng, a)
@@ -221,24 +278,30 @@ def run(seed: int, workdir: Path, seconds: float, clients: int = 2) -> dict:
                     s.get("state") != "writing"]
             assert not held, f"seed {seed}: a collector holds: {held}"
             time.sleep(rng.uniform(0.1, 1.2))
-        ref.stopping.set()
-        ref.join(timeout=10)
+        for r in refs.values():
+            r.stopping.set()
+            r.join(timeout=10)
         report = load.wait(timeout=120)
         time.sleep(2.5)                          # the last second of both written by both
         for p in procs:
             stop(p, signal.SIGTERM, 20)
     finally:
-        if ref is not None:
-            ref.stop()
+        for r in refs.values():
+            r.stop()
         for p in procs:
             stop(p, signal.SIGTERM, 20)
         if load is not None and load.running():
             load.stop()
         eng.stop()
-    if ref.error:
-        raise AssertionError(f"seed {seed}: the reference client failed: {ref.error!r}")
-    return check(storm, ref.sent, report, [(storm.workdir / f"collect-{x}.log").read_text() for x in "ab"],
-                 ref.unknown)
+    for kind, r in refs.items():
+        if r.error:
+            raise AssertionError(f"seed {seed}: the {kind} reference failed: {r.error!r}")
+    disk = refs["disk"]
+    written = disk.kernel_writes() - disk.writes_before
+    if written != sum(disk.sent.values()):
+        raise AssertionError(f"seed {seed}: /sys/block/{storm.device} counted {written} writes, "
+                             f"the disk reference made {sum(disk.sent.values())}")
+    return check(storm, refs, report, [(storm.workdir / f"collect-{x}.log").read_text() for x in "ab"])
 
 
 def _wait_for_records(archive, timeout, procs):
@@ -296,9 +359,11 @@ def shifted(stored: dict, sent: dict) -> set:
     return pairs | {t + 1 for t in pairs}
 
 
-def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = frozenset()) -> dict:
-    """The storm's findings; AssertionError naming the first failures. Seconds in unknown
-    (a reference reply crossed a second's end) must be stored but are not compared."""
+def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
+    """The storm's findings; AssertionError naming the first failures. refs: {layer: its
+    Reference}, the one a dataset is compared with named by its statistic's first part. A
+    reference's unknown seconds (a reply crossed a second's end) must be stored but are not
+    compared."""
     problems = []
     for archive in (storm.a, storm.b):
         v = strata("datasets", "verify", archive)
@@ -308,20 +373,23 @@ def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = fro
         for bad in ("holding", "damaged", "Traceback"):
             if bad in log:
                 problems.append(f"a collector said {bad!r}: {log[-400:]}")
-    last_ref = max(sent) if sent else 0
+    last_ref = min(max(r.sent) if r.sent else 0 for r in refs.values())
     lines = timelines(storm.commands)
     prunes = {}
     for c in storm.commands:
         if c.what == "prune" and c.rc == 0:
             prunes[c.id] = max(prunes.get(c.id, 0), c.end - PRUNE_OLDER)
     checked = events = expected = lost = misplaced = wrong = moved = 0
+    by_layer = {}
     incarnations = dict(storm.destroyed)   # every dataset the storm made: destroyed ones as they were
     incarnations.update({i.id: (i, events_per_second(storm.a, i)) for i in ids(storm.a).values()})
     imported = {c.id: c.start for c in storm.commands if c.what == "import" and c.rc == 0}
     for info, stored in incarnations.values():
         name = info.name
-        if name not in NAMES:
+        if name not in storm.names:
             continue
+        ref = refs[name.split(".")[0]]
+        sent, unknown = ref.sent, ref.unknown
         stretches = lines.get(info.id, [])
         late = shifted(stored, sent)
         moved += len(late)
@@ -329,12 +397,13 @@ def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = fro
             want = sum(sent.get(s, 0) for s in range(t, t + secs))
             if t not in late and not unknown & set(range(t, t + secs)):
                 checked += secs
+                by_layer[name.split(".")[0]] = by_layer.get(name.split(".")[0], 0) + secs
                 events += n
                 expected += want
                 if n != want:
                     wrong += 1
                     problems.append(f"{name} (id {info.id}) at {t}+{secs}s: {n} events stored, "
-                                    f"the clients sent {want}")
+                                    f"the reference made {want}")
             if t < imported.get(info.id, 0):
                 continue      # copies of seconds checked under the incarnation they came from
             if not any(maybe_on <= t and t + secs <= maybe_off for _, _, maybe_on, maybe_off in stretches):
@@ -349,18 +418,19 @@ def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = fro
             if missing:
                 problems.append(f"{name} (id {info.id}): {len(missing)} second(s) not stored while active, "
                                 f"first {missing[0]}")
-    # the steady archive: every second of the run equal to the reference, strata-load's total
+    # the steady archive: every second of the run equal to the references, strata-load's total
     steady = ids(storm.b)
-    ref_stored = events_per_second(storm.b, steady[NAMES[0]])
-    ref_seconds = {s for t, (secs, _) in ref_stored.items() for s in range(t, t + secs)}
-    for t in sent:
-        if t not in ref_seconds:
-            problems.append(f"steady archive: reference second {t} not stored")
-    late = shifted(ref_stored, sent)
-    for t, (secs, n) in ref_stored.items():
-        want = sum(sent.get(s, 0) for s in range(t, t + secs))
-        if n != want and t not in late and not unknown & set(range(t, t + secs)):
-            problems.append(f"steady archive at {t}: {n} events stored, the clients sent {want}")
+    for name, ref in ((NFS_NAMES[0], refs["nfs"]), (DISK_NAMES[0].format(dev=storm.device), refs["disk"])):
+        ref_stored = events_per_second(storm.b, steady[name])
+        ref_seconds = {s for t, (secs, _) in ref_stored.items() for s in range(t, t + secs)}
+        for t in ref.sent:
+            if t not in ref_seconds:
+                problems.append(f"steady archive: {name}: reference second {t} not stored")
+        late = shifted(ref_stored, ref.sent)
+        for t, (secs, n) in ref_stored.items():
+            want = sum(ref.sent.get(s, 0) for s in range(t, t + secs))
+            if n != want and t not in late and not ref.unknown & set(range(t, t + secs)):
+                problems.append(f"steady archive: {name} at {t}: {n} events stored, the reference made {want}")
     load_stored = sum(n for _, n in events_per_second(storm.b, steady["nfs.ops[client=127.0.0.1]"]).values())
     load_sent = report["ops_total"] + sum(report["setup"]["ops"].values()) + \
         sum(report["setup"]["mount_ops"].values())    # the engine counts MOUNT's MNT in nfs.ops
@@ -369,9 +439,10 @@ def check(storm: Storm, sent: dict, report: dict, logs: list, unknown: set = fro
     figures = {"seed": storm.seed, "commands": len(storm.commands),
                "by_kind": {k: sum(c.what == k for c in storm.commands) for k in
                            sorted({c.what for c in storm.commands})},
-               "seconds_checked": checked, "events_compared": events,
-               "reference_events": expected, "reference_seconds": len(sent),
-               "uncompared_seconds": len(unknown), "shifted_seconds": moved,
+               "seconds_checked": checked, "seconds_checked_by_layer": by_layer, "events_compared": events,
+               "reference_events": expected, "reference_seconds": len(refs["nfs"].sent),
+               "disk_writes": sum(refs["disk"].sent.values()),
+               "uncompared_seconds": sum(len(r.unknown) for r in refs.values()), "shifted_seconds": moved,
                "lost_seconds": lost, "misplaced_seconds": misplaced, "wrong_seconds": wrong,
                "load_requests": load_sent, "problems": problems[:20]}
     if problems:
