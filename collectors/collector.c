@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "collector.h"
+#include "clock.h"
 #include "emit.h"
 #include "keys.h"
 
@@ -169,6 +170,8 @@ static bool command_add(struct collector *c, char **tok, int ntok)
 	d.waiting = !layer_present(d.stat->layer, err, sizeof(err));
 	if (!d.waiting && !enable(c, &d, err, sizeof(err)))
 		return refuse(c, &d, err);
+	if (!d.waiting)
+		d.enabled_ns = (long long)clock_ns(CLOCK_REALTIME);
 	c->datasets[c->ndatasets++] = d;
 	reply_ack(c, d.id);
 	return true;
@@ -254,6 +257,7 @@ static void wake_waiting(struct collector *c)
 			continue;
 		}
 		d->waiting = false;
+		d->enabled_ns = (long long)clock_ns(CLOCK_REALTIME);
 	}
 }
 
@@ -261,8 +265,8 @@ static void emit_dataset(struct collector *c, long long t, const struct dataset 
 {
 	static const char *const kinds[] = { "counter", "heatmap", "gauge" };
 
-	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":\"%s\",\"kind\":\"%s\",\"data\":{", t, d->id,
-		kinds[d->stat->kind]);
+	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":\"%s\",\"kind\":\"%s\",%s\"data\":{", t,
+		d->id, kinds[d->stat->kind], !d->waiting && d->enabled_ns > t * 1000000000LL ? "\"partial\":true," : "");
 	if (!d->waiting)
 		layer_emit(&c->layers[d->stat->layer], d->stat, d->slot, d->breakdown, c->out);
 	fprintf(c->out, "}}\n");

@@ -20,6 +20,8 @@ struct dataset {
 	int breakdown;                /* enum agg_dim */
 	int slot;                     /* in its layer; -1 where the layer has no counts, and while waiting */
 	bool waiting;                 /* its layer's subject does not run yet (nfsd): enabled when it does */
+	long long enabled_ns;         /* wall clock when it began counting (0 while waiting): a record of
+	                               * an interval that started before is partial */
 	char refused[ERROR_LEN];      /* why enabling it failed once its subject ran (reported, not retried) */
 	struct agg_slot cfg;          /* the slot it asked for */
 };

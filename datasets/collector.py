@@ -100,7 +100,6 @@ class Collector:
         self.generation = {}     # dataset id -> times re-added (its daemon key: daemon_key())
         self.dropped = {}        # dataset name -> records dropped: destroyed or suspended meanwhile
         self.idle = False        # no active dataset (said once, until there is one again)
-        self.partial = set()     # ids added whose first (partial) record has not come yet
         self.warned = set()
         self.stopping = False
         self.proc = None
@@ -140,12 +139,10 @@ class Collector:
             self._send(f"remove {daemon_key(ds, self.generation.get(ds, 0))}")
             del self.kinds[ds]
             self.last.pop(ds, None)
-            self.partial.discard(ds)
             self.generation[ds] = self.generation.get(ds, 0) + 1   # its next add: a new daemon id
         for ds, info in want.items():
             if ds not in self.kinds and ds not in self.failed:
                 self.kinds[ds], self.infos[ds] = info.kind, info
-                self.partial.add(ds)
                 self._send(control_line(info, daemon_key(ds, self.generation.get(ds, 0))))
         self.failed &= set(want)
         if not want and not self.idle:
@@ -186,8 +183,7 @@ class Collector:
                     if ds not in self.kinds or gen != self.generation.get(ds, 0):
                         self._drop(ds, "removed")   # sent before the daemon read its `remove`
                         continue
-                    if ds in self.partial:          # the interval the add came in: a part of it
-                        self.partial.discard(ds)
+                    if msg.get("partial"):          # counted from the middle of its interval
                         continue
                     if msg.get("kind") != self.kinds[ds]:
                         raise BadRecord(f"kind {msg.get('kind')!r} for a {self.kinds[ds]} dataset")
@@ -204,7 +200,6 @@ class Collector:
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
                     if ds in self.kinds:
                         del self.kinds[ds]
-                        self.partial.discard(ds)
                         self.failed.add(ds)
                     self._error(f"{name}: {msg.get('message', 'refused')}")
                 elif kind == "status":

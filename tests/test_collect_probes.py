@@ -183,6 +183,23 @@ def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
     assert counter_totals(c.data("a")) == {"read": 13}
 
 
+def test_the_record_of_the_interval_an_add_came_in_is_marked_partial(fixture):
+    """Only the intervals that began before the dataset counted are marked (strata collect
+    stores none of them): here the one its add came in."""
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        before = time.time()
+        c.add("p", "nfs.ops", "op")
+        after = time.time()
+        c.wait_status(lambda s: s["t"] >= int(after) + 1)
+    finally:
+        assert c.stop() == 0
+    records = c.data("p")
+    marked = [r["t"] for r in records if r.get("partial")]
+    assert marked == sorted({int(before), int(after)}) and records[0]["t"] == int(before), records
+    assert all(r.get("partial") is None for r in records if r["t"] > int(after)), records
+
+
 def test_engine_restart_by_pid_is_followed(fixture_bin):
     first = Fixture(fixture_bin)
     c = Collector("--engine-pid", first.pid)
