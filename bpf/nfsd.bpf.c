@@ -156,14 +156,19 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	if (vers != 3 && vers != 4)
 		return 0;
 	proc = READ(direct, r, rq_proc);
-	ev = agg_event_reuse(); /* every field a slot uses is written below; the others stay zero or stale */
+	ev = agg_event_reuse(); /* every field a slot uses is written below; the others stay zero or stale
+	                         * (agg_dims names every dimension a slot breaks down or filters by) */
 	if (!ev)
 		return 0;
-	/* op keys as wire.*: NFSv3 procedures, an NFSv4 COMPOUND by its main op */
-	*(__u32 *)ev->dims[AGG_DIM_OP] = vers == 4 && proc ? nfs4_key(READ(direct, r, rq_argp)) : proc;
+	/* op keys as wire.*: NFSv3 procedures, an NFSv4 COMPOUND by its main op (read from
+	 * nfsd's decoded ops only while a slot needs the op, as the status and the client) */
+	if (agg_dim_used(AGG_DIM_OP))
+		*(__u32 *)ev->dims[AGG_DIM_OP] = vers == 4 && proc ? nfs4_key(READ(direct, r, rq_argp)) : proc;
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = vers;
-	*(__u32 *)ev->dims[AGG_DIM_STATUS] = nfs_status(r, vers, proc, direct);
-	set_client(ev, r, direct);
+	if (agg_dim_used(AGG_DIM_STATUS))
+		*(__u32 *)ev->dims[AGG_DIM_STATUS] = nfs_status(r, vers, proc, direct);
+	if (agg_dim_used(AGG_DIM_CLIENT))
+		set_client(ev, r, direct);
 	if (agg_dim_used(AGG_DIM_EXPORT)) /* a helper read: only while a slot needs it */
 		set_export(ev, proc ? request_fh(r, vers, direct) : 0);
 	start = (__u64)READ(direct, r, rq_stime);
