@@ -70,3 +70,22 @@ def test_breakdown_by_a_field_of_a_derived_name(archive):
         in p.stderr
     p = run_strata(["breakdown", "nfs.ops[client]", "--top", "0", *RANGE, "--archive", str(archive), "--json"])
     assert p.returncode == 0 and json.loads(p.stdout)["folded_into_other"] == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["breakdown", "nfs.ops[op=read]", "--by", "client"],
+     "no dataset nfs.ops[op=read][client] in {a} (a breakdown by client is kept only by a dataset collected with "
+     "it and [op=read]); nfs.ops datasets here: nfs.ops[client]; "
+     "to collect it: strata datasets create 'nfs.ops[op=read][client]'"),
+    (["breakdown", "nfs.latency", "--by", "client"],
+     "no dataset nfs.latency[client] in {a} (a breakdown by client is kept only by a dataset collected with it); "
+     "nfs.latency datasets here: nfs.latency[op=read][client], nfs.latency[op]; "
+     "to collect it: strata datasets create 'nfs.latency[client]'"),
+    (["show", "nfs.ops[bogus=1]"], "nfs.ops cannot be filtered by 'bogus'; valid filters: op, client, tier, file"),
+    (["show", "nfs.ops[tier=ram]"], "nfs.ops has no tier 'ram'; valid: none, arc, l2arc, pool, zil"),
+])
+def test_a_breakdown_is_never_derived_and_the_hint_is_a_command_that_works(archive, args, says):
+    """A new breakdown cannot come from a dataset kept with another one: one line naming the
+    dataset to create; a name `datasets create` would refuse is refused as it would be."""
+    p = run_strata([*args, *RANGE, "--archive", str(archive)])
+    assert (p.returncode, p.stderr) == (1, f"strata: {says.format(a=archive)}\n")
