@@ -66,9 +66,19 @@ def resolve(reader, text: str) -> Source:
     wanted = names.parse(text)
     infos = reader.datasets()
     found = candidates(infos, wanted)
+    if found and found[0].how == "key":
+        _check_key(found[0])
     if found:
         return found[0]
     raise ArchiveError(_not_held(reader, wanted, infos))
+
+
+def _check_key(source: Source):
+    """ArchiveError with the closest valid values when the key asked of a breakdown is no
+    value its field takes (nfs.ops[op=reed]: did you mean read...)."""
+    stat = catalogue.load().by_name().get(source.wanted.statistic)
+    if stat is not None:
+        catalogue.check_value(stat, source.info.breakdown, source.key, allow_absent_device=True)
 
 
 def _not_held(reader, wanted: names.DatasetName, infos: list) -> str:

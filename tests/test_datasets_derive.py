@@ -83,9 +83,12 @@ def test_breakdown_by_a_field_of_a_derived_name(archive):
      "to collect it: strata datasets create 'nfs.latency[client]'"),
     (["show", "nfs.ops[bogus=1]"], "nfs.ops cannot be filtered by 'bogus'; valid filters: op, client, tier, file"),
     (["show", "nfs.ops[tier=ram]"], "nfs.ops has no tier 'ram'; valid: none, arc, l2arc, pool, zil"),
+    (["show", "nfs.latency[op=reed]"], "nfs.latency has no op 'reed'; did you mean read, renew or rename?"),
 ])
 def test_a_breakdown_is_never_derived_and_the_hint_is_a_command_that_works(archive, args, says):
     """A new breakdown cannot come from a dataset kept with another one: one line naming the
-    dataset to create; a name `datasets create` would refuse is refused as it would be."""
+    dataset to create; a name `datasets create` would refuse is refused as it would be, and
+    a key no field takes (op=reed of nfs.latency[op]) gets the closest valid ones."""
     p = run_strata([*args, *RANGE, "--archive", str(archive)])
-    assert (p.returncode, p.stderr) == (1, f"strata: {says.format(a=archive)}\n")
+    assert p.returncode == 1 and p.stderr.startswith(f"strata: {says.format(a=archive)}") and \
+        p.stderr.count("\n") == 1, p.stderr
