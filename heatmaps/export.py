@@ -81,14 +81,15 @@ async def _serve_async(jobs):
             try:
                 await k.write_fig(fig, path=path, opts={"format": fmt, "width": size[0], "height": size[1],
                                                         "scale": 1 if fmt == "svg" else 2})
-                jobs.send(None)
+                jobs.send((None, True))
             except Exception as e:   # a figure kaleido cannot draw: said, and the session goes on
-                jobs.send(_first_line(e))
+                jobs.send((_first_line(e), True))
 
 
 def _serve(jobs):
     """Child: one kaleido session (one Chromium) rendering the parent's jobs in turn, each
-    answered None or why not; a browser that cannot start answers the first job. It dies
+    answered (None or why not, whether the session goes on); a browser that cannot start
+    answers the next job and the child ends. It dies
     with the command (PR_SET_PDEATHSIG), even from outside its own session."""
     die_with_parent(signal.SIGKILL)
     os.setsid()
@@ -96,7 +97,7 @@ def _serve(jobs):
     try:
         asyncio.run(_serve_async(jobs))
     except Exception as e:   # kaleido raises assorted errors when Chromium cannot start
-        jobs.send(_first_line(e))
+        jobs.send((_first_line(e), False))
         os._exit(1)
     os._exit(0)
 
@@ -123,14 +124,20 @@ class _Renderer:
                 and time.monotonic() - self.last_used < RENDERER_IDLE_S / 2)
 
     def render(self, fig, path, fmt, size, deadline):
-        """None, or why the image was not written. A renderer that did not answer in
-        time is stopped; one that died is found so by usable()."""
+        """None, or why the image was not written. A renderer that did not answer in time,
+        or whose browser failed, is stopped; one that died is found so by usable()."""
         try:
             self.jobs.send((fig.to_dict(), path, fmt, size))
+        except OSError:   # it ended already (a browser that cannot start): why is in the pipe
+            pass
+        try:
             if not self.jobs.poll(deadline):
                 self.stop(wait=0)
                 return f"no result within {deadline} s"
-            return self.jobs.recv()
+            why, going_on = self.jobs.recv()
+            if not going_on:
+                self.stop(wait=0)
+            return why
         except (EOFError, OSError):   # it died before saying why (killed, out of memory)
             self.child.join()
             return f"the renderer ended with status {self.child.exitcode}"

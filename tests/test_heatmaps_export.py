@@ -59,3 +59,11 @@ def test_a_renderer_that_dies_silently_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "_serve", lambda jobs: os.kill(os.getpid(), 9))
     with pytest.raises(export.ExportError, match=r"the renderer ended with status -9$"):
         export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=10)
+
+
+def test_a_browser_that_cannot_start_is_its_own_one_line(tmp_path, monkeypatch):
+    """kaleido's reason reaches the user, on every attempt, not a renderer's exit status."""
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    with pytest.raises(export.ExportError, match=r"^cannot export PNG \(kaleido/Chromium\): Kaleido v1 and later "
+                                                 r"requires Chrome to be installed"):
+        export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=20)
