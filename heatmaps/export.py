@@ -89,8 +89,8 @@ async def _serve_async(jobs):
 def _serve(jobs):
     """Child: one kaleido session (one Chromium) rendering the parent's jobs in turn, each
     answered (None or why not, whether the session goes on); a browser that cannot start
-    answers the next job and the child ends. It dies
-    with the command (PR_SET_PDEATHSIG), even from outside its own session."""
+    answers the next job and the child ends. It dies with the command (PR_SET_PDEATHSIG),
+    even from outside its own session."""
     die_with_parent(signal.SIGKILL)
     os.setsid()
     sys.argv = sys.argv[:1]
