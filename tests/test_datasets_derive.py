@@ -61,13 +61,13 @@ def test_what_cannot_be_derived_says_what_is_held_and_how_to_collect(archive):
 
 def test_breakdown_by_a_field_of_a_derived_name(archive):
     """`breakdown nfs.latency[op=read] --by client` reads the held dataset; `--by op` of a name
-    filtered by op says what it holds and which fields remain; --top 0 is every key."""
+    filtered by op says what it holds and the breakdowns of it held; --top 0 is every key."""
     p = run_strata(["breakdown", "nfs.latency[op=read]", "--by", "client", *RANGE, "--archive", str(archive),
                     "--json"])
     assert p.returncode == 0 and {s["key"] for s in json.loads(p.stdout)["series"]} == set(CLIENTS)
     p = run_strata(["breakdown", "nfs.latency[op=read]", "--by", "op", *RANGE, "--archive", str(archive)])
-    assert p.returncode == 2 and "holds only op=read; break it down by another field: --by client|tier|file" \
-        in p.stderr
+    assert p.returncode == 2 and "holds only op=read; break it down by another field: " \
+        "strata breakdown 'nfs.latency[op=read]' --by client" in p.stderr
     p = run_strata(["breakdown", "nfs.ops[client]", "--top", "0", *RANGE, "--archive", str(archive), "--json"])
     assert p.returncode == 0 and json.loads(p.stdout)["folded_into_other"] == 0
 
