@@ -20,9 +20,9 @@ from strata.datasets.parentdeath import die_with_parent
 
 CHROMIUM = "/usr/bin/chromium"
 IMAGE_SIZE = (1400, 800)
-EXPORT_DEADLINE_S = 60   # a render takes ~3 s here
+EXPORT_DEADLINE_S = 60   # an image takes ~3 s here with the browser's start, ~0.3 s after
 EXPORT_ATTEMPTS = 2
-RENDERER_IDLE_S = 30     # an idle renderer (and its Chromium) ends itself after this
+RENDERER_IDLE_S = 20     # an idle renderer (and its Chromium) ends itself after this
 
 
 class ExportError(RuntimeError):
