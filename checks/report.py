@@ -1,32 +1,20 @@
 """`strata check` outputs for people and CI systems: a table, JSON, JUnit XML and a
 Markdown step summary. Each takes the list of (dataset, KeyVerdict) pairs."""
-import json
-import math
 from dataclasses import asdict, dataclass, field
 from xml.etree import ElementTree as ET
 
 SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error"}
 
 
-def as_json(results, baseline, candidate, extra: dict | None = None) -> str:
-    """baseline/candidate: what was compared (paths, or A and B of `check ab`);
-    extra: more top-level fields (the design of the check)."""
-    return json.dumps(_finite({
+def json_body(results, baseline, candidate, extra: dict | None = None) -> dict:
+    """The fields of the strata.check document (heatmaps/JSON.md). baseline/candidate:
+    what was compared (paths, or A and B of `check ab`); extra: more top-level fields
+    (the design of the check)."""
+    return {
         "baseline": baseline, "candidate": candidate, **(extra or {}),
         "verdict": overall(results),
         "results": [{"dataset": d, **asdict(v)} for d, v in results],
-    }), indent=2, default=float, allow_nan=False)
-
-
-def _finite(value):
-    """JSON has no infinity: an unbounded interval side (too few rounds) becomes null."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    }
 
 
 def overall(results) -> str:
@@ -105,11 +93,11 @@ class Verdict:
     extra: dict = field(default_factory=dict)
 
 
-def emit(verdict: Verdict, as_json: bool, junit: str | None, markdown: str | None) -> int:
-    """Prints the verdict (a table, or JSON), writes the JUnit and Markdown files asked for,
-    and returns the exit status: 0 same or better, 1 worse, 2 error."""
-    if as_json:
-        print(as_json_text(verdict))
+def emit(verdict: Verdict, to_json, junit: str | None, markdown: str | None) -> int:
+    """Prints the verdict (a table, or to_json(json_body) when given), writes the JUnit and
+    Markdown files asked for, and returns the exit status: 0 same or better, 1 worse, 2 error."""
+    if to_json:
+        print(to_json(json_body(verdict.results, verdict.baseline, verdict.candidate, verdict.extra or None)))
     else:
         from rich.console import Console
         print_table(verdict.results, Console(), verdict.unit)
@@ -119,6 +107,3 @@ def emit(verdict: Verdict, as_json: bool, junit: str | None, markdown: str | Non
         write_markdown(verdict.results, markdown, verdict.series)
     return {"worse": 1, "error": 2}.get(overall(verdict.results), 0)
 
-
-def as_json_text(verdict: Verdict) -> str:
-    return as_json(verdict.results, verdict.baseline, verdict.candidate, verdict.extra or None)

@@ -30,8 +30,8 @@ def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
         return str(parsed)
     filtered = dict(parsed.filters)
     if by in filtered:
-        other = f"; break it down by another field: --by {'|'.join(fields)}" if fields else ""
-        raise ViewUsageError(f"{parsed} holds only {by}={filtered[by]}{other}")
+        raise ViewUsageError(f"{parsed} holds only {by}={filtered[by]}"
+                             + source.breakdown_hint(reader, parsed, "; break it down by another field: {}"))
     if by not in fields:
         raise ViewUsageError(f"{parsed.statistic} cannot be broken down by {by}; "
                              + (f"--by {'|'.join(fields)}" if fields else "it has no breakdown: "

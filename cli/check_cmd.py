@@ -14,6 +14,7 @@ from strata.checks.compare import CORRECTIONS, METRICS
 from strata.checks.errors import FAILURES
 from strata.checks.report import emit
 from strata.checks.run import run_profile
+from strata.heatmaps import json_out
 from strata.lab.logs import say
 
 
@@ -30,8 +31,12 @@ def _outcome(command: str, work):
         sys.exit(2)
 
 
+def _check_document(body: dict) -> str:
+    return json_out.dumps(json_out.document("check", body))
+
+
 def _report(verdict, as_json, junit, markdown):
-    sys.exit(emit(verdict, as_json, junit, markdown))
+    sys.exit(emit(verdict, _check_document if as_json else None, junit, markdown))
 
 
 @click.group(invoke_without_command=True)

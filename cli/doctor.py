@@ -243,8 +243,9 @@ def doctor(as_json):
     checks, servers = run_checks()
     ready = all(c.ok for c in checks if c.required)
     if as_json:
-        click.echo(json.dumps({"ready": ready, "checks": [asdict(c) for c in checks],
-                               "servers": [asdict(s) for s in servers]}, indent=2))
+        from strata.heatmaps import json_out   # numpy: only for --json
+        click.echo(json_out.dumps(json_out.document("doctor", {
+            "ready": ready, "checks": [asdict(c) for c in checks], "servers": [asdict(s) for s in servers]})))
     else:
         from rich.console import Console
         from rich.table import Table

@@ -1,5 +1,4 @@
 """`strata statistics`: what can be collected on this host."""
-import json
 import subprocess
 from dataclasses import asdict
 
@@ -9,6 +8,7 @@ from strata.cli.archive_option import archive_errors
 from strata.lab.binaries import MissingBinary, find_binary
 from strata.datasets import catalogue
 from strata.datasets.errors import ArchiveError
+from strata.heatmaps import json_out
 from strata.prometheus.openmetrics import family_name
 
 
@@ -45,9 +45,9 @@ def statistics(as_json):
         stats, source = _with_support()
     if as_json:
         cat = catalogue.load()
-        click.echo(json.dumps({"source": source, "statistics": [
+        click.echo(json_out.dumps(json_out.document("statistics", {"source": source, "statistics": [
             {**asdict(s), "openmetrics": family_name(s.statistic, s.unit, s.kind)} for s in stats],
-            "fields": cat.dimensions, "keysets": {k: list(v) for k, v in cat.keysets.items()}}, indent=2))
+            "fields": cat.dimensions, "keysets": {k: list(v) for k, v in cat.keysets.items()}})))
         return
     rows = [("STATISTIC", "UNIT", "KIND", "BREAKDOWNS", "SUPPORTED")]
     for s in stats:

@@ -6,7 +6,9 @@ dataset of the same statistic that the archive holds:
   (nfs.ops from nfs.ops[client]; nfs.latency[op=read] from nfs.latency[op=read][client]);
 - one key: one filter F=V fewer, broken down by F; its key V
   (nfs.latency[op=read] from nfs.latency[op]).
-A summed source is preferred (it holds every event; a key may have been folded
+A breakdown is never derived: a dataset keeps one breakdown, so the keys of
+another field are gone from it (nfs.ops[op=read][client] is answered only by
+itself). A summed source is preferred (it holds every event; a key may have been folded
 into a bounded breakdown's "other"). The answer is a QueryResult named as asked,
 its `derived` field saying where it came from. This layer sits above the record
 decoding (reader.py): it reads the source through the archive's query() and
@@ -64,18 +66,43 @@ def resolve(reader, text: str) -> Source:
     wanted = names.parse(text)
     infos = reader.datasets()
     found = candidates(infos, wanted)
+    if found and found[0].how == "key":
+        _check_key(found[0])
     if found:
         return found[0]
+    raise ArchiveError(_not_held(reader, wanted, infos))
+
+
+def _check_key(source: Source):
+    """ArchiveError with the closest valid values when the key asked of a breakdown is no
+    value its field takes (nfs.ops[op=reed]: did you mean read...)."""
+    stat = catalogue.load().by_name().get(source.wanted.statistic)
+    if stat is not None:
+        catalogue.check_value(stat, source.info.breakdown, source.key, allow_absent_device=True)
+
+
+def _not_held(reader, wanted: names.DatasetName, infos: list) -> str:
+    """One line: why nothing held answers `wanted`, what the archive holds, and the command
+    that collects it; a name `datasets create` would refuse is refused here the same way
+    (did you mean), so the command given works."""
+    statistics = catalogue.load().by_name()
     same = sorted(i.name for i in infos if i.statistic == wanted.statistic)
-    if not same and wanted.statistic not in {s.statistic for s in catalogue.load().statistics}:
+    if not same and wanted.statistic not in statistics:
         near = did_you_mean(str(wanted), sorted(i.name for i in infos)) or \
-            did_you_mean(wanted.statistic, [s.statistic for s in catalogue.load().statistics], "`strata statistics`")
-        raise ArchiveError(f"no dataset {wanted} in {reader.path}: {wanted.statistic} is no statistic{near}")
+            did_you_mean(wanted.statistic, sorted(statistics), "`strata statistics`")
+        return f"no dataset {wanted} in {reader.path}: {wanted.statistic} is no statistic{near}"
+    names.validate(wanted, statistics)
+    names.check_values(wanted, statistics, allow_absent_device=True)
     here = f"{wanted.statistic} datasets here: {', '.join(same)}" if same else \
         f"datasets here: {', '.join(sorted(i.name for i in infos)) or 'none'}"
-    raise ArchiveError(f"no dataset {wanted} in {reader.path}, nor one it can be derived from "
-                       f"(a breakdown of it, or of it less one filter); {here}; "
-                       f"to collect it: strata datasets create '{wanted}'")
+    if wanted.breakdown:
+        only = "".join(f"[{f}={v}]" for f, v in wanted.filters)
+        why = (f" (a breakdown by {wanted.breakdown} is kept only by a dataset collected with it"
+               + (f" and {only})" if only else ")"))
+    else:
+        why = ", nor one it can be derived from (a breakdown of it, or of it less one filter)"
+    return (f"no dataset {wanted} in {reader.path}{why}; {here}; "
+            f"to collect it: strata datasets create '{wanted}'")
 
 
 def reduce(qr, source: Source):

@@ -5,13 +5,11 @@ the loop devices below it), NFS and disk also on a log axis, NFS ops/s by client
 sizes over time. HTML and PNG files, plus the heat maps in the terminal.
 """
 import datetime as dt
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from strata.datasets.archive import Archive
 from strata.heatmaps import export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps
@@ -94,21 +92,9 @@ def write_figures(figures: dict, outdir: Path, png: bool = True) -> list:
     if not png:
         return written
     pngs = [outdir / f"{stem}.png" for stem in figures]
-    write_pngs(list(figures.values()), pngs)
+    for fig, path in zip(figures.values(), pngs):   # one Chromium for all (heatmaps/export.py)
+        export.write_image(fig, str(path), "png")
     return written + pngs
-
-
-def write_pngs(figs, paths):
-    """All PNGs through one kaleido/Chromium session (much faster than one each), at the
-    size and scale `strata heatmap --format png` uses."""
-    if "BROWSER_PATH" not in os.environ and Path(export.CHROMIUM).exists():
-        os.environ["BROWSER_PATH"] = export.CHROMIUM
-    width, height = export.IMAGE_SIZE
-    try:
-        pio.write_images(figs, [str(p) for p in paths], format="png", width=width, height=height, scale=2)
-    except Exception as e:   # kaleido raises assorted errors when Chromium cannot start
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise export.ExportError(f"cannot export PNG (kaleido/Chromium): {first}") from None
 
 
 def terminal_text(archive_path: str, start: int, end: int, colour: str, grids, ops: str) -> str:

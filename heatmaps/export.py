@@ -1,21 +1,28 @@
 """Writing plotly figures: HTML (plotly.js once per folder, or inline on request), or
 PNG/SVG through kaleido and Chromium.
 
-An image export runs in a forked child in its own session, so a Chromium that hangs
-(it does, rarely, on a loaded host) is killed with its whole process group at a
-deadline and the export is tried once more, instead of blocking the command."""
+Images are rendered by a forked child in its own session that keeps one kaleido
+session (one Chromium) for the images of the process, so a process writing several
+pays the browser's start once; it ends itself when idle. A Chromium that hangs (it
+does, rarely, on a loaded host) is killed with the child's whole process tree at a
+deadline and the export is tried once more with a new child, instead of blocking the
+command."""
+import asyncio
+import atexit
 import multiprocessing
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from strata.datasets.parentdeath import die_with_parent
 
 CHROMIUM = "/usr/bin/chromium"
 IMAGE_SIZE = (1400, 800)
-EXPORT_DEADLINE_S = 60   # a render takes ~3 s here
+EXPORT_DEADLINE_S = 60   # an image takes ~3 s here with the browser's start, ~0.3 s after
 EXPORT_ATTEMPTS = 2
+RENDERER_IDLE_S = 20     # an idle renderer (and its Chromium) ends itself after this
 
 
 class ExportError(RuntimeError):
@@ -54,28 +61,138 @@ def write_html(fig, path: str, self_contained: bool = False):
     fig.write_html(path, include_plotlyjs=include, full_html=True, config=HTML_CONFIG)
 
 
-def _render(fig, path, fmt, size, errors):
-    """Child: renders into path, or sends the first line of kaleido's error. It dies with
-    the command (PR_SET_PDEATHSIG), even from outside its own session."""
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _next_job(jobs):
+    """The next (fig, path, fmt, size) from the parent; None to stop, or after RENDERER_IDLE_S."""
+    try:
+        return jobs.recv() if jobs.poll(RENDERER_IDLE_S) else None
+    except (EOFError, OSError):
+        return None
+
+
+async def _serve_async(jobs):
+    from kaleido import Kaleido   # logistro, imported with it, parses sys.argv: _serve cleared it
+    async with Kaleido() as k:
+        while (job := await asyncio.to_thread(_next_job, jobs)) is not None:
+            fig, path, fmt, size = job
+            try:
+                await k.write_fig(fig, path=path, opts={"format": fmt, "width": size[0], "height": size[1],
+                                                        "scale": 1 if fmt == "svg" else 2})
+                jobs.send((None, True))
+            except Exception as e:   # a figure kaleido cannot draw: said, and the session goes on
+                jobs.send((_first_line(e), True))
+
+
+def _serve(jobs):
+    """Child: one kaleido session (one Chromium) rendering the parent's jobs in turn, each
+    answered (None or why not, whether the session goes on); a browser that cannot start
+    answers the next job and the child ends. It dies with the command (PR_SET_PDEATHSIG),
+    even from outside its own session."""
     die_with_parent(signal.SIGKILL)
     os.setsid()
-    sys.argv = sys.argv[:1]   # logistro (kaleido's logger) parses sys.argv on import: not strata's flags
+    sys.argv = sys.argv[:1]
     try:
-        fig.write_image(path, format=fmt, width=size[0], height=size[1], scale=1 if fmt == "svg" else 2)
+        asyncio.run(_serve_async(jobs))
     except Exception as e:   # kaleido raises assorted errors when Chromium cannot start
-        errors.send(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+        jobs.send((_first_line(e), False))
         os._exit(1)
     os._exit(0)
 
 
+class _Renderer:
+    """The forked child of _serve and its end of the pipe; the browser it runs is
+    BROWSER_PATH's at its start."""
+
+    def __init__(self):
+        ctx = multiprocessing.get_context("fork")
+        self.jobs, theirs = ctx.Pipe()
+        self.browser = os.environ.get("BROWSER_PATH")
+        self.child = ctx.Process(target=_serve, args=(theirs,))
+        self.child.start()
+        theirs.close()
+        atexit.unregister(_stop_renderer)   # again, after multiprocessing's own exit hook, which
+        atexit.register(_stop_renderer)     # would otherwise wait for the idle child first
+        self.last_used = time.monotonic()
+        self.stopped = False
+
+    def usable(self) -> bool:
+        """Alive, running the browser now asked for, and well inside its idle time."""
+        return (not self.stopped and self.child.is_alive() and self.browser == os.environ.get("BROWSER_PATH")
+                and time.monotonic() - self.last_used < RENDERER_IDLE_S / 2)
+
+    def render(self, fig, path, fmt, size, deadline):
+        """None, or why the image was not written. A renderer that did not answer in time,
+        or whose browser failed, is stopped; one that died is found so by usable()."""
+        try:
+            self.jobs.send((fig.to_dict(), path, fmt, size))
+        except OSError:   # it ended already (a browser that cannot start): why is in the pipe
+            pass
+        try:
+            if not self.jobs.poll(deadline):
+                self.stop(wait=0)
+                return f"no result within {deadline} s"
+            why, going_on = self.jobs.recv()
+            if not going_on:
+                self.stop(wait=0)
+            return why
+        except (EOFError, OSError):   # it died before saying why (killed, out of memory)
+            self.child.join()
+            return f"the renderer ended with status {self.child.exitcode}"
+        except BaseException:         # Ctrl-C, SIGTERM: take the renderer and Chromium along
+            self.stop(wait=0)
+            raise
+        finally:
+            self.last_used = time.monotonic()
+
+    def stop(self, wait: float = 5):
+        """Asks the child to close its browser (which removes its temporary profile), then
+        kills what is left of its tree after wait seconds."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if wait:
+            try:
+                self.jobs.send(None)
+            except OSError:
+                pass
+            self.child.join(wait)
+        _kill_tree(self.child.pid)
+        self.child.join()
+        self.jobs.close()
+
+
+_renderer: _Renderer | None = None
+
+
+def _render(fig, path, fmt, size, deadline):
+    """One image through the process's renderer, started (again) when there is none usable."""
+    global _renderer
+    if _renderer is None or not _renderer.usable():
+        _stop_renderer()
+        _renderer = _Renderer()
+    return _renderer.render(fig, path, fmt, size, deadline)
+
+
+def _stop_renderer():
+    global _renderer
+    if _renderer is not None:
+        _renderer.stop(wait=0 if not _renderer.child.is_alive() else 5)
+        _renderer = None
+
+
 def _attempt(fig, path, fmt, size, deadline):
-    """One export in a child into a temporary file beside path, renamed over path only
-    when complete (a failed export leaves an existing file untouched); returns None on
+    """One export into a temporary file beside path, renamed over path only when
+    complete (a failed export leaves an existing file untouched); returns None on
     success, else why it failed."""
     target = Path(path)
     partial = target.with_name(f".{target.stem}.{os.getpid()}.partial.{fmt}")
     try:
-        why = _run_child(fig, str(partial), fmt, size, deadline)
+        why = _render(fig, str(partial), fmt, size, deadline)
+        if why is None and not partial.exists():
+            why = "kaleido wrote no file"
         if why is None:
             os.replace(partial, target)
         return why
@@ -109,31 +226,6 @@ def _kill_tree(pid):
             os.kill(p, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def _run_child(fig, path, fmt, size, deadline):
-    """Forks the renderer and waits for it up to the deadline; returns None or why not."""
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_render, args=(fig, path, fmt, size, send))
-    child.start()
-    send.close()
-    try:
-        child.join(deadline)
-    except BaseException:            # Ctrl-C, SIGTERM: take the renderer and Chromium along
-        _kill_tree(child.pid)
-        child.join()
-        raise
-    if child.exitcode is None:
-        _kill_tree(child.pid)
-        child.join()
-        return f"no result within {deadline} s"
-    if child.exitcode == 0:
-        return None if os.path.exists(path) else "kaleido wrote no file"
-    try:
-        return receive.recv()
-    except (EOFError, OSError):      # it died before saying why (killed, out of memory)
-        return f"the renderer ended with status {child.exitcode}"
 
 
 def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE, deadline=EXPORT_DEADLINE_S):

@@ -39,10 +39,31 @@ def resolve(reader, text: str, keys=None) -> tuple:
     if keys:
         keys = list(dict.fromkeys(keys))
         if found.how != "held" or not found.info.breakdown:
-            fields = breakdown_fields(found.wanted)
-            hint = f" (its keys: strata breakdown '{found.wanted}' --by {'|'.join(fields)})" if fields else ""
-            raise ViewUsageError(f"--key needs a dataset with a breakdown; {found.wanted} has none{hint}")
+            raise ViewUsageError(f"--key needs a dataset with a breakdown; {found.wanted} has none"
+                                 + breakdown_hint(reader, found.wanted, " (its keys: {})"))
     return found, keys or None
+
+
+def held_fields(reader, wanted) -> list:
+    """breakdown_fields(wanted) that the archive can answer: the breakdowns of the name it
+    holds (a breakdown is never derived, datasets/derive.py)."""
+    infos = reader.datasets()
+    return [by for by in breakdown_fields(wanted)
+            if derive.candidates(infos, names.DatasetName(wanted.statistic, wanted.filters, by))]
+
+
+def breakdown_hint(reader, wanted, held_text: str) -> str:
+    """held_text with the command that breaks `wanted` down by the fields the archive
+    holds, or, when it holds none, the command that collects the first ('' when the
+    statistic has no breakdown)."""
+    fields = breakdown_fields(wanted)
+    if not fields:
+        return ""
+    held = held_fields(reader, wanted)
+    if held:
+        return held_text.format(f"strata breakdown '{wanted}' --by {'|'.join(held)}")
+    first = names.DatasetName(wanted.statistic, wanted.filters, fields[0])
+    return f"; no breakdown of it is held here (to collect one: strata datasets create '{first}')"
 
 
 def breakdown_fields(wanted) -> list:

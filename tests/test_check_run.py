@@ -27,6 +27,7 @@ def test_smoke_profile_against_committed_baseline(repo, tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
+    assert (report["schema"], report["schema_version"]) == ("strata.check", 1)
     assert report["verdict"] in ("same", "better", "worse")
     assert report["baseline"] == str(repo / "tests/baselines/smoke.archive")
     compared = {(r["dataset"], r["key"]) for r in report["results"]}

@@ -35,6 +35,7 @@ def test_unknown_option_is_one_line_and_nonzero():
 def test_doctor_json_parses_and_reports_this_kernel():
     out = run("doctor", "--json")
     report = json.loads(out.stdout)
+    assert (report["schema"], report["schema_version"]) == ("strata.doctor", 1)
     checks = {c["name"]: c for c in report["checks"]}
     assert out.returncode == (0 if report["ready"] else 1)
     assert checks["kernel BTF"]["ok"]

@@ -79,7 +79,9 @@ def test_datasets_list_json(archive):
 
 
 def test_statistics_json():
-    stats = {s["statistic"]: s for s in strata_json("statistics", "--json")["statistics"]}
+    doc = strata_json("statistics", "--json")
+    assert (doc["schema"], doc["schema_version"]) == ("strata.statistics", 1)
+    stats = {s["statistic"]: s for s in doc["statistics"]}
     assert stats["nfs.latency"]["unit"] == "ns" and stats["nfs.latency"]["kind"] == "heatmap"
     assert stats["nfs.latency"]["openmetrics"] == "strata_nfs_latency_seconds"
     assert "client" in stats["nfs.ops"]["breakdowns"]
@@ -90,6 +92,7 @@ def test_check_json_same_archive_is_same(archive):
                     "--dataset", "nfs.latency[client]"])
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
+    assert (out["schema"], out["schema_version"]) == ("strata.check", 1)
     assert out["verdict"] == "same"
     assert sorted(r["key"] for r in out["results"]) == CLIENTS
     assert {r["dataset"] for r in out["results"]} == {"nfs.latency[client]"}

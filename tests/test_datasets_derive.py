@@ -61,12 +61,34 @@ def test_what_cannot_be_derived_says_what_is_held_and_how_to_collect(archive):
 
 def test_breakdown_by_a_field_of_a_derived_name(archive):
     """`breakdown nfs.latency[op=read] --by client` reads the held dataset; `--by op` of a name
-    filtered by op says what it holds and which fields remain; --top 0 is every key."""
+    filtered by op says what it holds and the breakdowns of it held; --top 0 is every key."""
     p = run_strata(["breakdown", "nfs.latency[op=read]", "--by", "client", *RANGE, "--archive", str(archive),
                     "--json"])
     assert p.returncode == 0 and {s["key"] for s in json.loads(p.stdout)["series"]} == set(CLIENTS)
     p = run_strata(["breakdown", "nfs.latency[op=read]", "--by", "op", *RANGE, "--archive", str(archive)])
-    assert p.returncode == 2 and "holds only op=read; break it down by another field: --by client|tier|file" \
-        in p.stderr
+    assert p.returncode == 2 and "holds only op=read; break it down by another field: " \
+        "strata breakdown 'nfs.latency[op=read]' --by client" in p.stderr
     p = run_strata(["breakdown", "nfs.ops[client]", "--top", "0", *RANGE, "--archive", str(archive), "--json"])
     assert p.returncode == 0 and json.loads(p.stdout)["folded_into_other"] == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["breakdown", "nfs.ops[op=read]", "--by", "client"],
+     "no dataset nfs.ops[op=read][client] in {a} (a breakdown by client is kept only by a dataset collected with "
+     "it and [op=read]); nfs.ops datasets here: nfs.ops[client]; "
+     "to collect it: strata datasets create 'nfs.ops[op=read][client]'"),
+    (["breakdown", "nfs.latency", "--by", "client"],
+     "no dataset nfs.latency[client] in {a} (a breakdown by client is kept only by a dataset collected with it); "
+     "nfs.latency datasets here: nfs.latency[op=read][client], nfs.latency[op]; "
+     "to collect it: strata datasets create 'nfs.latency[client]'"),
+    (["show", "nfs.ops[bogus=1]"], "nfs.ops cannot be filtered by 'bogus'; valid filters: op, client, tier, file"),
+    (["show", "nfs.ops[tier=ram]"], "nfs.ops has no tier 'ram'; valid: none, arc, l2arc, pool, zil"),
+    (["show", "nfs.latency[op=reed]"], "nfs.latency has no op 'reed'; did you mean read, renew or rename?"),
+])
+def test_a_breakdown_is_never_derived_and_the_hint_is_a_command_that_works(archive, args, says):
+    """A new breakdown cannot come from a dataset kept with another one: one line naming the
+    dataset to create; a name `datasets create` would refuse is refused as it would be, and
+    a key no field takes (op=reed of nfs.latency[op]) gets the closest valid ones."""
+    p = run_strata([*args, *RANGE, "--archive", str(archive)])
+    assert p.returncode == 1 and p.stderr.startswith(f"strata: {says.format(a=archive)}") and \
+        p.stderr.count("\n") == 1, p.stderr

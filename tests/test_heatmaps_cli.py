@@ -80,8 +80,10 @@ def test_drill_down_by_filter_and_by_key(archive):
     (["heatmap", "nfs.latency", "--percentiles", "50,abc"], "--percentiles"),
     (["heatmap", "nfs.latency", "--format", "gif"], "gif"),
     (["heatmap", "bad name!"], "bad dataset name"),
-    (["breakdown", "nfs.ops[op=read]", "--by", "op"], "holds only op=read; break it down by another field: "
-                                                      "--by client|tier|file"),
+    (["breakdown", "nfs.ops[op=read]", "--by", "op"], "holds only op=read; no breakdown of it is held here "
+                                                      "(to collect one: strata datasets create 'nfs.ops[op=read][client]')"),
+    (["breakdown", "nfs.ops[client=10.0.0.1]", "--by", "client"], "holds only client=10.0.0.1; no breakdown"),
+    (["show", "nfs.latency", "--key", "x"], "nfs.latency has none (its keys: strata breakdown 'nfs.latency' --by client)"),
     (["breakdown", "nfs.ops", "--by", "vdev"], "cannot be broken down by vdev; --by client|op|tier|file"),
     (["breakdown", "nfs.latency", "--by", "client", "--graph", "stacked"], "--graph line"),
     (["breakdown", "nfs.ops", "--by", "op"], "no dataset nfs.ops[op]"),

@@ -42,16 +42,28 @@ def test_hung_browser_is_killed_and_reported(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
 
 
-def test_export_replaces_the_file_whole(tmp_path):
+def test_export_replaces_the_file_whole_and_reuses_the_browser(tmp_path):
     out = tmp_path / "map.svg"
     out.write_text("earlier export")
     export.write_image(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), str(out), "svg")
+    renderer = export._renderer.child.pid
+    export.write_image(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), str(tmp_path / "map.png"), "png")
+    assert export._renderer.child.pid == renderer, "a second image started another browser"
     assert out.read_text().lstrip().startswith("<svg")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["map.svg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["map.png", "map.svg"]
 
 
 def test_a_renderer_that_dies_silently_is_one_line(tmp_path, monkeypatch):
     """A renderer killed before it can say why (as by the OOM killer) is reported, not a traceback."""
-    monkeypatch.setattr(export, "_render", lambda *args: os.kill(os.getpid(), 9))
+    export._stop_renderer()   # the next image starts a renderer, which dies at once
+    monkeypatch.setattr(export, "_serve", lambda jobs: os.kill(os.getpid(), 9))
     with pytest.raises(export.ExportError, match=r"the renderer ended with status -9$"):
         export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=10)
+
+
+def test_a_browser_that_cannot_start_is_its_own_one_line(tmp_path, monkeypatch):
+    """kaleido's reason reaches the user, on every attempt, not a renderer's exit status."""
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    with pytest.raises(export.ExportError, match=r"^cannot export PNG \(kaleido/Chromium\): Kaleido v1 and later "
+                                                 r"requires Chrome to be installed"):
+        export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=20)
