@@ -6,7 +6,9 @@ time, best of several) and the ingest cost of one second, each next to a peer me
 same run: for size, the same seconds stored as the collector's JSON lines in SQLite; for
 queries, fetching the same rows without decoding them, and with --before REV the same query
 answered by the archive code (datasets/) of git revision REV, alternating with this tree's;
-for ingest, json.loads of the same lines alone.
+for ingest, json.loads of the same lines alone. The week at 10-minute columns is also
+decoded from 10-minute rollups of its minute records, made in memory: what a stored
+10-minute level would read instead (the archive stores none).
 
 Usage: .venv/bin/python bench/datasets_archive.py [--days 7] [--keep FILE] [--before REV]
        (--keep: an archive already at FILE is reused; BENCH_SMOKE=1, bench/run.sh: 1 hour)
@@ -135,7 +137,28 @@ def queries(path, info, now, span, before, folder):
             line += (f"; {before}'s code: {theirs[0] * 1e3:.1f} ms (CPU {theirs[1] * 1e3:.1f} ms), "
                      f"{theirs[1] / ours[1]:.1f}x this tree's CPU time")
         print(line, flush=True)
+    ten_minute_peer(archive, info, now - span, now)
     archive.close()
+
+
+def ten_minute_peer(archive, info, start, end):
+    """Decoding [start, end)'s minute records against decoding them summed into 10-minute
+    records (alternating, best of each): the cells a stored 10-minute level would spare."""
+    rows = archive.conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = 60 AND t >= ? "
+                                "AND t < ? ORDER BY t", (info.id, start - start % 600, end)).fetchall()
+    minutes = [r[1] for r in rows]
+    cells = codec.decode("heatmap", minutes)
+    if not len(cells):
+        return
+    ten = np.array([r[0] // 600 for r in rows], dtype=np.int64)
+    tens = codec.encode("heatmap", codec.combine(cells, ten[cells.row] - ten[0]), int(ten[-1] - ten[0]) + 1)
+    ours, theirs = float("inf"), float("inf")
+    for _ in range(3):
+        ours = min(ours, best(lambda: codec.decode_groups("heatmap", minutes), 2)[0])
+        theirs = min(theirs, best(lambda: codec.decode_groups("heatmap", tens), 2)[0])
+    print(f"decoding those minute records ({len(minutes)}, {len(cells)} cells): {ours * 1e3:.1f} ms; "
+          f"as 10-minute rollups ({len(tens)} records, {sum(map(len, tens))} bytes against "
+          f"{sum(map(len, minutes))}): {theirs * 1e3:.1f} ms ({ours / theirs:.1f}x faster)", flush=True)
 
 
 def main():
