@@ -405,8 +405,12 @@ def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
                 expected += want
                 if n != want:
                     wrong += 1
+                    near = [f"{c.what} {c.name} (id {c.id}) {c.start - t:+.2f}..{c.end - t:+.2f}"
+                            for c in storm.commands if t - 3 <= c.end and c.start <= t + secs + 1]
                     problems.append(f"{name} (id {info.id}) at {t}+{secs}s: {n} events stored, "
-                                    f"the reference made {want}")
+                                    f"the reference made {want}; stored seconds around it: "
+                                    f"{[(u, stored[u][1]) for u in range(t - 2, t + 3) if u in stored]}; "
+                                    f"commands around it (s from t): {near}")
             if t < imported.get(info.id, 0):
                 continue      # copies of seconds checked under the incarnation they came from
             if not any(maybe_on <= t and t + secs <= maybe_off for _, _, maybe_on, maybe_off in stretches):
