@@ -177,7 +177,7 @@ static bool command_add(struct collector *c, char **tok, int ntok)
 	return true;
 }
 
-static void emit_dataset(struct collector *c, long long t, const struct dataset *d);
+static void emit_dataset(struct collector *c, long long t, const struct dataset *d, bool partial);
 
 /* The removed dataset's interval in progress, as its last (partial) record. */
 static void flush_dataset(struct collector *c, const struct dataset *d)
@@ -186,7 +186,7 @@ static void flush_dataset(struct collector *c, const struct dataset *d)
 
 	if (d->slot < 0 || layer_read_slot(&c->layers[d->stat->layer], d->slot, err, sizeof(err)) < 0)
 		return;
-	emit_dataset(c, (long long)time(NULL) / c->interval * c->interval, d);
+	emit_dataset(c, (long long)time(NULL) / c->interval * c->interval, d, false);
 	c->layers[d->stat->layer].ndeltas = 0;
 }
 
@@ -261,12 +261,12 @@ static void wake_waiting(struct collector *c)
 	}
 }
 
-static void emit_dataset(struct collector *c, long long t, const struct dataset *d)
+static void emit_dataset(struct collector *c, long long t, const struct dataset *d, bool partial)
 {
 	static const char *const kinds[] = { "counter", "heatmap", "gauge" };
 
 	fprintf(c->out, "{\"v\":1,\"type\":\"data\",\"t\":%lld,\"id\":\"%s\",\"kind\":\"%s\",%s\"data\":{", t,
-		d->id, kinds[d->stat->kind], !d->waiting && d->enabled_ns > t * 1000000000LL ? "\"partial\":true," : "");
+		d->id, kinds[d->stat->kind], partial ? "\"partial\":true," : "");
 	if (!d->waiting)
 		layer_emit(&c->layers[d->stat->layer], d->stat, d->slot, d->breakdown, c->out);
 	fprintf(c->out, "}}\n");
@@ -318,14 +318,27 @@ void collector_events(struct collector *c)
 	layers_events(c->layers, false);
 }
 
+/* A read this late after its interval's end (a stalled loop) holds events of the next
+ * interval: a dataset's partial record read so late makes its next one partial too (the
+ * records of the others hold those events a little early, FORMAT.md). */
+#define PARTIAL_LATE_NS 20000000LL
+
 void collector_tick(struct collector *c, long long t)
 {
+	bool late;
+
 	c->nerrors = 0;
 	layers_upkeep(c->layers, report_error, c);
 	wake_waiting(c);
 	layers_read(c->layers, report_error, c);
-	for (size_t i = 0; i < c->ndatasets; i++)
-		emit_dataset(c, t, &c->datasets[i]);
+	late = (long long)clock_ns(CLOCK_REALTIME) - (t + c->interval) * 1000000000LL > PARTIAL_LATE_NS;
+	for (size_t i = 0; i < c->ndatasets; i++) {
+		struct dataset *d = &c->datasets[i];
+		bool partial = !d->waiting && (d->enabled_ns > t * 1000000000LL || d->partial_late);
+
+		emit_dataset(c, t, d, partial);
+		d->partial_late = partial && late;
+	}
 	emit_status(c, t);
 	fflush(c->out);
 }

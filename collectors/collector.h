@@ -22,6 +22,8 @@ struct dataset {
 	bool waiting;                 /* its layer's subject does not run yet (nfsd): enabled when it does */
 	long long enabled_ns;         /* wall clock when it began counting (0 while waiting): a record of
 	                               * an interval that started before is partial */
+	bool partial_late;            /* its last record was partial and read late: it took the start of
+	                               * the next interval, whose record is partial too */
 	char refused[ERROR_LEN];      /* why enabling it failed once its subject ran (reported, not retried) */
 	struct agg_slot cfg;          /* the slot it asked for */
 };

@@ -353,13 +353,28 @@ def timelines(commands) -> dict:
 
 
 def shifted(stored: dict, sent: dict) -> set:
-    """Seconds t, t + 1 both stored, wrong alone and right together: the daemon, starved of
-    CPU, read its maps that much late and a boundary's events went to the earlier label (both
-    collectors alike). Nothing lost or added; a second's worth of time resolution is."""
+    """Runs of consecutive stored seconds, each wrong alone and right together: the daemon,
+    starved of CPU, read its maps late and a boundary's events went to the earlier label
+    (both collectors alike; a run when it stayed late). Nothing lost or added; a second's
+    worth of time resolution is."""
     want = lambda t: sum(sent.get(s, 0) for s in range(t, t + stored[t][0]))
-    wrong = {t for t in stored if stored[t][1] != want(t)}
-    pairs = {t for t in wrong if t + 1 in wrong and stored[t][1] + stored[t + 1][1] == want(t) + want(t + 1)}
-    return pairs | {t + 1 for t in pairs}
+    wrong = sorted(t for t in stored if stored[t][1] != want(t))
+    runs, out = [], set()
+    for t in wrong:                                # consecutive wrong seconds
+        if runs and t == runs[-1][-1] + 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    for run in runs:                               # the shortest balanced stretches in each
+        i = 0
+        while i < len(run):
+            ends = [j for j in range(i + 1, len(run)) if sum(stored[u][1] - want(u) for u in run[i:j + 1]) == 0]
+            if ends:
+                out |= set(run[i:ends[0] + 1])
+                i = ends[0] + 1
+            else:
+                i += 1
+    return out
 
 
 def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:

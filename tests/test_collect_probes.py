@@ -184,20 +184,21 @@ def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
 
 
 def test_the_record_of_the_interval_an_add_came_in_is_marked_partial(fixture):
-    """Only the intervals that began before the dataset counted are marked (strata collect
-    stores none of them): here the one its add came in."""
+    """The intervals that began before the dataset counted are marked (strata collect stores
+    none of them): the one its add came in, and the next ones while their reads come late
+    (a loaded machine); then the records are whole."""
     c = Collector("--engine-pid", fixture.pid)
     try:
         before = time.time()
         c.add("p", "nfs.ops", "op")
         after = time.time()
-        c.wait_status(lambda s: s["t"] >= int(after) + 1)
+        c.wait_status(lambda s: s["t"] >= int(after) + 3)
     finally:
         assert c.stop() == 0
-    records = c.data("p")
+    records = [r for r in c.data("p") if r["t"] <= int(after) + 3]
     marked = [r["t"] for r in records if r.get("partial")]
-    assert marked == sorted({int(before), int(after)}) and records[0]["t"] == int(before), records
-    assert all(r.get("partial") is None for r in records if r["t"] > int(after)), records
+    assert records[0]["t"] == int(before) and marked == [r["t"] for r in records[:len(marked)]], records
+    assert set(marked) >= {int(before), int(after)} and len(marked) < len(records), records
 
 
 def test_engine_restart_by_pid_is_followed(fixture_bin):
