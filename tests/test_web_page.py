@@ -11,6 +11,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import time
 import urllib.parse
 
 import bcrypt
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from datasets_util import strata
+from strata.datasets.archive import Archive
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
 from strata.web.connections import MAX_CONNECTIONS
 from web_util import browser, drag_heatmap, http, plots_ready, state_url, wait_js, web_server
@@ -221,4 +223,54 @@ def test_hostile_requests_get_bounded_answers(archive):
             assert sockets <= MAX_CONNECTIONS + 8, sockets                        # bounded
         finally:
             for sock in slow:
+                sock.close()
+
+
+def sse_stream(base, path):
+    """A socket reading the server-sent events of `path` (headers sent; read with recv)."""
+    host, port = base.split("//")[1].split(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    return sock
+
+
+def test_live_columns_survive_a_writer_restart(tmp_path):
+    """A writer that closes as the last connection deletes the archive's -wal and -shm, the
+    next one makes new ones: the open pages (8 of them) keep receiving each new second."""
+    path = tmp_path / "live.db"
+    with Archive.open(str(path), readonly=False) as a:
+        info = a.create("nfs.ops[client]", now=int(time.time()) - 60)
+
+    def write(second):                       # a writer of its own each time: a collector restarting
+        with Archive.open(str(path), readonly=False) as a:
+            ing = a.ingestor()
+            with ing.transaction():
+                ing.add(info.id, second, info.kind, {"10.0.0.1": 7})
+    write(int(time.time()) - 2)
+    with web_server(path) as base:
+        assert http(base + "/api/worksheets")[0] == 200     # the server opened and closed the file itself
+        status, v = http(base + "/api/view?name=nfs.ops%5Bclient%5D&last=30")
+        assert status == 200
+        live = f"/api/live?ids={v['live']['id']}&after={v['live']['next'] - 1}"
+        pages = [sse_stream(base, live) for _ in range(8)]
+        try:
+            written = []
+            for _ in range(3):
+                t = int(time.time())
+                write(t)
+                written.append(t)
+                time.sleep(1.0)
+            got = [b"" for _ in pages]
+            deadline = time.time() + 5
+            while time.time() < deadline and not all(all(f'"t": {t}'.encode() in g for t in written) for g in got):
+                for i, sock in enumerate(pages):
+                    sock.settimeout(0.1)
+                    try:
+                        got[i] += sock.recv(65536)
+                    except socket.timeout:
+                        pass
+            for g in got:
+                assert all(f'"t": {t}'.encode() in g for t in written), (written, g[-300:])
+        finally:
+            for sock in pages:
                 sock.close()
