@@ -150,6 +150,14 @@ def test_writes_need_a_signed_in_user(writable):
         assert page_state(page)["views"] == saved["views"]
     bad = strata("web", "--archive", str(copy), "--open", "nope", "--listen", "127.0.0.1:0")
     assert bad.returncode != 0 and "no worksheet 'nope'" in bad.stderr and "band" in bad.stderr
+    # `datasets verify` knows the worksheets table: a saved one passes, a damaged one is named
+    checked = strata("datasets", "verify", str(copy))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with Archive.open(str(copy), readonly=False) as a:
+        a.conn.execute("INSERT INTO worksheets(name, state, saved) VALUES ('torn', '{\"views\": [', 1)")
+    checked = strata("datasets", "verify", str(copy))
+    assert checked.returncode == 1 and "worksheets: 'torn': a state that is not JSON" in checked.stdout, \
+        checked.stdout + checked.stderr
 
 
 def test_served_over_tls_with_the_exporters_web_config(archive, tmp_path):
