@@ -282,3 +282,26 @@ def test_live_columns_survive_a_writer_restart(tmp_path):
         finally:
             for sock in pages:
                 sock.close()
+
+
+def test_a_drag_on_a_filtered_view_stays_within_its_key(archive):
+    """Dragging over nfs.latency[client=C] breaks down C's events only (as `strata breakdown
+    'nfs.latency[client=C]' --range` does), not every client's."""
+    band = {"x0": _local(T0 + 60), "x1": _local(T0 + 180), "y0": 100_000, "y1": 400_000}
+    with web_server(archive) as base:
+        status, whole = http(base + "/api/drill", dict(band, view={"name": "nfs.latency[client]"}))
+        assert status == 200, whole
+        status, one = http(base + "/api/drill", dict(band, view={"name": f"nfs.latency[client={CLIENTS[1]}]"}))
+        assert status == 200, one
+    per_client = {r["key"]: r["events"] for r in whole["table"]}
+    assert one["target"] == f"nfs.latency[client={CLIENTS[1]}]" and one["events"] == per_client[CLIENTS[1]] > 0
+    assert [r["events"] for r in one["table"]] == [per_client[CLIENTS[1]]], one["table"]
+    cli = strata("breakdown", one["target"], "--range", one["range"], "--since", str(one["since"]),
+                 "--until", str(one["until"]), "--json", "--archive", str(archive))
+    assert cli.returncode == 0 and [r["events"] for r in json.loads(cli.stdout)["table"]] == [one["events"]]
+
+
+def _local(t: int) -> str:
+    """A unix second as the page's time axis writes it (local time, ISO)."""
+    import datetime as dt
+    return dt.datetime.fromtimestamp(t).isoformat(sep=" ")
