@@ -17,6 +17,7 @@ import urllib.parse
 import bcrypt
 import numpy as np
 import pytest
+from selenium.webdriver.support.ui import Select
 
 from datasets_util import strata
 from strata.datasets.archive import Archive
@@ -54,6 +55,16 @@ def test_drag_clicks_and_a_copied_address(archive):
     with web_server(archive) as base, browser() as page:
         page.get(state_url(base, worksheet()))
         assert plots_ready(page, 2) == [SPAN, SPAN]           # 1 s columns from the second level
+        # counters: stacked areas by default (plot_breakdown's series), lines from the toggle
+        stacked = "((document.querySelectorAll('.plot')[1] || {}).data || []).map(t => t.stackgroup || '-').join()"
+        assert page.execute_script("return " + stacked) == ",".join(["one"] * len(CLIENTS))
+        Select(page.find_element("id", "style")).select_by_value("line")
+        wait_js(page, f"document.querySelectorAll('.plot').length === 2 && {stacked} === '{','.join(['-'] * len(CLIENTS))}'",
+                what="lines")
+        assert page_state(page)["style"] == "line"
+        Select(page.find_element("id", "style")).select_by_value("")
+        wait_js(page, f"{stacked} === '{','.join(['one'] * len(CLIENTS))}'", what="stacked areas again")
+        plots_ready(page, 2)
         # drag over the L2ARC band (128-260 us) from T0+60 to T0+180
         drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
         table = wait_js(page, "document.getElementById('drill-table')", what="the drill-down")
