@@ -23,7 +23,7 @@ from datasets_util import strata
 from strata.datasets.archive import Archive
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
 from strata.web.connections import MAX_CONNECTIONS
-from web_util import browser, drag_heatmap, http, plots_ready, state_url, wait_js, web_server
+from web_util import browser, drag_heatmap, http, plots_ready, sse_stream, state_url, wait_js, web_server
 
 CLIENTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
 SPAN = 300
@@ -243,14 +243,6 @@ def test_hostile_requests_get_bounded_answers(archive):
         finally:
             for sock in slow:
                 sock.close()
-
-
-def sse_stream(base, path):
-    """A socket reading the server-sent events of `path` (headers sent; read with recv)."""
-    host, port = base.split("//")[1].split(":")
-    sock = socket.create_connection((host, int(port)), timeout=5)
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
-    return sock
 
 
 def test_live_columns_survive_a_writer_restart(tmp_path):

@@ -186,7 +186,7 @@ class Worksheet:
     # -- reading ------------------------------------------------------------------------------
 
     async def datasets(self, request):
-        infos = await self.run(lambda r: [i.to_json() for i in r.datasets()])
+        infos = await self.run(lambda r: [_listed(i) for i in r.datasets()])
         return web.json_response({"datasets": infos, "writable": bool(self.web_config and self.web_config.users)
                                   and not self.source.url})
 
@@ -332,6 +332,15 @@ class _PlotlyJSON(json.JSONEncoder):
     def default(self, o):
         from plotly.utils import PlotlyJSONEncoder
         return PlotlyJSONEncoder().default(o)
+
+
+def _listed(info) -> dict:
+    """A dataset as the page lists it: the archive's JSON, or what a Prometheus server
+    says of its series (no retention nor records of strata's own)."""
+    if info.retention is not None:
+        return info.to_json()
+    return {"name": info.name, "statistic": info.statistic, "breakdown": info.breakdown or None,
+            "kind": info.kind, "unit": info.unit, "state": info.state}
 
 
 def _view_key(spec, geometry) -> str:
