@@ -6,7 +6,7 @@ import datetime as dt
 
 from plotly.subplots import make_subplots
 
-from strata.heatmaps import describe
+from strata.heatmaps import clock, describe
 from strata.heatmaps.plot_breakdown import traces, y_axis
 
 TOP = 8
@@ -28,9 +28,10 @@ def figure(b, spec) -> tuple:
                          f"<br><span style='font-size:12px;color:#555'>{b.total_keys:,} keys · "
                          f"{b.bins.width}s per column · {b.style}{compared}</span>"), x=0.01, xanchor="left"),
         margin=dict(l=70, r=30, t=95, b=60), hovermode="x unified" if b.style == "stacked" else "closest",
-        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"))
+        # the keys where the heat maps have their colour bar (the page keeps that margin)
+        legend=dict(orientation="v", x=1.01, xanchor="left", y=1.0, yanchor="top", font=dict(size=10)))
     fig.update_xaxes(visible=False, row=1, col=1)
     fig.update_yaxes(visible=False, row=1, col=1)
     fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=2)
-    fig.update_xaxes(title_text="time (local)", range=edges, showgrid=False, ticks="outside", row=1, col=2)
+    fig.update_xaxes(title_text=f"time ({clock.zone()})", range=edges, showgrid=False, ticks="outside", row=1, col=2)
     return fig, scale
