@@ -63,7 +63,7 @@ class Source:
         return self.handle
 
     def version(self):
-        """What moves when the archive changed: (handle, SQLite's data_version, which moves
+        """What moves when the archive changed: (which handle, its SQLite data_version, which moves
         when another connection commits); None for a Prometheus server."""
         if self.url:
             return None
