@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of `strata web`, each figure against a peer measured in the same run:
 
-- live: per open page (4 views over the last hour, a writer adding one second per
+- live: per open page, for 1 and 8 pages (4 views over the last hour, a writer adding one second per
   second as the collector does), the server's CPU per second of live updates and the
   bytes sent per update, against loading the 4 views again (what a page without live
   columns would fetch every second);
@@ -13,7 +13,7 @@ The archive (a week: one second a minute for 6 days 23 h, every second of the la
 hour; 4 datasets, 8 clients) is written through the datasets API, about a minute.
 Usage: .venv/bin/python bench/web_live.py [--seconds 20]
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): "an hour" is 10 minutes and "a week" 2 hours, one
-draw each, 3 s of live updates.
+draw each, 3 s of live updates, 1 open page (not 8).
 """
 import argparse
 import json
@@ -42,6 +42,7 @@ VIEWS = ["nfs.latency", "nfs.latency[client]", "nfs.size", "nfs.ops[client]"]
 CLIENTS = [f"10.0.0.{i}" for i in range(1, 9)]
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
 HOUR, WEEK = (600, 7200) if SMOKE else (3600, 7 * 86400)
+PAGES = (0, 1) if SMOKE else (0, 1, 8)
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -143,12 +144,13 @@ def write_seconds(archive, records, ids, running):
 
 
 def live(archive, records, seconds) -> dict:
-    """Server CPU per second and bytes per update, for 0 and 1 open page."""
+    """Server CPU per second and bytes per update, for 0, 1 and (not in smoke mode) 8 open
+    pages; each case with a writer of its own (opened, then closed as a collector's restart)."""
     with Archive.open(str(archive)) as a:
         ids = {i.name: (i.id, i.kind) for i in a.datasets()}
     out = {}
     with web_server(archive) as base:
-        for pages in (0, 1):
+        for pages in PAGES:
             running = [True]
             w = threading.Thread(target=write_seconds, args=(archive, records, ids, running), daemon=True)
             w.start()
@@ -229,7 +231,7 @@ def main():
 
         res = live(archive, records, args.seconds)
         idle = res[0]["cpu"]
-        for pages in (1,):
+        for pages in PAGES[1:]:
             r = res[pages]
             per_update = r["bytes"] / max(r["updates"], 1)
             per_page_cpu = (r["cpu"] - idle) / pages

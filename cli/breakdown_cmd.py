@@ -17,7 +17,8 @@ BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken d
 def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
     """The name to read: 'nfs.ops' + --by client -> 'nfs.ops[client]'; a name with its own
     breakdown stays. Without --by, a name without a breakdown is shown whole (one series),
-    or, drilling with --range, by the first breakdown of it the archive holds."""
+    or, drilling with --range, by the first breakdown of it the archive holds (within its
+    filters: a key with no finer breakdown is its own events)."""
     parsed = names.parse(text)
     fields = source.breakdown_fields(parsed)
     if parsed.breakdown:

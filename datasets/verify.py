@@ -16,6 +16,9 @@ found, naming it. The checks, in order:
   usage     the usage table's record counts agree with the records found
   spans     of a known dataset, over more than one second, of a known cause, marking
             a second-level record that exists
+  worksheets  (an optional table: the named worksheets `strata web` saves) each row
+            readable, its name text without / or \\, its state a JSON object, its time
+            whole seconds
 
 A Checker given a sink hands it every dataset, key, record and span that passed
 (datasets/salvage.py copies them into a fresh archive).
@@ -143,6 +146,7 @@ class Checker:
                     self._records(conn)
                     self._usage(conn)
                     self._spans(conn)
+                    self._worksheets(conn)
         except (sqlite3.Error, UnicodeDecodeError) as e:
             r.add("sqlite", f"reading stopped: {e}")
         except MemoryError:
@@ -217,6 +221,7 @@ class Checker:
         if missing:
             self.report.add("tables", f"missing: {', '.join(missing)}")
         self.has_spans = "spans" in have
+        self.has_worksheets = "worksheets" in have
         return "datasets" in have and "records" in have and "keys" in have
 
     def _skipped(self, where: str, column: str):
@@ -381,6 +386,32 @@ class Checker:
                     self.report.add("spans", f"{name} {_when(t)}: {bad}")
                 elif self.sink:
                     self.sink.span(ds, t, seconds, cause)
+
+
+    def _worksheets(self, conn):
+        if not self.has_worksheets:
+            return
+        try:
+            rows = conn.execute("SELECT name, state, saved FROM worksheets").fetchall()
+        except (sqlite3.DatabaseError, MemoryError) as e:
+            self.report.add("worksheets", f"rows cannot be read ({_why(e)})")
+            return
+        for name, state, saved in rows:
+            bad = None
+            if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\\0\n"):
+                bad = "a name that is not a worksheet's"
+            elif not isinstance(state, str) or not _utf8(name, state):
+                bad = "a state that is not UTF-8 text"
+            elif not _integer(saved):
+                bad = "a time that is not whole seconds"
+            else:
+                try:
+                    if not isinstance(json.loads(state), dict):
+                        bad = "a state that is not a JSON object"
+                except ValueError:
+                    bad = "a state that is not JSON"
+            if bad:
+                self.report.add("worksheets", f"{str(name)[:80]!r}: {bad}")
 
 
 def check(path: str) -> Report:

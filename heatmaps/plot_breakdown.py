@@ -26,21 +26,30 @@ def y_axis(b) -> tuple:
     return scale, unit_label, y_title
 
 
-def figure(b, style: str | None = None) -> go.Figure:
-    """The graph of Breakdown b: stacked areas or lines (style, default b.style) and its table."""
-    style = style or b.style
-    scale, unit_label, y_title = y_axis(b)
+def traces(b, style: str) -> tuple:
+    """(one Scatter per key: stacked areas or lines, the divisor of their y values): the
+    series of Breakdown b as the files and the web page draw them."""
+    scale, unit_label, _ = y_axis(b)
     x = [dt.datetime.fromtimestamp(int(t) + b.bins.width / 2) for t in b.bins.starts()]
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.64, 0.36], vertical_spacing=0.1,
-                        specs=[[{"type": "xy"}], [{"type": "table"}]])
+    out = []
     for i, key in enumerate(b.keys):
-        name = key + (f" ({b.folded:,} keys)" if key == OTHER else "")
-        fig.add_trace(go.Scatter(
+        name = (key or b.statistic) + (f" ({b.folded:,} keys)" if key == OTHER else "")
+        out.append(go.Scatter(
             x=x, y=b.series[i] / scale, name=name, mode="lines",
             line=dict(color=key_colour(b, i), width=1.2 if style == "stacked" else 1.8, shape="hv"),
             stackgroup="one" if style == "stacked" else None, connectgaps=False,
-            hovertemplate=f"{name}<br>%{{x|%H:%M:%S}}<br>%{{y:,.4~g}} {unit_label}<extra></extra>"),
-            row=1, col=1)
+            hovertemplate=f"{name}<br>%{{x|%H:%M:%S}}<br>%{{y:,.4~g}} {unit_label}<extra></extra>"))
+    return out, scale
+
+
+def figure(b, style: str | None = None) -> go.Figure:
+    """The graph of Breakdown b: stacked areas or lines (style, default b.style) and its table."""
+    style = style or b.style
+    _, _, y_title = y_axis(b)
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.64, 0.36], vertical_spacing=0.1,
+                        specs=[[{"type": "xy"}], [{"type": "table"}]])
+    for trace in traces(b, style)[0]:
+        fig.add_trace(trace, row=1, col=1)
     header, columns = _table(b, event_noun(b.statistic))
     fig.add_trace(go.Table(
         header=dict(values=header, fill_color="#f0f0f0", align="left", font=dict(size=12)),

@@ -76,23 +76,21 @@ def breakdown_fields(wanted) -> list:
 
 
 def drill_target(reader, source) -> str | None:
-    """The dataset that breaks the source's name down by key: the name itself when it has a
-    breakdown, the dataset it is one key of, else the first breakdown of it the archive
-    holds (clients first)."""
+    """The dataset that breaks the source's events down by key, within its filters: the name
+    itself when it has a breakdown, else the first breakdown of it (clients first) the
+    archive holds or can derive; a filtered name without one (a key of a dataset broken
+    down by the field it filters) is its own target: the events of that key, whole."""
     wanted = source.wanted
     if wanted.breakdown:
         return str(wanted)
-    if source.how == "key":
-        return source.info.name
-    try:
-        have = {i.name for i in reader.datasets()}
-    except ArchiveError:
-        return None
     for by in breakdown_fields(wanted):
         name = str(names.DatasetName(wanted.statistic, wanted.filters, by))
-        if name in have:
-            return name
-    return None
+        try:
+            derive.resolve(reader, name)
+        except ArchiveError:
+            continue
+        return name
+    return str(wanted) if wanted.filters else None
 
 
 def parse_time(text: str, now: int) -> int:

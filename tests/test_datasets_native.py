@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -33,6 +34,7 @@ from test_datasets_openmetrics import (collector, info, needs_prometheus, runnin
 from datasets_util import strata
 from strata.lab.process import stop
 from test_datasets_collect import wait_for
+from web_util import http, sse_columns, sse_stream, web_server
 from wire_util import WireEngine
 
 PROMETHEUS_ACCEPT = ("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
@@ -264,6 +266,22 @@ def test_real_collector_scraped_as_native(collector, tmp_path):
         shown = strata("heatmap", lat, "--since", str(end - 60), "--until", str(end), "--prometheus", web,
                        "--color", "none", env={"COLUMNS": "100"})
         assert shown.returncode == 0 and str(timed) in shown.stdout, shown.stderr
+        # and by `strata web --prometheus`: the view, then new seconds live (the reader polled)
+        with web_server(None, "--prometheus", web) as base:
+            status, listed = http(base + "/api/datasets")
+            assert status == 200 and lat in {d["name"] for d in listed["datasets"]} and not listed["writable"]
+            status, v = http(base + "/api/view?" + urllib.parse.urlencode({"name": lat, "last": 60}))
+            assert status == 200 and v["live"]["type"] == "heatmap", v
+            sock = sse_stream(base, f"/api/live?ids={v['live']['id']}&after={v['live']['next'] - 1}")
+            try:
+                first = int(time.time())
+                more = write(40) - timed
+                got = sse_columns(sock, 15, lambda cols: sum(c["total"] for t, c in cols.items() if t >= first) >= more)
+            finally:
+                sock.close()
+            assert sum(c["total"] for t, c in got.items() if t >= first) == more > 0, got
+            status, answer = http(base + "/api/datasets", {"action": "suspend", "name": lat})
+            assert status == 403 and "\n" not in answer["error"]                  # read-only
     assert scrape(url).endswith("# EOF\n")                                 # text still served
 
 

@@ -267,7 +267,8 @@ def test_html_hover_command_breaks_its_band_down(data, hovered, name):
 
 
 def test_html_hover_names_the_broken_down_dataset(data, tmp_path):
-    """A heat map without a breakdown drills into the dataset that has one; sizes use kB."""
+    """A heat map without a breakdown drills into the dataset that has one; one filtered to a
+    key stays within it (no finer breakdown here: the key's own events); sizes use kB."""
     path, _ = data
     out = tmp_path / "plain.html"
     p = strata(path, "heatmap", "nfs.latency", *RANGE, "--format", "html", "-o", str(out))
@@ -277,7 +278,7 @@ def test_html_hover_names_the_broken_down_dataset(data, tmp_path):
     build = strata(path, "heatmap", "nfs.size[client=10.0.0.1]", *RANGE, "--format", "html", "-o", str(out))
     assert build.returncode == 0, build.stderr
     template = hover_template(out.read_text().replace("\\u002f", "/"))
-    assert "strata breakdown 'nfs.size[client]'" in template and f"--archive {path}" in template
+    assert "strata breakdown 'nfs.size[client=10.0.0.1]'" in template and f"--archive {path}" in template
     assert "--range %{customdata[3]:.6~s}B..%{customdata[4]:.6~s}B" in template
 
 

@@ -1,7 +1,10 @@
 """`strata web` live: the real engine serves real libnfs clients (strata-load), the real
 collector (`strata collect`) writes the archive, and a real chromium shows each new second
-within 2 s of the collector's record, as new columns only (the views are not loaded again)."""
+within 2 s of the collector's record, as new columns only (the views are not loaded again);
+then hostile clients (slow ones up to the connection bound, malformed JSON, path traversal,
+unbounded ranges) get bounded answers while the collector stores every second."""
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -11,7 +14,8 @@ from conftest import built, patience
 from datasets_util import STRATA, strata
 from strata.lab.process import stop
 from strata.datasets.archive import Archive
-from web_util import browser, plots_ready, state_url, wait_js, web_server
+from strata.web.connections import MAX_CONNECTIONS
+from web_util import browser, http, plots_ready, state_url, wait_js, web_server
 
 DATASETS = ("nfs.latency", "nfs.latency[client]", "nfs.ops[client]")
 
@@ -21,6 +25,44 @@ def newest_second(archive) -> int | None:
         row = a.conn.execute("SELECT MAX(t) FROM records WHERE step = 1 AND dataset = ?",
                              (a.dataset("nfs.latency").id,)).fetchone()
     return row[0]
+
+
+HOSTILE = (                                 # (method, path, body): what each answer may be
+    ("POST", "/api/drill", b"{not json"),
+    ("POST", "/api/drill", b"[" * 200_000),
+    ("POST", "/api/datasets", b'{"action": "create", "name": "nfs.latency[client]"'),
+    ("GET", "/static/../../../etc/passwd", None),
+    ("GET", "/static/%2e%2e/server.py", None),
+    ("GET", "/api/view?name=nfs.latency&since=0&until=99999999999", None),
+    ("GET", "/api/view?name=nfs.latency[client]&last=31536000", None),        # a year: from the rollups
+    ("GET", "/api/live?ids=x&after=1", None),
+)
+BOUNDED = {200, 400, 401, 403, 404, 413, 503}
+
+
+def hostile(base, until, answers):
+    """Slow clients up to the connection bound (a header line a second, never a whole
+    request), and the HOSTILE requests in a loop, until `until`; answers gets (status, bytes)."""
+    port = int(base.rsplit(":", 1)[1])
+    slow = []
+    for _ in range(MAX_CONNECTIONS):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        slow.append(sock)
+    try:
+        while time.time() < until:
+            for method, path, body in HOSTILE:
+                status, answer = http(base + path.replace("[", "%5B").replace("]", "%5D"), raw=body,
+                                      method=method, timeout=10)
+                answers.append((status, len(str(answer)), path))
+            for sock in slow:
+                try:
+                    sock.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    pass                        # dropped by the server: what it should do
+    finally:
+        for sock in slow:
+            sock.close()
 
 
 def test_new_seconds_reach_the_page_within_2s(tmp_path):
@@ -74,6 +116,26 @@ def test_new_seconds_reach_the_page_within_2s(tmp_path):
             assert page.execute_script("return document.querySelector('.plot').dataset.last") == frozen
             page.find_element("id", "live").click()
             wait_js(page, f"+document.querySelector('.plot').dataset.last > {frozen}", what="catching up")
+
+            # hostile clients for 4 s: bounded answers, and the collector stores every second
+            first = int(time.time()) + 1
+            answers = []
+            hostile(base, time.time() + 4, answers)
+            last = int(time.time()) - 1
+            wait_js(page, f"+document.querySelector('.plot').dataset.last >= {last}", timeout=5,
+                    what="the page live after the hostile clients")
+        assert answers and all(s in BOUNDED and n < 1_000_000 for s, n, _ in answers), \
+            [a for a in answers if a[0] not in BOUNDED or a[1] >= 1_000_000][:5]
+        assert {p for s, _, p in answers if s == 200} <= {HOSTILE[6][1]}, answers[:10]   # only the year
+        time.sleep(1.5)                                  # the collector's record of `last`
+        with Archive.open(archive) as a:
+            ds = a.dataset("nfs.ops[client]").id
+            stored = {t for (t,) in a.conn.execute("SELECT t FROM records WHERE step = 1 AND dataset = ? AND "
+                                                   "t BETWEEN ? AND ?", (ds, first, last))}
+            spans = a.conn.execute("SELECT t, seconds, cause FROM spans WHERE t + seconds > ? AND t <= ?",
+                                   (first, last)).fetchall()
+        assert stored == set(range(first, last + 1)) and not spans, (sorted(set(range(first, last + 1)) - stored),
+                                                                      spans)
     finally:
         running = False
         loader.join(timeout=10)

@@ -11,16 +11,19 @@ import shutil
 import socket
 import ssl
 import subprocess
+import time
 import urllib.parse
 
 import bcrypt
 import numpy as np
 import pytest
+from selenium.webdriver.support.ui import Select
 
 from datasets_util import strata
+from strata.datasets.archive import Archive
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
 from strata.web.connections import MAX_CONNECTIONS
-from web_util import browser, drag_heatmap, http, plots_ready, state_url, wait_js, web_server
+from web_util import browser, drag_heatmap, http, plots_ready, sse_stream, state_url, wait_js, web_server
 
 CLIENTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
 SPAN = 300
@@ -52,6 +55,16 @@ def test_drag_clicks_and_a_copied_address(archive):
     with web_server(archive) as base, browser() as page:
         page.get(state_url(base, worksheet()))
         assert plots_ready(page, 2) == [SPAN, SPAN]           # 1 s columns from the second level
+        # counters: stacked areas by default (plot_breakdown's series), lines from the toggle
+        stacked = "((document.querySelectorAll('.plot')[1] || {}).data || []).map(t => t.stackgroup || '-').join()"
+        assert page.execute_script("return " + stacked) == ",".join(["one"] * len(CLIENTS))
+        Select(page.find_element("id", "style")).select_by_value("line")
+        wait_js(page, f"document.querySelectorAll('.plot').length === 2 && {stacked} === '{','.join(['-'] * len(CLIENTS))}'",
+                what="lines")
+        assert page_state(page)["style"] == "line"
+        Select(page.find_element("id", "style")).select_by_value("")
+        wait_js(page, f"{stacked} === '{','.join(['one'] * len(CLIENTS))}'", what="stacked areas again")
+        plots_ready(page, 2)
         # drag over the L2ARC band (128-260 us) from T0+60 to T0+180
         drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
         table = wait_js(page, "document.getElementById('drill-table')", what="the drill-down")
@@ -148,6 +161,14 @@ def test_writes_need_a_signed_in_user(writable):
         assert page_state(page)["views"] == saved["views"]
     bad = strata("web", "--archive", str(copy), "--open", "nope", "--listen", "127.0.0.1:0")
     assert bad.returncode != 0 and "no worksheet 'nope'" in bad.stderr and "band" in bad.stderr
+    # `datasets verify` knows the worksheets table: a saved one passes, a damaged one is named
+    checked = strata("datasets", "verify", str(copy))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with Archive.open(str(copy), readonly=False) as a:
+        a.conn.execute("INSERT INTO worksheets(name, state, saved) VALUES ('torn', '{\"views\": [', 1)")
+    checked = strata("datasets", "verify", str(copy))
+    assert checked.returncode == 1 and "worksheets: 'torn': a state that is not JSON" in checked.stdout, \
+        checked.stdout + checked.stderr
 
 
 def test_served_over_tls_with_the_exporters_web_config(archive, tmp_path):
@@ -222,3 +243,68 @@ def test_hostile_requests_get_bounded_answers(archive):
         finally:
             for sock in slow:
                 sock.close()
+
+
+def test_live_columns_survive_a_writer_restart(tmp_path):
+    """A writer that closes as the last connection deletes the archive's -wal and -shm, the
+    next one makes new ones: the open pages (8 of them) keep receiving each new second."""
+    path = tmp_path / "live.db"
+    with Archive.open(str(path), readonly=False) as a:
+        info = a.create("nfs.ops[client]", now=int(time.time()) - 60)
+
+    def write(second):                       # a writer of its own each time: a collector restarting
+        with Archive.open(str(path), readonly=False) as a:
+            ing = a.ingestor()
+            with ing.transaction():
+                ing.add(info.id, second, info.kind, {"10.0.0.1": 7})
+    write(int(time.time()) - 2)
+    with web_server(path) as base:
+        assert http(base + "/api/worksheets")[0] == 200     # the server opened and closed the file itself
+        status, v = http(base + "/api/view?name=nfs.ops%5Bclient%5D&last=30")
+        assert status == 200
+        live = f"/api/live?ids={v['live']['id']}&after={v['live']['next'] - 1}"
+        pages = [sse_stream(base, live) for _ in range(8)]
+        try:
+            written = []
+            for _ in range(3):
+                t = int(time.time())
+                write(t)
+                written.append(t)
+                time.sleep(1.0)
+            got = [b"" for _ in pages]
+            deadline = time.time() + 5
+            while time.time() < deadline and not all(all(f'"t": {t}'.encode() in g for t in written) for g in got):
+                for i, sock in enumerate(pages):
+                    sock.settimeout(0.1)
+                    try:
+                        got[i] += sock.recv(65536)
+                    except socket.timeout:
+                        pass
+            for g in got:
+                assert all(f'"t": {t}'.encode() in g for t in written), (written, g[-300:])
+        finally:
+            for sock in pages:
+                sock.close()
+
+
+def test_a_drag_on_a_filtered_view_stays_within_its_key(archive):
+    """Dragging over nfs.latency[client=C] breaks down C's events only (as `strata breakdown
+    'nfs.latency[client=C]' --range` does), not every client's."""
+    band = {"x0": _local(T0 + 60), "x1": _local(T0 + 180), "y0": 100_000, "y1": 400_000}
+    with web_server(archive) as base:
+        status, whole = http(base + "/api/drill", dict(band, view={"name": "nfs.latency[client]"}))
+        assert status == 200, whole
+        status, one = http(base + "/api/drill", dict(band, view={"name": f"nfs.latency[client={CLIENTS[1]}]"}))
+        assert status == 200, one
+    per_client = {r["key"]: r["events"] for r in whole["table"]}
+    assert one["target"] == f"nfs.latency[client={CLIENTS[1]}]" and one["events"] == per_client[CLIENTS[1]] > 0
+    assert [r["events"] for r in one["table"]] == [per_client[CLIENTS[1]]], one["table"]
+    cli = strata("breakdown", one["target"], "--range", one["range"], "--since", str(one["since"]),
+                 "--until", str(one["until"]), "--json", "--archive", str(archive))
+    assert cli.returncode == 0 and [r["events"] for r in json.loads(cli.stdout)["table"]] == [one["events"]]
+
+
+def _local(t: int) -> str:
+    """A unix second as the page's time axis writes it (local time, ISO)."""
+    import datetime as dt
+    return dt.datetime.fromtimestamp(t).isoformat(sep=" ")

@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
@@ -27,10 +28,12 @@ class Base(str):
 
 @contextlib.contextmanager
 def web_server(archive, *args):
-    """`strata web --archive A --listen 127.0.0.1:0 ARGS`; yields its base URL (a Base)."""
+    """`strata web --archive A --listen 127.0.0.1:0 ARGS` (no --archive when A is None);
+    yields its base URL (a Base)."""
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
     errors = tempfile.TemporaryFile("w+")           # a pipe nobody drains would stall the server
-    proc = subprocess.Popen([STRATA, "web", "--archive", str(archive), "--listen", "127.0.0.1:0", *args],
+    where = ["--archive", str(archive)] if archive is not None else []
+    proc = subprocess.Popen([STRATA, "web", *where, "--listen", "127.0.0.1:0", *args],
                             stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -65,6 +68,33 @@ def http(url, body=None, auth=None, method=None, raw=None, timeout=20):
         return status, json.loads(text)
     except ValueError:
         return status, text
+
+
+def sse_stream(base, path):
+    """A socket reading the server-sent events of `path` (headers sent; read with recv)."""
+    host, port = base.split("//")[1].split(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    return sock
+
+
+def sse_columns(sock, seconds: float, done) -> dict:
+    """{t: column} of the events read from sock for at most `seconds`, until done(columns)
+    (a column re-sent as it fills keeps its last version)."""
+    buffer, columns, deadline = b"", {}, time.time() + seconds
+    sock.settimeout(0.2)
+    while time.time() < deadline and not done(columns):
+        try:
+            buffer += sock.recv(65536)
+        except socket.timeout:
+            continue
+        while b"\n\n" in buffer:
+            event, buffer = buffer.split(b"\n\n", 1)
+            for line in event.split(b"\n"):
+                if line.startswith(b"data: "):
+                    for col in json.loads(line[6:])["cols"]:
+                        columns[col["t"]] = col
+    return columns
 
 
 def state_url(base, state: dict) -> str:

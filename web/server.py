@@ -11,7 +11,7 @@ import binascii
 import hashlib
 import json
 import os
-import threading
+import sqlite3
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -35,25 +35,66 @@ KEEPALIVE = 15.0     # seconds between comments on an idle live stream
 
 
 class Source:
-    """Where the worksheet reads: an archive file (one read-only handle per thread) or a
-    Prometheus server. Writes (lifecycle, worksheets) go to the archive only."""
+    """Where the worksheet reads: an archive file or a Prometheus server. Writes
+    (lifecycle, worksheets) go to the archive only.
+
+    The archive is read through one handle, in the one reading thread (Worksheet.pool),
+    opened again when its files are no longer those it opened: a writer closing as the
+    last connection SQLite sees deletes the -wal and -shm (this process holds no lock
+    SQLite can see once any descriptor of the file was closed, as schema.check_header
+    does), the next writer makes new ones, and a handle opened before would read the
+    deleted ones, frozen. SQLite shares one -shm mapping among a process's connections,
+    so a new one is mapped only once every handle is closed: hence one handle."""
 
     def __init__(self, archive_path: str | None, prometheus_url: str | None):
         self.path, self.url = archive_path, prometheus_url
-        self.local = threading.local()
+        self.handle, self.files, self.opened = None, None, 0
 
     def reader(self):
         if self.url:
             return PrometheusReader(self.url)
-        handle = getattr(self.local, "archive", None)
-        if handle is None:
-            handle = self.local.archive = Archive.open(self.path, readonly=True)
-        return handle
+        files = _identities(self.path)
+        if self.handle is not None and files != self.files:
+            self.handle.close()
+            self.handle = None
+        if self.handle is None:
+            self.handle, self.files = Archive.open(self.path, readonly=True), files
+            self.opened += 1
+        return self.handle
+
+    def version(self):
+        """What moves when the archive changed: (which handle, its SQLite data_version, which moves
+        when another connection commits); None for a Prometheus server."""
+        if self.url:
+            return None
+        try:
+            handle = self.reader()
+            return self.opened, handle.conn.execute("PRAGMA data_version").fetchone()[0]
+        except (ArchiveError, sqlite3.Error):
+            self.close()
+            return None
+
+    def close(self):
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
 
     def writer(self) -> Archive:
         if self.url:
             raise ArchiveError("a Prometheus server is read-only: serve an archive to change datasets")
         return Archive.open(self.path, readonly=False)
+
+
+def _identities(path: str) -> tuple:
+    """(device, inode) of the archive and of its -shm, None for a missing one."""
+    out = []
+    for name in (path, path + "-shm"):
+        try:
+            st = os.stat(name)
+            out.append((st.st_dev, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -64,11 +105,12 @@ def _error(status: int, message: str) -> web.Response:
 class Worksheet:
     def __init__(self, source: Source, web_config=None, open_name: str | None = None):
         self.source, self.web_config, self.open_name = source, web_config, open_name
-        self.pool = ThreadPoolExecutor(2, thread_name_prefix="strata-web")
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="strata-web")   # the one reading thread (Source)
         self.registry = OrderedDict()      # live id -> (ViewSpec, geometry), bounded
         self.busy = 0
         self.streams = 0
-        self.ticker = Ticker(None if source.url else source.path)
+        self.shared = {}                  # (view, after, now, generation) -> its columns' task
+        self.ticker = Ticker(lambda: asyncio.get_running_loop().run_in_executor(self.pool, source.version))
         self.connections = None           # set by serve()
 
     async def run(self, fn, *args):
@@ -144,7 +186,7 @@ class Worksheet:
     # -- reading ------------------------------------------------------------------------------
 
     async def datasets(self, request):
-        infos = await self.run(lambda r: [i.to_json() for i in r.datasets()])
+        infos = await self.run(lambda r: [_listed(i) for i in r.datasets()])
         return web.json_response({"datasets": infos, "writable": bool(self.web_config and self.web_config.users)
                                   and not self.source.url})
 
@@ -173,6 +215,7 @@ class Worksheet:
         except ValueError:
             return _error(400, "after: one unix second per view")
         known = [self.registry.get(i) for i in ids]
+        shared = [_view_key(*k) if k else None for k in known]
         if not ids or len(after) != len(ids) or None in known:
             return _error(404, "unknown view: load the views again")
         if self.streams >= limits.MAX_STREAMS:
@@ -187,7 +230,7 @@ class Worksheet:
             while True:
                 now = int(time.time())
                 for i, (spec, geometry) in enumerate(known):
-                    cols, after[i] = await self.run(views.columns, spec, geometry, after[i], now)
+                    cols, after[i] = await self.columns(shared[i], spec, geometry, after[i], now)
                     if cols:
                         await resp.write(f"data: {json.dumps({'i': i, 'cols': cols})}\n\n".encode())
                         quiet = time.monotonic()
@@ -200,6 +243,17 @@ class Worksheet:
         finally:
             self.streams -= 1
             self.busy += 1
+
+    async def columns(self, view_key, spec, geometry, after, now):
+        """views.columns, read once per view, second and change of the archive for every
+        page that asks (pages showing the same views share each read)."""
+        key = (view_key, after, now, self.ticker.generation)
+        task = self.shared.get(key)
+        if task is None:
+            for old in [k for k in self.shared if k[2] < now - 2]:
+                del self.shared[old]
+            task = self.shared[key] = asyncio.ensure_future(self.run(views.columns, spec, geometry, after, now))
+        return await asyncio.shield(task)
 
     async def drill(self, request):
         body = await _json_body(request)
@@ -265,6 +319,7 @@ class Worksheet:
 
         async def stopped(_app):
             await self.ticker.stop()
+            self.pool.submit(self.source.close)
             self.pool.shutdown(wait=False, cancel_futures=True)
         app.on_startup.append(started)
         app.on_cleanup.append(stopped)
@@ -277,6 +332,21 @@ class _PlotlyJSON(json.JSONEncoder):
     def default(self, o):
         from plotly.utils import PlotlyJSONEncoder
         return PlotlyJSONEncoder().default(o)
+
+
+def _listed(info) -> dict:
+    """A dataset as the page lists it: the archive's JSON, or what a Prometheus server
+    says of its series (no retention nor records of strata's own)."""
+    if info.retention is not None:
+        return info.to_json()
+    return {"name": info.name, "statistic": info.statistic, "breakdown": info.breakdown or None,
+            "kind": info.kind, "unit": info.unit, "state": info.state}
+
+
+def _view_key(spec, geometry) -> str:
+    """What a view's columns depend on: its spec and geometry (not when it was loaded)."""
+    return json.dumps([spec.__dict__, {k: v for k, v in geometry.items() if k not in ("id", "next")}],
+                      default=list, sort_keys=True)
 
 
 def _quote(text: str) -> str:

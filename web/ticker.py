@@ -1,18 +1,14 @@
-"""Wakes the live pages when the archive changed: one look per LIVE_POLL at SQLite's
-data_version (it moves when another connection, the collector, commits), shared by
-every open page; a Prometheus server is looked at once a second. A look that fails
-(the file busy or replaced) counts as a change and the next one opens the file again."""
+"""Wakes the live pages when the source changed: one look per LIVE_POLL (`look()`, the
+archive's version, server.Source.version), shared by every open page; without a version
+(a Prometheus server, a look that failed) each look counts as a change, once a second."""
 import asyncio
-import os
-import sqlite3
-from urllib.parse import quote
 
 from .limits import LIVE_POLL
 
 
 class Ticker:
-    def __init__(self, path: str | None):
-        self.path, self.generation = path, 0
+    def __init__(self, look):
+        self.look, self.generation = look, 0
         self.changed = asyncio.Event()      # replaced at each change: set once, never cleared
         self.task = None
 
@@ -23,34 +19,19 @@ class Ticker:
         if self.task:
             self.task.cancel()
 
-    def _version(self, conn):
-        """(connection, data_version or None when the look failed)."""
-        try:
-            if conn is None:
-                conn = sqlite3.connect("file:" + quote(os.path.abspath(self.path)) + "?mode=ro", uri=True,
-                                       check_same_thread=False, timeout=0.1)
-            return conn, conn.execute("PRAGMA data_version").fetchone()[0]
-        except sqlite3.Error:
-            if conn is not None:
-                conn.close()
-            return None, None
-
     async def _run(self):
-        conn, last = None, None
-        try:
-            while True:
-                await asyncio.sleep(LIVE_POLL if self.path else 1.0)
+        last = None
+        while True:
+            try:
+                version = await self.look()
+            except Exception:               # the file busy or replaced: the next look opens it again
                 version = None
-                if self.path:
-                    conn, version = self._version(conn)
-                if version is None or version != last:
-                    last = version
-                    self.generation += 1
-                    done, self.changed = self.changed, asyncio.Event()
-                    done.set()
-        finally:
-            if conn is not None:
-                conn.close()
+            if version is None or version != last:
+                last = version
+                self.generation += 1
+                done, self.changed = self.changed, asyncio.Event()
+                done.set()
+            await asyncio.sleep(LIVE_POLL if version is not None else 1.0)
 
     async def wait(self, seen: int, timeout: float) -> int:
         """The generation after `seen`, or `seen` again after timeout (no lock: an Event per

@@ -5,7 +5,7 @@ columns that arrived after a second, and the drill-down of a dragged rectangle.
 figure_for() is the one place that draws a view: heatmaps/figures.py chooses the figure
 model by the dataset's kind (a heat map for latency, size and offset statistics, a graph
 for counters, gauges and compared keys); plot_heatmap draws heat maps, graphs.py the
-page's graphs. A drill-down reads as `strata breakdown --range` reads (source.query_window,
+page's graphs (plot_breakdown's series: stacked areas for counters by default). A drill-down reads as `strata breakdown --range` reads (source.query_window,
 figures.graph). Errors are ViewError, one line for the page.
 """
 import datetime as dt
@@ -25,6 +25,7 @@ from . import graphs
 from .limits import CELLS, MAX_COLS, MAX_KEYS, LimitError, check_span
 
 AXES = ("", "linear", "log")       # "": the dataset's default (log for latency)
+STYLES = ("", "stacked", "line")   # counters' graphs; "": the default (figures.default_style)
 
 
 class ViewError(LimitError):
@@ -37,10 +38,11 @@ class ViewSpec:
     compare: tuple = ()        # keys of a broken-down dataset drawn as lines on one graph
     axis: str = ""             # heat maps' y-axis: linear, log, or "" for the default
     crop: float | None = None  # heat maps: crop the y-axis at this percentile
+    style: str = ""            # counters' graphs: stacked, line, or "" for the default
 
     @classmethod
     def parse(cls, params) -> "ViewSpec":
-        """From query parameters name, compare (comma-separated keys), axis, crop."""
+        """From query parameters name, compare (comma-separated keys), axis, crop, style."""
         name = str(params.get("name") or "").strip()
         if not name or len(name) > 300:
             raise ViewError("a view needs a dataset name (at most 300 characters)")
@@ -58,7 +60,10 @@ class ViewSpec:
                 raise ViewError(f"crop must be a percentile, not {str(crop)[:20]!r}") from None
             if not 0 < crop < 100:
                 raise ViewError("crop must be a percentile between 0 and 100")
-        return cls(name, compare, axis, crop)
+        style = str(params.get("style") or "")
+        if style not in STYLES:
+            raise ViewError(f"style must be stacked or line, not {style[:20]!r}")
+        return cls(name, compare, axis, crop, style)
 
 
 def _local(t) -> str:
@@ -89,8 +94,10 @@ def _query(reader, src, start, end, resolution):
 
 
 def _view(spec, src, keys) -> figures.View:
+    # the page's toggle: stacked areas for counters only (levels and percentiles do not add up)
+    style = {"stacked": "stacked" if src.info.kind == "counter" else None, "line": "line"}.get(spec.style)
     return figures.View(keys=tuple(keys) if keys else None, axis=spec.axis or None, outliers=spec.crop,
-                        as_graph=bool(spec.compare), style="line", top=len(keys) if keys else graphs.TOP,
+                        as_graph=bool(spec.compare), style=style, top=len(keys) if keys else graphs.TOP,
                         by=src.wanted.breakdown or src.info.breakdown)
 
 

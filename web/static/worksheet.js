@@ -3,7 +3,7 @@
 // address (?s=JSON), named worksheets and the datasets' lifecycle.
 "use strict";
 
-const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill"};
+const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill", style: ""};
 let state = readState();
 let views = [];            // {spec, div, live (geometry), start, times, ...}
 let stream = null;
@@ -70,6 +70,7 @@ function viewQuery(spec) {
   if (state.axis) q.set("axis", state.axis);
   if (spec.compare && spec.compare.length) q.set("compare", spec.compare.join(","));
   if (state.crop) q.set("crop", state.crop);
+  if (state.style) q.set("style", state.style);
   return q.toString() + "&" + rangeQuery();
 }
 
@@ -321,6 +322,7 @@ function syncToolbar() {
   document.getElementById("live").textContent = state.live ? "pause" : "live";
   document.getElementById("axis").value = state.axis;
   document.getElementById("crop").value = state.crop || "";
+  document.getElementById("style").value = state.style || "";
   document.getElementById("drag").value = state.drag;
   document.querySelectorAll("#spans button").forEach(b => b.classList.toggle("on", +b.dataset.last === span()));
   document.getElementById("status").textContent = state.live ? "live" : "paused";
@@ -389,6 +391,7 @@ function wire() {
   };
   document.getElementById("axis").onchange = e => { state.axis = e.target.value; load(); };
   document.getElementById("crop").onchange = e => { state.crop = e.target.value || null; load(); };
+  document.getElementById("style").onchange = e => { state.style = e.target.value; load(); };
   document.getElementById("drag").onchange = e => { state.drag = e.target.value; writeState(); };
   document.getElementById("ws-save").onclick = async () => {
     const name = document.getElementById("ws-name").value;
