@@ -387,7 +387,6 @@ class Checker:
                 elif self.sink:
                     self.sink.span(ds, t, seconds, cause)
 
-
     def _worksheets(self, conn):
         if not self.has_worksheets:
             return
