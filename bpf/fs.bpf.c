@@ -191,7 +191,9 @@ static __always_inline void report_name(const struct pending *p, __u32 tgid)
 	bpf_ringbuf_submit(n, 0);
 }
 
-static __always_inline int enter(const struct pt_regs *regs, int op, int mode)
+/* The entry of a followed syscall: fd (for openat, dirfd) and path (openat) are its first
+ * two arguments. */
+static __always_inline int enter(long fd, unsigned long path, int op, int mode)
 {
 	struct task_struct *t;
 	struct pending *p;
@@ -200,7 +202,7 @@ static __always_inline int enter(const struct pt_regs *regs, int op, int mode)
 	t = current_task(mode);
 	if (!chosen(t, bpf_get_current_pid_tgid() >> 32, mode))
 		return 0;
-	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file, mode))
+	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)fd, &file, mode))
 		return 0;
 	p = pending_get(t, mode, 1);
 	if (!p) {
@@ -210,8 +212,8 @@ static __always_inline int enter(const struct pt_regs *regs, int op, int mode)
 	p->op = (__u32)op;
 	p->file = file;
 	if (op == AGG_FS_OP_OPENAT) {
-		p->dirfd = (__s32)regs->di;
-		p->path = regs->si;
+		p->dirfd = (__s32)fd;
+		p->path = path;
 	}
 	p->start = bpf_ktime_get_ns();
 	return 0;
@@ -291,7 +293,7 @@ static __always_inline int fs_op(long id)
 	{                                                                                 \
 		int op = fs_op(id);                                                       \
                                                                                           \
-		return op < 0 ? 0 : enter(regs, op, mode);                                \
+		return op < 0 ? 0 : enter(regs->di, regs->si, op, mode);                             \
 	}                                                                                 \
 	SEC("tp_btf/sys_exit")                                                            \
 	int BPF_PROG(fs_raw_exit_##m, struct pt_regs *regs, long ret)                    \
@@ -308,17 +310,48 @@ FS_RAW(FS_HASHED, h)
 	SEC("fentry/__x64_sys_" #name)                                                    \
 	int BPF_PROG(fs_enter_##name##_##m, const struct pt_regs *regs)                  \
 	{                                                                                 \
-		return enter(regs, op, mode);                                             \
+		return enter(regs->di, regs->si, op, mode);                               \
 	}                                                                                 \
 	SEC("fexit/__x64_sys_" #name)                                                     \
 	int BPF_PROG(fs_exit_##name##_##m, const struct pt_regs *regs, long ret)         \
 	{                                                                                 \
 		return leave(ret, op, mode);                                              \
 	}
+/* The record of a syscalls:sys_enter_NAME / sys_exit_NAME event (the kernel's
+ * struct syscall_trace_enter / syscall_trace_exit): the common fields, the syscall number,
+ * then its arguments or its return value. */
+struct fs_tp_enter {
+	__u64 common;
+	__s32 nr;
+	unsigned long args[6];
+};
+
+struct fs_tp_exit {
+	__u64 common;
+	__s32 nr;
+	long ret;
+};
+
+/* The classic per-syscall tracepoint programs, fs_tp_enter_SYSCALL_h and fs_tp_exit_SYSCALL_h,
+ * in FS_HASHED only (CO-RE helper reads, fs_pending_tid: tracepoint programs get neither
+ * typed loads nor task storage on every kernel). */
+#define FS_SYSCALL_TP(name, op)                                                           \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                       \
+	int fs_tp_enter_##name##_h(struct fs_tp_enter *ctx)                               \
+	{                                                                                 \
+		return enter((long)ctx->args[0], ctx->args[1], op, FS_HASHED);            \
+	}                                                                                 \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                        \
+	int fs_tp_exit_##name##_h(struct fs_tp_exit *ctx)                                 \
+	{                                                                                 \
+		return leave(ctx->ret, op, FS_HASHED);                                    \
+	}
+
 #define FS_SYSCALL(name, op)                          \
 	FS_SYSCALL_MODE(name, op, FS_TYPED, t)        \
 	FS_SYSCALL_MODE(name, op, FS_READ, r)         \
-	FS_SYSCALL_MODE(name, op, FS_HASHED, h)
+	FS_SYSCALL_MODE(name, op, FS_HASHED, h)       \
+	FS_SYSCALL_TP(name, op)
 
 FS_SYSCALL(read, AGG_FS_OP_READ)
 FS_SYSCALL(write, AGG_FS_OP_WRITE)

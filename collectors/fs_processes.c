@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "fs_processes.h"
 #include "layers.h"
@@ -156,23 +155,6 @@ int fs_choose_cgroup(const char *path, char *err, size_t n)
 bool fs_chosen_any(void)
 {
 	return ngiven || ncomms || cgroup_path;
-}
-
-bool fs_supported(char *why, size_t n)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool ok;
-
-	if (!btf) {
-		snprintf(why, n, "kernel has no BTF (/sys/kernel/btf/vmlinux): fs statistics need it");
-		return false;
-	}
-	ok = btf__find_by_name_kind(btf, "btf_trace_sys_enter", BTF_KIND_TYPEDEF) >= 0 &&
-	     btf__find_by_name_kind(btf, "btf_trace_sys_exit", BTF_KIND_TYPEDEF) >= 0;
-	if (!ok)
-		snprintf(why, n, "kernel lacks the raw_syscalls:sys_enter / sys_exit tracepoints");
-	btf__free(btf);
-	return ok;
 }
 
 uint64_t fs_ns_per_tick(void)

@@ -19,9 +19,6 @@ int fs_choose_cgroup(const char *path, char *err, size_t n);
 /* Whether any choice was given. */
 bool fs_chosen_any(void);
 
-/* Whether this kernel offers the raw syscall tracepoints as tp_btf; why not in why. */
-bool fs_supported(char *why, size_t n);
-
 /* Nanoseconds per /proc/PID/stat clock tick (the program's ns_per_tick). */
 uint64_t fs_ns_per_tick(void);
 
