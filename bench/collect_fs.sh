@@ -16,24 +16,41 @@
 #    (bench/syscall_hooks.bpf.c: raw_syscalls tp_btf vs per-syscall
 #    syscalls:sys_enter_pread64 events); strata chosen, and not chosen beside the followed
 #    reader; as ratios to no hooks. BPF statistics are off for this part (they time every run).
-# The fs layer hooks each followed syscall's function (fentry / fexit) where the kernel
-# allows it, else the raw syscall tracepoints (bpf/fs.bpf.c): KERNEL=6.1 (or 5.10, 6.12)
-# runs this bench in that kernel-matrix guest (tests/vm/; TCG-emulated, so only the ratios
-# mean anything), for a kernel that takes fentry where this host does not.
+# 3. A process strata does not follow, beside the followed reader (running throughout, so
+#    both sides share its load): 1 M getppid then 1 M pread64 of 64 bytes
+#    (strata-syscall-cost CALLS=1000000 ROUNDS=1: whole runs), with no fs dataset and with
+#    fs.latency[op] following the reader through each hook this kernel takes (--fs-hook
+#    fentry, syscalls, raw_syscalls), in an order rotated each round; the mean time per call
+#    and its ratio to no dataset in the same round, with 95 % intervals. Then, with BPF
+#    statistics on and the reader stopped, what each hook's programs cost per run and how
+#    many runs one unfollowed pread64 makes.
+# PARTS picks the parts (default "fio unfollowed": parts 1 and 2, part 3). The fs layer hooks each followed
+# syscall's function (fentry / fexit) where the kernel allows it, else the per-syscall
+# tracepoints (bpf/fs.bpf.c, collectors/fs_hook.c): KERNEL=6.1 (or 5.10, 6.12) runs this
+# bench in that kernel-matrix guest (tests/vm/; TCG-emulated, so only the ratios mean
+# anything), for a kernel that takes fentry where this host does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${KERNEL:-}" ] && [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-fs-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
 	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
-		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" STARTDELAY=15 bash "$PWD/bench/collect_fs.sh" inside
+		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" STARTDELAY=15 PARTS="${PARTS:-fio unfollowed}" \
+		UROUNDS="${UROUNDS:-8}" CALLS="${CALLS:-1000000}" FOLLOWED_IOPS="${FOLLOWED_IOPS:-5000}" \
+		bash "$PWD/bench/collect_fs.sh" inside
 	exit
 fi
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd # a guest's /dev has no fd link (process substitution)
 FILE_SIZE=256M COST_ROUNDS=400 # the file fio and strata-syscall-cost read; strata-syscall-cost's batches
-if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1 FILE_SIZE=16M COST_ROUNDS=20; fi # smoke mode (bench/run.sh)
+if [ "${BENCH_SMOKE:-}" = 1 ]; then # smoke mode (bench/run.sh)
+	SECS=1 ROUNDS=1 FILE_SIZE=16M COST_ROUNDS=20 UROUNDS=1 CALLS=20000
+fi
 SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-4}
+UROUNDS=${UROUNDS:-8}             # part 3's rounds
+CALLS=${CALLS:-1000000}           # part 3's syscalls of each kind per run
+FOLLOWED_IOPS=${FOLLOWED_IOPS:-5000}
+PARTS=${PARTS:-fio unfollowed}
 source bench/collectlib.sh
 bpf_stats_on
 COLLECT_ENGINE= # no engine: the collector follows one process
@@ -52,7 +69,7 @@ fs_stats() {
 # strata_on PID: strata-collect following PID with fs.latency[op], attached on return
 # (the hook it loaded appended to $work/hooks_used)
 strata_on() {
-	COLLECT_ARGS="--fs-pid $1" collect_start 'add l fs.latency op\n'
+	COLLECT_ARGS="--fs-pid $1 ${FS_HOOK:+--fs-hook $FS_HOOK}" collect_start 'add l fs.latency op\n'
 	for _ in $(seq 300); do grep -q '"attached":\["fs"\]' "$work/collect.out" && break; sleep 0.1; done
 	grep -o '"hook":"[a-z_]*"' "$work/collect.out" | tail -n 1 >> "$work/hooks_used" || true
 }
@@ -61,11 +78,11 @@ strata_off() {
 	collect_stop
 }
 
-# followed_start: the process strata follows in mode "other", a reader of $file at 5000 4 KiB
-# reads per second; its pid in $followed
+# followed_start: the process strata follows in mode "other", a reader of $file at
+# $FOLLOWED_IOPS 4 KiB reads per second; its pid in $followed
 followed_start() {
 	fio --name=followed --filename="$file" --rw=randread --bs=4k --ioengine=psync --thread --invalidate=0 \
-		--rate_iops=5000 --runtime=600 --time_based --size="$FILE_SIZE" > /dev/null &
+		--rate_iops="$FOLLOWED_IOPS" --runtime=3600 --time_based --size="$FILE_SIZE" > /dev/null &
 	followed=$!
 }
 
@@ -126,6 +143,8 @@ cost_round() {
 	cat "$work/cost"
 }
 
+# fio_part: part 1 and 2 (their figures printed together)
+fio_part() {
 declare -A fio cost
 for _ in $(seq "$ROUNDS"); do
 	for mode in off chosen other; do fio[$mode]+="$(fio_round "$mode");"; done
@@ -140,7 +159,7 @@ python3 - "$ROUNDS" "$SECS" "${fio[off]}" "${fio[chosen]}" "${fio[other]}" \
 import statistics, sys
 
 rounds, secs = sys.argv[1], float(sys.argv[2])
-rows = lambda arg: [[int(x) for x in r.split()] for r in arg.split(";") if r.strip()]
+rows = lambda arg: [[float(x) for x in r.split()] for r in arg.split(";") if r.strip()]
 off, chosen, other = (rows(a) for a in sys.argv[3:6])
 cost = dict(zip(("off", "raw", "per", "chosen", "other"), (rows(a) for a in sys.argv[6:11])))
 med = statistics.median
@@ -171,3 +190,8 @@ for mode, label in labels.items():
     print(f"  {label:<44} getppid {g:>5.0f} ns  pread64 4k {p:>5.0f} ns{extra}")
 PY
 echo "strata's fs hook: $(sort -u "$work/hooks_used" | tr '\n' ' ')"
+}
+
+source bench/collect_fs_unfollowed.sh
+case " $PARTS " in *" fio "*) fio_part ;; esac
+case " $PARTS " in *" unfollowed "*) unfollowed_part ;; esac

@@ -41,6 +41,12 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 ns_per_tick = 10000000;
 __u32 fs_use_cgroup; /* set by userspace once fs_cgroup holds the cgroup */
 
+/* The gate every program passes first: bit (tgid mod FS_GATE_BITS) is set for each chosen
+ * process (collectors/fs_processes.c), so a process not chosen leaves after one load and
+ * a test, unless it shares the bit with a chosen one (then fs_pids decides). */
+#define FS_GATE_BITS 32768
+__u64 fs_gate[FS_GATE_BITS / 64];
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -130,6 +136,13 @@ static __always_inline int data_op(__u32 op)
 	return op <= AGG_FS_OP_PWRITEV2;
 }
 
+static __always_inline int gate_open(__u32 tgid)
+{
+	__u32 bit = tgid % FS_GATE_BITS;
+
+	return fs_use_cgroup || (fs_gate[bit / 64] >> (bit % 64) & 1);
+}
+
 static __always_inline int chosen(struct task_struct *t, __u32 tgid, int mode)
 {
 	__u64 *ticks = bpf_map_lookup_elem(&fs_pids, &tgid);
@@ -198,9 +211,12 @@ static __always_inline int enter(long fd, unsigned long path, int op, int mode)
 	struct task_struct *t;
 	struct pending *p;
 	struct agg_fs_file file = {};
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	if (!gate_open(tgid))
+		return 0;
 	t = current_task(mode);
-	if (!chosen(t, bpf_get_current_pid_tgid() >> 32, mode))
+	if (!chosen(t, tgid, mode))
 		return 0;
 	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)fd, &file, mode))
 		return 0;
@@ -227,6 +243,8 @@ static __always_inline int leave(long ret, int op, int mode)
 	struct agg_fs_process *proc;
 	struct agg_event *ev;
 
+	if (!gate_open(bpf_get_current_pid_tgid() >> 32))
+		return 0;
 	t = current_task(mode);
 	pp = pending_get(t, mode, 0);
 	/* the entry of this very syscall (one left by a syscall whose exit was not seen,

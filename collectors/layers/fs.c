@@ -128,7 +128,8 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 	layer_add_probe(L, "sys_exit", NULL, PROBE_OWN);
 	L->probes[L->nprobes - 2].source = fs_hook_probe(hook, false);
 	L->probes[L->nprobes - 1].source = fs_hook_probe(hook, true);
-	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
+	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup,
+		(uint64_t *)s->bss->fs_gate, sizeof(s->bss->fs_gate) / sizeof(s->bss->fs_gate[0]));
 	return 0;
 }
 
