@@ -20,7 +20,7 @@
 #    both sides share its load): 1 M getppid then 1 M pread64 of 64 bytes
 #    (strata-syscall-cost CALLS=1000000 ROUNDS=1: whole runs), with no fs dataset and with
 #    fs.latency[op] following the reader through each hook this kernel takes (--fs-hook
-#    fentry, syscalls, raw_syscalls), in an order rotated each round; the mean time per call
+#    fentry, syscalls), in an order rotated each round; the mean time per call
 #    and its ratio to no dataset in the same round, with 95 % intervals. Then, with BPF
 #    statistics on and the reader stopped, what each hook's programs cost per run and how
 #    many runs one unfollowed pread64 makes.

@@ -33,7 +33,7 @@ unfollowed_stats() {
 
 unfollowed_part() {
 	local hooks=(off) h r i runs="" stats=""
-	for h in fentry syscalls raw_syscalls; do
+	for h in fentry syscalls; do
 		if hook_works "$h"; then hooks+=("$h"); else echo "part 3: this kernel does not take --fs-hook $h"; fi
 	done
 	followed_start

@@ -12,14 +12,15 @@
  * chosen process), or when fs_use_cgroup is set and it runs in fs_cgroup's cgroup
  * or below.
  *
- * Two hooks (the collector loads the first the kernel allows, collectors/fs_layer.c):
+ * Two hooks (the collector loads the first the kernel allows, collectors/fs_hook.c):
  *   fentry / fexit on each followed syscall's own kernel function (__x64_sys_pread64 ...):
- *     other processes pay nothing in their other syscalls, and two program runs that stop
- *     at one hash lookup in these;
- *   the raw syscall tracepoints (sys_enter / sys_exit), where the kernel refuses fentry (no
- *     ftrace in a locked-down VM): enabling any syscall tracepoint takes every syscall of
- *     every process off its fast path, and runs the program, which stops at the syscall
- *     number, on each.
+ *     other processes pay nothing in their other syscalls, and in these two program runs
+ *     that stop at the gate (fs_gate);
+ *   the per-syscall tracepoints (syscalls:sys_enter_pread64 / sys_exit_pread64 ...), where
+ *     the kernel refuses fentry (ftrace off): the programs run only on the followed
+ *     syscalls, and stop at the gate, but enabling any syscall tracepoint takes every
+ *     syscall of every process off its fast path (a per-task flag the kernel sets on all),
+ *     and the kernel builds a record of each followed syscall's arguments for the program.
  *
  * The file key is (device, inode number), read through the task's fd table at entry
  * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
@@ -278,52 +279,10 @@ static __always_inline int leave(long ret, int op, int mode)
 	return 0;
 }
 
-/* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not
- * followed (the raw tracepoint programs). */
-static __always_inline int fs_op(long id)
-{
-	switch (id) {
-	case 0: return AGG_FS_OP_READ;
-	case 1: return AGG_FS_OP_WRITE;
-	case 3: return AGG_FS_OP_CLOSE;
-	case 17: return AGG_FS_OP_PREAD64;
-	case 18: return AGG_FS_OP_PWRITE64;
-	case 19: return AGG_FS_OP_READV;
-	case 20: return AGG_FS_OP_WRITEV;
-	case 74: return AGG_FS_OP_FSYNC;
-	case 75: return AGG_FS_OP_FDATASYNC;
-	case 257: return AGG_FS_OP_OPENAT;
-	case 295: return AGG_FS_OP_PREADV;
-	case 296: return AGG_FS_OP_PWRITEV;
-	case 327: return AGG_FS_OP_PREADV2;
-	case 328: return AGG_FS_OP_PWRITEV2;
-	default: return -1;
-	}
-}
-
-/* The programs, in each mode M = t (FS_TYPED), r (FS_READ) or h (FS_HASHED): fs_raw_enter_M
- * and fs_raw_exit_M on the raw syscall tracepoints, and fs_enter_SYSCALL_M and
- * fs_exit_SYSCALL_M on each followed syscall's function (x86_64's __x64_sys_*, whose one
- * argument is the user's registers). */
-#define FS_RAW(mode, m)                                                                   \
-	SEC("tp_btf/sys_enter")                                                           \
-	int BPF_PROG(fs_raw_enter_##m, struct pt_regs *regs, long id)                    \
-	{                                                                                 \
-		int op = fs_op(id);                                                       \
-                                                                                          \
-		return op < 0 ? 0 : enter(regs->di, regs->si, op, mode);                             \
-	}                                                                                 \
-	SEC("tp_btf/sys_exit")                                                            \
-	int BPF_PROG(fs_raw_exit_##m, struct pt_regs *regs, long ret)                    \
-	{                                                                                 \
-		int op = fs_op((long)regs->orig_ax);                                      \
-                                                                                          \
-		return op < 0 ? 0 : leave(ret, op, mode);                                 \
-	}
-FS_RAW(FS_TYPED, t)
-FS_RAW(FS_READ, r)
-FS_RAW(FS_HASHED, h)
-
+/* The programs: fs_enter_SYSCALL_M and fs_exit_SYSCALL_M, in each mode M = t (FS_TYPED),
+ * r (FS_READ) or h (FS_HASHED), on each followed syscall's function (x86_64's __x64_sys_*,
+ * whose one argument is the user's registers); fs_tp_enter_SYSCALL_h and fs_tp_exit_SYSCALL_h
+ * on its per-syscall tracepoints. */
 #define FS_SYSCALL_MODE(name, op, mode, m)                                                \
 	SEC("fentry/__x64_sys_" #name)                                                    \
 	int BPF_PROG(fs_enter_##name##_##m, const struct pt_regs *regs)                  \

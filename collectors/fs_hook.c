@@ -14,7 +14,6 @@ static enum fs_hook wanted = FS_HOOK_AUTO;
 
 static const char *const names[FS_HOOK_COUNT] = {
 	[FS_HOOK_AUTO] = "auto", [FS_HOOK_FENTRY] = "fentry", [FS_HOOK_SYSCALLS] = "syscalls",
-	[FS_HOOK_RAW] = "raw_syscalls",
 };
 
 int fs_hook_option(const char *arg, char *err, size_t n)
@@ -25,7 +24,7 @@ int fs_hook_option(const char *arg, char *err, size_t n)
 			return 0;
 		}
 	}
-	snprintf(err, n, "--fs-hook needs auto, fentry, syscalls or raw_syscalls, not %s", arg);
+	snprintf(err, n, "--fs-hook needs auto, fentry or syscalls, not %s", arg);
 	return -1;
 }
 
@@ -36,11 +35,9 @@ const char *fs_hook_name(enum fs_hook h)
 
 const char *fs_hook_probe(enum fs_hook h, bool exit)
 {
-	switch (h) {
-	case FS_HOOK_FENTRY: return exit ? "fexit:__x64_sys_*" : "fentry:__x64_sys_*";
-	case FS_HOOK_SYSCALLS: return exit ? "syscalls:sys_exit_*" : "syscalls:sys_enter_*";
-	default: return exit ? "raw_syscalls:sys_exit" : "raw_syscalls:sys_enter";
-	}
+	if (h == FS_HOOK_FENTRY)
+		return exit ? "fexit:__x64_sys_*" : "fentry:__x64_sys_*";
+	return exit ? "syscalls:sys_exit_*" : "syscalls:sys_enter_*";
 }
 
 /* Whether this kernel loads and attaches fentry programs: a trivial one on pread64's
@@ -84,25 +81,9 @@ static bool syscall_events_exist(void)
 	return false;
 }
 
-/* Whether the raw syscall tracepoints can take tp_btf programs (their BTF types). */
-static bool raw_syscalls_exist(void)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool ok = btf && btf__find_by_name_kind(btf, "btf_trace_sys_enter", BTF_KIND_TYPEDEF) >= 0 &&
-		  btf__find_by_name_kind(btf, "btf_trace_sys_exit", BTF_KIND_TYPEDEF) >= 0;
-
-	btf__free(btf);
-	return ok;
-}
-
 static bool works(enum fs_hook h)
 {
-	switch (h) {
-	case FS_HOOK_FENTRY: return fentry_works();
-	case FS_HOOK_SYSCALLS: return syscall_events_exist();
-	case FS_HOOK_RAW: return raw_syscalls_exist();
-	default: return false;
-	}
+	return h == FS_HOOK_FENTRY ? fentry_works() : syscall_events_exist();
 }
 
 static enum fs_hook choose(char *why, size_t n)
@@ -111,7 +92,6 @@ static enum fs_hook choose(char *why, size_t n)
 		[FS_HOOK_FENTRY] = "lacks fentry programs (or its ftrace is off)",
 		[FS_HOOK_SYSCALLS] = "lacks the syscalls:sys_enter_* events (CONFIG_FTRACE_SYSCALLS, tracefs at "
 				     "/sys/kernel/tracing)",
-		[FS_HOOK_RAW] = "lacks the raw_syscalls tracepoints with BTF",
 	};
 
 	if (wanted != FS_HOOK_AUTO) {
@@ -123,8 +103,8 @@ static enum fs_hook choose(char *why, size_t n)
 	for (int h = FS_HOOK_FENTRY; h < FS_HOOK_COUNT; h++)
 		if (works((enum fs_hook)h))
 			return (enum fs_hook)h;
-	snprintf(why, n, "kernel lacks fentry (or its ftrace is off), the syscalls:sys_enter_* events "
-			 "(CONFIG_FTRACE_SYSCALLS) and the raw_syscalls tracepoints: fs statistics need one of them");
+	snprintf(why, n, "kernel lacks fentry (or its ftrace is off) and the syscalls:sys_enter_* events "
+			 "(CONFIG_FTRACE_SYSCALLS, tracefs at /sys/kernel/tracing): fs statistics need one of them");
 	return FS_HOOK_AUTO;
 }
 

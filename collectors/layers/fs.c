@@ -38,13 +38,11 @@ static struct {
 } fs_links;
 
 /* Whether prog belongs to the set of mode m (its name ends in _t, _r or _h) and hook (the
- * raw syscall tracepoints' programs are named fs_raw_*, the per-syscall tracepoints'
- * fs_tp_*, fentry / fexit's fs_enter_* and fs_exit_*). */
+ * per-syscall tracepoints' programs are named fs_tp_*, fentry / fexit's fs_enter_* and
+ * fs_exit_*). */
 static bool in_set(const struct bpf_program *prog, int m, enum fs_hook hook)
 {
-	static const char *const prefix[FS_HOOK_COUNT] = {
-		[FS_HOOK_FENTRY] = "fs_e", [FS_HOOK_SYSCALLS] = "fs_tp_", [FS_HOOK_RAW] = "fs_raw_",
-	};
+	static const char *const prefix[FS_HOOK_COUNT] = { [FS_HOOK_FENTRY] = "fs_e", [FS_HOOK_SYSCALLS] = "fs_tp_" };
 	const char *name = bpf_program__name(prog);
 	size_t len = strlen(name);
 
@@ -139,7 +137,7 @@ static void unload(struct layer *L)
 	fs_bpf__destroy(L->skel);
 }
 
-/* The hook loaded, in the status record: "fs":{"hook":"fentry"}, "syscalls" or "raw_syscalls". */
+/* The hook loaded, in the status record: "fs":{"hook":"fentry"} or "syscalls". */
 static void status(const struct layer *L, FILE *out)
 {
 	if (L->loaded)
@@ -150,7 +148,7 @@ static const struct layer_option options[] = {
 	{ "fs-pid", "PID ...", fs_choose_pid },
 	{ "fs-comm", "NAME ...", fs_choose_comm },
 	{ "fs-cgroup", "PATH", fs_choose_cgroup },
-	{ "fs-hook", "auto|fentry|syscalls|raw_syscalls", fs_hook_option },
+	{ "fs-hook", "auto|fentry|syscalls", fs_hook_option },
 	{ NULL },
 };
 
