@@ -20,7 +20,8 @@
 #    both sides share its load): 1 M getppid then 1 M pread64 of 64 bytes
 #    (strata-syscall-cost CALLS=1000000 ROUNDS=1: whole runs), with no fs dataset and with
 #    fs.latency[op] following the reader through each hook this kernel takes (--fs-hook
-#    fentry, syscalls), in an order rotated each round; the mean time per call
+#    fentry, syscalls), and with no dataset and the reader stopped (what its load costs the
+#    other process), in an order rotated each round; the mean time per call
 #    and its ratio to no dataset in the same round, with 95 % intervals. Then, with BPF
 #    statistics on and the reader stopped, what each hook's programs cost per run and how
 #    many runs one unfollowed pread64 makes.
@@ -34,7 +35,7 @@ cd "$(dirname "$0")/.."
 if [ -n "${KERNEL:-}" ] && [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-fs-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
-	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
+	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --timeout 3000 --folder "$folder" -- \
 		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" STARTDELAY=15 PARTS="${PARTS:-fio unfollowed}" \
 		UROUNDS="${UROUNDS:-8}" CALLS="${CALLS:-1000000}" FOLLOWED_IOPS="${FOLLOWED_IOPS:-5000}" \
 		bash "$PWD/bench/collect_fs.sh" inside

@@ -31,6 +31,7 @@ def main():
     hooks = list(next(iter(runs.values())))
     print(f"an unfollowed process, {calls} getppid then {calls} pread64 of 64 B (page cache), beside a "
           f"followed reader at {iops} reads/s; {len(runs)} rounds, order rotated; mean ± 95 %:")
+    labels = {"off": "no fs dataset", "alone": "no fs dataset, reader stopped"}
     for hook in ["off"] + [h for h in hooks if h != "off"]:
         cells = []
         for i, name in ((0, "getppid"), (1, "pread64")):
@@ -40,7 +41,7 @@ def main():
                 rm, rhw = interval([rr[hook][i] / rr["off"][i] for rr in runs.values()])
                 cell += f" (x{rm:.3f} ± {rhw:.3f})"
             cells.append(cell)
-        label = "no fs dataset" if hook == "off" else f"fs dataset, --fs-hook {hook}"
+        label = labels.get(hook, f"fs dataset, --fs-hook {hook}")
         print(f"  {label:<34} " + "   ".join(cells))
     stats = [row.split() for row in filter(str.strip, sys.argv[4].split(";"))]
     if stats:

@@ -1,13 +1,21 @@
 # collect_fs_unfollowed.sh — part 3 of bench/collect_fs.sh (sourced by it, its variables and
 # functions in scope): what a process strata does not follow pays, beside the followed one.
 
-# unfollowed_run HOOK (off, or an --fs-hook value): "GETPPID_NS PREAD_NS", the whole run's time
-# per call of an unfollowed process making $CALLS of each, with fs.latency[op] following
-# $followed through HOOK (off: no fs dataset)
+# unfollowed_run HOOK (off, alone, or an --fs-hook value): "GETPPID_NS PREAD_NS", the whole
+# run's time per call of an unfollowed process making $CALLS of each, with fs.latency[op]
+# following $followed through HOOK (off: no fs dataset; alone: none, and $followed stopped)
 unfollowed_run() {
-	if [ "$1" != off ]; then FS_HOOK=$1 strata_on "$followed"; fi
+	case $1 in
+	off) ;;
+	alone) kill -STOP "$followed" ;;
+	*) FS_HOOK=$1 strata_on "$followed" ;;
+	esac
 	CALLS="$CALLS" ROUNDS=1 SIZE=64 build/bench/strata-syscall-cost "$file"
-	if [ "$1" != off ]; then strata_off; fi
+	case $1 in
+	off) ;;
+	alone) kill -CONT "$followed" ;;
+	*) strata_off ;;
+	esac
 }
 
 # hook_works HOOK: whether the collector loads the fs layer with HOOK here
@@ -32,7 +40,7 @@ unfollowed_stats() {
 }
 
 unfollowed_part() {
-	local hooks=(off) h r i runs="" stats=""
+	local hooks=(off alone) h r i runs="" stats=""
 	for h in fentry syscalls; do
 		if hook_works "$h"; then hooks+=("$h"); else echo "part 3: this kernel does not take --fs-hook $h"; fi
 	done
@@ -45,7 +53,7 @@ unfollowed_part() {
 		done
 	done
 	sysctl -qw kernel.bpf_stats_enabled=1
-	for h in "${hooks[@]:1}"; do stats+="$h $(unfollowed_stats "$h");"; done
+	for h in "${hooks[@]:2}"; do stats+="$h $(unfollowed_stats "$h");"; done
 	kill "$followed"; wait "$followed" 2>/dev/null || true
 	python3 bench/collect_fs_unfollowed.py "$CALLS" "$FOLLOWED_IOPS" "$runs" "$stats"
 }
