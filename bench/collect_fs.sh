@@ -193,6 +193,6 @@ PY
 echo "strata's fs hook: $(sort -u "$work/hooks_used" | tr '\n' ' ')"
 }
 
-source bench/collect_fs_unfollowed.sh
+source bench/fsunfollowedlib.sh
 case " $PARTS " in *" fio "*) fio_part ;; esac
 case " $PARTS " in *" unfollowed "*) unfollowed_part ;; esac

@@ -1,4 +1,4 @@
-"""collect_fs_unfollowed.py — prints part 3 of bench/collect_fs.sh: an unfollowed process's
+"""fsunfollowed.py — prints part 3 of bench/collect_fs.sh: an unfollowed process's
 time per getppid and per 64-byte pread64 with no fs dataset and with one following another
 process through each hook, means and ratios (to no dataset, paired by round) with 95 %
 intervals; then the hooks' BPF time per unfollowed syscall.

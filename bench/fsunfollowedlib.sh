@@ -1,4 +1,4 @@
-# collect_fs_unfollowed.sh — part 3 of bench/collect_fs.sh (sourced by it, its variables and
+# fsunfollowedlib.sh — part 3 of bench/collect_fs.sh (sourced by it, its variables and
 # functions in scope): what a process strata does not follow pays, beside the followed one.
 
 # unfollowed_run HOOK (off, alone, or an --fs-hook value): "GETPPID_NS PREAD_NS", the whole
@@ -55,5 +55,5 @@ unfollowed_part() {
 	sysctl -qw kernel.bpf_stats_enabled=1
 	for h in "${hooks[@]:2}"; do stats+="$h $(unfollowed_stats "$h");"; done
 	kill "$followed"; wait "$followed" 2>/dev/null || true
-	python3 bench/collect_fs_unfollowed.py "$CALLS" "$FOLLOWED_IOPS" "$runs" "$stats"
+	python3 bench/fsunfollowed.py "$CALLS" "$FOLLOWED_IOPS" "$runs" "$stats"
 }
