@@ -3,7 +3,7 @@ time per getppid and per 64-byte pread64 with no fs dataset and with one followi
 process through each hook, means and ratios (to no dataset, paired by round) with 95 %
 intervals; then the hooks' BPF time per unfollowed syscall.
 
-argv: CALLS FOLLOWED_IOPS "ROUND HOOK GETPPID_NS PREAD_NS;..." "HOOK RUNS NS;..."
+argv: CALLS BATCHES FOLLOWED_IOPS "ROUND HOOK GETPPID_NS PREAD_NS;..." "HOOK RUNS NS;..."
 """
 import statistics
 import sys
@@ -23,14 +23,15 @@ def interval(xs):
 
 
 def main():
-    calls, iops = int(sys.argv[1]), int(sys.argv[2])
+    calls, batches, iops = (int(a) for a in sys.argv[1:4])
     runs = {}  # round -> hook -> (getppid, pread)
-    for row in filter(str.strip, sys.argv[3].split(";")):
+    for row in filter(str.strip, sys.argv[4].split(";")):
         r, hook, g, p = row.split()
         runs.setdefault(r, {})[hook] = (float(g), float(p))
     hooks = list(next(iter(runs.values())))
-    print(f"an unfollowed process, {calls} getppid then {calls} pread64 of 64 B (page cache), beside a "
-          f"followed reader at {iops} reads/s; {len(runs)} rounds, order rotated; mean ± 95 %:")
+    what = "whole runs" if batches == 1 else f"the fastest of {batches} batches"
+    print(f"an unfollowed process, {calls} getppid then {calls} pread64 of 64 B (page cache) ({what}), beside "
+          f"a followed reader at {iops} reads/s; {len(runs)} rounds, order rotated; mean ± 95 %:")
     labels = {"off": "no fs dataset", "alone": "no fs dataset, reader stopped"}
     for hook in ["off"] + [h for h in hooks if h != "off"]:
         cells = []
@@ -43,14 +44,15 @@ def main():
             cells.append(cell)
         label = labels.get(hook, f"fs dataset, --fs-hook {hook}")
         print(f"  {label:<34} " + "   ".join(cells))
-    stats = [row.split() for row in filter(str.strip, sys.argv[4].split(";"))]
+    stats = [row.split() for row in filter(str.strip, sys.argv[5].split(";"))]
+    syscalls = 2 * calls * batches
     if stats:
-        print(f"BPF statistics over one unfollowed run ({2 * calls} syscalls; the followed reader stopped):")
+        print(f"BPF statistics over one unfollowed run ({syscalls} syscalls; the followed reader stopped):")
     for hook, n, ns in stats:
         n, ns = int(n), int(ns)
         per_run = ns / n if n else 0.0
-        print(f"  --fs-hook {hook:<13} {n:>9} program runs ({n / (2 * calls):.2f} per syscall), "
-              f"{per_run:.1f} ns per run, {ns / (2 * calls):.1f} ns per syscall")
+        print(f"  --fs-hook {hook:<13} {n:>9} program runs ({n / syscalls:.2f} per syscall), "
+              f"{per_run:.1f} ns per run, {ns / syscalls:.1f} ns per syscall")
 
 
 if __name__ == "__main__":

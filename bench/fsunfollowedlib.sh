@@ -2,15 +2,17 @@
 # functions in scope): what a process strata does not follow pays, beside the followed one.
 
 # unfollowed_run HOOK (off, alone, or an --fs-hook value): "GETPPID_NS PREAD_NS", the whole
-# run's time per call of an unfollowed process making $CALLS of each, with fs.latency[op]
-# following $followed through HOOK (off: no fs dataset; alone: none, and $followed stopped)
+# run's time per call of an unfollowed process making $CALLS of each (with BATCHES set: the
+# fastest of BATCHES batches of $CALLS, which other tenants' load disturbs least), with
+# fs.latency[op] following $followed through HOOK (off: no fs dataset; alone: none, and
+# $followed stopped)
 unfollowed_run() {
 	case $1 in
 	off) ;;
 	alone) kill -STOP "$followed" ;;
 	*) FS_HOOK=$1 strata_on "$followed" ;;
 	esac
-	CALLS="$CALLS" ROUNDS=1 SIZE=64 build/bench/strata-syscall-cost "$file"
+	CALLS="$CALLS" ROUNDS="${BATCHES:-1}" SIZE=64 build/bench/strata-syscall-cost "$file"
 	case $1 in
 	off) ;;
 	alone) kill -CONT "$followed" ;;
@@ -32,7 +34,7 @@ unfollowed_stats() {
 	FS_HOOK=$1 strata_on "$followed"
 	kill -STOP "$followed"
 	s0=$(bpf_runs 'fs_.*')
-	CALLS="$CALLS" ROUNDS=1 SIZE=64 build/bench/strata-syscall-cost "$file" > /dev/null
+	CALLS="$CALLS" ROUNDS="${BATCHES:-1}" SIZE=64 build/bench/strata-syscall-cost "$file" > /dev/null
 	s1=$(bpf_runs 'fs_.*')
 	kill -CONT "$followed"
 	strata_off
@@ -55,5 +57,5 @@ unfollowed_part() {
 	sysctl -qw kernel.bpf_stats_enabled=1
 	for h in "${hooks[@]:2}"; do stats+="$h $(unfollowed_stats "$h");"; done
 	kill "$followed"; wait "$followed" 2>/dev/null || true
-	python3 bench/fsunfollowed.py "$CALLS" "$FOLLOWED_IOPS" "$runs" "$stats"
+	python3 bench/fsunfollowed.py "$CALLS" "${BATCHES:-1}" "$FOLLOWED_IOPS" "$runs" "$stats"
 }
