@@ -15,7 +15,7 @@
 #    (1.6 M syscalls), for: no hooks; the two tracepoint flavours with trivial programs
 #    (bench/syscall_hooks.bpf.c: raw_syscalls tp_btf vs per-syscall
 #    syscalls:sys_enter_pread64 events); strata chosen, and not chosen beside the followed
-#    reader; as ratios to no hooks. BPF statistics are off for this part (they time every run).
+#    reader (which runs in every mode); as ratios to no hooks. BPF statistics are off for this part (they time every run).
 # 3. A process strata does not follow, beside the followed reader (running throughout, so
 #    both sides share its load): 1 M getppid then 1 M pread64 of 64 bytes
 #    (strata-syscall-cost CALLS=1000000 ROUNDS=1: whole runs), with no fs dataset and with
@@ -124,6 +124,7 @@ cost_round() {
 	WAIT=1 ROUNDS="$COST_ROUNDS" build/bench/strata-syscall-cost "$file" < "$work/go" > "$work/cost" &
 	bench_pid=$!
 	exec 4> "$work/go"
+	followed_start # in every mode: its load is no part of the difference
 	case $mode in
 	raw | per)
 		rm -f "$work/hooks"; mkfifo "$work/hooks"
@@ -132,7 +133,7 @@ cost_round() {
 		exec 5> "$work/hooks"
 		sleep 1 ;;
 	chosen) strata_on "$bench_pid" ;;
-	other) followed_start; strata_on "$followed" ;;
+	other) strata_on "$followed" ;;
 	esac
 	echo >&4
 	exec 4>&-
