@@ -194,7 +194,8 @@ def test_fs_datasets_without_any_choice_are_refused_and_bad_choices_are_one_line
     assert reply["type"] == "error"
     assert "no processes chosen: start the collector with --fs-pid PID" in reply["message"]
     for args, msg in ((["--fs-pid", "abc"], "--fs-pid needs a process id, not abc"),
-                      (["--fs-comm", "x" * 16], "--fs-comm needs a process name of 1-15 characters")):
+                      (["--fs-comm", "x" * 16], "--fs-comm needs a process name of 1-15 characters"),
+                      (["--fs-hook", "raw_syscalls"], "--fs-hook needs auto, fentry or syscalls, not raw_syscalls")):
         proc = subprocess.run([str(c.proc.args[0]), *args], capture_output=True, text=True, timeout=20)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and msg in proc.stderr, proc.stderr
 
