@@ -7,9 +7,8 @@
 #    chosen": what every other process pays beside the followed one). Throughput per mode
 #    (median) and the loss against the paired rounds without strata; the BPF programs'
 #    own time from the kernel's BPF statistics (bpf_stats_enabled): per fio read when
-#    chosen, per program run when not. Where the programs run for every syscall on the
-#    machine (the raw syscall tracepoints), the chosen figure subtracts the other
-#    processes' runs at the not-chosen rate.
+#    chosen, per program run when not. The programs also run for the other processes'
+#    followed syscalls: the chosen figure subtracts those runs at the not-chosen rate.
 # 2. build/bench/strata-syscall-cost: the whole cost per syscall (hook, BPF, return) of
 #    getppid (not followed) and pread64 (followed), fastest of 400 batches of 2000 each
 #    (1.6 M syscalls), for: no hooks; the two tracepoint flavours with trivial programs
