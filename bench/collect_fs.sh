@@ -7,33 +7,51 @@
 #    chosen": what every other process pays beside the followed one). Throughput per mode
 #    (median) and the loss against the paired rounds without strata; the BPF programs'
 #    own time from the kernel's BPF statistics (bpf_stats_enabled): per fio read when
-#    chosen, per program run when not. Where the programs run for every syscall on the
-#    machine (the raw syscall tracepoints), the chosen figure subtracts the other
-#    processes' runs at the not-chosen rate.
+#    chosen, per program run when not. The programs also run for the other processes'
+#    followed syscalls: the chosen figure subtracts those runs at the not-chosen rate.
 # 2. build/bench/strata-syscall-cost: the whole cost per syscall (hook, BPF, return) of
 #    getppid (not followed) and pread64 (followed), fastest of 400 batches of 2000 each
 #    (1.6 M syscalls), for: no hooks; the two tracepoint flavours with trivial programs
 #    (bench/syscall_hooks.bpf.c: raw_syscalls tp_btf vs per-syscall
 #    syscalls:sys_enter_pread64 events); strata chosen, and not chosen beside the followed
-#    reader; as ratios to no hooks. BPF statistics are off for this part (they time every run).
-# The fs layer hooks each followed syscall's function (fentry / fexit) where the kernel
-# allows it, else the raw syscall tracepoints (bpf/fs.bpf.c): KERNEL=6.1 (or 5.10, 6.12)
-# runs this bench in that kernel-matrix guest (tests/vm/; TCG-emulated, so only the ratios
-# mean anything), for a kernel that takes fentry where this host does not.
+#    reader (which runs in every mode); as ratios to no hooks. BPF statistics are off for this part (they time every run).
+# 3. A process strata does not follow, beside the followed reader (running throughout, so
+#    both sides share its load): 1 M getppid then 1 M pread64 of 64 bytes
+#    (strata-syscall-cost CALLS=1000000 ROUNDS=1: whole runs), with no fs dataset and with
+#    fs.latency[op] following the reader through each hook this kernel takes (--fs-hook
+#    fentry, syscalls), and with no dataset and the reader stopped (what its load costs the
+#    other process), in an order rotated each round; the mean time per call
+#    and its ratio to no dataset in the same round, with 95 % intervals. Then, with BPF
+#    statistics on and the reader stopped, what each hook's programs cost per run and how
+#    many runs one unfollowed pread64 makes. BATCHES=N: the fastest of N batches of CALLS
+#    instead of whole runs (for a guest, where other tenants move whole runs by tens of %).
+# PARTS picks the parts (default "fio unfollowed": parts 1 and 2, part 3). The fs layer hooks each followed
+# syscall's function (fentry / fexit) where the kernel allows it, else the per-syscall
+# tracepoints (bpf/fs.bpf.c, collectors/fs_hook.c): KERNEL=6.1 (or 5.10, 6.12) runs this
+# bench in that kernel-matrix guest (tests/vm/; TCG-emulated, so only the ratios mean
+# anything), for a kernel that takes fentry where this host does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${KERNEL:-}" ] && [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-fs-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
-	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
-		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" STARTDELAY=15 bash "$PWD/bench/collect_fs.sh" inside
+	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --timeout 3000 --folder "$folder" -- \
+		env SECS="${SECS:-3}" ROUNDS="${ROUNDS:-4}" STARTDELAY=15 PARTS="${PARTS:-fio unfollowed}" \
+		UROUNDS="${UROUNDS:-8}" CALLS="${CALLS:-1000000}" FOLLOWED_IOPS="${FOLLOWED_IOPS:-5000}" BATCHES="${BATCHES:-1}" \
+		bash "$PWD/bench/collect_fs.sh" inside
 	exit
 fi
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd # a guest's /dev has no fd link (process substitution)
 FILE_SIZE=256M COST_ROUNDS=400 # the file fio and strata-syscall-cost read; strata-syscall-cost's batches
-if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1 FILE_SIZE=16M COST_ROUNDS=20; fi # smoke mode (bench/run.sh)
+if [ "${BENCH_SMOKE:-}" = 1 ]; then # smoke mode (bench/run.sh)
+	SECS=1 ROUNDS=1 FILE_SIZE=16M COST_ROUNDS=20 UROUNDS=1 CALLS=20000
+fi
 SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-4}
+UROUNDS=${UROUNDS:-8}             # part 3's rounds
+CALLS=${CALLS:-1000000}           # part 3's syscalls of each kind per run
+FOLLOWED_IOPS=${FOLLOWED_IOPS:-5000}
+PARTS=${PARTS:-fio unfollowed}
 source bench/collectlib.sh
 bpf_stats_on
 COLLECT_ENGINE= # no engine: the collector follows one process
@@ -52,7 +70,7 @@ fs_stats() {
 # strata_on PID: strata-collect following PID with fs.latency[op], attached on return
 # (the hook it loaded appended to $work/hooks_used)
 strata_on() {
-	COLLECT_ARGS="--fs-pid $1" collect_start 'add l fs.latency op\n'
+	COLLECT_ARGS="--fs-pid $1 ${FS_HOOK:+--fs-hook $FS_HOOK}" collect_start 'add l fs.latency op\n'
 	for _ in $(seq 300); do grep -q '"attached":\["fs"\]' "$work/collect.out" && break; sleep 0.1; done
 	grep -o '"hook":"[a-z_]*"' "$work/collect.out" | tail -n 1 >> "$work/hooks_used" || true
 }
@@ -61,11 +79,11 @@ strata_off() {
 	collect_stop
 }
 
-# followed_start: the process strata follows in mode "other", a reader of $file at 5000 4 KiB
-# reads per second; its pid in $followed
+# followed_start: the process strata follows in mode "other", a reader of $file at
+# $FOLLOWED_IOPS 4 KiB reads per second; its pid in $followed
 followed_start() {
 	fio --name=followed --filename="$file" --rw=randread --bs=4k --ioengine=psync --thread --invalidate=0 \
-		--rate_iops=5000 --runtime=600 --time_based --size="$FILE_SIZE" > /dev/null &
+		--rate_iops="$FOLLOWED_IOPS" --runtime=3600 --time_based --size="$FILE_SIZE" > /dev/null &
 	followed=$!
 }
 
@@ -105,6 +123,7 @@ cost_round() {
 	WAIT=1 ROUNDS="$COST_ROUNDS" build/bench/strata-syscall-cost "$file" < "$work/go" > "$work/cost" &
 	bench_pid=$!
 	exec 4> "$work/go"
+	followed_start # in every mode: its load is no part of the difference
 	case $mode in
 	raw | per)
 		rm -f "$work/hooks"; mkfifo "$work/hooks"
@@ -113,7 +132,7 @@ cost_round() {
 		exec 5> "$work/hooks"
 		sleep 1 ;;
 	chosen) strata_on "$bench_pid" ;;
-	other) followed_start; strata_on "$followed" ;;
+	other) strata_on "$followed" ;;
 	esac
 	echo >&4
 	exec 4>&-
@@ -126,6 +145,8 @@ cost_round() {
 	cat "$work/cost"
 }
 
+# fio_part: part 1 and 2 (their figures printed together)
+fio_part() {
 declare -A fio cost
 for _ in $(seq "$ROUNDS"); do
 	for mode in off chosen other; do fio[$mode]+="$(fio_round "$mode");"; done
@@ -140,7 +161,7 @@ python3 - "$ROUNDS" "$SECS" "${fio[off]}" "${fio[chosen]}" "${fio[other]}" \
 import statistics, sys
 
 rounds, secs = sys.argv[1], float(sys.argv[2])
-rows = lambda arg: [[int(x) for x in r.split()] for r in arg.split(";") if r.strip()]
+rows = lambda arg: [[float(x) for x in r.split()] for r in arg.split(";") if r.strip()]
 off, chosen, other = (rows(a) for a in sys.argv[3:6])
 cost = dict(zip(("off", "raw", "per", "chosen", "other"), (rows(a) for a in sys.argv[6:11])))
 med = statistics.median
@@ -171,3 +192,8 @@ for mode, label in labels.items():
     print(f"  {label:<44} getppid {g:>5.0f} ns  pread64 4k {p:>5.0f} ns{extra}")
 PY
 echo "strata's fs hook: $(sort -u "$work/hooks_used" | tr '\n' ' ')"
+}
+
+source bench/fsunfollowedlib.sh
+case " $PARTS " in *" fio "*) fio_part ;; esac
+case " $PARTS " in *" unfollowed "*) unfollowed_part ;; esac

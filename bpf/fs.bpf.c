@@ -12,14 +12,15 @@
  * chosen process), or when fs_use_cgroup is set and it runs in fs_cgroup's cgroup
  * or below.
  *
- * Two hooks (the collector loads the first the kernel allows, collectors/fs_layer.c):
+ * Two hooks (the collector loads the first the kernel allows, collectors/fs_hook.c):
  *   fentry / fexit on each followed syscall's own kernel function (__x64_sys_pread64 ...):
- *     other processes pay nothing in their other syscalls, and two program runs that stop
- *     at one hash lookup in these;
- *   the raw syscall tracepoints (sys_enter / sys_exit), where the kernel refuses fentry (no
- *     ftrace in a locked-down VM): enabling any syscall tracepoint takes every syscall of
- *     every process off its fast path, and runs the program, which stops at the syscall
- *     number, on each.
+ *     other processes pay nothing in their other syscalls, and in these two program runs
+ *     that stop at the gate (fs_gate);
+ *   the per-syscall tracepoints (syscalls:sys_enter_pread64 / sys_exit_pread64 ...), where
+ *     the kernel refuses fentry (ftrace off): the programs run only on the followed
+ *     syscalls, and stop at the gate, but enabling any syscall tracepoint takes every
+ *     syscall of every process off its fast path (a per-task flag the kernel sets on all),
+ *     and the kernel builds a record of each followed syscall's arguments for the program.
  *
  * The file key is (device, inode number), read through the task's fd table at entry
  * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
@@ -40,6 +41,12 @@ char LICENSE[] SEC("license") = "GPL";
 /* Nanoseconds per clock tick of /proc/PID/stat's starttime (1e9 / USER_HZ). */
 const volatile __u64 ns_per_tick = 10000000;
 __u32 fs_use_cgroup; /* set by userspace once fs_cgroup holds the cgroup */
+
+/* The gate every program passes first: bit (tgid mod FS_GATE_BITS) is set for each chosen
+ * process (collectors/fs_processes.c), so a process not chosen leaves after one load and
+ * a test, unless it shares the bit with a chosen one (then fs_pids decides). */
+#define FS_GATE_BITS 32768
+__u64 fs_gate[FS_GATE_BITS / 64];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -130,6 +137,13 @@ static __always_inline int data_op(__u32 op)
 	return op <= AGG_FS_OP_PWRITEV2;
 }
 
+static __always_inline int gate_open(__u32 tgid)
+{
+	__u32 bit = tgid % FS_GATE_BITS;
+
+	return fs_use_cgroup || (fs_gate[bit / 64] >> (bit % 64) & 1);
+}
+
 static __always_inline int chosen(struct task_struct *t, __u32 tgid, int mode)
 {
 	__u64 *ticks = bpf_map_lookup_elem(&fs_pids, &tgid);
@@ -191,16 +205,21 @@ static __always_inline void report_name(const struct pending *p, __u32 tgid)
 	bpf_ringbuf_submit(n, 0);
 }
 
-static __always_inline int enter(const struct pt_regs *regs, int op, int mode)
+/* The entry of a followed syscall: fd (for openat, dirfd) and path (openat) are its first
+ * two arguments. */
+static __always_inline int enter(long fd, unsigned long path, int op, int mode)
 {
 	struct task_struct *t;
 	struct pending *p;
 	struct agg_fs_file file = {};
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	t = current_task(mode);
-	if (!chosen(t, bpf_get_current_pid_tgid() >> 32, mode))
+	if (!gate_open(tgid))
 		return 0;
-	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)regs->di, &file, mode))
+	t = current_task(mode);
+	if (!chosen(t, tgid, mode))
+		return 0;
+	if (op != AGG_FS_OP_OPENAT && !fd_file(t, (long)(int)fd, &file, mode))
 		return 0;
 	p = pending_get(t, mode, 1);
 	if (!p) {
@@ -210,8 +229,8 @@ static __always_inline int enter(const struct pt_regs *regs, int op, int mode)
 	p->op = (__u32)op;
 	p->file = file;
 	if (op == AGG_FS_OP_OPENAT) {
-		p->dirfd = (__s32)regs->di;
-		p->path = regs->si;
+		p->dirfd = (__s32)fd;
+		p->path = path;
 	}
 	p->start = bpf_ktime_get_ns();
 	return 0;
@@ -225,6 +244,8 @@ static __always_inline int leave(long ret, int op, int mode)
 	struct agg_fs_process *proc;
 	struct agg_event *ev;
 
+	if (!gate_open(bpf_get_current_pid_tgid() >> 32))
+		return 0;
 	t = current_task(mode);
 	pp = pending_get(t, mode, 0);
 	/* the entry of this very syscall (one left by a syscall whose exit was not seen,
@@ -258,67 +279,56 @@ static __always_inline int leave(long ret, int op, int mode)
 	return 0;
 }
 
-/* The fs_op key value (AGG_FS_OP_*) of an x86_64 syscall number, or -1 for syscalls not
- * followed (the raw tracepoint programs). */
-static __always_inline int fs_op(long id)
-{
-	switch (id) {
-	case 0: return AGG_FS_OP_READ;
-	case 1: return AGG_FS_OP_WRITE;
-	case 3: return AGG_FS_OP_CLOSE;
-	case 17: return AGG_FS_OP_PREAD64;
-	case 18: return AGG_FS_OP_PWRITE64;
-	case 19: return AGG_FS_OP_READV;
-	case 20: return AGG_FS_OP_WRITEV;
-	case 74: return AGG_FS_OP_FSYNC;
-	case 75: return AGG_FS_OP_FDATASYNC;
-	case 257: return AGG_FS_OP_OPENAT;
-	case 295: return AGG_FS_OP_PREADV;
-	case 296: return AGG_FS_OP_PWRITEV;
-	case 327: return AGG_FS_OP_PREADV2;
-	case 328: return AGG_FS_OP_PWRITEV2;
-	default: return -1;
-	}
-}
-
-/* The programs, in each mode M = t (FS_TYPED), r (FS_READ) or h (FS_HASHED): fs_raw_enter_M
- * and fs_raw_exit_M on the raw syscall tracepoints, and fs_enter_SYSCALL_M and
- * fs_exit_SYSCALL_M on each followed syscall's function (x86_64's __x64_sys_*, whose one
- * argument is the user's registers). */
-#define FS_RAW(mode, m)                                                                   \
-	SEC("tp_btf/sys_enter")                                                           \
-	int BPF_PROG(fs_raw_enter_##m, struct pt_regs *regs, long id)                    \
-	{                                                                                 \
-		int op = fs_op(id);                                                       \
-                                                                                          \
-		return op < 0 ? 0 : enter(regs, op, mode);                                \
-	}                                                                                 \
-	SEC("tp_btf/sys_exit")                                                            \
-	int BPF_PROG(fs_raw_exit_##m, struct pt_regs *regs, long ret)                    \
-	{                                                                                 \
-		int op = fs_op((long)regs->orig_ax);                                      \
-                                                                                          \
-		return op < 0 ? 0 : leave(ret, op, mode);                                 \
-	}
-FS_RAW(FS_TYPED, t)
-FS_RAW(FS_READ, r)
-FS_RAW(FS_HASHED, h)
-
+/* The programs: fs_enter_SYSCALL_M and fs_exit_SYSCALL_M, in each mode M = t (FS_TYPED),
+ * r (FS_READ) or h (FS_HASHED), on each followed syscall's function (x86_64's __x64_sys_*,
+ * whose one argument is the user's registers); fs_tp_enter_SYSCALL_h and fs_tp_exit_SYSCALL_h
+ * on its per-syscall tracepoints. */
 #define FS_SYSCALL_MODE(name, op, mode, m)                                                \
 	SEC("fentry/__x64_sys_" #name)                                                    \
 	int BPF_PROG(fs_enter_##name##_##m, const struct pt_regs *regs)                  \
 	{                                                                                 \
-		return enter(regs, op, mode);                                             \
+		return enter(regs->di, regs->si, op, mode);                               \
 	}                                                                                 \
 	SEC("fexit/__x64_sys_" #name)                                                     \
 	int BPF_PROG(fs_exit_##name##_##m, const struct pt_regs *regs, long ret)         \
 	{                                                                                 \
 		return leave(ret, op, mode);                                              \
 	}
+/* The record of a syscalls:sys_enter_NAME / sys_exit_NAME event (the kernel's
+ * struct syscall_trace_enter / syscall_trace_exit): the common fields, the syscall number,
+ * then its arguments or its return value. */
+struct fs_tp_enter {
+	__u64 common;
+	__s32 nr;
+	unsigned long args[6];
+};
+
+struct fs_tp_exit {
+	__u64 common;
+	__s32 nr;
+	long ret;
+};
+
+/* The classic per-syscall tracepoint programs, fs_tp_enter_SYSCALL_h and fs_tp_exit_SYSCALL_h,
+ * in FS_HASHED only (CO-RE helper reads, fs_pending_tid: tracepoint programs get neither
+ * typed loads nor task storage on every kernel). */
+#define FS_SYSCALL_TP(name, op)                                                           \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                       \
+	int fs_tp_enter_##name##_h(struct fs_tp_enter *ctx)                               \
+	{                                                                                 \
+		return enter((long)ctx->args[0], ctx->args[1], op, FS_HASHED);            \
+	}                                                                                 \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                        \
+	int fs_tp_exit_##name##_h(struct fs_tp_exit *ctx)                                 \
+	{                                                                                 \
+		return leave(ctx->ret, op, FS_HASHED);                                    \
+	}
+
 #define FS_SYSCALL(name, op)                          \
 	FS_SYSCALL_MODE(name, op, FS_TYPED, t)        \
 	FS_SYSCALL_MODE(name, op, FS_READ, r)         \
-	FS_SYSCALL_MODE(name, op, FS_HASHED, h)
+	FS_SYSCALL_MODE(name, op, FS_HASHED, h)       \
+	FS_SYSCALL_TP(name, op)
 
 FS_SYSCALL(read, AGG_FS_OP_READ)
 FS_SYSCALL(write, AGG_FS_OP_WRITE)

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "fs_processes.h"
 #include "layers.h"
@@ -37,6 +36,8 @@ static char *cgroup_path;
 
 static int pids_fd = -1, cgroup_map_fd = -1, cgroup_fd = -1;
 static uint32_t *use_cgroup;
+static uint64_t *gate; /* the program's fs_gate: bit (pid mod gate_bits) per chosen process */
+static size_t gate_bits;
 static struct chosen chosen[CHOSEN_MAX];
 static size_t nchosen;
 static pid_t in_cgroup[CHOSEN_MAX];
@@ -158,23 +159,6 @@ bool fs_chosen_any(void)
 	return ngiven || ncomms || cgroup_path;
 }
 
-bool fs_supported(char *why, size_t n)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool ok;
-
-	if (!btf) {
-		snprintf(why, n, "kernel has no BTF (/sys/kernel/btf/vmlinux): fs statistics need it");
-		return false;
-	}
-	ok = btf__find_by_name_kind(btf, "btf_trace_sys_enter", BTF_KIND_TYPEDEF) >= 0 &&
-	     btf__find_by_name_kind(btf, "btf_trace_sys_exit", BTF_KIND_TYPEDEF) >= 0;
-	if (!ok)
-		snprintf(why, n, "kernel lacks the raw_syscalls:sys_enter / sys_exit tracepoints");
-	btf__free(btf);
-	return ok;
-}
-
 uint64_t fs_ns_per_tick(void)
 {
 	long hz = sysconf(_SC_CLK_TCK);
@@ -182,11 +166,13 @@ uint64_t fs_ns_per_tick(void)
 	return 1000000000ull / (uint64_t)(hz > 0 ? hz : 100);
 }
 
-void fs_bind(int pids, int cgroup_map, uint32_t *use)
+void fs_bind(int pids, int cgroup_map, uint32_t *use, uint64_t *gate_words, size_t words)
 {
 	pids_fd = pids;
 	cgroup_map_fd = cgroup_map;
 	use_cgroup = use;
+	gate = gate_words;
+	gate_bits = words * 64;
 	nchosen = 0;
 	if (cgroup_fd >= 0)
 		close(cgroup_fd);
@@ -287,25 +273,46 @@ static void refresh_cgroup(report_fn report, void *ctx)
 	nftw(cgroup_path, add_cgroup_procs, 16, FTW_PHYS);
 }
 
-/* Makes the program's map hold exactly set. */
+/* Opens the program's gate to exactly the processes of set (after their map entries are in,
+ * before those of the processes that left are taken out): one word written at a time. */
+static void sync_gate(const struct chosen *set, size_t nset)
+{
+	static uint64_t words[4096];
+	size_t n = gate_bits / 64;
+
+	if (!gate || n > sizeof(words) / sizeof(words[0]))
+		return;
+	memset(words, 0, n * sizeof(words[0]));
+	for (size_t j = 0; j < nset; j++) {
+		size_t bit = (size_t)set[j].pid % gate_bits;
+
+		words[bit / 64] |= 1ull << (bit % 64);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (__atomic_load_n(&gate[i], __ATOMIC_RELAXED) != words[i])
+			__atomic_store_n(&gate[i], words[i], __ATOMIC_RELEASE);
+}
+
+/* Makes the program's map and gate hold exactly set. */
 static void sync_map(const struct chosen *set, size_t nset)
 {
-	for (size_t i = 0; i < nchosen; i++) {
-		bool keep = false;
-
-		for (size_t j = 0; j < nset && !keep; j++)
-			keep = set[j].pid == chosen[i].pid && set[j].ticks == chosen[i].ticks;
-		if (!keep) {
-			__u32 key = (__u32)chosen[i].pid;
-
-			bpf_map_delete_elem(pids_fd, &key);
-		}
-	}
 	for (size_t j = 0; j < nset; j++) {
 		__u32 key = (__u32)set[j].pid;
 		__u64 ticks = set[j].ticks;
 
 		bpf_map_update_elem(pids_fd, &key, &ticks, BPF_ANY);
+	}
+	sync_gate(set, nset);
+	for (size_t i = 0; i < nchosen; i++) {
+		bool keep = false; /* its pid still chosen: its entry was just rewritten */
+
+		for (size_t j = 0; j < nset && !keep; j++)
+			keep = set[j].pid == chosen[i].pid;
+		if (!keep) {
+			__u32 key = (__u32)chosen[i].pid;
+
+			bpf_map_delete_elem(pids_fd, &key);
+		}
 	}
 	memcpy(chosen, set, nset * sizeof(*set));
 	nchosen = nset;

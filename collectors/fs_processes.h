@@ -19,14 +19,12 @@ int fs_choose_cgroup(const char *path, char *err, size_t n);
 /* Whether any choice was given. */
 bool fs_chosen_any(void);
 
-/* Whether this kernel offers the raw syscall tracepoints as tp_btf; why not in why. */
-bool fs_supported(char *why, size_t n);
-
 /* Nanoseconds per /proc/PID/stat clock tick (the program's ns_per_tick). */
 uint64_t fs_ns_per_tick(void);
 
-/* Binds the loaded program's process map, cgroup map and cgroup switch. */
-void fs_bind(int pids_fd, int cgroup_fd, uint32_t *use_cgroup);
+/* Binds the loaded program's process map, cgroup map, cgroup switch and gate (words of 64
+ * bits, bit pid mod its size set for each process followed). */
+void fs_bind(int pids_fd, int cgroup_fd, uint32_t *use_cgroup, uint64_t *gate, size_t words);
 /* Brings the process map and the cgroup up to date with the choices; each choice
  * that matches nothing is passed to report as one sentence. */
 void fs_refresh(void (*report)(void *ctx, const char *msg), void *ctx);

@@ -531,7 +531,10 @@ void layers_status_probes(const struct layer *L, FILE *out)
 		for (int p = 0; L[l].loaded && p < L[l].nprobes; p++) {
 			if (!L[l].probes[p].on)
 				continue;
-			fprintf(out, "%s\"%s:%s\"", first ? "" : ",", L[l].provider, L[l].probes[p].name);
+			if (L[l].probes[p].source)
+				fprintf(out, "%s\"%s\"", first ? "" : ",", L[l].probes[p].source);
+			else
+				fprintf(out, "%s\"%s:%s\"", first ? "" : ",", L[l].provider, L[l].probes[p].name);
 			first = false;
 		}
 	}

@@ -27,6 +27,7 @@ enum probe_kind { PROBE_TRACEPOINT, PROBE_OWN };
 
 struct probe {
 	const char *name;          /* tracepoint or USDT probe name, or "wire" (TC programs) */
+	const char *source;        /* what it really hooks, for the status record; else provider:name */
 	struct bpf_program *prog;
 	struct bpf_link *link;     /* while attached, unless its layer keeps its own links */
 	enum probe_kind kind;

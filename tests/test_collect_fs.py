@@ -1,4 +1,5 @@
-"""File-system layer, real BPF on the real raw syscall tracepoints: exact syscall counts
+"""File-system layer, real BPF on the hook the kernel takes (fentry, else the per-syscall
+tracepoints; each hook that can be forced, too): exact syscall counts
 for the chosen process only (by pid, by name appearing later, by cgroup), file keys that
 are paths (and never another file's after a rename), page-cache hits and disk reads as
 two bands on a real ext4 loop device, paths of files on an overlayfs whose layers lie on two
@@ -45,16 +46,24 @@ def data_file(folder, name="data", size=1 << 20):
     return path.resolve()
 
 
+# the status record's probes, by the hook it names
+HOOK_PROBES = {"fentry": ["fentry:__x64_sys_*", "fexit:__x64_sys_*"],
+               "syscalls": ["syscalls:sys_enter_*", "syscalls:sys_exit_*"]}
+
+
 @pytest.mark.view("fs")
-def test_preads_of_the_chosen_pid_are_counted_exactly_and_no_one_elses(tmp_path, workers, collectors):
+@pytest.mark.parametrize("hook", ["auto", "syscalls"])
+def test_preads_of_the_chosen_pid_are_counted_exactly_and_no_one_elses(tmp_path, workers, collectors, hook):
     chosen, other = workers(), workers()
     path = data_file(tmp_path)
-    c = collectors("--fs-pid", chosen.pid)
+    c = collectors("--fs-pid", chosen.pid, "--fs-hook", hook)
     c.add("ops", "fs.ops", "op")
     c.add("procs", "fs.ops", "process")
     c.add("size", "fs.size", "op", "op=pread64")
     c.add("files", "fs.latency", "file")
-    c.wait_status(lambda s: "fs" in s["attached"])
+    status = c.wait_status(lambda s: "fs" in s["attached"])
+    assert status["fs"]["hook"] in HOOK_PROBES and hook in ("auto", status["fs"]["hook"]), status
+    assert status["probes"] == HOOK_PROBES[status["fs"]["hook"]], status
     for w in (chosen, other):
         w.do(f"open f {path}")
     chosen.do("pread f 1234 4096 1048576")
@@ -185,7 +194,8 @@ def test_fs_datasets_without_any_choice_are_refused_and_bad_choices_are_one_line
     assert reply["type"] == "error"
     assert "no processes chosen: start the collector with --fs-pid PID" in reply["message"]
     for args, msg in ((["--fs-pid", "abc"], "--fs-pid needs a process id, not abc"),
-                      (["--fs-comm", "x" * 16], "--fs-comm needs a process name of 1-15 characters")):
+                      (["--fs-comm", "x" * 16], "--fs-comm needs a process name of 1-15 characters"),
+                      (["--fs-hook", "raw_syscalls"], "--fs-hook needs auto, fentry or syscalls, not raw_syscalls")):
         proc = subprocess.run([str(c.proc.args[0]), *args], capture_output=True, text=True, timeout=20)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and msg in proc.stderr, proc.stderr
 

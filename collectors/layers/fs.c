@@ -1,14 +1,13 @@
 /* fs.c — the file-system layer: bpf/fs.bpf.c on the followed syscalls' entries and exits,
  * for the processes chosen on the command line (fs_processes.c), with the paths their
- * openat calls gave (fs_names.c). Loads the program set this kernel allows (bpf/fs.bpf.c:
- * fentry or the raw syscall tracepoints, enum fs_mode). */
+ * openat calls gave (fs_names.c). Loads the program set of the hook fs_hook.c chooses and
+ * of the way this kernel lets programs read it (bpf/fs.bpf.c, enum fs_mode). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "catalogue.h"
+#include "fs_hook.h"
 #include "fs_processes.h"
 #include "fs_names.h"
 #include "kernel_features.h"
@@ -18,7 +17,7 @@
 static bool supported(const struct statistic *s, char *why, size_t n)
 {
 	(void)s;
-	return fs_supported(why, n);
+	return fs_hook_choose(why, n) != FS_HOOK_AUTO;
 }
 
 /* Once per interval: the processes followed, and the paths their openat calls gave. */
@@ -29,48 +28,26 @@ static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
 	fs_names_drain();
 }
 
-/* The links of the loaded programs, shared by the layer's two probes (sys_enter and
- * sys_exit: the entry and exit programs go on and off together). */
+/* The links of the loaded programs, shared by the layer's two probes (entry and exit:
+ * the entry and exit programs go on and off together). */
 static struct {
 	struct bpf_link *links[64];
 	int nlinks;
-	int users; /* probes attached */
-	bool raw;  /* the raw syscall tracepoint programs are loaded (else fentry / fexit) */
+	int users;         /* probes attached */
+	enum fs_hook hook; /* the hook of the programs loaded */
 } fs_links;
 
 /* Whether prog belongs to the set of mode m (its name ends in _t, _r or _h) and hook (the
- * raw syscall tracepoints' programs are named fs_raw_*, the others fentry / fexit). */
-static bool in_set(const struct bpf_program *prog, int m, bool raw)
+ * per-syscall tracepoints' programs are named fs_tp_*, fentry / fexit's fs_enter_* and
+ * fs_exit_*). */
+static bool in_set(const struct bpf_program *prog, int m, enum fs_hook hook)
 {
+	static const char *const prefix[FS_HOOK_COUNT] = { [FS_HOOK_FENTRY] = "fs_e", [FS_HOOK_SYSCALLS] = "fs_tp_" };
 	const char *name = bpf_program__name(prog);
 	size_t len = strlen(name);
 
 	return len > 2 && name[len - 2] == '_' && name[len - 1] == "trh"[m] &&
-	       raw == (strncmp(name, "fs_raw_", 7) == 0);
-}
-
-/* Whether this kernel loads and attaches fentry programs: a trivial one on pread64's
- * function, attached and detached at once (a VM without ftrace refuses them). */
-static bool fentry_works(void)
-{
-	struct bpf_insn ret0[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int btf_id = libbpf_find_vmlinux_btf_id("__x64_sys_pread64", BPF_TRACE_FENTRY), prog, link;
-
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
-		    .attach_btf_id = btf_id > 0 ? (__u32)btf_id : 0);
-	if (btf_id <= 0)
-		return false;
-	prog = bpf_prog_load(BPF_PROG_TYPE_TRACING, "fs_probe", "GPL", ret0, 2, &opts);
-	if (prog < 0)
-		return false;
-	link = bpf_link_create(prog, 0, BPF_TRACE_FENTRY, NULL);
-	if (link >= 0)
-		close(link);
-	close(prog);
-	return link >= 0;
+	       strncmp(name, prefix[hook], strlen(prefix[hook])) == 0;
 }
 
 static void detach(struct layer *L, struct probe *p)
@@ -115,21 +92,25 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 	struct bpf_program *prog;
 	struct fs_bpf *s;
 	int err, mode;
-	bool raw;
+	enum fs_hook hook;
 
 	if (!fs_chosen_any()) {
 		snprintf(why, n, "no processes chosen: start the collector with --fs-pid PID, --fs-comm NAME "
 				 "or --fs-cgroup PATH");
 		return -EINVAL;
 	}
-	if (!fs_supported(why, n))
+	if ((hook = fs_hook_choose(why, n)) == FS_HOOK_AUTO)
 		return -ENOTSUP;
 	if (!(s = fs_bpf__open()))
 		return -errno;
-	mode = kernel_has_kfunc("bpf_rdonly_cast") ? 0 : kernel_has_task_storage() ? 1 : 2;
-	raw = fs_links.raw = !fentry_works();
+	/* the per-syscall tracepoints' programs are written in FS_HASHED only */
+	mode = hook == FS_HOOK_SYSCALLS		      ? 2
+	       : kernel_has_kfunc("bpf_rdonly_cast") ? 0
+	       : kernel_has_task_storage()	      ? 1
+						      : 2;
+	fs_links.hook = hook;
 	bpf_object__for_each_program(prog, s->obj)
-		bpf_program__set_autoload(prog, in_set(prog, mode, raw));
+		bpf_program__set_autoload(prog, in_set(prog, mode, hook));
 	bpf_map__set_autocreate(s->maps.fs_pending, mode != 2);
 	bpf_map__set_autocreate(s->maps.fs_pending_tid, mode == 2);
 	s->rodata->agg_max_keys = cfg->max_keys;
@@ -143,7 +124,10 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 	LAYER_BIND_COMMON(L, s);
 	layer_add_probe(L, "sys_enter", NULL, PROBE_OWN);
 	layer_add_probe(L, "sys_exit", NULL, PROBE_OWN);
-	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup);
+	L->probes[L->nprobes - 2].source = fs_hook_probe(hook, false);
+	L->probes[L->nprobes - 1].source = fs_hook_probe(hook, true);
+	fs_bind(bpf_map__fd(s->maps.fs_pids), bpf_map__fd(s->maps.fs_cgroup), &s->bss->fs_use_cgroup,
+		(uint64_t *)s->bss->fs_gate, sizeof(s->bss->fs_gate) / sizeof(s->bss->fs_gate[0]));
 	return 0;
 }
 
@@ -153,17 +137,18 @@ static void unload(struct layer *L)
 	fs_bpf__destroy(L->skel);
 }
 
-/* The hook loaded, in the status record: "fs":{"hook":"fentry"} or "raw_syscalls". */
+/* The hook loaded, in the status record: "fs":{"hook":"fentry"} or "syscalls". */
 static void status(const struct layer *L, FILE *out)
 {
 	if (L->loaded)
-		fprintf(out, ",\"fs\":{\"hook\":\"%s\"}", fs_links.raw ? "raw_syscalls" : "fentry");
+		fprintf(out, ",\"fs\":{\"hook\":\"%s\"}", fs_hook_name(fs_links.hook));
 }
 
 static const struct layer_option options[] = {
 	{ "fs-pid", "PID ...", fs_choose_pid },
 	{ "fs-comm", "NAME ...", fs_choose_comm },
 	{ "fs-cgroup", "PATH", fs_choose_cgroup },
+	{ "fs-hook", "auto|fentry|syscalls", fs_hook_option },
 	{ NULL },
 };
 
