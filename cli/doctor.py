@@ -82,10 +82,10 @@ ATTACH_TYPES = [  # (key in strata-features output, row name, required, what nee
     ("tp_btf", "tp_btf attach", False, "disk layer (else classic tracepoints)"),
     ("tracepoint", "tracepoint attach", True, "disk layer"),
     ("syscalls", "syscall tracepoints", False,
-     "fs view of any server process (strata collect --fs-pid/--fs-comm/--fs-cgroup)"),
+     "fs view of any server process where fentry is refused (strata collect --fs-pid/--fs-comm/--fs-cgroup)"),
     ("uprobe", "uprobe/USDT attach", True, "NFS and cache layers (engine probes)"),
     ("kprobe", "kprobe attach", False, "not used by strata"),
-    ("fentry", "fentry/fexit attach", False, "not used by strata"),
+    ("fentry", "fentry/fexit attach", False, "fs view's hook on each followed syscall (else syscall tracepoints)"),
     ("tc", "TC clsact attach", False, "wire layer (NFS of any server, from its interfaces)"),
     ("tcx", "tcx link attach", False, "wire layer's preferred hook (Linux 6.6+; else TC clsact)"),
 ]

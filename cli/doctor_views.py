@@ -3,7 +3,7 @@ features `strata-features` found and the programs present. A view is a family of
 statistics and the attach type it needs:
 
     wire   wire.*   TC (tcx, or clsact) on the ifaces any NFS server, nothing asked of it
-    fs     fs.*     syscall tracepoints              a user-space server's own syscalls
+    fs     fs.*     fentry, else syscall tracepoints a user-space server's own syscalls
     disk   disk.*   block tracepoints                every block device below any server
     nfsd   nfsd.*   sunrpc's svc_stats_latency, and  the kernel's nfsd, while its modules are loaded
                     nfsd's read/write tracepoints (nfsd.io.*)
@@ -13,9 +13,9 @@ import os
 import shutil
 from dataclasses import dataclass
 
-VIEWS = {  # view -> (statistics, strata-features keys it needs)
+VIEWS = {  # view -> (statistics, the strata-features keys it needs: any one of them)
     "wire": ("wire.*", ("tc",)),
-    "fs": ("fs.*", ("syscalls",)),
+    "fs": ("fs.*", ("fentry", "syscalls")),
     "disk": ("disk.*", ("tracepoint",)),
     "nfsd": ("nfsd.*", ("tracepoint",)),
     "engine USDT": ("nfs.*, arc.*, l2arc.*, zil.*, vdev.*", ("uprobe",)),
@@ -55,7 +55,7 @@ class ServerViews:
 def server_views(features: dict, have_engine: bool) -> list[ServerViews]:
     """features: strata-features' {key: {"ok": bool, ...}}; have_engine: strata-engine found."""
     def works(view):
-        ok = all(features.get(key, {}).get("ok", False) for key in VIEWS[view][1])
+        ok = any(features.get(key, {}).get("ok", False) for key in VIEWS[view][1])
         return ok and (view != "engine USDT" or have_engine) and (view != "nfsd" or nfsd_running())
 
     rows = []

@@ -69,6 +69,9 @@ static void print_source(FILE *out, const struct statistic *s)
 		snprintf(src, sizeof(src), "engine stats socket");
 	else if (s->layer == LAYER_WIRE)
 		snprintf(src, sizeof(src), "tc clsact ingress and egress (ONC RPC over TCP)");
+	else if (s->layer == LAYER_FS)
+		snprintf(src, sizeof(src), "fentry/fexit on each followed syscall, else tracepoints "
+			 "syscalls:sys_enter_X, syscalls:sys_exit_X");
 	else if (s->probes[1])
 		snprintf(src, sizeof(src), "%s %s:%s, %s:%s", how, provider, s->probes[0], provider, s->probes[1]);
 	else
