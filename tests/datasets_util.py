@@ -10,9 +10,11 @@ from pathlib import Path
 STRATA = str(Path(sys.executable).parent / "strata")
 
 
-def data_line(ds, t, kind, data) -> str:
-    """One data record in collectors/FORMAT.md version 1."""
-    return json.dumps({"v": 1, "type": "data", "t": t, "id": str(ds), "kind": kind, "data": data})
+def data_line(ds, t, kind, data, partial=False) -> str:
+    """One data record in collectors/FORMAT.md version 1 (partial: of an interval that began
+    before its dataset counted)."""
+    return json.dumps({"v": 1, "type": "data", "t": t, "id": str(ds), "kind": kind, "data": data,
+                       **({"partial": True} if partial else {})})
 
 
 def heat_second(t, nkeys=3):

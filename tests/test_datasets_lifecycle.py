@@ -61,7 +61,7 @@ def test_suspended_meanwhile_stores_nothing(tmp_path):
         ds = a.create("disk.ops[op]", now=T - 10)
     said = []
     c = collecting(path, said)
-    line = lambda t, key=str(ds.id): data_line(key, t, "counter", {"read": 5})
+    line = lambda t, key=str(ds.id), partial=False: data_line(key, t, "counter", {"read": 5}, partial)
     c.handle([line(T)])
     with other(path) as a:   # suspended and resumed before the collector looked: the seconds up
         a.set_state(["disk.ops[op]"], "suspended", now=T + 1)   # to the resume held suspended time
@@ -74,8 +74,8 @@ def test_suspended_meanwhile_stores_nothing(tmp_path):
     with other(path) as a:
         a.set_state(["disk.ops[op]"], "active", now=T + 7)
     c.sync()                                 # the collector's poll: added again under a new daemon id
-    c.handle([line(T + 6), line(T + 7, f"{ds.id}.1"), line(T + 8, f"{ds.id}.1")])
-    # T + 6: the daemon's line from before the remove; T + 7: the part after the add, not stored
+    c.handle([line(T + 6), line(T + 7, f"{ds.id}.1", True), line(T + 8, f"{ds.id}.1")])
+    # T + 6: the daemon's line from before the remove; T + 7: the part after the add (partial), not stored
     with Archive.open(path) as a:
         got = dict(a.conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = 1", (ds.id,)))
     assert sorted(got) == [T, T + 4, T + 8]
