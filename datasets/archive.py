@@ -286,13 +286,14 @@ class Archive:
     def _prune_level(self, info, level, cutoff) -> int:
         """Delete the records of each step the level stores that lie wholly before cutoff."""
         steps = STORED[level]
-        before = " OR ".join("(step = ? AND t < ?)" for _ in steps)
-        bounds = [v for step in steps for v in (step, cutoff - step + 1)]
+        before = " UNION ALL ".join("SELECT rowid FROM records WHERE dataset = ? AND step = ? AND t < ?"
+                                    for _ in steps)
+        bounds = [v for step in steps for v in (info.id, step, cutoff - step + 1)]
         removed = 0
         while True:  # small batches: the collector never waits long for the write lock
             with self.write() as c:
-                n = c.execute(f"DELETE FROM records WHERE rowid IN (SELECT rowid FROM records WHERE dataset = ? "
-                              f"AND ({before}) LIMIT ?)", (info.id, *bounds, PRUNE_BATCH)).rowcount
+                n = c.execute(f"DELETE FROM records WHERE rowid IN ({before} LIMIT ?)",
+                              (*bounds, PRUNE_BATCH)).rowcount
                 if n < PRUNE_BATCH:
                     c.execute(f"UPDATE datasets SET horizon_{level} = max(horizon_{level}, ?) WHERE id = ?",
                               (cutoff, info.id))
