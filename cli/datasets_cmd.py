@@ -9,7 +9,7 @@ from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
 from strata.datasets.errors import ArchiveError
 from strata.datasets.paths import default_archive
-from strata.datasets.retention import LEVELS, STEP, format_duration, parse_duration, parse_keep
+from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
 from strata.heatmaps import json_out
 from strata.heatmaps.stream_lines import stamp as iso_stamp
 
@@ -270,7 +270,7 @@ def verify(archive_file, out, archive_path):
     for line in report.problems:
         click.echo(line)
     kept = ", ".join(f"{report.records.get(s, 0)}" + (f" of {report.expected[s]}" if s in report.expected else "")
-                     + f" {lv}s" for lv, s in STEP.items())
+                     + f" {lv}s" for s, lv in sorted(verify_.LEVEL.items()))
     if out and not report.newer:
         click.echo(f"salvaged {report.datasets} dataset(s) into {out}: {kept}")
     elif not report.problems:

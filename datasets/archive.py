@@ -20,7 +20,7 @@ from . import catalogue, codec, names, reader, schema
 from .errors import ArchiveError
 from .suggest import did_you_mean
 from .ingest import Ingestor
-from .retention import LEVELS, STEP, Retention
+from .retention import LEVEL_OF, LEVELS, STEP, STORED, Retention
 
 ROW_OVERHEAD = 40  # bytes per record beyond its payload: table row, unique index entry, page slack
 PRUNE_BATCH = 5000
@@ -41,7 +41,7 @@ class DatasetInfo:
     state_since: int
     retention: Retention
     horizon: dict                                # level -> unix second before which data was pruned
-    usage: dict = field(default_factory=dict)    # level -> (rows, bytes)
+    usage: dict = field(default_factory=dict)    # level -> (rows, bytes) of all its stored steps
 
     @property
     def ondisk(self) -> int:
@@ -191,8 +191,9 @@ class Archive:
             infos = [_info(r) for r in self.conn.execute(f"SELECT {_COLUMNS} FROM datasets ORDER BY id")]
             usage = {}
             for ds, step, rows, size in self.conn.execute("SELECT dataset, step, rows, bytes FROM usage"):
-                level = {v: k for k, v in STEP.items()}.get(step)
-                usage.setdefault(ds, {})[level] = (rows, size)
+                level = usage.setdefault(ds, {})
+                have = level.get(LEVEL_OF.get(step), (0, 0))
+                level[LEVEL_OF.get(step)] = (have[0] + rows, have[1] + size)
         for info in infos:
             info.usage = usage.get(info.id, {})
         return infos
@@ -283,12 +284,16 @@ class Archive:
         return removed
 
     def _prune_level(self, info, level, cutoff) -> int:
-        step, removed = STEP[level], 0
+        """Delete the records of each step the level stores that lie wholly before cutoff."""
+        steps = STORED[level]
+        before = " UNION ALL ".join("SELECT rowid FROM records WHERE dataset = ? AND step = ? AND t < ?"
+                                    for _ in steps)
+        bounds = [v for step in steps for v in (info.id, step, cutoff - step + 1)]
+        removed = 0
         while True:  # small batches: the collector never waits long for the write lock
             with self.write() as c:
-                n = c.execute("DELETE FROM records WHERE rowid IN (SELECT rowid FROM records WHERE dataset = ? "
-                              "AND step = ? AND t < ? LIMIT ?)",
-                              (info.id, step, cutoff - step + 1, PRUNE_BATCH)).rowcount
+                n = c.execute(f"DELETE FROM records WHERE rowid IN ({before} LIMIT ?)",
+                              (*bounds, PRUNE_BATCH)).rowcount
                 if n < PRUNE_BATCH:
                     c.execute(f"UPDATE datasets SET horizon_{level} = max(horizon_{level}, ?) WHERE id = ?",
                               (cutoff, info.id))

@@ -1,14 +1,15 @@
-"""Writing collected seconds into the archive, with minute and hour rollups.
+"""Writing collected seconds into the archive, with minute, ten-minute and hour rollups.
 
 Each record the collector emits for (dataset, second) becomes cells; the
-second record and the enclosing minute and hour records are read, summed
+second record and the enclosing minute, ten-minute and hour records are read, summed
 cell-wise with it and written back in the caller's transaction, so rollups
 are always the exact sum of their seconds and a crash loses at most the
 transaction in flight. Breakdown keys are interned per dataset. A record that
 spans more than one second (events collected across an outage) is stored at
 its first second and marked in the spans table (datasets/schema.py). A level's
 record that would lie wholly before that level's pruning horizon (a prune ran
-meanwhile) is not written: pruned data does not come back in part.
+meanwhile; ten-minute records go by the minute level's) is not written: pruned
+data does not come back in part.
 """
 import math
 import sqlite3
@@ -18,8 +19,9 @@ import numpy as np
 
 from . import codec, llhist
 from .errors import BadRecord
+from .retention import LEVEL_OF, STEP
 
-STEPS = (1, 60, 3600)
+STEPS = tuple(LEVEL_OF)
 MAX_KEY = 512
 U64_MAX = (1 << 64) - 1
 
@@ -115,7 +117,7 @@ class Ingestor:
             horizon: dict | None = None):
         """Add one record of one dataset (inside transaction()): the events of [t, t + seconds);
         a record spanning more than one second is marked in spans with its cause. horizon:
-        {step: the dataset's pruning horizon at that level}."""
+        {level step (1, 60, 3600): the dataset's pruning horizon at that level}."""
         check_time(t)
         self.add_cells(dataset, t, kind, cells_of(kind, data, self._interner(dataset)), seconds, cause,
                        horizon=horizon)
@@ -130,7 +132,7 @@ class Ingestor:
             cells = codec.combine(codec.Cells(cells.row, np.array([intern(k) for k in keys], np.int64)[cells.key],
                                               cells.bucket, cells.count, cells.total)) if len(cells) else cells
         for step in STEPS:
-            if t - t % step + step > horizon.get(step, 0):
+            if t - t % step + step > horizon.get(STEP[LEVEL_OF[step]], 0):
                 self._merge(dataset, step, t - t % step, kind, cells)
         if seconds > 1 and t + 1 > horizon.get(1, 0):
             self.conn.execute("INSERT INTO spans VALUES (?, ?, ?, ?) ON CONFLICT (dataset, t) DO UPDATE "

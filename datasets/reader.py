@@ -5,7 +5,12 @@ The level is the finest one whose data still reaches back to the start of the
 range (nothing pruned after `start`); when a resolution is asked for, the
 coarsest such level whose step divides it is read instead (same answer, far
 fewer records), and records are summed into columns of `resolution` seconds
-aligned to multiples of the step.
+aligned to multiples of the step. At the minute level a resolution that is a
+multiple of ten minutes reads the level's ten-minute records instead (and the
+minutes after the last whole ten minutes before `end`: the same answer as from
+minutes alone), from the first one on that holds all its minutes (an archive
+written before they were stored has none, or a first one that began part way:
+its minute records are read).
 
 A second-level record that spans an outage (the spans table) is spread evenly
 over the seconds it spans (heat maps and counters; a gauge's samples stay in
@@ -18,7 +23,7 @@ import numpy as np
 from . import codec, llhist, schema
 from .errors import ArchiveError
 from .query import QueryResult
-from .retention import LEVELS, STEP
+from .retention import LEVELS, STEP, TEN_MINUTES
 
 MAX_CELLS = 200_000_000
 
@@ -48,7 +53,11 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     n = -(-(end - t0) // step)
     spans = _spans(conn, info.id, t0, end)
     first = min([t0] + [t for t, _, _ in spans]) if level == "second" else t0
-    times, groups = read_groups(conn, info, STEP[level], first, end)
+    ranges = [(STEP[level], first, end)]
+    if level == "minute" and step % TEN_MINUTES == 0 and _ten_minutes_from(conn, info.id, t0):
+        whole = end - end % TEN_MINUTES
+        ranges = [(TEN_MINUTES, t0, whole), (STEP[level], whole, end)]
+    times, groups = read_ranges(conn, info, [r for r in ranges if r[1] < r[2]])
     at = times[groups.row]
     if level == "second" and spans and info.kind != "gauge":
         groups, at = _spread(groups.cells(), np.repeat(at, groups.ncells), {t: k for t, k, _ in spans}, t0, end)
@@ -63,7 +72,7 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     # one record per column when the level's step is the column's and no record was spread:
     # cells are then unique per (key, column, bucket) and can be placed; otherwise they are
     # summed into their column
-    place = step == STEP[level] and not spans
+    place = all(s == step for s, lo, hi in ranges if lo < hi) and not spans
 
     names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
     shown = groups.key[groups.ncells > 0]   # a key whose group holds no cell is not shown
@@ -104,12 +113,27 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
 
 
 def read_groups(conn, info, step: int, first: int, end: int) -> tuple:
-    """(times, groups): the records of dataset `info` at level `step` (1, 60, 3600) with
+    """(times, groups): the records of dataset `info` of step `step` (1, 60, 600, 3600) with
     first <= t < end, in time order, decoded (codec.Groups; group.row indexes times)."""
-    rows = conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? "
-                        "ORDER BY t", (info.id, step, first, end)).fetchall()
+    return read_ranges(conn, info, [(step, first, end)])
+
+
+def read_ranges(conn, info, ranges: list) -> tuple:
+    """read_groups of each (step, first, end) in ranges (in time order), as one."""
+    rows = [r for step, first, end in ranges for r in conn.execute(
+        "SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? ORDER BY t",
+        (info.id, step, first, end)).fetchall()]
     times = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     return times, codec.decode_groups(info.kind, [r[1] for r in rows])
+
+
+def _ten_minutes_from(conn, dataset, t0) -> bool:
+    """Whether the dataset's ten-minute records answer for [t0, ...): the first is before t0,
+    or at t0 and no minute record precedes it (it was written from its first second)."""
+    first_ten, first_minute = (conn.execute("SELECT MIN(t) FROM records WHERE dataset = ? AND step = ?",
+                                            (dataset, s)).fetchone()[0] for s in (TEN_MINUTES, 60))
+    return first_ten is not None and (first_ten < t0 or first_ten == t0 and first_minute is not None
+                                      and first_minute >= first_ten)
 
 
 def _spans(conn, dataset, start, end) -> list:

@@ -1,4 +1,4 @@
-"""Archive levels (second, minute, hour) and how long each keeps data.
+"""Archive levels (second, minute, hour), the steps each stores, and how long each keeps data.
 
 A retention is "all" (None) or at least N seconds, per level; coarser levels
 must keep data at least as long as finer ones. The default bounds every level
@@ -14,6 +14,11 @@ from .errors import ArchiveError
 
 LEVELS = ("second", "minute", "hour")
 STEP = {"second": 1, "minute": 60, "hour": 3600}
+# the record steps each level stores: the minute level also holds ten-minute sums of its
+# minutes (step 600), written, kept, pruned and copied with it; no retention of their own
+STORED = {"second": (1,), "minute": (60, 600), "hour": (3600,)}
+TEN_MINUTES = 600
+LEVEL_OF = {step: lv for lv, steps in STORED.items() for step in steps}
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

@@ -19,7 +19,8 @@ Tables:
             version stays 1.
   keys      breakdown keys interned per dataset (dataset, idx) -> key
   records   (dataset, step, t) -> encoded cells (datasets/codec.py); step 1,
-            60 or 3600 for the second, minute and hour levels
+            60 or 3600 for the second, minute and hour levels, 600 for the minute
+            level's ten-minute records (an archive written before them has none)
   usage     rows and bytes per (dataset, step), kept by triggers
   meta      'changes': bumped whenever a dataset is created, destroyed,
             suspended or resumed (the collector polls it)

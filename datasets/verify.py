@@ -10,7 +10,7 @@ found, naming it. The checks, in order:
   datasets  each row readable, of a known kind and state, its name well formed
   keys      each dataset's interned breakdown keys readable
   records   readable (datasets/scan.py reads past damaged pages and names what it
-            skipped), of a known dataset, a level step (1, 60, 3600) and a time aligned
+            skipped), of a known dataset, a stored step (1, 60, 600, 3600) and a time aligned
             to it, stored once per (dataset, step, time), decodable as the dataset's
             kind (datasets/codec.py) and naming only breakdown keys the dataset has
   usage     the usage table's record counts agree with the records found
@@ -36,15 +36,15 @@ import numpy as np
 
 from . import codec, names, scan, schema
 from .errors import ArchiveError
-from .retention import STEP
+from .retention import LEVEL_OF
 
-STEPS = tuple(STEP.values())
+STEPS = tuple(LEVEL_OF)   # packed in 2 bits of a seen record (Checker.seen)
 CAUSES = ("stall", "archive", "clock")
 TABLES = ("datasets", "keys", "records", "usage", "meta")
 DATASET_COLUMNS = ("id, name, statistic, breakdown, filters, kind, unit, probe, state, created, state_since, "
                    "keep_second, keep_minute, keep_hour, horizon_second, horizon_minute, horizon_hour")
 BATCH = 2000
-LEVEL = {1: "second", 60: "minute", 3600: "hour"}
+LEVEL = {1: "second", 60: "minute", 600: "ten-minute", 3600: "hour"}
 TREE = re.compile(r"^Tree (\d+)")            # integrity_check's names for a b-tree and a page
 PAGE = re.compile(r"^Page (\d+):")
 
