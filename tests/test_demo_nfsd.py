@@ -86,8 +86,9 @@ def test_disk_band_appears_after_the_drop_and_fades(demo):
     assert reads > 0 and reads_a > 0 and reads_l > 0, (reads, reads_a, reads_l)
     # warm (the working set synced to the disk after it was written): hardly any device reads
     assert ios <= 0.05 * reads, (ios, reads)
-    # after the drop: the device serves reads, and nfsd's reads of the files wait for it
-    assert ios_a >= 0.2 * reads_a, (ios_a, reads_a)
+    # after the drop: the device serves reads (readahead makes one device read serve several of
+    # nfsd's: a CI run saw 18 %), far more than warm, and nfsd's reads of the files wait for it
+    assert ios_a >= 0.1 * reads_a and ios_a / reads_a >= 3 * ios / reads, (ios_a, reads_a, ios, reads)
     assert slow_a / reads_a > 2 * slow / reads, (slow_a, reads_a, slow, reads)
     # the cache fills again: in the last seconds far fewer reads reach the device
     assert ios_l / reads_l <= 0.5 * ios_a / reads_a, (ios_l, reads_l, ios_a, reads_a)
