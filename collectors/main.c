@@ -76,35 +76,14 @@ static void tick(struct collector *c, long long t, long long wall, long long *la
 	collector_tick(c, t);
 }
 
-/* The wall-clock intervals: the next boundary, and the last tick's clocks. */
-struct intervals {
-	long long step, next, last_wall, last_mono;
-};
-
-/* Ticks the interval that just ended if its boundary has passed; after a stall, the
- * skipped ones stay gaps. */
-static void tick_if_due(struct collector *c, struct intervals *iv)
-{
-	long long now = (long long)clock_ns(CLOCK_REALTIME);
-
-	if (now < iv->next)
-		return;
-	iv->next = now / iv->step * iv->step;
-	tick(c, (iv->next - iv->step) / 1000000000LL, now, &iv->last_wall, &iv->last_mono);
-	iv->next += iv->step;
-}
-
-/* Splits buffered stdin into lines and runs them, each after the tick of a boundary that
- * passed meanwhile (a slow command, such as an add whose probes take long to attach, delays
- * the next tick by its own time only); false once "quit" is read. */
-static bool run_lines(struct collector *c, struct intervals *iv, char *buf, size_t *len)
+/* Splits buffered stdin into lines and runs them; false once "quit" is read. */
+static bool run_lines(struct collector *c, char *buf, size_t *len)
 {
 	char *start = buf, *nl;
 	bool go = true;
 
 	while (go && (nl = memchr(start, '\n', (size_t)(buf + *len - start)))) {
 		*nl = 0;
-		tick_if_due(c, iv);
 		go = collector_command(c, start);
 		start = nl + 1;
 	}
@@ -119,9 +98,8 @@ static bool run_lines(struct collector *c, struct intervals *iv, char *buf, size
 
 static int run(struct collector *c, long interval)
 {
-	long long wall = (long long)clock_ns(CLOCK_REALTIME), step = interval * 1000000000LL;
-	struct intervals iv = { .step = step, .next = (wall / step + 1) * step, .last_wall = wall,
-				.last_mono = (long long)clock_mono_ns() };
+	long long last_wall = (long long)clock_ns(CLOCK_REALTIME), last_mono = (long long)clock_mono_ns();
+	long long step = interval * 1000000000LL, next = (last_wall / step + 1) * step;
 	char buf[LINE_MAX_BYTES];
 	size_t len = 0;
 	bool input_open = true;
@@ -130,7 +108,7 @@ static int run(struct collector *c, long interval)
 		long long now = (long long)clock_ns(CLOCK_REALTIME);
 		struct pollfd pfd[1 + LAYER_COUNT] = { { .fd = STDIN_FILENO, .events = POLLIN } };
 		int fds[LAYER_COUNT], nfds = collector_event_fds(c, fds, LAYER_COUNT);
-		int timeout = now >= iv.next ? 0 : (int)((iv.next - now + 999999) / 1000000);
+		int timeout = now >= next ? 0 : (int)((next - now + 999999) / 1000000);
 
 		for (int i = 0; i < nfds; i++)
 			pfd[1 + i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
@@ -143,15 +121,21 @@ static int run(struct collector *c, long interval)
 				input_open = false;
 			} else {
 				len += (size_t)got;
-				input_open = run_lines(c, &iv, buf, &len);
+				input_open = run_lines(c, buf, &len);
 			}
 		}
-		tick_if_due(c, &iv);
+		now = (long long)clock_ns(CLOCK_REALTIME);
+		if (now >= next) {
+			/* the interval that just ended; after a stall, the skipped ones stay gaps */
+			next = now / step * step;
+			tick(c, next / 1000000000LL - interval, now, &last_wall, &last_mono);
+			next += step;
+		}
 		if (ferror(c->out))
 			return 1;
 	}
 	/* flush: the interval in progress, as a last (partial) record */
-	tick(c, (iv.next - step) / 1000000000LL, (long long)clock_ns(CLOCK_REALTIME), &iv.last_wall, &iv.last_mono);
+	tick(c, (next - step) / 1000000000LL, (long long)clock_ns(CLOCK_REALTIME), &last_wall, &last_mono);
 	return ferror(c->out) ? 1 : 0;
 }
 
