@@ -120,10 +120,31 @@ class DiskReference(Reference):
         self.blocks = os.lseek(self.fd, 0, os.SEEK_END) // 4096
         self.buf = mmap.mmap(-1, 4096)            # page-aligned, as O_DIRECT wants
         self.n = 0
+        self.swept = 0
         self.writes_before = self.kernel_writes()
 
     def kernel_writes(self) -> int:
         return int(open(f"/sys/block/{os.path.basename(self.dev)}/stat").read().split()[4])
+
+    @property
+    def tags(self) -> int:
+        return int(open(f"/sys/block/{os.path.basename(self.dev)}/queue/nr_requests").read())
+
+    def sweep(self):
+        """After the reference stopped: writes from one CPU through every request tag of the
+        device twice, so that each request whose completion the kernel did not run the
+        program for (catalogue: op "missed") is issued again and counted missed. Its seconds
+        are not compared; its writes count in swept."""
+        cpus = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(cpus)})
+        try:
+            start = int(time.time())
+            for _ in range(2 * self.tags):
+                self.request()
+                self.swept += 1
+            self.unknown |= set(range(start, int(time.time()) + 1))
+        finally:
+            os.sched_setaffinity(0, cpus)
 
     def request(self):
         os.pwrite(self.fd, self.buf, 4096 * (self.n % self.blocks))
@@ -281,6 +302,7 @@ def _run(seed: int, workdir: Path, seconds: float, clients: int, dev: str) -> di
         for r in refs.values():
             r.stopping.set()
             r.join(timeout=10)
+        refs["disk"].sweep()
         report = load.wait(timeout=120)
         time.sleep(2.5)                          # the last second of both written by both
         for p in procs:
@@ -298,9 +320,9 @@ def _run(seed: int, workdir: Path, seconds: float, clients: int, dev: str) -> di
             raise AssertionError(f"seed {seed}: the {kind} reference failed: {r.error!r}")
     disk = refs["disk"]
     written = disk.kernel_writes() - disk.writes_before
-    if written != sum(disk.sent.values()):
+    if written != sum(disk.sent.values()) + disk.swept:
         raise AssertionError(f"seed {seed}: /sys/block/{storm.device} counted {written} writes, "
-                             f"the disk reference made {sum(disk.sent.values())}")
+                             f"the disk reference made {sum(disk.sent.values())} and swept {disk.swept}")
     return check(storm, refs, report, [(storm.workdir / f"collect-{x}.log").read_text() for x in "ab"])
 
 
@@ -320,18 +342,50 @@ def _wait_for_records(archive, timeout, procs):
     raise AssertionError(f"not every dataset had a record within {timeout} s")
 
 
-def events_per_second(archive, info) -> dict:
-    """{first second: (seconds, events)} of a dataset's second-level records."""
+def events_per_second(archive, info, missed=False) -> dict:
+    """{first second: (seconds, events)} of a dataset's second-level records: the events of
+    every key but disk.ops' "missed" (a completion the kernel did not run the program for,
+    counted when its request is issued again), or with missed=True those alone."""
     from strata.datasets import codec
     with Archive.open(archive) as a:
         spans = dict(a.conn.execute("SELECT t, seconds FROM spans WHERE dataset = ?", (info.id,)))
         rows = a.conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = 1 ORDER BY t",
                               (info.id,)).fetchall()
+        idx = a.conn.execute("SELECT idx FROM keys WHERE dataset = ? AND key = 'missed'", (info.id,)).fetchone()
     out = {}
     for t, blob in rows:
         cells = codec.decode(info.kind, [blob])
-        out[t] = (spans.get(t, 1), int(cells.count.sum()))
+        of_missed = cells.key == (idx[0] if idx else -1)
+        out[t] = (spans.get(t, 1), int(cells.count[of_missed if missed else ~of_missed].sum()))
     return out
+
+
+class Missed:
+    """The disk reference's missed completions, by the second their request was issued again
+    (the steady archive's disk.ops[device][op], op "missed"). A completion the kernel did not
+    run the program for leaves its second short by one in every disk dataset; explain() owns
+    such a shortfall to the next missed counts within window seconds, each used once per
+    dataset. An unexplained shortfall is wrong."""
+
+    def __init__(self, per_second: dict, window: int):
+        self.per_second = {t: n for t, (_, n) in per_second.items() if n}
+        self.window = window
+        self.used = {}               # dataset id -> {second: missed counts used}
+        self.explained = 0
+
+    def explain(self, dataset: int, t: int, short: int) -> bool:
+        used = self.used.setdefault(dataset, {})
+        free = [(s, self.per_second[s] - used.get(s, 0)) for s in range(t, t + self.window + 1)
+                if self.per_second.get(s, 0) > used.get(s, 0)]
+        if short <= 0 or sum(n for _, n in free) < short:
+            return False
+        left = short
+        for s, n in free:
+            take = min(n, left)
+            used[s] = used.get(s, 0) + take
+            left -= take
+        self.explained += short
+        return True
 
 
 def timelines(commands) -> dict:
@@ -399,6 +453,12 @@ def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
             prunes[c.id] = max(prunes.get(c.id, 0), c.end - PRUNE_OLDER)
     checked = events = expected = lost = misplaced = wrong = moved = 0
     by_layer = {}
+    steady = ids(storm.b)
+    disk_ops = DISK_NAMES[0].format(dev=storm.device)
+    # a request's tag comes round again within two rounds of the device's tags at the
+    # reference's rate (the thread may change CPU, each with its own allocation hint)
+    missed = Missed(events_per_second(storm.b, steady[disk_ops], missed=True),
+                    math.ceil(2 * refs["disk"].tags / refs["disk"].per_second / 0.6) + 1)
     incarnations = dict(storm.destroyed)   # every dataset the storm made: destroyed ones as they were
     incarnations.update({i.id: (i, events_per_second(storm.a, i)) for i in ids(storm.a).values()})
     imported = {c.id: c.start for c in storm.commands if c.what == "import" and c.rc == 0}
@@ -418,7 +478,7 @@ def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
                 by_layer[name.split(".")[0]] = by_layer.get(name.split(".")[0], 0) + secs
                 events += n
                 expected += want
-                if n != want:
+                if n != want and not (ref is refs["disk"] and missed.explain(info.id, t, want - n)):
                     wrong += 1
                     near = [f"{c.what} {c.name} (id {c.id}) {c.start - t:+.2f}..{c.end - t:+.2f}"
                             for c in storm.commands if t - 3 <= c.end and c.start <= t + secs + 1]
@@ -441,8 +501,7 @@ def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
                 problems.append(f"{name} (id {info.id}): {len(missing)} second(s) not stored while active, "
                                 f"first {missing[0]}")
     # the steady archive: every second of the run equal to the references, strata-load's total
-    steady = ids(storm.b)
-    for name, ref in ((NFS_NAMES[0], refs["nfs"]), (DISK_NAMES[0].format(dev=storm.device), refs["disk"])):
+    for name, ref in ((NFS_NAMES[0], refs["nfs"]), (disk_ops, refs["disk"])):
         ref_stored = events_per_second(storm.b, steady[name])
         ref_seconds = {s for t, (secs, _) in ref_stored.items() for s in range(t, t + secs)}
         for t in ref.sent:
@@ -451,7 +510,8 @@ def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
         late = shifted(ref_stored, ref.sent)
         for t, (secs, n) in ref_stored.items():
             want = sum(ref.sent.get(s, 0) for s in range(t, t + secs))
-            if n != want and t not in late and not ref.unknown & set(range(t, t + secs)):
+            if n != want and t not in late and not ref.unknown & set(range(t, t + secs)) and \
+                    not (ref is refs["disk"] and missed.explain(steady[name].id, t, want - n)):
                 problems.append(f"steady archive: {name} at {t}: {n} events stored, the reference made {want}")
     load_stored = sum(n for _, n in events_per_second(storm.b, steady["nfs.ops[client=127.0.0.1]"]).values())
     load_sent = report["ops_total"] + sum(report["setup"]["ops"].values()) + \
@@ -465,6 +525,7 @@ def check(storm: Storm, refs: dict, report: dict, logs: list) -> dict:
                "reference_events": expected, "reference_seconds": len(refs["nfs"].sent),
                "disk_writes": sum(refs["disk"].sent.values()),
                "uncompared_seconds": sum(len(r.unknown) for r in refs.values()), "shifted_seconds": moved,
+               "missed_completions": sum(missed.per_second.values()), "missed_explained": missed.explained,
                "lost_seconds": lost, "misplaced_seconds": misplaced, "wrong_seconds": wrong,
                "load_requests": load_sent, "problems": problems[:20]}
     if problems:
