@@ -19,7 +19,7 @@ def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
     breakdown stays. Without --by, a name without a breakdown is shown whole (one series),
     or, drilling with --range, by the first breakdown of it the archive holds (within its
     filters: a key with no finer breakdown is its own events)."""
-    parsed = names.parse(text)
+    parsed = source.parse_name(reader, text)
     fields = source.breakdown_fields(parsed)
     if parsed.breakdown:
         if by and by != parsed.breakdown:

@@ -33,6 +33,7 @@ def resolve(reader, text: str, keys=None) -> tuple:
                                 "(does it scrape `strata collect --metrics`?)")
             raise ViewError(f"the archive {reader.path} holds no datasets "
                             "(create one with `strata datasets create`)")
+        parse_name(reader, text)
         found = derive.resolve(reader, text)
     except ArchiveError as e:
         raise ViewError(str(e)) from None
@@ -42,6 +43,26 @@ def resolve(reader, text: str, keys=None) -> tuple:
             raise ViewUsageError(f"--key needs a dataset with a breakdown; {found.wanted} has none"
                                  + breakdown_hint(reader, found.wanted, " (its keys: {})"))
     return found, keys or None
+
+
+def parse_name(reader, text: str) -> names.DatasetName:
+    """The name `text` parses to, checked against the catalogue before any command reads,
+    derives or suggests from it: a filter value outside its field's closed set (op, tier,
+    hit/miss) is a typo, one line with the closest values (nfs.ops[op=reed]: did you mean
+    read...?), never a dataset to create. A statistic the catalogue lacks is answered as
+    derive answers it (did you mean a dataset held here) unless the reader holds it; with
+    no reader, with the closest statistics."""
+    try:
+        parsed = names.parse(text)
+        statistics = catalogue.load().by_name()
+        if parsed.statistic not in statistics and reader is not None:
+            derive.resolve(reader, text)
+            return parsed
+        names.validate(parsed, statistics)
+        names.check_values(parsed, statistics, allow_absent_device=True)
+    except ArchiveError as e:
+        raise ViewError(str(e)) from None
+    return parsed
 
 
 def held_fields(reader, wanted) -> list:

@@ -80,3 +80,25 @@ def test_unreadable_default_archive_is_one_line(tmp_path):
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", STRATA, "datasets", "list"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert "Permission denied" in one_line(p, 1)
+
+
+@pytest.mark.parametrize("args", [
+    ["heatmap", "nfs.latency[op=reed]"],
+    ["show", "nfs.ops[op=reed]"],
+    ["breakdown", "nfs.ops[op=reed]", "--by", "op"],
+    ["breakdown", "nfs.ops[op=reed]", "--by", "client"],
+    ["breakdown", "nfs.latency[op=reed]", "--range", "1ms.."],
+    ["stream", "nfs.ops[op=reed]", "--count", "1"],
+    ["top", "nfs.latency[op=reed]", "--json"],
+])
+def test_a_filter_value_outside_its_set_is_a_typo_everywhere(archive, args):
+    """Checked once, before anything is read or suggested: no command offers to create it."""
+    line = one_line(run(archive, *args), 1)
+    assert "did you mean read" in line and line.count(",") <= 2 and "datasets create" not in line, line
+
+
+def test_check_names_its_datasets_as_the_views_do(archive):
+    p = run_strata(["check", "--baseline", str(archive), "--candidate", str(archive),
+                    "--dataset", "disk.latency[op=wirte][device]"])
+    line = one_line(p, 2)
+    assert "--dataset" in line and "no op 'wirte'; valid: read, write" in line, line
