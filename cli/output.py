@@ -1,7 +1,8 @@
 """Where what `strata show`, `heatmap` and `breakdown` render goes, and in which
 format: --format, --json, --csv and -o's extension agree or the command stops with
 one line; text (terminal, JSON, CSV) goes to --output or stdout, a figure
-(html/png/svg) to --output or to a file named after the dataset."""
+(html/png/svg) to --output or to a file named after the dataset. Every file written
+is said in one line on stderr ("wrote FILE"), whatever its format."""
 import os
 import re
 from pathlib import Path
@@ -52,6 +53,7 @@ def emit_text(text: str, output: str | None, color: bool | None = None) -> None:
         Path(output).write_text(text + "\n")
     except OSError as e:
         raise click.ClickException(f"cannot write {output}: {e.strerror}") from None
+    _wrote(output)
 
 
 def write_figure(fig, output: str | None, stem: str, fmt: str, self_contained: bool = False) -> None:
@@ -65,4 +67,9 @@ def write_figure(fig, output: str | None, stem: str, fmt: str, self_contained: b
         raise click.ClickException(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"cannot write {e.filename or path}: {e.strerror}") from None
-    click.echo(f"wrote {path}")
+    _wrote(path)
+
+
+def _wrote(path: str) -> None:
+    """The line that says a file was written: on stderr, so stdout stays the data's."""
+    click.echo(f"wrote {path}", err=True)

@@ -49,6 +49,14 @@ def test_extension_picks_the_format(archive, tmp_path):
     assert len(rows) == 121
 
 
+@pytest.mark.parametrize("name", ["map.json", "map.csv", "map.html", "map.txt"])
+def test_every_file_written_is_said_once_on_stderr(archive, tmp_path, name):
+    out = tmp_path / name
+    p = strata(archive, "heatmap", "nfs.latency[client]", "-o", str(out))
+    assert p.returncode == 0 and out.stat().st_size > 0, p.stderr
+    assert p.stdout == "" and p.stderr == f"wrote {out}\n", (p.stdout, p.stderr)
+
+
 @pytest.mark.parametrize("args, expect", [
     (["--json", "--format", "html"], "give --json or --format html, not both"),
     (["--format", "html", "-o", "x.png"], "-o x.png names a PNG file but --format html"),
