@@ -85,8 +85,8 @@ def by(b) -> str:
 
 
 def key_count(b) -> str:
-    """'12 keys · ' for a graph broken down by a field, '' for a dataset's one series."""
-    return f"{b.total_keys:,} keys · " if b.by else ""
+    """'12 keys · ' ('1 key · ') for a graph broken down by a field, '' for a dataset's one series."""
+    return f"{b.total_keys:,} {'key' if b.total_keys == 1 else 'keys'} · " if b.by else ""
 
 
 def range_of(b) -> str:

@@ -42,7 +42,23 @@ def resolve(reader, text: str, keys=None) -> tuple:
         if found.how != "held" or not found.info.breakdown:
             raise ViewUsageError(f"--key needs a dataset with a breakdown; {found.wanted} has none"
                                  + breakdown_hint(reader, found.wanted, " (its keys: {})"))
+        _check_closed_keys(found.info, keys)
     return found, keys or None
+
+
+def _check_closed_keys(info, keys):
+    """A --key of a field whose values are a closed set (op, tier, hit/miss) is checked as a
+    filter value is: one outside the set is a typo, answered with the closest values."""
+    cat = catalogue.load()
+    stat = cat.by_name().get(info.statistic)
+    kind = cat.dimensions.get(info.breakdown, "")
+    if stat is None or (stat.ops if kind == "op" else kind) not in cat.keysets:
+        return
+    try:
+        for key in keys:
+            catalogue.check_value(stat, info.breakdown, key)
+    except ArchiveError as e:
+        raise ViewError(str(e)) from None
 
 
 def parse_name(reader, text: str) -> names.DatasetName:
@@ -58,11 +74,23 @@ def parse_name(reader, text: str) -> names.DatasetName:
         if parsed.statistic not in statistics and reader is not None:
             derive.resolve(reader, text)
             return parsed
+        _breakdown_only(parsed, statistics[parsed.statistic])
         names.validate(parsed, statistics)
         names.check_values(parsed, statistics, allow_absent_device=True)
     except ArchiveError as e:
         raise ViewError(str(e)) from None
     return parsed
+
+
+def _breakdown_only(parsed, stat):
+    """A filter by a field the statistic only breaks down by (arc.accesses[hit/miss=hit]):
+    one line pointing to that key of the breakdown (--key)."""
+    for fld, value in parsed.filters:
+        if fld not in stat.filters and fld in stat.breakdowns and not parsed.breakdown:
+            catalogue.check_value(stat, fld, value, allow_absent_device=True)
+            whole = names.DatasetName(parsed.statistic, tuple(f for f in parsed.filters if f[0] != fld), fld)
+            raise ViewError(f"{parsed.statistic} cannot be filtered by {fld}, only broken down by it; "
+                            f"its key {value}: strata show '{whole}' --key {value}")
 
 
 def held_fields(reader, wanted) -> list:

@@ -102,3 +102,20 @@ def test_check_names_its_datasets_as_the_views_do(archive):
                     "--dataset", "disk.latency[op=wirte][device]"])
     line = one_line(p, 2)
     assert "--dataset" in line and "no op 'wirte'; valid: read, write" in line, line
+
+
+def test_a_key_outside_its_set_and_a_breakdown_only_filter(tmp_path):
+    """--key of a closed set is checked as a filter value is; a filter by a field the
+    statistic only breaks down by (hit/miss) points to --key, and that command works."""
+    path = build_archive(tmp_path / "keys.db", {
+        "nfs.ops[op]": lambda t: {"read": 3, "write": 1},
+        "arc.accesses[hit/miss]": lambda t: {"hit": 2, "miss": 1},
+    }, seconds=10)
+    line = one_line(run(path, "show", "nfs.ops[op]", "--key", "reed"), 1)
+    assert "did you mean read" in line, line
+    line = one_line(run(path, "breakdown", "arc.accesses[hit/miss]", "--key", "hti"), 1)
+    assert line.endswith("no hit/miss 'hti'; valid: hit, miss"), line
+    line = one_line(run(path, "show", "arc.accesses[hit/miss=hit]"), 1)
+    assert line.endswith("its key hit: strata show 'arc.accesses[hit/miss]' --key hit"), line
+    p = run(path, "show", "arc.accesses[hit/miss]", "--key", "hit", "--json", "--since", str(T0), "--until", str(T0 + 10))
+    assert p.returncode == 0 and '"hit"' in p.stdout and '"miss"' not in p.stdout, p.stderr
