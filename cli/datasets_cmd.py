@@ -1,5 +1,6 @@
 """`strata datasets`: list, create, suspend, resume, destroy, prune, archive, import and verify datasets."""
 import os
+import sys
 
 import click
 
@@ -164,6 +165,17 @@ datasets.command("resume", help="Resume suspended datasets: collection starts ag
     _state_command("active", "resume", "resumed"))
 
 
+def _confirm(question: str, name: str) -> bool:
+    """The user's answer; stdin ending unanswered (a script, no terminal) keeps NAME, exit 1:
+    only Ctrl-C at a terminal is an interrupt (130)."""
+    try:
+        return click.confirm(question)
+    except click.Abort:
+        if sys.stdin.isatty():
+            raise
+        raise click.ClickException(f"kept {name}: no answer on stdin (-y destroys without asking)") from None
+
+
 @datasets.command()
 @archive_option
 @click.argument("name")
@@ -173,7 +185,7 @@ def destroy(archive_path, name, yes):
     with open_archive(archive_path, readonly=False) as archive:
         info = archive.dataset(name)
         rows = sum(r for r, _ in info.usage.values())
-        if not yes and not click.confirm(f"destroy {info.name} and its {rows} records?"):
+        if not yes and not _confirm(f"destroy {info.name} and its {rows} records?", info.name):
             raise click.ClickException(f"kept {info.name}")     # "no" is an answer: exit 1, not SIGINT's 130
         archive.destroy(info.name)
     click.echo(f"destroyed {info.name}")

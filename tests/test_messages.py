@@ -56,6 +56,8 @@ def test_prune_zero_and_destroy_no(archive, tmp_path):
     assert "--older-than" in line and "'0s' is no time at all" in line
     p = run(copy, "datasets", "destroy", "nfs.ops[client]", input="n\n")
     assert p.returncode == 1 and "kept nfs.ops[client]" in p.stderr
+    p = run(copy, "datasets", "destroy", "nfs.ops[client]", stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and "no answer on stdin (-y destroys without asking)" in p.stderr, p.stderr
     assert "nfs.ops[client]" in run(copy, "datasets", "list").stdout
 
 
