@@ -6,7 +6,7 @@ import click
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
-from strata.cli.views import draw_graph, graph_options, output_options, time_options
+from strata.cli.views import draw_graph, graph_options, output_options, refuse_unused, time_options
 from strata.datasets import catalogue, names
 from strata.heatmaps import figures, source, value_range
 from strata.heatmaps.errors import ViewUsageError
@@ -69,7 +69,8 @@ def _value_range(text, info):
 @output_options
 @archive_option
 @prometheus_option
-def breakdown(dataset, by, keys, style, top, csv_table, percentile, range_text, last, since, until, fmt, as_json,
+@click.pass_context
+def breakdown(ctx, dataset, by, keys, style, top, csv_table, percentile, range_text, last, since, until, fmt, as_json,
               as_csv, raw, output, self_contained, colour, archive_path, prometheus_url):
     """Break DATASET down by client, op, tier, device, file or process.
 
@@ -89,6 +90,11 @@ def breakdown(dataset, by, keys, style, top, csv_table, percentile, range_text, 
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             name = dataset_name(reader, dataset, by, range_text is not None)
             src, keys = source.resolve(reader, name, keys)
+            if src.info.kind != "heatmap":
+                refuse_unused(ctx, ("percentile",), f"{src.wanted}, a {src.info.kind} (it picks the percentile "
+                              "per key of a latency, size or offset statistic)")
+            elif range_text is not None:
+                refuse_unused(ctx, ("percentile",), "a --range drill-down (per key: the events in the range)")
             view = figures.View(keys=tuple(keys) if keys else None, as_graph=True, style=style, top=top,
                                 percentile=percentile, value_range=_value_range(range_text, src.info),
                                 by=src.wanted.breakdown)

@@ -5,8 +5,8 @@ import click
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
-from strata.cli.views import (draw_graph, draw_heatmap, graph_options, heat_options, heat_view, output_options,
-                              time_options)
+from strata.cli.views import (GRAPH_ONLY, HEAT_ONLY, draw_graph, draw_heatmap, graph_options, heat_options,
+                              heat_view, output_options, refuse_unused, time_options)
 from strata.heatmaps import figures, source
 
 
@@ -20,7 +20,8 @@ from strata.heatmaps import figures, source
 @output_options
 @archive_option
 @prometheus_option
-def show(dataset, last, since, until, keys, style, top, csv_table, ymax, ymin, log_axis, outliers, percentiles,
+@click.pass_context
+def show(ctx, dataset, last, since, until, keys, style, top, csv_table, ymax, ymin, log_axis, outliers, percentiles,
          rows, fmt, as_json, as_csv, raw, output, self_contained, colour, archive_path, prometheus_url):
     """Draw DATASET by its kind: every dataset `strata datasets create` makes.
 
@@ -38,12 +39,14 @@ def show(dataset, last, since, until, keys, style, top, csv_table, ymax, ymin, l
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             src, keys = source.resolve(reader, dataset, keys)
             if src.info.kind == "heatmap":
+                refuse_unused(ctx, GRAPH_ONLY, f"{src.wanted}, a heat map (a graph per key: strata breakdown)")
                 view = heat_view(src.info.unit, keys, ymax, ymin, log_axis, outliers, percentiles)
                 if csv_table:
                     raise click.UsageError("--table picks a graph's table for --csv; a heat map has none")
                 draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_path, prometheus_url,
                              raw, self_contained)
                 return
+            refuse_unused(ctx, HEAT_ONLY, f"{src.wanted}, a {src.info.kind} drawn as a graph over time")
             view = figures.View(keys=tuple(keys) if keys else None, style=style, top=top,
                                 by=src.wanted.breakdown)
             if raw:

@@ -60,6 +60,20 @@ def graph_options(f):
                              "and two or more --key: compare).")(f)
 
 
+HEAT_ONLY = ("ymax", "ymin", "log_axis", "outliers", "percentiles", "rows")   # heat_options'
+GRAPH_ONLY = ("style", "top")                                                  # graph_options'
+
+
+def refuse_unused(ctx, params, what: str) -> None:
+    """A usage error naming the first of params given on the command line, which does nothing
+    for what is shown: '--ymax does nothing for WHAT' (WHAT: 'nfs.ops[client], a counter ...')."""
+    given = [p for p in ctx.command.params if p.name in params and
+             ctx.get_parameter_source(p.name) in (click.core.ParameterSource.COMMANDLINE,
+                                                  click.core.ParameterSource.ENVIRONMENT)]
+    if given:
+        raise ViewUsageError(f"{'/'.join(given[0].opts + given[0].secondary_opts)} does nothing for {what}")
+
+
 def parse_percentiles(text: str) -> tuple:
     """'50,99,99.9' -> (50.0, 99.0, 99.9); each in (0, 100], at most 4."""
     out = []

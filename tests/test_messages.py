@@ -121,3 +121,15 @@ def test_a_key_outside_its_set_and_a_breakdown_only_filter(tmp_path):
     assert line.endswith("its key hit: strata show 'arc.accesses[hit/miss]' --key hit"), line
     p = run(path, "show", "arc.accesses[hit/miss]", "--key", "hit", "--json", "--since", str(T0), "--until", str(T0 + 10))
     assert p.returncode == 0 and '"hit"' in p.stdout and '"miss"' not in p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["show", "nfs.ops[client]", "--linear"], "--log/--linear does nothing for nfs.ops[client], a counter"),
+    (["show", "nfs.ops[client]", "--ymax", "10ms"], "--ymax does nothing for nfs.ops[client], a counter"),
+    (["show", "nfs.latency[client]", "--graph", "line"], "--graph does nothing for nfs.latency[client], a heat map"),
+    (["breakdown", "nfs.ops[client]", "--percentile", "50"], "--percentile does nothing for nfs.ops[client]"),
+    (["breakdown", "nfs.latency[client]", "--range", "1ms..", "--percentile", "50"],
+     "--percentile does nothing for a --range drill-down"),
+])
+def test_an_option_that_does_nothing_for_the_dataset_is_refused(archive, args, says):
+    assert says in one_line(run(archive, *args), 2)
