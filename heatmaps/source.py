@@ -18,6 +18,7 @@ from .timebins import choose_bins
 from .units import parse_duration
 
 DEFAULT_LAST = 600
+MIN_DEFAULT = 60      # the narrowest default window, in seconds
 
 
 def resolve(reader, text: str, keys=None) -> tuple:
@@ -192,20 +193,31 @@ def query(reader, source, start: int, end: int, resolution: int | None):
 
 
 def query_window(reader, source, start: int, end: int, max_cols: int, explicit: bool) -> tuple:
-    """(query result, start, end): the window in bins for max_cols columns; a window the user
-    did not set (explicit False) that holds no data moves back to end at the newest data.
+    """(query result, start, end): the window in bins for max_cols columns. A window the user
+    did not set (explicit False) that holds no data moves back to end at the newest data, and
+    starts no earlier than the dataset's creation (at least MIN_DEFAULT seconds wide), so the
+    first picture of a young dataset or a finished run is its data, not an empty width.
     A key of a breakdown asked for by a filter with no events in the window is a ViewError
     naming the keys that have some (a typo shows no empty picture)."""
+    if not explicit:
+        start = _not_before_creation(source, start, end)
     resolution = choose_bins(start, end, 1, max_cols).width
     qr = query(reader, source, start, end, resolution)
     if not explicit and not qr.present.any():
         latest = latest_data(reader, source, end)
         if latest is not None:   # nothing lately: show the newest data instead of an empty view
-            start, end = latest - (end - start), latest
+            start, end = _not_before_creation(source, latest - (end - start), latest), latest
+            resolution = choose_bins(start, end, 1, max_cols).width
             qr = query(reader, source, start, end, resolution)
     if source.how == "key" and qr.present.any():
         _check_key(reader, source, start, end, resolution)
     return qr, start, end
+
+
+def _not_before_creation(source, start: int, end: int) -> int:
+    """start, or the dataset's creation when later (keeping MIN_DEFAULT seconds before end)."""
+    created = getattr(source.info, "created", None) or start
+    return min(max(start, int(created)), end - MIN_DEFAULT) if created > start else start
 
 
 def _check_key(reader, source, start, end, resolution):

@@ -121,6 +121,16 @@ def test_default_range_finds_the_newest_data(archive):
     assert "120k ops" in p.stdout.splitlines()[1]
 
 
+def test_default_range_starts_no_earlier_than_the_dataset(tmp_path):
+    """A run of 90 s: its picture is those 90 s across the width, not 10 minutes mostly empty."""
+    path = build_archive(tmp_path / "short.db", {"nfs.latency": lambda t: {"": {_bucket(100_000): 4}}}, seconds=90)
+    p = strata(path, "heatmap", "nfs.latency", "--utc")
+    assert p.returncode == 0, p.stderr
+    assert "(1m30s)" in p.stdout.splitlines()[0] and "360 ops" in p.stdout.splitlines()[1], p.stdout
+    p = strata(path, "show", "nfs.latency", "--last", "10m", "--until", str(T0 + 90))
+    assert "(10m)" in p.stdout.splitlines()[0], p.stdout                # a window asked for stays as asked
+
+
 def test_breakdown_counter_json_and_table(archive):
     p = strata(archive, "breakdown", "nfs.ops", "--by", "client", *RANGE, "--json")
     assert p.returncode == 0, p.stderr
