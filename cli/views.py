@@ -18,7 +18,8 @@ def time_options(f):
     f = click.option("--until", metavar="TIME", help="Range end (default now).")(f)
     f = click.option("--since", metavar="TIME", help="Range start: -1h, 09:30, 2025-11-22T09:30, unix seconds.")(f)
     return click.option("--last", metavar="DURATION",
-                        help="Range ending now (or at --until): 30s, 10m, 2h, 1d.  [default: 10m]")(f)
+                        help="Range ending now (or at --until): 30s, 10m, 2h, 1d.  [default: 10m, from the "
+                             "dataset's creation when later, at the newest data when none since]")(f)
 
 
 def output_options(f):
@@ -29,7 +30,7 @@ def output_options(f):
                           "beside the HTML files of a folder.")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False),
                      help="Write to FILE; its extension (.html .png .svg .json .csv) sets the format "
-                          "(html/png/svg default: a file named after the dataset).")(f)
+                          "(html/png/svg default: a file named after the dataset); 'wrote FILE' on stderr.")(f)
     f = click.option("--raw", is_flag=True, help="Heat maps' JSON: each column's llhist buckets too, as stored.")(f)
     f = click.option("--csv", "as_csv", is_flag=True,
                      help="Print CSV: a heat map's buckets per column, a graph's series per key (--table: its table).")(f)
