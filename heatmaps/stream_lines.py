@@ -24,10 +24,16 @@ def stamp(t: int, utc: bool) -> str:
 def records(qr, t_from: int, t_to: int, top: int) -> list:
     """Records of the seconds in [t_from, t_to) of QueryResult qr (step 1), each second's
     keys by events (or value) descending, at most top of them (0: all); a second without
-    events gives one zero record for the whole dataset, so a quiet second still shows."""
+    events gives one zero record for the whole dataset, so a quiet second still shows, and a
+    second nothing was collected in (no record: before the dataset, the collector stopped)
+    one with no ops (null, '-'), a gap and not zeros."""
     out = []
+    present = np.asarray(qr.present, dtype=bool)
     for col, t in enumerate(np.asarray(qr.times, dtype=np.int64)):
         if not t_from <= t < t_to:
+            continue
+        if present.size and not present[col]:
+            out.append(dict(_empty(qr), ops_per_s=None, time=int(t)))
             continue
         rows = _second(qr, col)
         rows.sort(key=lambda r: -(r["ops_per_s"] if r["ops_per_s"] is not None else r["value"] or 0))

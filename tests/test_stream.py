@@ -54,6 +54,17 @@ def test_json_lines_and_csv(archive):
     assert gauge[1:4] == ["arc.size", "-", "-"] and gauge[-1] == "64MiB", p.stdout     # a gauge: its value
 
 
+def test_a_second_not_collected_is_a_gap_not_zero(tmp_path):
+    """No record (collector stopped) prints '-' and null; a record of no events prints 0."""
+    path = build_archive(tmp_path / "gap.db", {
+        "nfs.ops[client]": lambda t: None if T0 + 2 <= t < T0 + 4 else {"10.0.0.1": 0 if t == T0 + 1 else 5},
+    }, seconds=5)
+    p = run_strata(["stream", "nfs.ops[client]", "--since", str(T0), "--count", "5", "--json", "--archive", str(path)])
+    assert [json.loads(line)["ops_per_s"] for line in p.stdout.splitlines()] == [5, 0, None, None, 5], p.stdout
+    p = run_strata(["stream", "nfs.ops[client]", "--since", str(T0 + 2), "--count", "1", "--archive", str(path)])
+    assert p.stdout.splitlines()[1].split()[2:4] == ["-", "-"], p.stdout
+
+
 def test_follows_records_as_they_arrive(tmp_path):
     """A writer stores one record per second at the current time, as the collector does;
     the stream, piped (no terminal), prints each second once it is stored."""
