@@ -72,7 +72,9 @@ def parse_name(reader, text: str) -> names.DatasetName:
     try:
         parsed = names.parse(text)
         statistics = catalogue.load().by_name()
-        if parsed.statistic not in statistics and reader is not None:
+        if parsed.statistic not in statistics:
+            if reader is None:
+                names.validate(parsed, statistics)
             derive.resolve(reader, text)
             return parsed
         _breakdown_only(parsed, statistics[parsed.statistic])

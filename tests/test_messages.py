@@ -104,6 +104,8 @@ def test_check_names_its_datasets_as_the_views_do(archive):
                     "--dataset", "disk.latency[op=wirte][device]"])
     line = one_line(p, 2)
     assert "--dataset" in line and "no op 'wirte'; valid: read, write" in line, line
+    p = run_strata(["check", "--baseline", str(archive), "--candidate", str(archive), "--dataset", "nfs.opz"])
+    assert "did you mean nfs.ops" in one_line(p, 2)
 
 
 def test_a_key_outside_its_set_and_a_breakdown_only_filter(tmp_path):
