@@ -14,8 +14,9 @@ from strata.checks.compare import CORRECTIONS, METRICS
 from strata.checks.errors import FAILURES
 from strata.checks.report import emit
 from strata.checks.run import run_profile
-from strata.heatmaps import json_out, source
-from strata.heatmaps.errors import ViewError
+from strata.datasets import catalogue, names
+from strata.datasets.errors import ArchiveError
+from strata.heatmaps import json_out
 from strata.lab.logs import say
 
 
@@ -76,10 +77,11 @@ def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, c
         return
     if not baselines or not candidate:
         raise click.UsageError("give --baseline FILE and --candidate FILE (or use `strata check run`)")
-    for name in datasets:
+    statistics = catalogue.by_name()
+    for name in datasets:   # a typo (nfs.ops[op=reed], nfs.opz) is named as `datasets create` names it
         try:
-            source.parse_name(None, name)
-        except ViewError as e:
+            names.check_values(names.parse(name, statistics), statistics, allow_absent_device=True)
+        except ArchiveError as e:
             raise click.BadParameter(str(e), param_hint="--dataset") from None
     metric_list = [m.strip() for m in metrics.split(",") if m.strip()]
     unknown = [m for m in metric_list if m not in METRICS]

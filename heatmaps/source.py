@@ -67,14 +67,11 @@ def parse_name(reader, text: str) -> names.DatasetName:
     derives or suggests from it: a filter value outside its field's closed set (op, tier,
     hit/miss) is a typo, one line with the closest values (nfs.ops[op=reed]: did you mean
     read...?), never a dataset to create. A statistic the catalogue lacks is answered as
-    derive answers it (did you mean a dataset held here) unless the reader holds it; with
-    no reader, with the closest statistics."""
+    derive answers it (did you mean a dataset held here) unless the reader holds it."""
     try:
         parsed = names.parse(text)
         statistics = catalogue.load().by_name()
         if parsed.statistic not in statistics:
-            if reader is None:
-                names.validate(parsed, statistics)
             derive.resolve(reader, text)
             return parsed
         _breakdown_only(parsed, statistics[parsed.statistic])
