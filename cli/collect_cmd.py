@@ -31,6 +31,7 @@ PASSED_ON = {
     "fs_pids": "--fs-pid",
     "fs_comms": "--fs-comm",
     "fs_cgroup": "--fs-cgroup",
+    "fs_hook": "--fs-hook",
 }
 
 
@@ -85,6 +86,10 @@ class ListenAddress(click.ParamType):
 @click.option("--fs-cgroup", metavar="PATH",
               help="Follow every process in this cgroup v2 and below (absolute, or relative to "
                    "the cgroup2 mount).")
+@click.option("--fs-hook", "fs_hook", type=click.Choice(("auto", "fentry", "syscalls")),
+              help="How fs.* programs hook the followed system calls: fentry/fexit on each, their "
+                   "syscalls:sys_enter_X/sys_exit_X tracepoints, or auto: fentry where the kernel "
+                   "allows it, else the tracepoints (the default).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
 @click.option("--wire-iface", "wire_ifaces", metavar="PATTERN", multiple=True,
