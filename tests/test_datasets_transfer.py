@@ -134,6 +134,12 @@ def test_bad_input_to_archive_and_import_is_one_line_and_keeps_everything(archiv
     text = tmp_path / "notes.txt"
     text.write_text("not an archive\n" * 100)
     one_line_error(strata("datasets", "import", str(text), "--archive", archive), "not an SQLite database")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)     # read, it would wait for a writer
+    one_line_error(strata("datasets", "import", str(fifo), "--archive", archive, timeout=20),
+                   "pipe: not an archive file (a named pipe)")
+    p = strata("datasets", "verify", str(fifo), timeout=20)
+    assert p.returncode == 1 and p.stdout == "file: not an archive file (a named pipe)\n", p.stdout + p.stderr
     one_line_error(strata("datasets", "archive", "nfs.ops[op]", "-o", archive, "--force", "--archive", archive),
                    "is the archive being read")
     one_line_error(strata("datasets", "archive", "nfs.ops[op]", "-o", str(tmp_path / "no" / "x.strata"),
