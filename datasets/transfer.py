@@ -46,7 +46,7 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False, sa
     """Write the named datasets of archive, and the worksheets showing only them, to a new
     archive file at dest; returns the datasets' names."""
     say = say or _stderr("archive")
-    infos = [archive.dataset(n) for n in which]
+    infos = list({i.id: i for i in (archive.dataset(n) for n in which)}.values())
     if not infos:
         raise ArchiveError("name at least one dataset to archive")
     if any(_same_file(dest, archive.path + end) for end in ("", "-wal", "-shm", ".lock")):
@@ -59,7 +59,10 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False, sa
     every = archive.datasets()
     with schema.write_new(dest) as conn:
         conn.execute("ATTACH DATABASE ? AS src", (_src_uri(archive.path),))
-        conn.execute(f"INSERT INTO datasets SELECT * FROM src.datasets WHERE id IN ({ids})")
+        copied = conn.execute(f"INSERT INTO datasets SELECT * FROM src.datasets WHERE id IN ({ids})").rowcount
+        if copied != len(infos):
+            raise ArchiveError(f"{dest}: not written: {len(infos) - copied} of the datasets named were destroyed "
+                               "meanwhile")
         conn.execute(f"INSERT INTO keys SELECT * FROM src.keys WHERE dataset IN ({ids})")
         conn.execute(f"INSERT INTO records (dataset, step, t, data) SELECT dataset, step, t, data "
                      f"FROM src.records WHERE dataset IN ({ids}) ORDER BY dataset, step, t")
@@ -74,6 +77,12 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False, sa
     return [i.name for i in infos]
 
 
+def _refuse_clash(archive: Archive, incoming: list, here: set):
+    clash = [d.name for d in incoming if d.name in here]
+    if clash:
+        raise ArchiveError(f"{archive.path} already has {', '.join(clash)} (destroy or rename before importing)")
+
+
 def import_from(archive: Archive, src: str, say=None) -> list:
     """Copy every dataset of the archive file src into archive (suspended), with the
     worksheets that show only them; returns the datasets' names."""
@@ -86,9 +95,7 @@ def import_from(archive: Archive, src: str, say=None) -> list:
         incoming = source.datasets()
         with source.guard():
             sheets, left = worksheets.carried(worksheets.rows(source.conn), incoming, {d.id for d in incoming})
-    clash = [d.name for d in incoming if d.name in {x.name for x in archive.datasets()}]
-    if clash:
-        raise ArchiveError(f"{archive.path} already has {', '.join(clash)} (destroy or rename before importing)")
+    _refuse_clash(archive, incoming, {x.name for x in archive.datasets()})
     report = verify.check(src)
     if report.problems:
         more = f"; and {len(report.problems) - 1} more" if len(report.problems) > 1 else ""
@@ -99,6 +106,7 @@ def import_from(archive: Archive, src: str, say=None) -> list:
         archive.conn.execute("ATTACH DATABASE ? AS src", (_src_uri(src),))
     try:
         with archive.write() as c:
+            _refuse_clash(archive, incoming, {n for (n,) in c.execute("SELECT name FROM datasets")})
             for d in incoming:
                 cur = c.execute("INSERT INTO datasets (name, statistic, breakdown, filters, kind, unit, probe, "
                                 "state, created, state_since, keep_second, keep_minute, keep_hour, "

@@ -3,7 +3,7 @@
 check(path) reads the file read-only and returns a Report: one line per problem
 found, naming it. The checks, in order:
 
-  file      an SQLite file, complete (not cut short), a strata archive (application id),
+  file      a regular file, SQLite, complete (not cut short), a strata archive (application id),
             of a format this strata reads (user_version; a newer one cannot be judged)
   sqlite    PRAGMA integrity_check, its b-tree names turned into table names
   tables    the tables of format 1 (datasets/schema.py) are there

@@ -162,3 +162,46 @@ def test_bad_input_to_archive_and_import_is_one_line_and_keeps_everything(archiv
     assert snapshot(other) == kept
     assert json.loads(strata("datasets", "list", "--json", "--archive", other).stdout)["datasets"][0]["name"] == \
         "disk.ops[op]"
+
+
+def test_a_dataset_created_or_destroyed_meanwhile_is_one_line_and_nothing_half_done(archive, tmp_path,
+                                                                                   monkeypatch):
+    """Beside other commands: a name created here while import checks its file, a dataset
+    destroyed while archive starts writing; each is refused in one ArchiveError."""
+    from strata.datasets import transfer, verify
+    from strata.datasets.errors import ArchiveError
+
+    out = tmp_path / "ops.strata"
+    assert strata("datasets", "archive", "nfs.ops[op]", "-o", str(out), "--archive", archive).returncode == 0
+    other = str(tmp_path / "other.db")
+    checked = verify.check
+
+    def check_while_created(path):
+        with Archive.open(other, readonly=False) as meanwhile:
+            meanwhile.create("nfs.ops[op]")
+        return checked(path)
+
+    monkeypatch.setattr(verify, "check", check_while_created)
+    with Archive.open(other, readonly=False) as a, pytest.raises(ArchiveError, match=r"already has nfs.ops\[op\]"):
+        transfer.import_from(a, str(out), say=print)
+    with sqlite3.connect(other) as c:
+        assert c.execute("SELECT count(*) FROM records").fetchone() == (0,)
+
+    with Archive.open(archive, readonly=False) as a:
+        listing, calls = a.datasets, []
+
+        def listing_while_destroyed():   # the third listing: after both names were looked up
+            calls.append(1)
+            if len(calls) == 3:
+                with Archive.open(archive, readonly=False) as meanwhile:
+                    meanwhile.destroy("nfs.ops[op]")
+            return listing()
+
+        monkeypatch.setattr(a, "datasets", listing_while_destroyed)
+        with pytest.raises(ArchiveError, match="1 of the datasets named were destroyed meanwhile"):
+            transfer.export(a, ["nfs.ops[op]", "nfs.latency[client]"], str(out), overwrite=True, say=print)
+    with sqlite3.connect(out) as c:   # the earlier file is left as it was: nothing replaced it
+        assert c.execute("SELECT name FROM datasets").fetchall() == [("nfs.ops[op]",)]
+    p = strata("datasets", "archive", "nfs.latency[client]", "nfs.latency[client]", "-o", str(tmp_path / "x"),
+               "--archive", archive)
+    assert p.stdout.strip() == f"wrote nfs.latency[client] to {tmp_path / 'x'}", p.stdout
