@@ -12,7 +12,7 @@ import os
 import sys
 from urllib.parse import quote
 
-from . import schema, verify, worksheets
+from . import schema, status, verify, worksheets
 from .archive import Archive
 from .errors import ArchiveError
 
@@ -53,6 +53,10 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False, sa
         raise ArchiveError(f"{dest} is the archive being read (or one of its files); write to another file")
     if os.path.exists(dest) and not overwrite:
         raise ArchiveError(f"{dest} exists (pass --force to replace it)")
+    writer = status.read(dest) if os.path.exists(dest) else None
+    if writer:
+        raise ArchiveError(f"{dest} is the archive a running collector (pid {writer.get('pid')}) writes; "
+                           "not replaced (write to another file)")
     if not os.path.isdir(os.path.dirname(os.path.abspath(dest))):
         raise ArchiveError(f"{dest}: no such folder {os.path.dirname(os.path.abspath(dest))}")
     ids = ",".join(str(i.id) for i in infos)

@@ -205,3 +205,36 @@ def test_a_dataset_created_or_destroyed_meanwhile_is_one_line_and_nothing_half_d
     p = strata("datasets", "archive", "nfs.latency[client]", "nfs.latency[client]", "-o", str(tmp_path / "x"),
                "--archive", archive)
     assert p.stdout.strip() == f"wrote nfs.latency[client] to {tmp_path / 'x'}", p.stdout
+
+
+def test_archive_never_replaces_the_archive_a_collector_writes(archive, tmp_path):
+    """`--force` replaces a file, never a running collector's archive (its data would be gone
+    under it): one line, and that archive keeps everything."""
+    import subprocess
+    import time
+
+    from conftest import built
+    from datasets_util import STRATA
+    from strata.datasets import status
+
+    built("bin/strata-collect")
+    live = str(tmp_path / "live.db")
+    assert strata("datasets", "create", "disk.ops[op]", "--suspended", "--archive", live).returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    proc = subprocess.Popen([STRATA, "collect", "--archive", live], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while not status.read(live) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status.read(live), "the collector wrote no status"
+        before = os.stat(live).st_ino
+        one_line_error(strata("datasets", "archive", "nfs.ops[op]", "-o", live, "--force", "--archive", archive),
+                       f"is the archive a running collector (pid {proc.pid}) writes; not replaced")
+        with sqlite3.connect(live) as c:    # the same file, its dataset there
+            assert os.stat(live).st_ino == before
+            assert c.execute("SELECT name FROM datasets").fetchall() == [("disk.ops[op]",)]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+    assert proc.returncode == 0
