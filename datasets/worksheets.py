@@ -64,12 +64,15 @@ def shown(state: str, infos: list) -> set | None:
 
 
 def carried(sheets: list, infos: list, ids: set) -> tuple:
-    """(rows carried, names left out): a worksheet is carried when every view it shows is
-    answered, among `infos` (the datasets of the archive it is in), by a dataset whose id
-    is in `ids` (the datasets carried)."""
+    """(rows carried, names left out): a worksheet is carried when it is whole (a name, a
+    state as text, a time: what `verify` checks) and every view it shows is answered,
+    among `infos` (the datasets of the archive it is in), by a dataset whose id is in
+    `ids` (the datasets carried)."""
     out, left = [], []
     for row in sheets:
-        showing = shown(row[1], infos)
+        name, state, saved = row
+        whole = not name_problem(name) and isinstance(state, str) and isinstance(saved, int)
+        showing = shown(state, infos) if whole else None
         (out if showing is not None and showing <= ids else left).append(row)
     return out, [r[0] for r in left]
 

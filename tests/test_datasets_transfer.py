@@ -103,10 +103,13 @@ def test_worksheets_travel_with_the_datasets_they_show(archive, tmp_path):
 
 
 def test_an_archive_of_every_dataset_carries_every_worksheet_that_shows_one(archive, tmp_path):
+    with sqlite3.connect(archive) as c:   # a row `verify` names (not a worksheet's name) is not carried
+        c.execute("INSERT INTO worksheets VALUES ('a/b', ?, 1)", (json.dumps(state(SHEETS["latency"])),))
     out = tmp_path / "all.strata"
     p = strata("datasets", "archive", "nfs.latency[client]", "nfs.ops[op]", "-o", str(out), "--archive", archive)
-    assert p.returncode == 0
+    assert p.returncode == 0 and "left out worksheet(s) 'a/b', 'empty', 'gone'" in p.stderr, p.stderr
     assert sorted(sheet_rows(out)) == ["both", "compare", "latency", "summed"]
+    assert strata("datasets", "verify", str(out)).returncode == 0
     p = strata("datasets", "import", str(out), "--archive", str(tmp_path / "new.db"))
     assert p.returncode == 0 and "'both'" in p.stderr
     assert sheet_rows(tmp_path / "new.db") == sheet_rows(out)
