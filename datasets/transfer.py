@@ -9,6 +9,7 @@ carried, and a name already taken here). A file that `verify` finds damaged is n
 imported. Notes on worksheets go to `say` (stderr by default), one line each.
 """
 import os
+import sqlite3
 import sys
 from urllib.parse import quote
 
@@ -17,8 +18,24 @@ from .archive import Archive
 from .errors import ArchiveError
 
 
-def _src_uri(path: str) -> str:
-    return "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+def _attach(conn, path: str):
+    """Attach the archive at path read-only as `src`: immutable where its WAL's shared memory
+    cannot be made (a folder this user cannot write, a read-only mount), as readers open it
+    (schema.connect)."""
+    uri = "file:" + quote(os.path.abspath(path))
+    for mode in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn.execute("ATTACH DATABASE ? AS src", (uri + mode,))
+        except sqlite3.OperationalError as e:
+            why = e
+            continue
+        try:
+            conn.execute("SELECT count(*) FROM src.sqlite_schema").fetchone()
+            return
+        except sqlite3.OperationalError as e:
+            conn.execute("DETACH DATABASE src")
+            why = e
+    raise schema.translate(path, why)
 
 
 def _stderr(command: str):
@@ -62,7 +79,7 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False, sa
     ids = ",".join(str(i.id) for i in infos)
     every = archive.datasets()
     with schema.write_new(dest) as conn:
-        conn.execute("ATTACH DATABASE ? AS src", (_src_uri(archive.path),))
+        _attach(conn, archive.path)
         copied = conn.execute(f"INSERT INTO datasets SELECT * FROM src.datasets WHERE id IN ({ids})").rowcount
         if copied != len(infos):
             raise ArchiveError(f"{dest}: not written: {len(infos) - copied} of the datasets named were destroyed "
@@ -107,7 +124,7 @@ def import_from(archive: Archive, src: str, say=None) -> list:
                            f"`strata datasets verify {src}` names the damage, `--salvage OUT` copies out what is "
                            "readable")
     with archive.guard():
-        archive.conn.execute("ATTACH DATABASE ? AS src", (_src_uri(src),))
+        _attach(archive.conn, src)
     try:
         with archive.write() as c:
             _refuse_clash(archive, incoming, {n for (n,) in c.execute("SELECT name FROM datasets")})

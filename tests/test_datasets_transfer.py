@@ -241,3 +241,26 @@ def test_archive_never_replaces_the_archive_a_collector_writes(archive, tmp_path
         proc.terminate()
         proc.communicate(timeout=20)
     assert proc.returncode == 0
+
+
+def test_archive_and_import_read_an_archive_on_a_read_only_mount(archive, tmp_path):
+    """An archive whose folder cannot be written (a read-only mount; the system archive for
+    a user) is read as `list` reads it: its WAL's shared memory cannot be made there."""
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(ro)], check=True)
+    try:
+        shutil.copy(archive, ro / "a.db")
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        out = tmp_path / "out.strata"
+        p = strata("datasets", "archive", "nfs.ops[op]", "-o", str(out), "--archive", str(ro / "a.db"))
+        assert p.returncode == 0, p.stderr
+        p = strata("datasets", "import", str(ro / "a.db"), "--archive", str(tmp_path / "b.db"))
+        assert p.returncode == 0 and p.stdout.startswith("imported nfs.latency[client], nfs.ops[op]"), p.stderr
+    finally:
+        subprocess.run(["umount", str(ro)], check=False)
+    for path in (out, tmp_path / "b.db"):
+        p = strata("datasets", "verify", str(path))
+        assert p.returncode == 0, p.stdout
