@@ -1,4 +1,5 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
+import os
 import signal
 from contextlib import contextmanager
 
@@ -187,6 +188,8 @@ def _collect(options, config, reread):
             program = collector_bin or find_binary("strata-collect")
         except MissingBinary as e:
             raise click.ClickException(str(e)) from None
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise click.BadParameter(f"{program} is not an executable file", param_hint="--collector")
         if options["engine"] and options["engine_pid"]:
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)
