@@ -2,7 +2,8 @@
 
 export() writes a fresh archive (same schema, rollback journal so it is one
 file) holding only the chosen datasets, and the worksheets that show only them,
-atomically (temporary file, then rename). import_from() copies every dataset of
+atomically (temporary file, then rename), never over the archive it reads nor one a
+running collector writes. import_from() copies every dataset of
 such a file into an archive, suspended, so a collector here does not add this
 host's data to them, with the file's worksheets (datasets/worksheets.py: which are
 carried, and a name already taken here). A file that `verify` finds damaged is not
