@@ -1,4 +1,5 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
+import os
 import signal
 from contextlib import contextmanager
 
@@ -31,6 +32,7 @@ PASSED_ON = {
     "fs_pids": "--fs-pid",
     "fs_comms": "--fs-comm",
     "fs_cgroup": "--fs-cgroup",
+    "fs_hook": "--fs-hook",
 }
 
 
@@ -85,6 +87,10 @@ class ListenAddress(click.ParamType):
 @click.option("--fs-cgroup", metavar="PATH",
               help="Follow every process in this cgroup v2 and below (absolute, or relative to "
                    "the cgroup2 mount).")
+@click.option("--fs-hook", "fs_hook", type=click.Choice(("auto", "fentry", "syscalls")),
+              help="How fs.* programs hook the followed system calls: fentry/fexit on each, their "
+                   "syscalls:sys_enter_X/sys_exit_X tracepoints, or auto: fentry where the kernel "
+                   "allows it, else the tracepoints (the default).")
 @click.option("--collector", "collector_bin", metavar="PATH", type=click.Path(dir_okay=False),
               help="strata-collect program to run (default: build/bin, then PATH).")
 @click.option("--wire-iface", "wire_ifaces", metavar="PATTERN", multiple=True,
@@ -182,6 +188,8 @@ def _collect(options, config, reread):
             program = collector_bin or find_binary("strata-collect")
         except MissingBinary as e:
             raise click.ClickException(str(e)) from None
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise click.BadParameter(f"{program} is not an executable file", param_hint="--collector")
         if options["engine"] and options["engine_pid"]:
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)

@@ -6,7 +6,7 @@
     [metrics]     listen = ":9464"  digits = 2  schema = 4  top = 20  web_config = "/etc/strata/web.yml"
     [collector]   program = ...  engine = ...  engine_pid = ...
     [wire]        interfaces = ["eth0"]  ports = [2049]  hook = "auto"
-    [fs]          pids = [...]  comms = ["ganesha.nfsd"]  cgroup = ...
+    [fs]          pids = [...]  comms = ["ganesha.nfsd"]  cgroup = ...  hook = "auto"
 
 FLAGS maps every other key to the `strata collect` option it sets: the file
 accepts what the flag accepts (the option's own click type converts and checks
@@ -43,6 +43,7 @@ FLAGS = {
     "fs.pids": "fs_pids",
     "fs.comms": "fs_comms",
     "fs.cgroup": "fs_cgroup",
+    "fs.hook": "fs_hook",
 }
 DATASETS = "datasets"
 RETENTION = tuple(f"retention.{lv}" for lv in LEVELS)

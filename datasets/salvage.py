@@ -1,13 +1,15 @@
 """Copying what is readable out of a damaged archive: `strata datasets verify --salvage OUT`.
 
 salvage(path, out) runs verify's checks (datasets/verify.py) and copies every dataset,
-key, record and span that passed them, under the same ids, into a fresh archive at
-`out` (a rollback-journal file, like `strata datasets archive` writes): every readable,
-whole second, minute and hour is kept; a record stored twice keeps its first copy.
+key, record, span and worksheet that passed them, under the same ids and names, into a
+fresh archive at `out` (a rollback-journal file, like `strata datasets archive` writes):
+every readable, whole second, minute and hour is kept; a record stored twice keeps its
+first copy. Every worksheet that passes is kept, whichever datasets survived: the file
+is the same archive, repaired.
 """
 import os
 
-from . import schema
+from . import schema, worksheets
 from .errors import ArchiveError
 from .verify import DATASET_COLUMNS, Checker, Report
 
@@ -31,6 +33,10 @@ class _Sink:
     def span(self, ds, t, seconds, cause):
         self.conn.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?)", (ds, t, seconds, cause))
 
+    def worksheet(self, name, state, saved):
+        self.conn.execute(worksheets.TABLE)
+        self.conn.execute("INSERT OR IGNORE INTO worksheets VALUES (?, ?, ?)", (name, state, saved))
+
 
 def salvage(path: str, out: str) -> Report:
     """Copy everything of the archive at path that passes check() into a new archive at out."""
@@ -39,6 +45,8 @@ def salvage(path: str, out: str) -> Report:
         raise ArchiveError(f"{path}: no such file")
     if os.path.exists(out):
         raise ArchiveError(f"{out} exists; salvage writes a new file")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise ArchiveError(f"{out}: no such folder {os.path.dirname(os.path.abspath(out))}")
     with schema.write_new(out) as conn:
         report = Checker(path, _Sink(conn)).run()
         if report.newer:

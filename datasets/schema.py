@@ -33,6 +33,7 @@ Tables:
 """
 import os
 import sqlite3
+import stat
 import struct
 from contextlib import contextmanager
 from urllib.parse import quote
@@ -127,10 +128,17 @@ def translate(path, e: Exception) -> ArchiveError:
     return ArchiveError(f"{path}: {e}")
 
 
+_NOT_FILES = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+              stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+
+
 def header_problem(path) -> tuple:
     """(what is wrong with the file at path as an SQLite file, or None; whether SQLite can
     read it at all): not SQLite, or cut short (a truncated copy still reads in part)."""
     try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):   # reading a named pipe would wait for a writer
+            return f"not an archive file ({_NOT_FILES.get(stat.S_IFMT(mode), 'not a regular file')})", False
         size = os.path.getsize(path)
         with open(path, "rb") as f:
             head = f.read(100)

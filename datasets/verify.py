@@ -3,7 +3,7 @@
 check(path) reads the file read-only and returns a Report: one line per problem
 found, naming it. The checks, in order:
 
-  file      an SQLite file, complete (not cut short), a strata archive (application id),
+  file      a regular file, SQLite, complete (not cut short), a strata archive (application id),
             of a format this strata reads (user_version; a newer one cannot be judged)
   sqlite    PRAGMA integrity_check, its b-tree names turned into table names
   tables    the tables of format 1 (datasets/schema.py) are there
@@ -17,10 +17,10 @@ found, naming it. The checks, in order:
   spans     of a known dataset, over more than one second, of a known cause, marking
             a second-level record that exists
   worksheets  (an optional table: the named worksheets `strata web` saves) each row
-            readable, its name text without / or \\, its state a JSON object, its time
+            readable, its name a worksheet's (datasets/worksheets.py), its state a JSON object, its time
             whole seconds
 
-A Checker given a sink hands it every dataset, key, record and span that passed
+A Checker given a sink hands it every dataset, key, record, span and worksheet that passed
 (datasets/salvage.py copies them into a fresh archive).
 """
 import json
@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from . import codec, names, scan, schema
+from . import codec, names, scan, schema, worksheets
 from .errors import ArchiveError
 from .retention import LEVEL_OF
 
@@ -397,7 +397,7 @@ class Checker:
             return
         for name, state, saved in rows:
             bad = None
-            if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\\0\n"):
+            if worksheets.name_problem(name):
                 bad = "a name that is not a worksheet's"
             elif not isinstance(state, str) or not _utf8(name, state):
                 bad = "a state that is not UTF-8 text"
@@ -411,6 +411,8 @@ class Checker:
                     bad = "a state that is not JSON"
             if bad:
                 self.report.add("worksheets", f"{str(name)[:80]!r}: {bad}")
+            elif self.sink:
+                self.sink.worksheet(name, state, saved)
 
 
 def check(path: str) -> Report:

@@ -212,3 +212,15 @@ def test_repeatable_flags_take_lists_and_the_command_line_wins():
         run('[fs]\ncgroup = ["/a", "/b"]\n')
     with pytest.raises(ConfigError, match=r"line 2: fs.pids: unknown key"):       # no --fs-pid here
         run('[fs]\npids = [1]\n')
+
+
+@pytest.mark.parametrize("kind", ["missing", "not executable"])
+def test_a_collector_program_that_cannot_run_is_one_line_and_starts_nothing(tmp_path, kind):
+    archive, program = tmp_path / "a.db", tmp_path / "strata-collect"
+    if kind == "not executable":
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o644)
+    r = strata("collect", "--archive", str(archive), "--collector", str(program))
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"strata: Invalid value for --collector: {program} is not an executable file"], r.stderr
+    assert not archive.exists() and not Path(f"{archive}.lock").exists()

@@ -1,27 +1,19 @@
 """Named worksheets kept in the archive: a small table `worksheets` (name, the page's
-state as JSON, when saved), created on the first save. It is an additive change to the
-archive's schema: readers that do not know it ignore it."""
+state as JSON, when saved; datasets/worksheets.py holds the table and the rule for a
+name), created on the first save. It is an additive change to the archive's schema:
+readers that do not know it ignore it."""
 import json
 import time
 
 from strata.datasets import schema
+from strata.datasets.worksheets import TABLE, check_name
 from strata.datasets.errors import ArchiveError
 
-TABLE = """CREATE TABLE IF NOT EXISTS worksheets(
-  name TEXT PRIMARY KEY, state TEXT NOT NULL, saved INTEGER NOT NULL) WITHOUT ROWID"""
 MAX_STATE = 16 * 1024
-MAX_NAME = 80
-
-
-def _check_name(name: str) -> str:
-    name = str(name or "").strip()
-    if not name or len(name) > MAX_NAME or any(c in name for c in "/\\\0\n"):
-        raise ArchiveError(f"a worksheet name is 1 to {MAX_NAME} characters, without / or \\")
-    return name
 
 
 def save(path: str, name: str, state: dict):
-    name = _check_name(name)
+    name = check_name(name)
     text = json.dumps(state, separators=(",", ":"))
     if len(text) > MAX_STATE:
         raise ArchiveError(f"a worksheet's state is at most {MAX_STATE} bytes")
@@ -51,7 +43,7 @@ def names(path: str) -> list:
 
 def load(path: str, name: str) -> dict:
     """The state saved as `name`; ArchiveError naming the saved ones when there is none."""
-    rows = _rows(path, "SELECT state FROM worksheets WHERE name = ?", (_check_name(name),))
+    rows = _rows(path, "SELECT state FROM worksheets WHERE name = ?", (check_name(name),))
     if not rows:
         have = ", ".join(w["name"] for w in names(path)) or "none"
         raise ArchiveError(f"no worksheet {name!r} in {path}; saved ones: {have}")
