@@ -7,7 +7,7 @@ import tempfile
 
 import numpy as np
 
-from strata.datasets import transfer
+from strata.datasets import extract
 from strata.datasets.archive import Archive
 
 
@@ -42,4 +42,4 @@ def export_window(src: str, names: list, start: int, end: int, dest: str):
                 with ingest.transaction():
                     for t, data in _records(qr):
                         ingest.add(info.id, t, qr.kind, data)
-            transfer.export(out, names, dest, overwrite=True)
+            extract.extract(out, names, dest, overwrite=True)
