@@ -166,6 +166,8 @@ struct agg_event {
 	__u32 misses;
 	__u32 stats_mask; /* 1 << enum agg_stat for every statistic this probe feeds */
 	__u32 epoch;      /* AGG_EPOCH_BIT or 0: set when applied */
+	__u64 now_ns;     /* bpf_ktime_get_ns() at the hit, where the program took it anyway;
+	                   * 0: taken when applied (and cleared then) */
 };
 
 struct agg_slot agg_slots[AGG_MAX_SLOTS];
@@ -175,15 +177,24 @@ __u32 agg_dims;   /* 1 << enum agg_dim for each dimension an enabled slot breaks
 __u64 agg_epoch;  /* the interval's end on CLOCK_MONOTONIC (ns, bit 0 clear) | the parity of
                    * the interval it ends (set by userspace) */
 
-/* AGG_EPOCH_BIT for a hit now in an odd interval, else 0. */
-static __always_inline __u32 agg_epoch_now(void)
+/* AGG_EPOCH_BIT for a hit at now (bpf_ktime_get_ns) in an odd interval, else 0. */
+static __always_inline __u32 agg_epoch_at(__u64 now)
 {
 	__u64 e = *(volatile __u64 *)&agg_epoch;
 	__u32 parity = (__u32)e & 1;
 
-	if (bpf_ktime_get_ns() >= (e & ~1ULL))
+	if (now >= (e & ~1ULL))
 		parity ^= 1;
 	return parity ? AGG_EPOCH_BIT : 0;
+}
+
+/* Sets the event's interval parity, from its now_ns or the clock (now_ns cleared). */
+static __always_inline void agg_event_epoch(struct agg_event *ev)
+{
+	__u64 now = ev->now_ns;
+
+	ev->now_ns = 0;
+	ev->epoch = agg_epoch_at(now ? now : bpf_ktime_get_ns());
 }
 
 /* Whether any slot needs dimension dim: a program may skip reading a costly key. */
@@ -657,7 +668,7 @@ static __always_inline void agg_slots_run(struct agg_event *ev, int pending)
 		ev = bpf_map_lookup_elem(&agg_scratch, &zero);
 	if (!ev)
 		return;
-	ev->epoch = agg_epoch_now();
+	agg_event_epoch(ev);
 
 	for (__u32 i = 0; i < AGG_MAX_SLOTS; i++) {
 		if (i >= n)
@@ -685,7 +696,7 @@ static __always_inline void agg_event_apply_by_bpf_loop(struct agg_event *ev)
 	struct agg_loop_ctx ctx = { .ev = ev };
 	__u32 n = agg_nslots;
 
-	ev->epoch = agg_epoch_now();
+	agg_event_epoch(ev);
 
 	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_cb, &ctx, 0);
 }
