@@ -27,6 +27,13 @@
  * share a few keys and chunks, so most of them cost an array lookup and a compare
  * instead of a hash lookup.
  *
+ * Intervals: every hit is counted under the parity of the wall-clock interval it happened
+ * in (AGG_EPOCH_BIT of agg_key.bucket), read from agg_epoch, one word userspace rewrites at
+ * every interval's end: the next boundary on CLOCK_MONOTONIC and the parity of the interval
+ * before it. Userspace reads an interval's counts once it ended, while hits go to the other
+ * parity's entries: however late the read, the interval holds its own hits, and every
+ * dataset the same ones.
+ *
  * The structs and constants (everything above the __bpf__ section) are shared
  * with the collector, which includes this header too.
  */
@@ -45,6 +52,7 @@
 #define AGG_STARTS_MAX  16384  /* block request structs followed by the disk layer */
 #define AGG_PEND_WAYS   8      /* pending chunks per slot during one batched hit (a power of two) */
 #define AGG_TABLE_SIZE  512    /* agg_table entries per CPU (a power of two) */
+#define AGG_EPOCH_BIT   0x80000000u /* in agg_key.bucket: the parity of the hit's interval */
 
 /* Statistics computed in the kernel (gauges come from the engine's stats socket),
  * breakdown / filter dimensions and key values: catalogue/statistics.def. */
@@ -118,7 +126,8 @@ struct agg_slot {
 struct agg_key {
 	__u16 slot;
 	__u16 gen;
-	__u32 bucket;             /* first llhist bucket of the chunk (a multiple of AGG_CHUNK); 0 for counters */
+	__u32 bucket;             /* first llhist bucket of the chunk (a multiple of AGG_CHUNK; 0 for
+	                           * counters), with AGG_EPOCH_BIT for the odd intervals */
 	__u8 key[AGG_KEY_BYTES];  /* breakdown key bytes; zero without breakdown */
 } __attribute__((aligned(8))); /* compared and hashed as three __u64 */
 
@@ -156,12 +165,37 @@ struct agg_event {
 	__u32 hits;
 	__u32 misses;
 	__u32 stats_mask; /* 1 << enum agg_stat for every statistic this probe feeds */
+	__u32 epoch;      /* AGG_EPOCH_BIT or 0: set when applied */
+	__u64 now_ns;     /* bpf_ktime_get_ns() at the hit, where the program took it anyway;
+	                   * 0: taken when applied (and cleared then) */
 };
 
 struct agg_slot agg_slots[AGG_MAX_SLOTS];
 __u32 agg_nslots; /* slots in use are below this index (set by userspace) */
 __u32 agg_dims;   /* 1 << enum agg_dim for each dimension an enabled slot breaks down or
                    * filters by (set by userspace before such a slot is enabled) */
+__u64 agg_epoch;  /* the interval's end on CLOCK_MONOTONIC (ns, bit 0 clear) | the parity of
+                   * the interval it ends (set by userspace) */
+
+/* AGG_EPOCH_BIT for a hit at now (bpf_ktime_get_ns) in an odd interval, else 0. */
+static __always_inline __u32 agg_epoch_at(__u64 now)
+{
+	__u64 e = *(volatile __u64 *)&agg_epoch;
+	__u32 parity = (__u32)e & 1;
+
+	if (now >= (e & ~1ULL))
+		parity ^= 1;
+	return parity ? AGG_EPOCH_BIT : 0;
+}
+
+/* Sets the event's interval parity, from its now_ns or the clock (now_ns cleared). */
+static __always_inline void agg_event_epoch(struct agg_event *ev)
+{
+	__u64 now = ev->now_ns;
+
+	ev->now_ns = 0;
+	ev->epoch = agg_epoch_at(now ? now : bpf_ktime_get_ns());
+}
 
 /* Whether any slot needs dimension dim: a program may skip reading a costly key. */
 static __always_inline int agg_dim_used(__u32 dim)
@@ -554,7 +588,7 @@ static __always_inline void agg_add_to(int pending, __u32 slot, __u32 gen, __u32
 static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pending)
 {
 	struct agg_slot *s;
-	__u32 stat, bd, gen;
+	__u32 stat, bd, gen, ep;
 	const __u8 *key;
 
 	if (i >= AGG_MAX_SLOTS)
@@ -570,6 +604,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	if (bd >= AGG_DIM_COUNT)
 		return;
 	key = ev->dims[bd]; /* dims[AGG_DIM_NONE] stays zero */
+	ep = ev->epoch & AGG_EPOCH_BIT;
 
 	switch (stat) {
 	case AGG_STAT_NFS_OPS:
@@ -579,17 +614,17 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	case AGG_STAT_FS_OPS:
 	case AGG_STAT_NFSD_OPS:
 	case AGG_STAT_NFSD_IO_OPS:
-		agg_add_to(pending, i, gen, 0, key, bd != AGG_DIM_NONE, 1);
+		agg_add_to(pending, i, gen, ep, key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_ARC_ACCESSES:
 		if (bd == AGG_DIM_HITMISS) {
 			__u8 hm[AGG_KEY_BYTES] = { AGG_HITMISS_HIT };
 
-			agg_add_to(pending, i, gen, 0, hm, 0, ev->hits);
+			agg_add_to(pending, i, gen, ep, hm, 0, ev->hits);
 			hm[0] = AGG_HITMISS_MISS;
-			agg_add_to(pending, i, gen, 0, hm, 0, ev->misses);
+			agg_add_to(pending, i, gen, ep, hm, 0, ev->misses);
 		} else {
-			agg_add_to(pending, i, gen, 0, key, bd != AGG_DIM_NONE, (__u64)ev->hits + ev->misses);
+			agg_add_to(pending, i, gen, ep, key, bd != AGG_DIM_NONE, (__u64)ev->hits + ev->misses);
 		}
 		break;
 	case AGG_STAT_NFS_SIZE:
@@ -599,13 +634,13 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 	case AGG_STAT_FS_SIZE:
 	case AGG_STAT_NFSD_SIZE:
 	case AGG_STAT_NFSD_IO_SIZE:
-		agg_add_to(pending, i, gen, llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
+		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->bytes), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_OFFSET:
-		agg_add_to(pending, i, gen, llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
+		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
 		break;
 	default: /* the latency statistics */
-		agg_add_to(pending, i, gen, llhist_bucket(ev->latency_ns), key, bd != AGG_DIM_NONE, 1);
+		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->latency_ns), key, bd != AGG_DIM_NONE, 1);
 		break;
 	}
 }
@@ -624,9 +659,16 @@ __noinline int agg_slot_run(__u32 i, int pending)
 	return 0;
 }
 
+/* Applies the per-CPU event (ev, or found when NULL) to every slot below agg_nslots. */
 static __always_inline void agg_slots_run(struct agg_event *ev, int pending)
 {
-	__u32 n = agg_nslots;
+	__u32 n = agg_nslots, zero = 0;
+
+	if (!ev)
+		ev = bpf_map_lookup_elem(&agg_scratch, &zero);
+	if (!ev)
+		return;
+	agg_event_epoch(ev);
 
 	for (__u32 i = 0; i < AGG_MAX_SLOTS; i++) {
 		if (i >= n)
@@ -653,6 +695,8 @@ static __always_inline void agg_event_apply_by_bpf_loop(struct agg_event *ev)
 {
 	struct agg_loop_ctx ctx = { .ev = ev };
 	__u32 n = agg_nslots;
+
+	agg_event_epoch(ev);
 
 	bpf_loop(n < AGG_MAX_SLOTS ? n : AGG_MAX_SLOTS, agg_slot_cb, &ctx, 0);
 }

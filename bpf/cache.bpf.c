@@ -32,6 +32,7 @@ static __always_inline int tier_io(void *arg, __u32 op, __u32 stat)
 	else
 		ev->latency_ns = now > io.start_ns ? now - io.start_ns : 0;
 	ev->bytes = io.bytes;
+	ev->now_ns = now;
 	ev->stats_mask = 1u << stat;
 	agg_event_apply(ev);
 	return 0;

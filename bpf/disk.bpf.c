@@ -145,6 +145,7 @@ static __always_inline int on_complete(struct request *rq, int direct)
 	op = disk_op(READ(direct, rq, cmd_flags));
 	*(__u32 *)ev->dims[AGG_DIM_OP] = op;
 	ev->latency_ns = now > issued ? now - issued : 0;
+	ev->now_ns = now;
 	ev->bytes = READ(direct, rq, __data_len);
 	sector = READ(direct, rq, __sector);
 	ev->offset = sector * 512;

@@ -272,6 +272,7 @@ static __always_inline int leave(long ret, int op, int mode)
 	else
 		__builtin_memcpy(proc->comm, t->group_leader->comm, sizeof(proc->comm));
 	ev->latency_ns = now > p.start ? now - p.start : 0;
+	ev->now_ns = now;
 	ev->bytes = ret > 0 ? (__u64)ret : 0;
 	ev->stats_mask = 1u << AGG_STAT_FS_OPS | 1u << AGG_STAT_FS_LATENCY |
 			 (data_op(p.op) && ret >= 0 ? 1u << AGG_STAT_FS_SIZE : 0);

@@ -174,6 +174,7 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	start = (__u64)READ(direct, r, rq_stime);
 	now = bpf_ktime_get_ns();
 	ev->latency_ns = start && now > start ? now - start : 0;
+	ev->now_ns = now;
 	ev->bytes = (__u64)READ(direct, r, rq_arg.len) + READ(direct, r, rq_res.len);
 	ev->stats_mask = 1u << AGG_STAT_NFSD_OPS | 1u << AGG_STAT_NFSD_LATENCY | 1u << AGG_STAT_NFSD_SIZE;
 	agg_event_apply(ev);

@@ -68,6 +68,7 @@ static __always_inline int io_done(struct bpf_raw_tracepoint_args *ctx, __u32 op
 	if (agg_dim_used(AGG_DIM_EXPORT))
 		set_export(ev, (const void *)ctx->args[1]);
 	ev->latency_ns = now > start ? now - start : 0;
+	ev->now_ns = now;
 	ev->bytes = (__u32)ctx->args[3];
 	ev->stats_mask = 1u << AGG_STAT_NFSD_IO_OPS | 1u << AGG_STAT_NFSD_IO_LATENCY | 1u << AGG_STAT_NFSD_IO_SIZE;
 	agg_event_apply(ev);

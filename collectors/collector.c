@@ -59,6 +59,7 @@ void collector_init(struct collector *c, FILE *out, long interval, const struct 
 	c->interval = interval;
 	c->cfg = *cfg;
 	layers_init(c->layers);
+	layers_set_epoch(c->layers, (long long)time(NULL) / interval * interval, interval);
 }
 
 void collector_fini(struct collector *c)
@@ -318,26 +319,17 @@ void collector_events(struct collector *c)
 	layers_events(c->layers, false);
 }
 
-/* A read this late after its interval's end (a stalled loop) holds events of the next
- * interval: a dataset's partial record read so late makes its next one partial too (the
- * records of the others hold those events a little early, FORMAT.md). */
-#define PARTIAL_LATE_NS 20000000LL
-
-void collector_tick(struct collector *c, long long t)
+void collector_tick(struct collector *c, long long t, bool whole)
 {
-	bool late;
-
 	c->nerrors = 0;
 	layers_upkeep(c->layers, report_error, c);
 	wake_waiting(c);
-	layers_read(c->layers, report_error, c);
-	late = (long long)clock_ns(CLOCK_REALTIME) - (t + c->interval) * 1000000000LL > PARTIAL_LATE_NS;
+	layers_read(c->layers, whole ? -1 : (int)(t / c->interval & 1), report_error, c);
+	layers_set_epoch(c->layers, t + c->interval, c->interval);
 	for (size_t i = 0; i < c->ndatasets; i++) {
 		struct dataset *d = &c->datasets[i];
-		bool partial = !d->waiting && (d->enabled_ns > t * 1000000000LL || d->partial_late);
 
-		emit_dataset(c, t, d, partial);
-		d->partial_late = partial && late;
+		emit_dataset(c, t, d, !d->waiting && d->enabled_ns > t * 1000000000LL);
 	}
 	emit_status(c, t);
 	fflush(c->out);

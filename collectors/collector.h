@@ -22,8 +22,6 @@ struct dataset {
 	bool waiting;                 /* its layer's subject does not run yet (nfsd): enabled when it does */
 	long long enabled_ns;         /* wall clock when it began counting (0 while waiting): a record of
 	                               * an interval that started before is partial */
-	bool partial_late;            /* its last record was partial and read late: it took the start of
-	                               * the next interval, whose record is partial too */
 	char refused[ERROR_LEN];      /* why enabling it failed once its subject ran (reported, not retried) */
 	struct agg_slot cfg;          /* the slot it asked for */
 };
@@ -53,7 +51,9 @@ int collector_event_fds(const struct collector *c, int *fds, int max);
 /* Handles the layers' pending events (e.g. attaches to a new interface at once). */
 void collector_events(struct collector *c);
 
-/* Reads every layer and emits the records for the interval starting at unix second t. */
-void collector_tick(struct collector *c, long long t);
+/* Reads every layer and emits the records for the interval starting at unix second t:
+ * its own counts, or with whole all counts since the last tick (intervals were skipped or
+ * outlasted: a stalled loop, a clock step). */
+void collector_tick(struct collector *c, long long t, bool whole);
 
 #endif

@@ -1,5 +1,7 @@
 /* layer_counts.c — reading a layer's cumulative per-CPU counts (bpf/aggregate.h) into
- * per-interval deltas: batch map reads, sorted snapshots, merge-diff. */
+ * per-interval deltas: batch map reads, sorted snapshots, merge-diff. An interval's counts
+ * are those of its parity (AGG_EPOCH_BIT): read once it ended, against their snapshot of
+ * two intervals before, while the programs count the next interval under the other. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +22,17 @@ static int key_cmp(const struct agg_key *a, const struct agg_key *b)
 		return a->gen < b->gen ? -1 : 1;
 	if ((c = memcmp(a->key, b->key, AGG_KEY_BYTES)))
 		return c;
+	/* a bucket's two parities side by side */
+	if ((a->bucket & ~AGG_EPOCH_BIT) != (b->bucket & ~AGG_EPOCH_BIT))
+		return (a->bucket & ~AGG_EPOCH_BIT) < (b->bucket & ~AGG_EPOCH_BIT) ? -1 : 1;
 	if (a->bucket != b->bucket)
 		return a->bucket < b->bucket ? -1 : 1;
 	return 0;
+}
+
+static int parity_of(const struct agg_key *k)
+{
+	return (k->bucket & AGG_EPOCH_BIT) != 0;
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -182,25 +192,63 @@ static int snapshot(struct layer *L, char *err, size_t n)
 	return 0;
 }
 
-/* Deltas of the current snapshot against prev, for one slot or all (slot < 0). */
-static void diff(struct layer *L, int slot)
+/* Deltas of the current snapshot against prev, for one slot or all (slot < 0), of one
+ * parity or both (parity < 0); a delta's bucket without AGG_EPOCH_BIT, a bucket's two
+ * parities summed. */
+static void diff(struct layer *L, int slot, int parity)
 {
 	size_t j = 0;
 
 	L->ndeltas = 0;
 	/* merge-diff: both snapshots sorted; a key missing from prev counted from zero */
 	for (size_t i = 0; i < L->ncur; i++) {
+		struct count_entry *last = L->ndeltas ? &L->deltas[L->ndeltas - 1] : NULL;
+		struct agg_key k = L->cur[i].key;
 		uint64_t before = 0;
 
-		if (slot >= 0 && L->cur[i].key.slot != slot)
+		if ((slot >= 0 && k.slot != slot) || (parity >= 0 && parity_of(&k) != parity))
 			continue;
-		while (j < L->nprev && key_cmp(&L->prev[j].key, &L->cur[i].key) < 0)
+		while (j < L->nprev && key_cmp(&L->prev[j].key, &k) < 0)
 			j++;
-		if (j < L->nprev && key_cmp(&L->prev[j].key, &L->cur[i].key) == 0)
+		if (j < L->nprev && key_cmp(&L->prev[j].key, &k) == 0)
 			before = L->prev[j].value;
-		if (L->cur[i].value > before)
-			L->deltas[L->ndeltas++] = (struct count_entry){ L->cur[i].key, L->cur[i].value - before };
+		if (L->cur[i].value <= before)
+			continue;
+		k.bucket &= ~AGG_EPOCH_BIT;
+		if (last && key_cmp(&last->key, &k) == 0)
+			last->value += L->cur[i].value - before;
+		else
+			L->deltas[L->ndeltas++] = (struct count_entry){ k, L->cur[i].value - before };
 	}
+}
+
+/* prev becomes the snapshot's entries of parity and prev's own of the other: the
+ * baseline of each parity is its snapshot taken while the other was being counted. */
+static int keep_baselines(struct layer *L, int parity)
+{
+	size_t i = 0, j = 0, m = 0, most = L->ncur + L->nprev;
+	struct count_entry *merged = malloc((most ? most : 1) * sizeof(*merged));
+
+	if (!merged)
+		return -1;
+	while (i < L->ncur || j < L->nprev) {
+		while (i < L->ncur && parity_of(&L->cur[i].key) != parity)
+			i++;
+		while (j < L->nprev && parity_of(&L->prev[j].key) == parity)
+			j++;
+		if (i < L->ncur && (j >= L->nprev || key_cmp(&L->cur[i].key, &L->prev[j].key) < 0))
+			merged[m++] = L->cur[i++];
+		else if (j < L->nprev)
+			merged[m++] = L->prev[j++];
+	}
+	if (reserve(L, m) < 0) {
+		free(merged);
+		return -1;
+	}
+	memcpy(L->prev, merged, m * sizeof(*merged));
+	L->nprev = m;
+	free(merged);
+	return 0;
 }
 
 int layer_read_slot(struct layer *L, int slot, char *err, size_t n)
@@ -208,18 +256,25 @@ int layer_read_slot(struct layer *L, int slot, char *err, size_t n)
 	L->ndeltas = 0;
 	if (snapshot(L, err, n) < 0)
 		return -1;
-	diff(L, slot);
+	diff(L, slot, -1);
 	return 0;
 }
 
-int layer_read(struct layer *L, char *err, size_t n)
+int layer_read(struct layer *L, int parity, char *err, size_t n)
 {
 	struct count_entry *swap;
 
 	L->ndeltas = 0;
 	if (snapshot(L, err, n) < 0)
 		return -1;
-	diff(L, -1);
+	diff(L, -1, parity);
+	if (parity >= 0) {
+		if (keep_baselines(L, parity) < 0) {
+			snprintf(err, n, "out of memory reading the %s counts", L->name);
+			return -1;
+		}
+		return 0;
+	}
 	swap = L->prev;
 	L->prev = L->cur;
 	L->nprev = L->ncur;

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "catalogue.h"
+#include "clock.h"
 #include "emit.h"
 #include "layers.h"
 
@@ -22,6 +23,8 @@ static const struct layer_ops *const modules[LAYER_COUNT] = {
 #define STAT_LAYER(ID, name, provider) [LAYER_##ID] = &LAYER_OPS(ID),
 #include "statistics.def"
 };
+
+static __u64 epoch_word; /* what every loaded program's agg_epoch holds */
 
 long option_long(const char *s, long min, long max)
 {
@@ -114,6 +117,8 @@ static int layer_load(struct layer *L, const struct layer_config *cfg, char *err
 		return -1;
 	}
 	L->loaded = true;
+	if (L->epoch)
+		__atomic_store_n(L->epoch, epoch_word, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -420,7 +425,18 @@ void layers_upkeep(struct layer *L, layer_report_fn *report, void *ctx)
 			L[l].ops->upkeep(&L[l], report, ctx);
 }
 
-void layers_read(struct layer *L, layer_report_fn *report, void *ctx)
+void layers_set_epoch(struct layer *L, long long from, long interval)
+{
+	long long mono = (long long)clock_mono_ns(), wall = (long long)clock_ns(CLOCK_REALTIME);
+	long long end = (from + interval) * 1000000000LL - wall + mono;
+
+	epoch_word = ((__u64)end & ~1ULL) | (__u64)(from / interval & 1);
+	for (int l = 0; l < LAYER_COUNT; l++)
+		if (L[l].loaded && L[l].epoch)
+			__atomic_store_n(L[l].epoch, epoch_word, __ATOMIC_RELEASE);
+}
+
+void layers_read(struct layer *L, int parity, layer_report_fn *report, void *ctx)
 {
 	char err[256];
 
@@ -438,7 +454,7 @@ void layers_read(struct layer *L, layer_report_fn *report, void *ctx)
 		if (L[l].ops->read)
 			rc = L[l].ops->read(&L[l], err, sizeof(err));
 		else if (L[l].slots)
-			rc = layer_read(&L[l], err, sizeof(err));
+			rc = layer_read(&L[l], parity, err, sizeof(err));
 		if (rc < 0)
 			report(ctx, err);
 	}

@@ -112,6 +112,7 @@ struct layer {
 	struct agg_slot *slots;    /* the program's .bss slot table; NULL: the layer has no counts */
 	__u32 *nslots;
 	__u32 *dims;                           /* the program's agg_dims */
+	__u64 *epoch;                          /* the program's agg_epoch */
 	int counts_fd, table_fd, keyset_fd, nkeys_fd, stats_fd;
 	struct probe probes[LAYER_MAX_PROBES];
 	int nprobes;
@@ -129,6 +130,7 @@ struct layer {
 		(L)->slots = (s)->bss->agg_slots;                 \
 		(L)->nslots = &(s)->bss->agg_nslots;              \
 		(L)->dims = &(s)->bss->agg_dims;                  \
+		(L)->epoch = &(s)->bss->agg_epoch;                \
 		(L)->counts_fd = bpf_map__fd((s)->maps.agg_counts); \
 		(L)->table_fd = bpf_map__fd((s)->maps.agg_table); \
 		(L)->keyset_fd = bpf_map__fd((s)->maps.agg_keyset); \
@@ -182,9 +184,15 @@ int layers_event_fds(const struct layer *L, int *fds, int max);
 void layers_events(struct layer *L, bool rescan);
 
 /* The tick: every layer's upkeep; then, after the waiting datasets are woken, every
- * layer's events, refresh and read (problems go to report). */
+ * layer's events, refresh and read (problems go to report) of the interval that ended:
+ * the counts of its parity (0 even, 1 odd), or with parity -1 all counts (after a stall
+ * or a clock step, when intervals were skipped or outlasted). */
 void layers_upkeep(struct layer *L, layer_report_fn *report, void *ctx);
-void layers_read(struct layer *L, layer_report_fn *report, void *ctx);
+void layers_read(struct layer *L, int parity, layer_report_fn *report, void *ctx);
+
+/* Tells every layer's programs, now and when they load, that the interval in progress
+ * began at wall-clock second from and lasts interval seconds (bpf/aggregate.h agg_epoch). */
+void layers_set_epoch(struct layer *L, long long from, long interval);
 
 /* Statistic s's data read into slot of its layer, broken down by dim: "KEY":VALUE, ... */
 void layer_emit(const struct layer *L, const struct statistic *s, int slot, int dim, FILE *out);
@@ -205,7 +213,8 @@ void layer_key_format(const struct statistic *s, int dim, const uint8_t key[AGG_
 int layer_key_parse(const struct statistic *s, int dim, const char *text, uint8_t key[AGG_KEY_BYTES], char *err,
 		    size_t n);
 
-/* layer_counts.c: reads the counts map and fills L->deltas. 0, or -1 with a message. */
-int layer_read(struct layer *L, char *err, size_t n);
+/* layer_counts.c: reads the counts map and fills L->deltas with those of parity (-1: all).
+ * 0, or -1 with a message. */
+int layer_read(struct layer *L, int parity, char *err, size_t n);
 
 #endif

@@ -62,18 +62,27 @@ static int die_usage(const char *msg, const char *arg)
 	return EXIT_USAGE;
 }
 
+struct ticks {
+	long long wall, mono; /* when the last tick ran */
+	long long t;          /* its label; LLONG_MIN before the first */
+};
+
 /* Ticks an interval labelled t: first its interval record (FORMAT.md), how long it lasted
  * on CLOCK_MONOTONIC since the last tick and by how much the wall clock stepped meanwhile
- * (its advance beyond the monotonic one), then the datasets' records. */
-static void tick(struct collector *c, long long t, long long wall, long long *last_wall, long long *last_mono)
+ * (its advance beyond the monotonic one), then the datasets' records: the interval's own
+ * counts, or all since the last tick when it does not follow the last one (a stall, a
+ * clock step forward), or when two intervals or more passed since (a clock step back; a
+ * late tick of the interval after the last is less than two intervals after it). */
+static void tick(struct collector *c, long long t, long long wall, struct ticks *last)
 {
-	long long mono = (long long)clock_mono_ns(), length = mono - *last_mono;
+	long long mono = (long long)clock_mono_ns(), length = mono - last->mono;
+	bool whole = last->t == LLONG_MIN || t != last->t + c->interval ||
+		     length >= c->interval * 2000000000LL;
 
 	fprintf(c->out, "{\"v\":1,\"type\":\"interval\",\"t\":%lld,\"mono_ms\":%lld,\"step_ms\":%lld}\n", t,
-		length / 1000000, (wall - *last_wall - length) / 1000000);
-	*last_wall = wall;
-	*last_mono = mono;
-	collector_tick(c, t);
+		length / 1000000, (wall - last->wall - length) / 1000000);
+	*last = (struct ticks){ .wall = wall, .mono = mono, .t = t };
+	collector_tick(c, t, whole);
 }
 
 /* Splits buffered stdin into lines and runs them; false once "quit" is read. */
@@ -98,8 +107,8 @@ static bool run_lines(struct collector *c, char *buf, size_t *len)
 
 static int run(struct collector *c, long interval)
 {
-	long long last_wall = (long long)clock_ns(CLOCK_REALTIME), last_mono = (long long)clock_mono_ns();
-	long long step = interval * 1000000000LL, next = (last_wall / step + 1) * step;
+	struct ticks last = { (long long)clock_ns(CLOCK_REALTIME), (long long)clock_mono_ns(), LLONG_MIN };
+	long long step = interval * 1000000000LL, next = (last.wall / step + 1) * step;
 	char buf[LINE_MAX_BYTES];
 	size_t len = 0;
 	bool input_open = true;
@@ -128,14 +137,14 @@ static int run(struct collector *c, long interval)
 		if (now >= next) {
 			/* the interval that just ended; after a stall, the skipped ones stay gaps */
 			next = now / step * step;
-			tick(c, next / 1000000000LL - interval, now, &last_wall, &last_mono);
+			tick(c, next / 1000000000LL - interval, now, &last);
 			next += step;
 		}
 		if (ferror(c->out))
 			return 1;
 	}
 	/* flush: the interval in progress, as a last (partial) record */
-	tick(c, (next - step) / 1000000000LL, (long long)clock_ns(CLOCK_REALTIME), &last_wall, &last_mono);
+	tick(c, (next - step) / 1000000000LL, (long long)clock_ns(CLOCK_REALTIME), &last);
 	return ferror(c->out) ? 1 : 0;
 }
 

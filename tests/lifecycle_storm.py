@@ -408,9 +408,9 @@ def timelines(commands) -> dict:
 
 def shifted(stored: dict, sent: dict) -> set:
     """Runs of consecutive stored seconds, each wrong alone and right together: the daemon,
-    starved of CPU, read its maps late and a boundary's events went to the earlier label
-    (both collectors alike; a run when it stayed late). Nothing lost or added; a second's
-    worth of time resolution is."""
+    starved of CPU for a whole second or more, skipped a label and read everything since its
+    last read into the next (collectors/FORMAT.md; a read late by less moves nothing). Nothing
+    lost or added; a second's worth of time resolution is."""
     want = lambda t: sum(sent.get(s, 0) for s in range(t, t + stored[t][0]))
     wrong = sorted(t for t in stored if stored[t][1] != want(t))
     runs, out = [], set()

@@ -42,15 +42,18 @@ static int unhex(const char *s, unsigned char *out, size_t max)
 	return (int)n;
 }
 
-/* The counts of one key summed over CPUs and over both places a chunk lives
- * (bpf/aggregate.h: the per-CPU agg_table first, the agg_counts hash for collisions). */
+/* The counts of one key summed over CPUs, over both places a chunk lives (bpf/aggregate.h:
+ * the per-CPU agg_table first, the agg_counts hash for collisions) and both parities. */
 struct summed {
 	struct agg_key key;
 	uint64_t counts[AGG_CHUNK];
 };
 
-static struct summed *summed_of(struct summed **all, size_t *n, const struct agg_key *k)
+static struct summed *summed_of(struct summed **all, size_t *n, const struct agg_key *parity_key)
 {
+	struct agg_key key = *parity_key, *k = &key;
+
+	key.bucket &= ~AGG_EPOCH_BIT; /* both intervals' counts */
 	for (size_t i = 0; i < *n; i++)
 		if (!memcmp(&(*all)[i].key, k, sizeof(*k)))
 			return &(*all)[i];
