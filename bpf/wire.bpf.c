@@ -608,7 +608,9 @@ static long walk_step_cb(__u32 i, void *ctx)
 	__u32 pos = w->pos;
 
 	record_inline(w, LOOP_BPF, 0);
-	return w->pos == pos ? walk_step(w, LOOP_BPF) : 0;
+	if (w->pos == pos)
+		return walk_step(w, LOOP_BPF);
+	return w->pos >= w->end || w->lost; /* the packet's last record: no step more */
 }
 
 /* The bounded programs' walk in progress (per CPU): the walk's scalars, and what finds
@@ -663,7 +665,7 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	w.dir = s->dir;
 	/* a record that starts here and whose header this packet holds: at once, in one copy */
 	record_inline(&w, LOOP_BOUNDED, 1);
-	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED) : 0;
+	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED) : w.pos >= w.end || w.lost;
 	s->pos = w.pos;
 	s->lost = w.lost;
 	return (stop ? WALK_STOP : 0) | (w.emitted ? WALK_EMITTED : 0);
