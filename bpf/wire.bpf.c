@@ -155,9 +155,10 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
+/* The big-endian word at p: one load and a byte swap (x86 loads words at any alignment). */
 static __always_inline __u32 be32(const __u8 *p)
 {
-	return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+	return bpf_ntohl(*(const __u32 *)p);
 }
 
 /* --- RPC headers (the bytes after a record marker) --- */
