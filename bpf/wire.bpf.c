@@ -231,7 +231,7 @@ enum loop_kind {
 };
 
 /* The operation d of connection f counted; with LOOP_BOUNDED its event is left for the
- * step's caller to aggregate (walk_step_aggregate: the stack holds no more frames).
+ * caller to aggregate (walk_step_aggregate: the step's stack holds no more frames).
  * Every event sets the same fields, so the per-CPU event is reused without clearing it. */
 static __always_inline void emit_event(const struct wire_flow *f, const struct wire_done *d, int loop)
 {
@@ -272,17 +272,42 @@ struct walk {
 	__u32 pos, end;       /* skb offsets of the payload still to walk */
 	__u64 now;
 	__u8 lost;            /* the stream lost sync in this packet */
-	__u8 emitted;         /* LOOP_BOUNDED: an operation's event awaits its aggregation */
+	__u8 emitted;         /* LOOP_BOUNDED: operations await their aggregation (wire_step_ops) */
 	__u32 dir;            /* st's direction: DIR_* */
 };
 
+/* Records a bounded step walks at most: each step finds the connection again, so a packet
+ * of several records costs a lookup per this many (a power of two). */
+#define WIRE_STEP_RECORDS 4
+
+/* The operations a bounded step counted (at most one a record), which its caller aggregates
+ * (walk_step_aggregate), per CPU: n of them, empty between steps. */
+struct wire_step_ops {
+	__u32 n;
+	struct wire_done done[WIRE_STEP_RECORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wire_step_ops);
+} wire_step_ops SEC(".maps");
+
 static __always_inline void emit_op(struct walk *w, const struct wire_done *d, int loop)
 {
+	struct wire_step_ops *ops;
+	__u32 zero = 0;
+
 	if (loop == LOOP_BPF) {
 		emit(w->flow, d);
 		return;
 	}
-	emit_event(w->flow, d, loop);
+	ops = bpf_map_lookup_elem(&wire_step_ops, &zero);
+	if (!ops)
+		return;
+	ops->done[ops->n & (WIRE_STEP_RECORDS - 1)] = *d;
+	ops->n++;
 	w->emitted = 1;
 }
 
@@ -632,7 +657,7 @@ struct {
 } wire_walk_state SEC(".maps");
 
 /* One step of the walk in wire_walk_state: WALK_STOP, and WALK_EMITTED when it counted
- * an operation whose event (agg_scratch) the caller aggregates. A global function: the
+ * operations (wire_step_ops) that the caller aggregates. A global function: the
  * verifier checks the step once, whatever the loop that calls it. */
 enum { WALK_STOP = 1, WALK_EMITTED = 2 };
 
@@ -642,7 +667,7 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	struct walk_state *s;
 	struct wire_conn *scratch;
 	__u32 zero = 0;
-	long stop;
+	long stop = 0;
 
 	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
 	if (!s || s->pos >= s->end || s->lost)
@@ -664,21 +689,47 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	w.now = s->now;
 	w.lost = s->lost;
 	w.dir = s->dir;
-	/* a record that starts here and whose header this packet holds: at once, in one copy */
-	record_inline(&w, LOOP_BOUNDED, 1);
-	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED) : w.pos >= w.end || w.lost;
+	/* records that start here and whose header this packet holds: each at once, in one
+	 * copy; else one step of the state machine */
+	for (int k = 0; k < WIRE_STEP_RECORDS; k++) {
+		__u32 pos = w.pos;
+
+		record_inline(&w, LOOP_BOUNDED, 1);
+		if (w.pos == pos) {
+			stop = walk_step(&w, LOOP_BOUNDED);
+			break;
+		}
+		stop = w.pos >= w.end || w.lost;
+		if (stop)
+			break;
+	}
 	s->pos = w.pos;
 	s->lost = w.lost;
 	return (stop ? WALK_STOP : 0) | (w.emitted ? WALK_EMITTED : 0);
 }
 
-/* The event a step left (rc: walk_step_bounded's) aggregated; rc. A global function, so
- * that the loop over the steps branches once per step: the verifier follows at most
+/* The operations a step left (rc: walk_step_bounded's) aggregated; rc. A global function,
+ * so that the loop over the steps branches once per step: the verifier follows at most
  * 8192 branches in a row. */
 __noinline int walk_step_aggregate(int rc)
 {
-	if (rc & WALK_EMITTED)
+	struct wire_step_ops *ops;
+	struct walk_state *s;
+	__u32 zero = 0;
+
+	if (!(rc & WALK_EMITTED))
+		return rc;
+	ops = bpf_map_lookup_elem(&wire_step_ops, &zero);
+	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
+	if (!ops || !s)
+		return rc;
+	for (__u32 i = 0; i < WIRE_STEP_RECORDS; i++) {
+		if (i >= ops->n)
+			break;
+		emit_event(&s->flow, &ops->done[i], LOOP_BOUNDED);
 		agg_slots_run(NULL, 0); /* the event is agg_scratch's */
+	}
+	ops->n = 0;
 	return rc;
 }
 
