@@ -581,16 +581,16 @@ static __always_inline long walk_step(struct walk *w, int loop)
 }
 
 /* The 4 + WIRE_HEADER_BYTES bytes at skb offset pos copied to b (8-byte aligned); 0 once
- * copied. Read in place where the skb's linear part holds them (a small packet received,
- * BPF_PROG_TEST_RUN's frames), without a helper call; else (payload in page fragments, as
- * TCP sends it) through bpf_skb_load_bytes. */
-static __always_inline int load_record_start(struct __sk_buff *skb, __u32 pos, __u8 *b)
+ * copied. With in_place, read in place where the skb's linear part holds them (a small
+ * packet received, BPF_PROG_TEST_RUN's frames), without a helper call; else (payload in
+ * page fragments, as TCP sends it) through bpf_skb_load_bytes. */
+static __always_inline int load_record_start(struct __sk_buff *skb, __u32 pos, __u8 *b, int in_place)
 {
 	__u8 *data = (__u8 *)(long)skb->data, *data_end = (__u8 *)(long)skb->data_end;
 	const __u64 *p;
 
 	_Static_assert((4 + WIRE_HEADER_BYTES) % 8 == 0, "copied in words");
-	if (pos < 0x8000) { /* the verifier bounds a packet pointer's offset below 64 KiB */
+	if (in_place && pos < 0x8000) { /* the verifier bounds a packet pointer's offset below 64 KiB */
 		p = (const __u64 *)(data + (pos & 0x7fff));
 		if ((__u8 *)p + 4 + WIRE_HEADER_BYTES <= data_end) {
 			for (int i = 0; i < (4 + WIRE_HEADER_BYTES) / 8; i++)
@@ -601,26 +601,19 @@ static __always_inline int load_record_start(struct __sk_buff *skb, __u32 pos, _
 	return bpf_skb_load_bytes(skb, pos, b, 4 + WIRE_HEADER_BYTES);
 }
 
-/* load_record_start into st's buffer as a global function, for the bpf_loop callback: its
- * verification sees one call, not the branch, which takes it past 8192 pending branches
- * (a pointer argument: Linux 5.12+). */
-__noinline int load_record_start_global(struct __sk_buff *skb, __u32 pos, struct wire_stream *st)
-{
-	return st ? load_record_start(skb, pos, st->buf) : -1;
-}
-
 /* The common case in one go: a record that starts at w->pos, whose marker and whole
  * header the packet holds (one copy of both) and, mostly, the rest of the record. The
  * walk goes on in walk_step() only for what is left after the record's first fragment.
- * in_callback: in the bpf_loop callback. */
-static __always_inline void record_inline(struct walk *w, int loop, int in_callback)
+ * in_place: the copy may read the packet in place (not in the bpf_loop callback, where
+ * the extra branch takes the verifier past its 8192 pending branches). */
+static __always_inline void record_inline(struct walk *w, int loop, int in_place)
 {
 	struct wire_stream *st = w->st;
 	__u8 *b = st->buf;
 
 	if (st->phase != PH_MARKER || !st->rec_start || st->have || w->end - w->pos < 4 + WIRE_HEADER_BYTES)
 		return;
-	if (in_callback ? load_record_start_global(w->skb, w->pos, st) : load_record_start(w->skb, w->pos, b))
+	if (load_record_start(w->skb, w->pos, b, in_place))
 		return;
 	w->pos += 4;
 	marker(w, be32(b), loop);
@@ -640,7 +633,7 @@ static long walk_step_cb(__u32 i, void *ctx)
 	struct walk *w = ctx;
 	__u32 pos = w->pos;
 
-	record_inline(w, LOOP_BPF, 1);
+	record_inline(w, LOOP_BPF, 0);
 	if (w->pos == pos)
 		return walk_step(w, LOOP_BPF);
 	return w->pos >= w->end || w->lost; /* the packet's last record: no step more */
@@ -701,7 +694,7 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	for (int k = 0; k < WIRE_STEP_RECORDS; k++) {
 		__u32 pos = w.pos;
 
-		record_inline(&w, LOOP_BOUNDED, 0);
+		record_inline(&w, LOOP_BOUNDED, 1);
 		if (w.pos == pos) {
 			stop = walk_step(&w, LOOP_BOUNDED);
 			break;
@@ -779,7 +772,7 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 static __always_inline void walk(struct walk *w, int loop)
 {
 	if (loop == LOOP_BPF)
-		record_inline(w, loop, 0); /* each of the bounded walk's steps begins with it */
+		record_inline(w, loop, 1); /* each of the bounded walk's steps begins with it */
 	if (w->pos < w->end && !w->lost)
 		walk_steps(w, 0, loop);
 }
