@@ -604,8 +604,10 @@ static __always_inline int load_record_start(struct __sk_buff *skb, __u32 pos, _
 /* The common case in one go: a record that starts at w->pos, whose marker and whole
  * header the packet holds (one copy of both) and, mostly, the rest of the record. The
  * walk goes on in walk_step() only for what is left after the record's first fragment.
- * in_place: the copy may read the packet in place (not in the bpf_loop callback, where
- * the extra branch takes the verifier past its 8192 pending branches). */
+ * in_place: the copy may read the packet in place. Not in the bpf_loop callback: there
+ * the branch takes the verifier past its 8192 pending branches, and a packet's later
+ * records mostly lie beyond its linear part (a global function reading in place made
+ * them dearer where the payload is in page fragments). */
 static __always_inline void record_inline(struct walk *w, int loop, int in_place)
 {
 	struct wire_stream *st = w->st;
