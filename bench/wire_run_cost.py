@@ -1,13 +1,18 @@
 """What the wire layer's TC programs cost per packet: the kernel's own run time of
 BPF_PROG_TEST_RUN (tests/wire_test_run) over crafted NFSv3 connections (READ calls and
 their replies, OUTSTANDING calls in flight, three datasets as in the parse tests), ns per
-call packet (ingress) and per reply packet (egress). The peer is the same programs built
-from another git revision (default main), measured in the same run in alternating rounds.
-With --trios the peers are this tree's two program trios instead, bpf_loop and bounded
-(bpf/wire.bpf.c). Two workloads: one record per packet (the walk's inline path) and BATCH
-records per packet (its loop).
-Needs root.   usage: [ROUNDS=N] [BATCH=N] wire_run_cost.py [REV | --trios]"""
+call packet (ingress) and per reply packet (egress). Two workloads: one record per packet
+(the walk's inline path) and BATCH records per packet (its loop).
+
+The peers are measured in the same run, in alternating rounds (the order rotated each
+round), and compared round by round: each figure is the median of the rounds' ratios with
+its 95 % interval (order statistics, bench/losses.py; from 6 rounds on).
+- REV (default main): both program trios (bpf_loop and bounded, bpf/wire.bpf.c) of this
+  tree against the same trios built from git revision REV with its own Makefile.
+- --trios: this tree's bounded trio against its bpf_loop trio.
+Needs root.   usage: [ROUNDS=N] [BATCH=N] [CALLS=N] wire_run_cost.py [REV | --trios]"""
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,32 +21,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+from losses import median_interval  # noqa: E402
 from test_wire_parse import PORT, READ, Conn, call, record, reply  # noqa: E402
 
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): the trios, one short round
-CALLS, OUTSTANDING, ROUNDS = (400, 8, 1) if SMOKE else (4000, 8, int(os.environ.get("ROUNDS", 7)))
+CALLS, OUTSTANDING, ROUNDS = ((400, 8, 1) if SMOKE else
+                              (int(os.environ.get("CALLS", 4000)), 8, int(os.environ.get("ROUNDS", 7))))
 BATCH = int(os.environ.get("BATCH", 8))
-BPF_CFLAGS = "-g -O2 -target bpf -D__TARGET_ARCH_x86 -D__bpf__ -Wall".split()
 
 
 def build_at(rev, out):
-    """build/tests/wire_test_run as of git revision rev, in directory out."""
-    src = out / "src"
-    src.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "bpf", "collectors", "engine", "tests"],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-    inc = [f"-I{ROOT / 'build'}", f"-I{src / 'bpf'}", f"-I{src / 'engine'}", f"-I{src / 'collectors'}"]
-    subprocess.run(["clang", *BPF_CFLAGS, *inc, "-c", str(src / "bpf/wire.bpf.c"), "-o", str(out / "wire.bpf.o")],
-                   check=True)
-    skel = subprocess.run(["bpftool", "gen", "skeleton", str(out / "wire.bpf.o")], check=True,
-                          capture_output=True).stdout
-    (out / "wire.skel.h").write_bytes(skel)
-    libs = subprocess.run(["pkg-config", "--libs", "libbpf"], check=True, capture_output=True,
-                          text=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-std=gnu11", "-D_GNU_SOURCE", f"-I{out}", *inc[1:], f"-I{src / 'tests'}",
-                    str(src / "tests/wire_test_run.c"), "-o", str(out / "wire_test_run"), *libs], check=True)
-    return out / "wire_test_run"
+    """build/tests/wire_test_run as of git revision rev, built by its own Makefile in out."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    (out / "build").mkdir()
+    shutil.copy(ROOT / "build/vmlinux.h", out / "build/vmlinux.h")  # this kernel's, as this tree's build
+    subprocess.run(["make", "-C", str(out), "build/tests/wire_test_run"], check=True, capture_output=True)
+    return out / "build/tests/wire_test_run"
 
 
 class Runner:
@@ -90,23 +87,32 @@ def batched(cport):
 
 
 def measure(runners, make_packets, packets_per_dir):
-    """{peer: (call ns, reply ns)} per packet, medians over ROUNDS alternating rounds."""
-    samples = {name: ([], []) for name in runners}
+    """{peer: [(call ns, reply ns) per packet, one pair a round]}, ROUNDS alternating rounds."""
+    samples = {name: [] for name in runners}
+    names = list(runners)
     for n in range(ROUNDS):
         packets = make_packets(40000 + n)
-        for name, r in runners.items():
-            before = r.run_ns([])
-            after = r.run_ns(packets)
-            samples[name][0].append((after[0] - before[0]) / packets_per_dir)
-            samples[name][1].append((after[1] - before[1]) / packets_per_dir)
-    return {name: (statistics.median(c), statistics.median(r)) for name, (c, r) in samples.items()}
+        for name in names[n % len(names):] + names[:n % len(names)]:
+            before = runners[name].run_ns([])
+            after = runners[name].run_ns(packets)
+            samples[name].append(((after[0] - before[0]) / packets_per_dir, (after[1] - before[1]) / packets_per_dir))
+    return samples
 
 
-def report(title, medians, base):
+def ratio(xs, base, i):
+    """'xR [lo, hi]': the median of the rounds' ratios xs/base in field i, its 95 % interval."""
+    med, (lo, hi) = median_interval([x[i] / b[i] for x, b in zip(xs, base)])
+    return f"x{med:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+
+
+def report(title, samples, pairs):
     print(title)
-    bc, br = medians[base]
-    for name, (c, r) in medians.items():
-        print(f"  {name:12s} call {c:6.0f} ns (x{c / bc:.2f})   reply {r:6.0f} ns (x{r / br:.2f})")
+    for name, xs in samples.items():
+        print(f"  {name:18s} call {statistics.median(x[0] for x in xs):6.0f} ns   "
+              f"reply {statistics.median(x[1] for x in xs):6.0f} ns")
+    for name, base in pairs:
+        print(f"  {name} / {base}: call {ratio(samples[name], samples[base], 0)}   "
+              f"reply {ratio(samples[name], samples[base], 1)}")
 
 
 def main():
@@ -117,17 +123,23 @@ def main():
     this = ROOT / "build/tests/wire_test_run"
     with tempfile.TemporaryDirectory() as tmp:
         if rev == "--trios":
-            base, runners = "bpf_loop", {"bpf_loop": Runner(this), "bounded": Runner(this, "--bounded")}
+            runners = {"bpf_loop": Runner(this), "bounded": Runner(this, "--bounded")}
+            pairs = [("bounded", "bpf_loop")]
         else:
-            base, runners = rev, {rev: Runner(build_at(rev, Path(tmp))), "this tree": Runner(this)}
+            peer = build_at(rev, Path(tmp))
+            runners, pairs = {}, []
+            for trio, option in (("bpf_loop", []), ("bounded", ["--bounded"])):
+                runners[f"{rev} {trio}"] = Runner(peer, *option)
+                runners[f"this {trio}"] = Runner(this, *option)
+                pairs.append((f"this {trio}", f"{rev} {trio}"))
         one = measure(runners, workload, CALLS)
         many = measure(runners, batched, CALLS // BATCH)
         for r in runners.values():
             r.close()
-    report(f"wire BPF run time per packet, one record a packet (median of {ROUNDS} rounds x {CALLS} "
-           f"NFSv3 READs, {OUTSTANDING} outstanding):", one, base)
-    report(f"wire BPF run time per packet, {BATCH} records a packet (median of {ROUNDS} rounds x "
-           f"{CALLS} NFSv3 READs):", many, base)
+    report(f"wire BPF run time per packet, one record a packet (medians of {ROUNDS} rounds x {CALLS} "
+           f"NFSv3 READs, {OUTSTANDING} outstanding; ratios of the rounds' ratios, 95 % intervals):", one, pairs)
+    report(f"wire BPF run time per packet, {BATCH} records a packet (medians of {ROUNDS} rounds x "
+           f"{CALLS} NFSv3 READs):", many, pairs)
 
 
 if __name__ == "__main__":

@@ -155,9 +155,10 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
+/* The big-endian word at p: one load and a byte swap (x86 loads words at any alignment). */
 static __always_inline __u32 be32(const __u8 *p)
 {
-	return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+	return bpf_ntohl(*(const __u32 *)p);
 }
 
 /* --- RPC headers (the bytes after a record marker) --- */
@@ -230,7 +231,7 @@ enum loop_kind {
 };
 
 /* The operation d of connection f counted; with LOOP_BOUNDED its event is left for the
- * step's caller to aggregate (walk_step_aggregate: the stack holds no more frames).
+ * caller to aggregate (walk_step_aggregate: the step's stack holds no more frames).
  * Every event sets the same fields, so the per-CPU event is reused without clearing it. */
 static __always_inline void emit_event(const struct wire_flow *f, const struct wire_done *d, int loop)
 {
@@ -271,17 +272,42 @@ struct walk {
 	__u32 pos, end;       /* skb offsets of the payload still to walk */
 	__u64 now;
 	__u8 lost;            /* the stream lost sync in this packet */
-	__u8 emitted;         /* LOOP_BOUNDED: an operation's event awaits its aggregation */
+	__u8 emitted;         /* LOOP_BOUNDED: operations await their aggregation (wire_step_ops) */
 	__u32 dir;            /* st's direction: DIR_* */
 };
 
+/* Records a bounded step walks at most: each step finds the connection again, so a packet
+ * of several records costs a lookup per this many (a power of two). */
+#define WIRE_STEP_RECORDS 4
+
+/* The operations a bounded step counted (at most one a record), which its caller aggregates
+ * (walk_step_aggregate), per CPU: n of them, empty between steps. */
+struct wire_step_ops {
+	__u32 n;
+	struct wire_done done[WIRE_STEP_RECORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wire_step_ops);
+} wire_step_ops SEC(".maps");
+
 static __always_inline void emit_op(struct walk *w, const struct wire_done *d, int loop)
 {
+	struct wire_step_ops *ops;
+	__u32 zero = 0;
+
 	if (loop == LOOP_BPF) {
 		emit(w->flow, d);
 		return;
 	}
-	emit_event(w->flow, d, loop);
+	ops = bpf_map_lookup_elem(&wire_step_ops, &zero);
+	if (!ops)
+		return;
+	ops->done[ops->n & (WIRE_STEP_RECORDS - 1)] = *d;
+	ops->n++;
 	w->emitted = 1;
 }
 
@@ -554,17 +580,42 @@ static __always_inline long walk_step(struct walk *w, int loop)
 	}
 }
 
+/* The 4 + WIRE_HEADER_BYTES bytes at skb offset pos copied to b (8-byte aligned); 0 once
+ * copied. With in_place, read in place where the skb's linear part holds them (a small
+ * packet received, BPF_PROG_TEST_RUN's frames), without a helper call; else (payload in
+ * page fragments, as TCP sends it) through bpf_skb_load_bytes. */
+static __always_inline int load_record_start(struct __sk_buff *skb, __u32 pos, __u8 *b, int in_place)
+{
+	__u8 *data = (__u8 *)(long)skb->data, *data_end = (__u8 *)(long)skb->data_end;
+	const __u64 *p;
+
+	_Static_assert((4 + WIRE_HEADER_BYTES) % 8 == 0, "copied in words");
+	if (in_place && pos < 0x8000) { /* the verifier bounds a packet pointer's offset below 64 KiB */
+		p = (const __u64 *)(data + (pos & 0x7fff));
+		if ((__u8 *)p + 4 + WIRE_HEADER_BYTES <= data_end) {
+			for (int i = 0; i < (4 + WIRE_HEADER_BYTES) / 8; i++)
+				((__u64 *)b)[i] = p[i];
+			return 0;
+		}
+	}
+	return bpf_skb_load_bytes(skb, pos, b, 4 + WIRE_HEADER_BYTES);
+}
+
 /* The common case in one go: a record that starts at w->pos, whose marker and whole
  * header the packet holds (one copy of both) and, mostly, the rest of the record. The
- * walk goes on in walk_step() only for what is left after the record's first fragment. */
-static __always_inline void record_inline(struct walk *w, int loop)
+ * walk goes on in walk_step() only for what is left after the record's first fragment.
+ * in_place: the copy may read the packet in place. Not in the bpf_loop callback: there
+ * the branch takes the verifier past its 8192 pending branches, and a packet's later
+ * records mostly lie beyond its linear part (a global function reading in place made
+ * them dearer where the payload is in page fragments). */
+static __always_inline void record_inline(struct walk *w, int loop, int in_place)
 {
 	struct wire_stream *st = w->st;
 	__u8 *b = st->buf;
 
 	if (st->phase != PH_MARKER || !st->rec_start || st->have || w->end - w->pos < 4 + WIRE_HEADER_BYTES)
 		return;
-	if (bpf_skb_load_bytes(w->skb, w->pos, b, 4 + WIRE_HEADER_BYTES))
+	if (load_record_start(w->skb, w->pos, b, in_place))
 		return;
 	w->pos += 4;
 	marker(w, be32(b), loop);
@@ -584,8 +635,10 @@ static long walk_step_cb(__u32 i, void *ctx)
 	struct walk *w = ctx;
 	__u32 pos = w->pos;
 
-	record_inline(w, LOOP_BPF);
-	return w->pos == pos ? walk_step(w, LOOP_BPF) : 0;
+	record_inline(w, LOOP_BPF, 0);
+	if (w->pos == pos)
+		return walk_step(w, LOOP_BPF);
+	return w->pos >= w->end || w->lost; /* the packet's last record: no step more */
 }
 
 /* The bounded programs' walk in progress (per CPU): the walk's scalars, and what finds
@@ -606,7 +659,7 @@ struct {
 } wire_walk_state SEC(".maps");
 
 /* One step of the walk in wire_walk_state: WALK_STOP, and WALK_EMITTED when it counted
- * an operation whose event (agg_scratch) the caller aggregates. A global function: the
+ * operations (wire_step_ops) that the caller aggregates. A global function: the
  * verifier checks the step once, whatever the loop that calls it. */
 enum { WALK_STOP = 1, WALK_EMITTED = 2 };
 
@@ -616,7 +669,7 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	struct walk_state *s;
 	struct wire_conn *scratch;
 	__u32 zero = 0;
-	long stop;
+	long stop = 0;
 
 	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
 	if (!s || s->pos >= s->end || s->lost)
@@ -638,21 +691,47 @@ __noinline int walk_step_bounded(struct __sk_buff *skb)
 	w.now = s->now;
 	w.lost = s->lost;
 	w.dir = s->dir;
-	/* a record that starts here and whose header this packet holds: at once, in one copy */
-	record_inline(&w, LOOP_BOUNDED);
-	stop = w.pos == s->pos ? walk_step(&w, LOOP_BOUNDED) : 0;
+	/* records that start here and whose header this packet holds: each at once, in one
+	 * copy; else one step of the state machine */
+	for (int k = 0; k < WIRE_STEP_RECORDS; k++) {
+		__u32 pos = w.pos;
+
+		record_inline(&w, LOOP_BOUNDED, 1);
+		if (w.pos == pos) {
+			stop = walk_step(&w, LOOP_BOUNDED);
+			break;
+		}
+		stop = w.pos >= w.end || w.lost;
+		if (stop)
+			break;
+	}
 	s->pos = w.pos;
 	s->lost = w.lost;
 	return (stop ? WALK_STOP : 0) | (w.emitted ? WALK_EMITTED : 0);
 }
 
-/* The event a step left (rc: walk_step_bounded's) aggregated; rc. A global function, so
- * that the loop over the steps branches once per step: the verifier follows at most
+/* The operations a step left (rc: walk_step_bounded's) aggregated; rc. A global function,
+ * so that the loop over the steps branches once per step: the verifier follows at most
  * 8192 branches in a row. */
 __noinline int walk_step_aggregate(int rc)
 {
-	if (rc & WALK_EMITTED)
+	struct wire_step_ops *ops;
+	struct walk_state *s;
+	__u32 zero = 0;
+
+	if (!(rc & WALK_EMITTED))
+		return rc;
+	ops = bpf_map_lookup_elem(&wire_step_ops, &zero);
+	s = bpf_map_lookup_elem(&wire_walk_state, &zero);
+	if (!ops || !s)
+		return rc;
+	for (__u32 i = 0; i < WIRE_STEP_RECORDS; i++) {
+		if (i >= ops->n)
+			break;
+		emit_event(&s->flow, &ops->done[i], LOOP_BOUNDED);
 		agg_slots_run(NULL, 0); /* the event is agg_scratch's */
+	}
+	ops->n = 0;
 	return rc;
 }
 
@@ -695,7 +774,7 @@ static __always_inline void walk_steps(struct walk *w, int scratch, int loop)
 static __always_inline void walk(struct walk *w, int loop)
 {
 	if (loop == LOOP_BPF)
-		record_inline(w, loop); /* each of the bounded walk's steps begins with it */
+		record_inline(w, loop, 1); /* each of the bounded walk's steps begins with it */
 	if (w->pos < w->end && !w->lost)
 		walk_steps(w, 0, loop);
 }
