@@ -202,7 +202,7 @@ toggled_load() {
 	shift 2
 	local configs=("$@")
 	: > "$work/windows"
-	randread $((2 * secs * cycles * ${#configs[@]} + 30)) --json "$work/load.json" > /dev/null &
+	randread $((4 * secs * cycles * ${#configs[@]} + 60)) --json "$work/load.json" > /dev/null &
 	lp=$!
 	sleep 2 # mounted and running
 	for ((r = 0; r < cycles; r++)); do
@@ -218,7 +218,10 @@ toggled_load() {
 		done
 	done
 	window_end "$prev"
-	kill -INT "$lp" # the run ends here; the load writes its report
+	# the run ends here; the load writes its report. SIGINT goes to strata-load itself: $lp is
+	# the subshell that runs it (which ignores SIGINT, being in the background) or, where bash
+	# execs a subshell's last command, strata-load
+	pkill -INT -P "$lp" strata-load || kill -INT "$lp" 2> /dev/null || true
 	wait "$lp"
 }
 
