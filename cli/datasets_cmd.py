@@ -224,7 +224,8 @@ def archive_(archive_path, names, output, force):
 
     Every strata command that reads datasets accepts the file with
     --archive FILE: keep it as a CI baseline or attach it to a bug report.
-    `strata datasets import FILE` merges it into another archive.
+    `strata datasets import FILE` merges it into another archive. What was
+    written is said on stderr ("wrote NAMES to FILE"), as the views say theirs.
     """
     with open_archive(archive_path) as archive:
         written = transfer.export(archive, list(names), output, overwrite=force)
