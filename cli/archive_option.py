@@ -41,9 +41,10 @@ def archive_errors(exit_code: int = 1):
 
 @contextmanager
 def open_archive(path: str | None, readonly: bool = True, prometheus_url: str | None = None,
-                 exit_code: int = 1):
+                 exit_code: int = 1, make: bool = False):
     """The archive at path (or the default one), closed afterwards; or, given
-    prometheus_url (read-only), a reader of that Prometheus server. Errors are one line."""
+    prometheus_url (read-only), a reader of that Prometheus server. Errors are one line.
+    A missing archive is refused unless make (a writer that makes it: create, import)."""
     if prometheus_url:
         if path:
             raise click.UsageError("give --archive or --prometheus, not both")
@@ -55,7 +56,7 @@ def open_archive(path: str | None, readonly: bool = True, prometheus_url: str | 
             yield PrometheusReader(prometheus_url)
         return
     with archive_errors(exit_code):
-        archive = Archive.open(path or default_archive(for_reading=readonly), readonly=readonly)
+        archive = Archive.open(path or default_archive(for_reading=readonly), readonly=readonly, make=make)
         try:
             yield archive
         finally:

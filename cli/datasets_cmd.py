@@ -5,10 +5,12 @@ import sys
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
+from strata.cli.output import wrote
 from strata.datasets import cost, status, transfer
 from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
 from strata.datasets.errors import ArchiveError
+from strata.datasets.names import checked as checked_name
 from strata.datasets.paths import default_archive
 from strata.datasets.retention import LEVELS, format_duration, parse_duration, parse_keep
 from strata.heatmaps import json_out
@@ -136,7 +138,8 @@ def create(archive_path, name, keep, suspended, allow_absent_device):
     """
     with archive_errors():
         retention = parse_keep(keep)
-    with open_archive(archive_path, readonly=False) as archive:
+        checked_name(name, allow_absent_device)      # refused before the archive is opened, or made
+    with open_archive(archive_path, readonly=False, make=True) as archive:
         info = archive.create(name, retention, active=not suspended, allow_absent_device=allow_absent_device)
     click.echo(f"created {info.name} ({info.kind}, {info.unit}; keeps {info.retention})")
 
@@ -221,11 +224,12 @@ def archive_(archive_path, names, output, force):
 
     Every strata command that reads datasets accepts the file with
     --archive FILE: keep it as a CI baseline or attach it to a bug report.
-    `strata datasets import FILE` merges it into another archive.
+    `strata datasets import FILE` merges it into another archive. What was
+    written is said on stderr ("wrote NAMES to FILE"), as the views say theirs.
     """
     with open_archive(archive_path) as archive:
         written = transfer.export(archive, list(names), output, overwrite=force)
-    click.echo(f"wrote {', '.join(written)} to {output}")
+    wrote(output, ", ".join(written))
 
 
 @datasets.command("import")
@@ -237,8 +241,10 @@ def import_(archive_path, file):
     Imported datasets arrive suspended, so this host's collector does not add
     its own data to them; names already present are refused.
     """
-    with open_archive(archive_path, readonly=False) as archive:
-        names = transfer.import_from(archive, file)
+    with archive_errors():
+        source = transfer.read_source(file)     # refused before the archive is opened, or made
+    with open_archive(archive_path, readonly=False, make=True) as archive:
+        names = transfer.import_from(archive, source)
     click.echo(f"imported {', '.join(names) or 'nothing'} (suspended)")
 
 

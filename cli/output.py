@@ -2,7 +2,8 @@
 format: --format, --json, --csv and -o's extension agree or the command stops with
 one line; text (terminal, JSON, CSV) goes to --output or stdout, a figure
 (html/png/svg) to --output or to a file named after the dataset. Every file written
-is said in one line on stderr ("wrote FILE"), whatever its format."""
+is said in one line on stderr ("wrote FILE"), whatever its format: by wrote(), which
+`strata datasets archive` uses too."""
 import os
 import re
 from pathlib import Path
@@ -53,7 +54,7 @@ def emit_text(text: str, output: str | None, color: bool | None = None) -> None:
         Path(output).write_text(text + "\n")
     except OSError as e:
         raise click.ClickException(f"cannot write {output}: {e.strerror}") from None
-    _wrote(output)
+    wrote(output)
 
 
 def write_figure(fig, output: str | None, stem: str, fmt: str, self_contained: bool = False) -> None:
@@ -67,9 +68,10 @@ def write_figure(fig, output: str | None, stem: str, fmt: str, self_contained: b
         raise click.ClickException(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"cannot write {e.filename or path}: {e.strerror}") from None
-    _wrote(path)
+    wrote(path)
 
 
-def _wrote(path: str) -> None:
-    """The line that says a file was written: on stderr, so stdout stays the data's."""
-    click.echo(f"wrote {path}", err=True)
+def wrote(path, what: str = "") -> None:
+    """The line that says a file was written ("wrote FILE", "wrote WHAT to FILE"): on
+    stderr, so stdout stays the data's."""
+    click.echo(f"wrote {what + ' to ' if what else ''}{path}", err=True)

@@ -71,9 +71,10 @@ class Archive:
         self.path, self.conn, self.readonly = path, conn, readonly
 
     @classmethod
-    def open(cls, path, readonly: bool = True) -> "Archive":
+    def open(cls, path, readonly: bool = True, make: bool | None = None) -> "Archive":
+        """The archive at path; a writer (not readonly) makes it when missing unless make is False."""
         path = str(path)
-        return cls(path, schema.connect(path, readonly), readonly)
+        return cls(path, schema.connect(path, readonly, make), readonly)
 
     def close(self):
         self.conn.close()
@@ -220,10 +221,8 @@ class Archive:
                now: int | None = None, allow_absent_device: bool = False) -> DatasetInfo:
         """Create a dataset from its name, validated against the statistics catalogue (a
         device filter: a device this host has, unless allow_absent_device)."""
-        stats = catalogue.by_name()
-        parsed = names.parse(name, stats)
-        names.check_values(parsed, stats, allow_absent_device)
-        stat = stats[parsed.statistic]
+        parsed = names.checked(name, allow_absent_device)
+        stat = catalogue.by_name()[parsed.statistic]
         keep = (retention or Retention()).check()
         now = int(time.time()) if now is None else now
         with self.write() as c:

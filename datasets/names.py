@@ -77,6 +77,15 @@ def validate(name: DatasetName, statistics: dict):
         raise ArchiveError(f"{name.statistic} has no breakdown {name.breakdown!r}; valid breakdowns: {valid}")
 
 
+def checked(text: str, allow_absent_device: bool = False) -> DatasetName:
+    """The name `datasets create` takes: parsed and checked against this package's catalogue,
+    filter values included; ArchiveError naming what is wrong."""
+    statistics = catalogue.by_name()
+    name = parse(text, statistics)
+    check_values(name, statistics, allow_absent_device)
+    return name
+
+
 def check_values(name: DatasetName, statistics: dict, allow_absent_device: bool = False):
     """ArchiveError naming the valid values unless every filter value is one its field takes
     (a device: one this host has, unless allow_absent_device)."""

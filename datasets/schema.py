@@ -178,8 +178,10 @@ def _connect(uri: str) -> sqlite3.Connection:
     return conn
 
 
-def connect(path: str, readonly: bool) -> sqlite3.Connection:
-    """An open, validated connection to the archive at path (created if writable and missing)."""
+def connect(path: str, readonly: bool, make: bool | None = None) -> sqlite3.Connection:
+    """An open, validated connection to the archive at path; made when missing if make
+    (default: when writable), else refused as missing."""
+    make = not readonly if make is None else make
     try:
         os.stat(path)
         exists = True
@@ -187,7 +189,7 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
         raise ArchiveError(f"{path}: cannot read (Permission denied on a folder above it)") from None
     except OSError:
         exists = False
-    if readonly and not exists:
+    if not exists and (readonly or not make):
         raise ArchiveError(f"{path}: no archive here (create a dataset with `strata datasets create`, "
                            "or pass --archive)")
     if exists:

@@ -5,11 +5,14 @@ export() writes a fresh archive file holding only the chosen datasets
 running collector writes. import_from() copies every dataset of
 such a file into an archive, suspended, so a collector here does not add this
 host's data to them, with the file's worksheets (datasets/worksheets.py: which are
-carried, and a name already taken here). A file that `verify` finds damaged is not
-imported. Notes on worksheets go to `say` (stderr by default), one line each.
+carried, and a name already taken here). read_source() reads and checks that file
+first, alone: a file that is missing, no archive, or that `verify` finds damaged is
+refused before the archive to import into is opened, so a refusal never makes one.
+Notes on worksheets go to `say` (stderr by default), one line each.
 """
 import os
 import sys
+from dataclasses import dataclass
 
 from . import extract, status, verify, worksheets
 from .archive import Archive
@@ -54,25 +57,44 @@ def _refuse_clash(archive: Archive, incoming: list, here: set):
         raise ArchiveError(f"{archive.path} already has {', '.join(clash)} (destroy or rename before importing)")
 
 
-def import_from(archive: Archive, src: str, say=None) -> list:
-    """Copy every dataset of the archive file src into archive (suspended), with the
-    worksheets that show only them; returns the datasets' names."""
-    say = say or _stderr("import")
+@dataclass(frozen=True)
+class Source:
+    """An archive file to import, read and checked: its datasets, the worksheets that go
+    with them (rows) and those left out (names)."""
+    path: str
+    datasets: list
+    sheets: list
+    left: list
+
+
+def read_source(src: str) -> Source:
+    """The archive file src, read and verified without opening any other archive;
+    ArchiveError when it is missing, no archive, or damaged."""
     if not os.path.exists(src):
         raise ArchiveError(f"{src}: no such file")
-    if extract.same_file(src, archive.path):
-        raise ArchiveError(f"{src} is the archive it would be imported into; nothing to import")
     with Archive.open(src, readonly=True) as source:
         incoming = source.datasets()
         with source.guard():
             sheets, left = worksheets.carried(worksheets.rows(source.conn), incoming, {d.id for d in incoming})
-    _refuse_clash(archive, incoming, {x.name for x in archive.datasets()})
     report = verify.check(src)
     if report.problems:
         more = f"; and {len(report.problems) - 1} more" if len(report.problems) > 1 else ""
         raise ArchiveError(f"{src}: not imported, it is damaged ({report.problems[0]}{more}); "
                            f"`strata datasets verify {src}` names the damage, `--salvage OUT` copies out what is "
                            "readable")
+    return Source(src, incoming, sheets, left)
+
+
+def import_from(archive: Archive, src, say=None) -> list:
+    """Copy every dataset of the archive file src (a path, or its Source from read_source)
+    into archive (suspended), with the worksheets that show only them; returns the
+    datasets' names."""
+    say = say or _stderr("import")
+    source = src if isinstance(src, Source) else read_source(src)
+    src, incoming, sheets, left = source.path, source.datasets, source.sheets, source.left
+    if extract.same_file(src, archive.path):
+        raise ArchiveError(f"{src} is the archive it would be imported into; nothing to import")
+    _refuse_clash(archive, incoming, {x.name for x in archive.datasets()})
     with archive.guard():
         extract.attach(archive.conn, src)
     try:

@@ -5,6 +5,10 @@ per key (and their event rates for ranking); gauges give their mean. Keys are
 ranked by events over the range (gauges: by mean value); every key past the
 top N is folded into one "other" series, so 10,000 clients stay readable.
 
+A column in which no second was collected (no record: before the dataset, the collector
+stopped) is NaN in every series, a gap and not zeros, as `strata stream` prints it; a
+collected quiet second is 0.
+
 A heat-map statistic with a value range (drill-down: "which clients made the
 ops slower than 10 ms?") gives, per key, the events whose value lies in the
 range, per second, and each key's share of its own events that fell there.
@@ -43,7 +47,8 @@ class Breakdown:
     metric: str             # "rate" | "percentile" | "mean"
     percentile: float
     keys: list              # series order: top keys by rank, then OTHER if any was folded
-    series: np.ndarray      # (len(keys), ncols) float64; NaN where a key has no events
+    series: np.ndarray      # (len(keys), ncols) float64; NaN where a key has no events or
+                            # nothing was collected
     rows: list              # Row per series key, same order
     folded: int             # how many keys went into OTHER
     total_keys: int
@@ -142,6 +147,15 @@ def _gauge(qr, bins, top, keys):
     return names, series, np.zeros(len(names)), len(tail), None
 
 
+def _not_collected(qr, bins: TimeBins):
+    """Per display column, whether none of its seconds was collected; None when the reader
+    does not say (qr.present empty)."""
+    present = np.asarray(qr.present, dtype=bool)
+    if not present.size:
+        return None
+    return sum_columns(present.astype(np.int64), qr.times, bins, axis=0) == 0
+
+
 def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile: float = 99.0,
             keys=None, by: str = "", bins: TimeBins = None, value_range=None) -> Breakdown:
     """The breakdown of a QueryResult over [start, end) in at most max_cols columns; of a
@@ -163,6 +177,10 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     else:
         names, series, events, folded, _ = _gauge(qr, bins, top, keys)
         metric, unit = "mean", qr.unit
+    gaps = _not_collected(qr, bins)
+    if gaps is not None:
+        series = np.asarray(series, dtype=np.float64)
+        series[:, gaps] = np.nan
     seconds = max(int(end) - int(start), 1)
     total_events = int(events.sum()) if len(events) else 0
     rows = []

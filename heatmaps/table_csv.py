@@ -6,7 +6,8 @@
   These are the exact buckets, cropped ones included: the counts sum to every event.
 - Graph (breakdown.Breakdown): one line per column, time, seconds, then one column
   per series key; values in the graph's unit (ops/s for counters and value ranges,
-  the mean for gauges, the percentile for heat-map statistics); empty where none.
+  the mean for gauges, the percentile for heat-map statistics); empty where none (a
+  column nothing was collected in, as JSON's null; a collected quiet one is 0).
 - Table (--table): the graph's top-N table, a line per key (heatmaps/JSON.md).
 """
 import csv

@@ -1,11 +1,15 @@
-"""Helpers for the datasets tests: collector-format JSON lines, the strata CLI, loop devices."""
+"""Helpers for the datasets tests: collector-format JSON lines, the strata CLI and its
+one-line errors, a copy of a module's template archive per test, loop devices."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 STRATA = str(Path(sys.executable).parent / "strata")
 
@@ -31,6 +35,23 @@ def strata(*args, env=None, input=None, timeout=60, user=None):
     full_env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
     full_env.update(env or {})
     return subprocess.run(cmd, capture_output=True, text=True, env=full_env, input=input, timeout=timeout)
+
+
+def one_line_error(proc, needle):
+    """proc (a strata run) failed in one `strata: ` line holding needle, without a traceback."""
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("strata: ") and needle in lines[0], proc.stderr
+
+
+def template_copy():
+    """The fixture of a module that defines `template` (an archive file, built once):
+    `archive = template_copy()` gives each test its own copy's path, to change."""
+    @pytest.fixture()
+    def archive(template, tmp_path) -> str:
+        shutil.copy(template, tmp_path / "a.db")
+        return str(tmp_path / "a.db")
+    return archive
 
 
 @contextmanager

@@ -2,26 +2,17 @@
 clear line with a non-zero exit for foreign, truncated, corrupt or newer archives."""
 import json
 import os
-import shutil
 import sqlite3
 import stat
 import tempfile
 
 import pytest
 
-from datasets_util import data_line, heat_second, strata
+from datasets_util import data_line, heat_second, one_line_error, strata, template_copy
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 
 T0 = 1_700_000_000
-
-
-def one_line_error(proc, needle):
-    assert proc.returncode != 0
-    assert proc.stdout == "" or "Traceback" not in proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("strata: ") and "Traceback" not in proc.stderr, proc.stderr
-    assert needle in lines[0], lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +28,7 @@ def template(tmp_path_factory):
     return path
 
 
-@pytest.fixture()
-def archive(template, tmp_path):
-    shutil.copy(template, tmp_path / "a.db")
-    return str(tmp_path / "a.db")
+archive = template_copy()
 
 
 def test_lifecycle_commands(tmp_path):
@@ -67,11 +55,16 @@ def test_lifecycle_commands(tmp_path):
 
 
 def test_unknown_statistic_or_breakdown_lists_the_valid_ones(tmp_path):
+    """... and makes no archive: a refused create, and a writer other than create and import
+    on an archive that is not there, leave no file behind."""
     a = ["--archive", str(tmp_path / "y.db")]
     one_line_error(strata("datasets", "create", "nfs.opz[op]", *a), "did you mean nfs.ops")
     one_line_error(strata("datasets", "create", "disk.ops[client]", *a), "valid breakdowns: op, device")
     one_line_error(strata("datasets", "create", "disk.ops", "--keep", "second=all", "--keep", "minute=1d", *a),
                    "at least as long")
+    one_line_error(strata("datasets", "destroy", "disk.ops", "-y", *a), "y.db: no archive here")
+    one_line_error(strata("datasets", "suspend", "--all", *a), "y.db: no archive here")
+    assert os.listdir(tmp_path) == []
 
 
 def test_statistics_json_matches_the_collector_catalogue():

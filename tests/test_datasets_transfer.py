@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from datasets_util import data_line, heat_second, strata
+from datasets_util import data_line, heat_second, one_line_error, strata, template_copy
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 from strata.web import worksheets
@@ -25,12 +25,6 @@ SHEETS = {   # name -> views; the archive holds nfs.latency[client] and nfs.ops[
     "gone": [{"name": "disk.ops[op]"}],                        # a dataset the archive does not hold
     "empty": [],
 }
-
-
-def one_line_error(proc, needle):
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("strata: ") and needle in lines[0], proc.stderr
 
 
 def state(views, last=600):
@@ -53,10 +47,7 @@ def template(tmp_path_factory):
     return path
 
 
-@pytest.fixture()
-def archive(template, tmp_path):
-    shutil.copy(template, tmp_path / "a.db")
-    return str(tmp_path / "a.db")
+archive = template_copy()
 
 
 def sheet_rows(path) -> dict:
@@ -75,10 +66,11 @@ def snapshot(path) -> tuple:
 def test_worksheets_travel_with_the_datasets_they_show(archive, tmp_path):
     out = tmp_path / "lat.strata"
     p = strata("datasets", "archive", "nfs.latency[client]", "-o", str(out), "--archive", archive)
-    assert p.returncode == 0 and p.stdout.strip() == f"wrote nfs.latency[client] to {out}", p.stderr
+    assert p.returncode == 0 and p.stdout == "", p.stderr     # stdout stays the data's, as the views'
     assert p.stderr.splitlines() == [
         "strata datasets archive: with worksheet(s) 'compare', 'latency', 'summed'",
-        "strata datasets archive: left out worksheet(s) 'both', 'empty', 'gone': they show datasets not archived"]
+        "strata datasets archive: left out worksheet(s) 'both', 'empty', 'gone': they show datasets not archived",
+        f"wrote nfs.latency[client] to {out}"]
     source = sheet_rows(archive)
     assert sheet_rows(out) == {n: source[n] for n in ("compare", "latency", "summed")}
     assert strata("datasets", "verify", str(out)).returncode == 0
@@ -167,6 +159,26 @@ def test_bad_input_to_archive_and_import_is_one_line_and_keeps_everything(archiv
         "disk.ops[op]"
 
 
+def test_a_refused_import_or_archive_makes_no_file(archive, tmp_path):
+    """Importing a file that is missing, no archive, or damaged into an archive that does not
+    exist yet (in a folder that does not either) is refused before that archive is made;
+    an archive of a missing archive writes no output."""
+    new = tmp_path / "folder" / "new.db"
+    text = tmp_path / "notes.txt"
+    text.write_text("not an archive\n" * 100)
+    one_line_error(strata("datasets", "import", str(text), "--archive", str(new)), "not an SQLite database")
+    one_line_error(strata("datasets", "import", str(tmp_path / "none.strata"), "--archive", str(new)),
+                   "none.strata: no such file")
+    damaged = tmp_path / "damaged.strata"
+    damaged.write_bytes(open(archive, "rb").read())
+    with sqlite3.connect(damaged) as c:   # a record that does not decode: SQLite reads it, verify does not
+        c.execute("UPDATE records SET data = x'05ff' WHERE step = 1 AND t = ?", (T0 + 10,))
+    one_line_error(strata("datasets", "import", str(damaged), "--archive", str(new)), "not imported, it is damaged")
+    one_line_error(strata("datasets", "archive", "nfs.ops[op]", "-o", str(tmp_path / "out.strata"),
+                          "--archive", str(new)), "no archive here")
+    assert not new.parent.exists() and not (tmp_path / "out.strata").exists()
+
+
 def test_a_dataset_created_or_destroyed_meanwhile_is_one_line_and_nothing_half_done(archive, tmp_path,
                                                                                    monkeypatch):
     """Beside other commands: a name created here while import checks its file, a dataset
@@ -207,7 +219,7 @@ def test_a_dataset_created_or_destroyed_meanwhile_is_one_line_and_nothing_half_d
         assert c.execute("SELECT name FROM datasets").fetchall() == [("nfs.ops[op]",)]
     p = strata("datasets", "archive", "nfs.latency[client]", "nfs.latency[client]", "-o", str(tmp_path / "x"),
                "--archive", archive)
-    assert p.stdout.strip() == f"wrote nfs.latency[client] to {tmp_path / 'x'}", p.stdout
+    assert p.stderr.splitlines()[-1] == f"wrote nfs.latency[client] to {tmp_path / 'x'}", p.stderr
 
 
 def test_archive_never_replaces_the_archive_a_collector_writes(archive, tmp_path):

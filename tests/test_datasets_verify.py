@@ -5,12 +5,11 @@ Every command says one line; `strata datasets verify` names the damage and exits
 import json
 import os
 import re
-import shutil
 import sqlite3
 
 import pytest
 
-from datasets_util import data_line, heat_second, strata
+from datasets_util import data_line, heat_second, one_line_error, strata, template_copy
 from strata.datasets import codec, schema
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
@@ -18,12 +17,6 @@ from strata.datasets.collector import Collector
 T0 = 1_700_000_000
 N = 2000
 PAGE = 4096
-
-
-def one_line_error(proc, needle):
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("strata: ") and needle in lines[0], proc.stderr
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +32,7 @@ def template(tmp_path_factory):
     return path
 
 
-@pytest.fixture()
-def archive(template, tmp_path):
-    shutil.copy(template, tmp_path / "a.db")
-    return str(tmp_path / "a.db")
+archive = template_copy()
 
 
 def records(path) -> dict:

@@ -1,5 +1,6 @@
 """Bad input through the real CLI: one line in the user's own units, the right exit
 code, and a "did you mean" of at most three names instead of every choice."""
+import json
 import os
 import subprocess
 import sys
@@ -123,6 +124,21 @@ def test_a_key_outside_its_set_and_a_breakdown_only_filter(tmp_path):
     assert line.endswith("its key hit: strata show 'arc.accesses[hit/miss]' --key hit"), line
     p = run(path, "show", "arc.accesses[hit/miss]", "--key", "hit", "--json", "--since", str(T0), "--until", str(T0 + 10))
     assert p.returncode == 0 and '"hit"' in p.stdout and '"miss"' not in p.stdout, p.stderr
+
+
+def test_an_op_a_statistic_never_records_points_to_the_one_that_counts_it(tmp_path):
+    """disk.offset records no flush (nor disk.latency a missed request): creating, showing or
+    picking it says so in one line, naming disk.ops, from the catalogue; read stays fine."""
+    path = build_archive(tmp_path / "disk.db", {"disk.offset[op]": lambda t: {"read": histogram([4096])}},
+                         seconds=5)
+    says = "disk.offset records no op flush: a flush has no offset on the device; disk.ops[op=flush] counts them"
+    assert one_line(run(path, "datasets", "create", "disk.offset[op=flush]"), 1) == f"strata: {says}"
+    assert one_line(run(path, "show", "disk.offset[op=flush]"), 1) == f"strata: {says}"
+    assert one_line(run(path, "show", "disk.offset[op]", "--key", "flush"), 1) == f"strata: {says}"
+    line = one_line(run(tmp_path / "new.db", "datasets", "create", "disk.latency[op=missed]"), 1)
+    assert "its latency, size and offset are unknown; disk.ops[op=missed] counts them" in line, line
+    p = run(path, "show", "disk.offset[op=read]", "--json", "--since", str(T0), "--until", str(T0 + 5))
+    assert p.returncode == 0 and json.loads(p.stdout)["events"] == 5, p.stderr
 
 
 @pytest.mark.parametrize("args, says", [

@@ -102,6 +102,23 @@ def test_heatmap_csv_cells_sum_to_the_events(archive):
     assert [r["key"] for r in table] == ["10.0.0.2", "10.0.0.1"] and table[0]["events"] == "12000"
 
 
+def test_a_second_not_collected_is_empty_a_quiet_one_zero(tmp_path):
+    """No record (before the collector started) is a gap: empty in CSV, null in JSON, as
+    `strata stream` prints it; a collected second without events is 0."""
+    path = build_archive(tmp_path / "gap.db", {"nfs.ops[client]": lambda t: (
+        None if t < T0 + 3 else {} if t < T0 + 6 else {"10.0.0.1": 4})}, seconds=10)
+    args = ["show", "nfs.ops[client]", "--archive", str(path), "--since", str(T0), "--until", str(T0 + 10)]
+    p = run_strata(args + ["--csv"])
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.reader(io.StringIO(p.stdout)))
+    assert rows[0] == ["time", "seconds", "10.0.0.1"]
+    assert [r[2] for r in rows[1:]] == [""] * 3 + ["0"] * 3 + ["4"] * 4
+    out = tmp_path / "gap.csv"
+    assert run_strata(args + ["-o", str(out)]).returncode == 0 and out.read_text() == p.stdout
+    doc = json.loads(run_strata(args + ["--json"]).stdout)
+    assert doc["series"][0]["values"] == [None] * 3 + [0] * 3 + [4] * 4
+
+
 def test_top_zero_is_every_key(tmp_path):
     keys = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(60)]
     path = build_archive(tmp_path / "many.db", {"nfs.ops[client]": lambda t: {k: i + 1 for i, k in enumerate(keys)}},
