@@ -1,8 +1,9 @@
 """What the wire layer's TC programs cost per packet: the kernel's own run time of
 BPF_PROG_TEST_RUN (tests/wire_test_run) over crafted NFSv3 connections (READ calls and
 their replies, OUTSTANDING calls in flight, three datasets as in the parse tests), ns per
-call packet (ingress) and per reply packet (egress). Two workloads: one record per packet
-(the walk's inline path) and BATCH records per packet (its loop).
+call packet (ingress) and per reply packet (egress). Three workloads: one record per packet
+(the walk's inline path), BATCH records per packet (its loop), and READ replies of LARGE
+bytes in Ethernet-sized segments (most reply packets lie within a record's body).
 
 The peers are measured in the same run, in alternating rounds (the order rotated each
 round), and compared round by round: each figure is the median of the rounds' ratios with
@@ -10,7 +11,7 @@ its 95 % interval (order statistics, bench/losses.py; from 6 rounds on).
 - REV (default main): both program trios (bpf_loop and bounded, bpf/wire.bpf.c) of this
   tree against the same trios built from git revision REV with its own Makefile.
 - --trios: this tree's bounded trio against its bpf_loop trio.
-Needs root.   usage: [ROUNDS=N] [BATCH=N] [CALLS=N] wire_run_cost.py [REV | --trios]"""
+Needs root.   usage: [ROUNDS=N] [BATCH=N] [CALLS=N] [LARGE=N] wire_run_cost.py [REV | --trios]"""
 import os
 import shutil
 import statistics
@@ -29,6 +30,8 @@ SMOKE = os.environ.get("BENCH_SMOKE") == "1"   # smoke mode (bench/run.sh): the 
 CALLS, OUTSTANDING, ROUNDS = ((400, 8, 1) if SMOKE else
                               (int(os.environ.get("CALLS", 4000)), 8, int(os.environ.get("ROUNDS", 7))))
 BATCH = int(os.environ.get("BATCH", 8))
+LARGE = int(os.environ.get("LARGE", 32768))
+SEGMENT = 1448  # TCP payload bytes a segment on Ethernet (MSS at MTU 1500)
 
 
 def build_at(rev, out):
@@ -86,16 +89,31 @@ def batched(cport):
     return packets
 
 
-def measure(runners, make_packets, packets_per_dir):
+def large(cport):
+    """One connection: CALLS // BATCH READ calls, one at a time, each answered with LARGE
+    bytes in SEGMENT-byte segments (all but the first within the reply record's body)."""
+    c, packets = Conn(cport=cport), []
+    packets += c.syn()
+    for x in range(1, CALLS // BATCH + 1):
+        packets += c.send(record(call(x, READ, args=b"\0" * 60)))
+        data = record(reply(x, body=b"\0" * LARGE))
+        for at in range(0, len(data), SEGMENT):
+            packets += c.answer(data[at:at + SEGMENT])
+    return packets
+
+
+def measure(runners, make_packets):
     """{peer: [(call ns, reply ns) per packet, one pair a round]}, ROUNDS alternating rounds."""
     samples = {name: [] for name in runners}
     names = list(runners)
     for n in range(ROUNDS):
         packets = make_packets(40000 + n)
+        calls = sum(d == "i" for d, _ in packets)
+        replies = len(packets) - calls
         for name in names[n % len(names):] + names[:n % len(names)]:
             before = runners[name].run_ns([])
             after = runners[name].run_ns(packets)
-            samples[name].append(((after[0] - before[0]) / packets_per_dir, (after[1] - before[1]) / packets_per_dir))
+            samples[name].append(((after[0] - before[0]) / calls, (after[1] - before[1]) / replies))
     return samples
 
 
@@ -132,14 +150,17 @@ def main():
                 runners[f"{rev} {trio}"] = Runner(peer, *option)
                 runners[f"this {trio}"] = Runner(this, *option)
                 pairs.append((f"this {trio}", f"{rev} {trio}"))
-        one = measure(runners, workload, CALLS)
-        many = measure(runners, batched, CALLS // BATCH)
+        one = measure(runners, workload)
+        many = measure(runners, batched)
+        big = measure(runners, large)
         for r in runners.values():
             r.close()
     report(f"wire BPF run time per packet, one record a packet (medians of {ROUNDS} rounds x {CALLS} "
            f"NFSv3 READs, {OUTSTANDING} outstanding; ratios of the rounds' ratios, 95 % intervals):", one, pairs)
     report(f"wire BPF run time per packet, {BATCH} records a packet (medians of {ROUNDS} rounds x "
            f"{CALLS} NFSv3 READs):", many, pairs)
+    report(f"wire BPF run time per packet, READ replies of {LARGE} bytes in {SEGMENT}-byte segments "
+           f"(medians of {ROUNDS} rounds x {CALLS // BATCH} READs, one in flight):", big, pairs)
 
 
 if __name__ == "__main__":

@@ -230,15 +230,18 @@ enum loop_kind {
 	LOOP_BOUNDED, /* bounded loops over global functions (any kernel since 5.10) */
 };
 
-/* The operation d of connection f counted; with LOOP_BOUNDED its event is left for the
- * caller to aggregate (walk_step_aggregate: the step's stack holds no more frames).
+/* The operation d of connection f counted at now (its packet's bpf_ktime_get_ns(), the
+ * clock of the interval boundaries: the aggregation does not read it again); with
+ * LOOP_BOUNDED its event is returned for the caller to aggregate (walk_step_aggregate:
+ * the step's stack holds no more frames), or NULL.
  * Every event sets the same fields, so the per-CPU event is reused without clearing it. */
-static __always_inline void emit_event(const struct wire_flow *f, const struct wire_done *d, int loop)
+static __always_inline struct agg_event *emit_event(const struct wire_flow *f, const struct wire_done *d,
+						     __u64 now, int loop)
 {
 	struct agg_event *ev = agg_event_reuse();
 
 	if (!ev)
-		return;
+		return NULL;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = d->op;
 	*(__u32 *)ev->dims[AGG_DIM_VERSION] = d->version;
 	*(__u32 *)ev->dims[AGG_DIM_STATUS] = d->status;
@@ -246,19 +249,21 @@ static __always_inline void emit_event(const struct wire_flow *f, const struct w
 	server_key(ev->dims[AGG_DIM_SERVER], f);
 	ev->latency_ns = d->latency_ns;
 	ev->bytes = d->bytes;
+	ev->now_ns = now;
 	ev->stats_mask = 1u << AGG_STAT_WIRE_OPS | 1u << AGG_STAT_WIRE_LATENCY | 1u << AGG_STAT_WIRE_SIZE;
 	count(WIRE_REPLIES);
 	if (loop == LOOP_BPF)
 		agg_event_apply_by_bpf_loop(ev);
+	return ev;
 }
 
 /* A global function: the verifier checks it (and the aggregation behind it) once, not
  * once for every place and state a reply is counted from. Before Linux 5.12 a global
  * function takes no pointer but the context: the bounded programs inline emit_event. */
-__noinline int emit(const struct wire_flow *f, const struct wire_done *d)
+__noinline int emit(const struct wire_flow *f, const struct wire_done *d, __u64 now)
 {
 	if (f && d)
-		emit_event(f, d, LOOP_BPF);
+		emit_event(f, d, now, LOOP_BPF);
 	return 0;
 }
 
@@ -300,7 +305,7 @@ static __always_inline void emit_op(struct walk *w, const struct wire_done *d, i
 	__u32 zero = 0;
 
 	if (loop == LOOP_BPF) {
-		emit(w->flow, d);
+		emit(w->flow, d, w->now);
 		return;
 	}
 	ops = bpf_map_lookup_elem(&wire_step_ops, &zero);
@@ -726,10 +731,13 @@ __noinline int walk_step_aggregate(int rc)
 	if (!ops || !s)
 		return rc;
 	for (__u32 i = 0; i < WIRE_STEP_RECORDS; i++) {
+		struct agg_event *ev;
+
 		if (i >= ops->n)
 			break;
-		emit_event(&s->flow, &ops->done[i], LOOP_BOUNDED);
-		agg_slots_run(NULL, 0); /* the event is agg_scratch's */
+		ev = emit_event(&s->flow, &ops->done[i], s->now, LOOP_BOUNDED);
+		if (ev)
+			agg_slots_run(ev, 0);
 	}
 	ops->n = 0;
 	return rc;
@@ -1091,7 +1099,13 @@ static __always_inline int on_packet(struct __sk_buff *skb, int hook, int loop)
 	w.dir = dir;
 	w.pos = p.payload;
 	w.end = p.end;
-	w.now = bpf_ktime_get_ns();
+	if (st->phase == PH_BODY && p.seq == st->next_seq && len <= st->frag_left) {
+		/* in sequence, within a fragment's body (a large record's later segments):
+		 * nothing to read, the clock neither */
+		body(&w);
+		goto advance;
+	}
+	w.now = bpf_ktime_get_ns(); /* CLOCK_MONOTONIC: the interval boundaries' clock (emit_event) */
 	if (st->phase != PH_UNSYNCED) {
 		__s32 ahead = (__s32)(p.seq - st->next_seq);
 

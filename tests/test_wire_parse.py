@@ -2,7 +2,8 @@
 crafted TCP segments carrying ONC RPC records — several per packet, one over many packets,
 split headers, multi-fragment records, retransmissions, gaps, streams joined mid-way, garbage,
 connections ended by FIN and RST — and NFSv4.x COMPOUNDs (main op after SEQUENCE / PUTFH / SAVEFH..., bounds that keep
-`compound`), with the expected operations, statuses and stream counters checked; then
+`compound`), with the expected operations, statuses and stream counters checked, and the
+interval parity a reply is counted under; then
 100,000 mutated packets (v3, MOUNT and v4 records; half through each hooks layout) run
 without a failure. Every test runs on both program trios: with bpf_loop (Linux 5.17+) and
 bounded (older kernels). One process loads a trio once; each test starts from emptied maps."""
@@ -12,6 +13,7 @@ import random
 import socket
 import struct
 import subprocess
+import time
 
 import pytest
 
@@ -163,6 +165,20 @@ def test_one_call_and_reply(kernel):
     assert s["size"] == {str(llhist.bucket(size)): 1}
     assert s["counters"]["calls"] == 1 and s["counters"]["replies"] == 1
     assert sum(s["counters"][k] for k in ("joined", "desyncs", "resyncs", "unmatched")) == 0
+
+
+def test_replies_counted_under_their_intervals_parity(kernel):
+    """A reply counts under the parity agg_epoch gives its packet's time on CLOCK_MONOTONIC
+    (bpf_ktime_get_ns, the clock of the boundaries; time.monotonic_ns here): before a
+    boundary an hour ahead, the parity written; after one a second past, the other."""
+    c = Conn()
+    kernel.run(c.syn())
+    for xid, (ahead_s, parity, odd) in enumerate([(3600, 0, 0), (3600, 1, 1), (-1, 0, 2), (-1, 1, 2)], 1):
+        boundary = time.monotonic_ns() + ahead_s * 10**9
+        kernel.proc.stdin.write(f"epoch {boundary & ~1 | parity}\n")
+        kernel.run(c.send(record(call(xid, GETATTR))) + c.answer(record(reply(xid))))
+        s = kernel.stats()
+        assert s["odd"] == odd and s["ops"] == {GETATTR: xid}
 
 
 def test_several_records_per_packet_both_ways(kernel):

@@ -9,8 +9,11 @@
  *                   reply by its port); a run that fails, or returns anything but
  *                   TC_ACT_UNSPEC, prints "fail ..."
  *   stats           one JSON line: {"runs":N,"ops":{OPKEY:N},"status":{KEY:N},
- *                   "size":{BUCKET:N},"counters":[...],"run_ns":[INGRESS,EGRESS]}
- *                   (keys are the u32 key bytes; run_ns: the kernel's run time summed)
+ *                   "size":{BUCKET:N},"counters":[...],"run_ns":[INGRESS,EGRESS],"odd":N}
+ *                   (keys are the u32 key bytes; run_ns: the kernel's run time summed;
+ *                   odd: the operations counted under AGG_EPOCH_BIT, an odd interval's)
+ *   epoch N         sets agg_epoch to N (bpf/aggregate.h: an interval's end on
+ *                   CLOCK_MONOTONIC | the parity of the interval it ends)
  *   hooks tc|lo     from now on run the ingress/egress programs, or the loopback one
  *   reset           empties every map (arrays zeroed) and the run counts, prints "reset":
  *                   the next packets meet a program in its just-loaded state
@@ -72,6 +75,7 @@ static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t r
 	const char *sep[3] = { "", "", "" };
 	uint64_t counters[WIRE_COUNTERS] = { 0 }, *cv = calloc((size_t)ncpu, sizeof(*cv));
 	struct summed *all = NULL;
+	uint64_t odd = 0;
 	size_t nall = 0;
 	int started = 0;
 	char *parts[3];
@@ -85,8 +89,11 @@ static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t r
 			continue;
 		struct summed *sm = summed_of(&all, &nall, &key);
 		for (int c = 0; c < ncpu; c++)
-			for (int b = 0; b < AGG_CHUNK; b++)
+			for (int b = 0; b < AGG_CHUNK; b++) {
 				sm->counts[b] += vals[c].counts[b];
+				if (key.slot == 0 && (key.bucket & AGG_EPOCH_BIT))
+					odd += vals[c].counts[b];
+			}
 	}
 	for (__u32 i = 0; i < AGG_TABLE_SIZE; i++) {
 		if (bpf_map_lookup_elem(bpf_map__fd(s->maps.agg_table), &i, tvals))
@@ -95,8 +102,11 @@ static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t r
 			if (!tvals[c].used || tvals[c].k.slot > 2)
 				continue;
 			struct summed *sm = summed_of(&all, &nall, &tvals[c].k);
-			for (int b = 0; b < AGG_CHUNK; b++)
+			for (int b = 0; b < AGG_CHUNK; b++) {
 				sm->counts[b] += tvals[c].c.counts[b];
+				if (tvals[c].k.slot == 0 && (tvals[c].k.bucket & AGG_EPOCH_BIT))
+					odd += tvals[c].c.counts[b];
+			}
 		}
 	}
 	for (int i = 0; i < 3; i++)
@@ -125,7 +135,7 @@ static void print_stats(struct wire_bpf *s, unsigned long runs, const uint64_t r
 	       parts[2]);
 	for (int i = 0; i < WIRE_COUNTERS; i++)
 		printf("%s%" PRIu64, i ? "," : "", counters[i]);
-	printf("],\"run_ns\":[%" PRIu64 ",%" PRIu64 "]}\n", run_ns[0], run_ns[1]);
+	printf("],\"run_ns\":[%" PRIu64 ",%" PRIu64 "],\"odd\":%" PRIu64 "}\n", run_ns[0], run_ns[1], odd);
 	fflush(stdout);
 	for (int i = 0; i < 3; i++)
 		free(parts[i]);
@@ -218,6 +228,10 @@ int main(int argc, char **argv)
 
 		if (strncmp(line, "stats", 5) == 0) {
 			print_stats(s, runs, run_ns);
+			continue;
+		}
+		if (strncmp(line, "epoch ", 6) == 0) {
+			s->bss->agg_epoch = strtoull(line + 6, NULL, 10);
 			continue;
 		}
 		if (strncmp(line, "hooks ", 6) == 0) {
