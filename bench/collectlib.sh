@@ -6,6 +6,9 @@
 work=$(mktemp -d)
 # seconds of the load that writes the files and warms the cache (1 in smoke mode, bench/run.sh)
 WARM_SECS=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 3)
+# the seconds toggled_load's load runs past its windows' pace (smoke mode: 6; the load runs
+# to its end: its subshell, started with &, ignores the SIGINT)
+LOAD_SLACK=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 6 || echo 30)
 engine_pid=""   # the server whose CPU time is counted (the engine, or ganesha)
 collect_pid=""
 ganesha_pid=""
@@ -202,7 +205,7 @@ toggled_load() {
 	shift 2
 	local configs=("$@")
 	: > "$work/windows"
-	randread $((2 * secs * cycles * ${#configs[@]} + 30)) --json "$work/load.json" > /dev/null &
+	randread $((2 * secs * cycles * ${#configs[@]} + LOAD_SLACK)) --json "$work/load.json" > /dev/null &
 	lp=$!
 	sleep 2 # mounted and running
 	for ((r = 0; r < cycles; r++)); do
