@@ -6,9 +6,10 @@
 work=$(mktemp -d)
 # seconds of the load that writes the files and warms the cache (1 in smoke mode, bench/run.sh)
 WARM_SECS=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 3)
-# the seconds toggled_load's load runs past its windows' pace (smoke mode: 6; the load runs
-# to its end: its subshell, started with &, ignores the SIGINT)
-LOAD_SLACK=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 6 || echo 30)
+# collect_start's pause for the collector to start (smoke mode: 0.2 s, its callers wait for
+# what they need after it), and the seconds toggled_load's load runs past its windows' pace
+# (smoke mode: 6; the load runs to its end: its subshell, started with &, ignores the SIGINT)
+if [ "${BENCH_SMOKE:-}" = 1 ]; then START_PAUSE=0.2 LOAD_SLACK=6; else START_PAUSE=1.5 LOAD_SLACK=30; fi
 engine_pid=""   # the server whose CPU time is counted (the engine, or ganesha)
 collect_pid=""
 ganesha_pid=""
@@ -112,7 +113,7 @@ collect_start() {
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$1" >&3
-	sleep 1.5
+	sleep "$START_PAUSE"
 }
 COLLECT_ENGINE=1 # collect_start passes --engine-pid (unset it for servers without probes)
 
