@@ -6,6 +6,9 @@
 work=$(mktemp -d)
 # seconds of the load that writes the files and warms the cache (1 in smoke mode, bench/run.sh)
 WARM_SECS=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 3)
+# collect_start's pause for the collector to start (smoke mode: 0.2 s, its callers wait for
+# what they need after it)
+START_PAUSE=$([ "${BENCH_SMOKE:-}" = 1 ] && echo 0.2 || echo 1.5)
 engine_pid=""   # the server whose CPU time is counted (the engine, or ganesha)
 collect_pid=""
 ganesha_pid=""
@@ -109,7 +112,7 @@ collect_start() {
 	collect_pid=$!
 	exec 3> "$work/ctl"
 	printf "$1" >&3
-	sleep 1.5
+	sleep "$START_PAUSE"
 }
 COLLECT_ENGINE=1 # collect_start passes --engine-pid (unset it for servers without probes)
 

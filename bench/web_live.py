@@ -13,7 +13,8 @@ The archive (a week: one second a minute for 6 days 23 h, every second of the la
 hour; 4 datasets, 8 clients) is written through the datasets API, about a minute.
 Usage: .venv/bin/python bench/web_live.py [--seconds 20]
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): "an hour" is 10 minutes and "a week" 2 hours, one
-draw each, 3 s of live updates, 1 open page (not 8).
+draw of the week only (its last 10 minutes are the hour's per-second data), 1 s of live
+updates after 1 s of settling, 1 open page (not 8).
 """
 import argparse
 import json
@@ -43,6 +44,9 @@ CLIENTS = [f"10.0.0.{i}" for i in range(1, 9)]
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
 HOUR, WEEK = (600, 7200) if SMOKE else (3600, 7 * 86400)
 PAGES = (0, 1) if SMOKE else (0, 1, 8)
+SPANS = ((WEEK, "1 week"),) if SMOKE else ((HOUR, "1 h"), (WEEK, "1 week"))
+# seconds from the streams opening to the measure, and from a case's end (its pages closing) to the next
+SETTLE, PAUSE = (1, 0) if SMOKE else (2, 1)
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -162,7 +166,7 @@ def live(archive, records, seconds) -> dict:
                 failed = [p.error for p in open_pages if p.error]
                 assert not failed and time.time() < deadline, f"pages did not stream: {failed}"
                 time.sleep(0.2)
-            time.sleep(2)
+            time.sleep(SETTLE)
             before, t0 = cpu_seconds(base.pid), time.monotonic()
             bytes0 = [(p.bytes, p.updates) for p in open_pages]
             time.sleep(seconds)
@@ -174,7 +178,7 @@ def live(archive, records, seconds) -> dict:
                 p.stop = True
             out[pages] = {"cpu": cpu, "seconds": seconds, "bytes": sum(b for b, _ in sent), "updates": sum(u for _, u in sent),
                           "view_bytes": statistics.mean(p.view_bytes for p in open_pages) if open_pages else 0}
-            time.sleep(1)
+            time.sleep(PAUSE)
     return out
 
 
@@ -215,7 +219,7 @@ def static_draw(archive, end, span, folder) -> float:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=3 if SMOKE else 20, help="seconds of live updates measured per case")
+    ap.add_argument("--seconds", type=int, default=1 if SMOKE else 20, help="seconds of live updates measured per case")
     args = ap.parse_args()
     records = Records()
     with tempfile.TemporaryDirectory() as folder:
@@ -223,7 +227,7 @@ def main():
         end = int(time.time()) - 5
         print(f"archive: 4 datasets, a week (the last hour every second), written in {build(archive, end, records):.0f} s")
 
-        for span, label in ((HOUR, "1 h"), (WEEK, "1 week")):
+        for span, label in SPANS:
             page = first_draw(archive, end, span)
             files = static_draw(archive, end, span, folder)
             print(f"first full draw, 4 views x {label}: page {page:.2f} s; static HTML files {files:.2f} s "

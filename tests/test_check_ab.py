@@ -57,11 +57,16 @@ seconds = 12
 """
 
 
-def start_check_ab(out, *extra) -> subprocess.Popen:
-    """`strata check ab` with PROFILE in folder out (round archives in out/rounds),
+# Rounds without the warm-up second: both engines stay up and warm between their rounds,
+# and the runs in rounds mode are the longest of the four (16 rounds of load each)
+ROUNDS_PROFILE = PROFILE.replace("\nround_warmup = 1\n", "\nround_warmup = 0\n")
+
+
+def start_check_ab(out, *extra, profile=PROFILE) -> subprocess.Popen:
+    """`strata check ab` with profile (PROFILE) in folder out (round archives in out/rounds),
     its output in out/stdout and out/stderr."""
     out.mkdir()
-    (out / "ab.toml").write_text(PROFILE)
+    (out / "ab.toml").write_text(profile)
     with open(out / "stdout", "w") as stdout, open(out / "stderr", "w") as stderr:
         return subprocess.Popen([*STRATA, "check", "ab", "--profile", "ab.toml", "--json", "-o", str(out / "rounds"),
                                  *extra], stdout=stdout, stderr=stderr, text=True, cwd=out)
@@ -97,8 +102,9 @@ def runs(tmp_path_factory, engine_bin):
     base = tmp_path_factory.mktemp("check-ab")
     engines = ("--a", engine_bin, "--b", engine_bin)
     started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds",
-                                         "--b-inject-delay", "nfs:40us"),
-               "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99"),
+                                         "--b-inject-delay", "nfs:40us", profile=ROUNDS_PROFILE),
+               "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99",
+                                      profile=ROUNDS_PROFILE),
                "duet-planted": start_check_ab(base / "duet-planted", *engines, "--b-inject-delay", "nfs:10us"),
                "duet-same": start_check_ab(base / "duet-same", *engines, "--confidence", "0.99",
                                             # the duet's measured floor (README): 2 % plus the spread
