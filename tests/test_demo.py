@@ -8,9 +8,7 @@ import pytest
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below
 from strata.lab import engine as lab_engine
 
-# 20 s of reads, the L2ARC switched on after 10: thousands of reads on each side of the switch;
-# half the demo's set: written in half the time, still twice the ARC
-DURATION, WORKING_SET = 20, "128M"
+DURATION, WORKING_SET = 30, "128M"   # half the demo's set: written in half the time, still twice the ARC
 
 
 @pytest.fixture(scope="module")
