@@ -24,7 +24,7 @@ ADDS=${ADDS:-add a nfsd.latency client\\nadd b nfsd.ops op\\nadd c wire.latency 
 if [ "${1:-}" != inside ]; then
 	folder=$PWD/build/vm/runs/bench-nfsd-$KERNEL
 	rm -rf "$folder" && mkdir -p "$folder"
-	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --folder "$folder" -- \
+	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --timeout 1800 --folder "$folder" -- \
 		env SECS="$SECS" ADDS="$ADDS" COLLECT="${COLLECT:-}" WINDOW_SECS="$WINDOW_SECS" CYCLES="$CYCLES" \
 		BENCH_SMOKE="${BENCH_SMOKE:-}" bash "$PWD/bench/collect_nfsd.sh" inside
 	exit
