@@ -13,9 +13,7 @@ from conftest import built
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below
 from strata.lab.ganesha import Ganesha
 
-# shorter than the demo's 40 s: a smaller set refills in time (within seconds of the drop
-# here, so the last 5 of the 10 s after it already read from the cache again)
-DURATION, WORKING_SET = 20, "128M"
+DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
 # A page-cache hit is a copy: a few microseconds in preadv. A read that waits for the
 # loop device (direct I/O to the VM's disk) takes 0.3-3 ms here. 200 us sits between
 # the two bands with a wide margin on both sides; 1 ms (the mark) is checked too.
