@@ -5,7 +5,8 @@
  * A requeued request is forgotten until its next issue. A request issued again while its
  * previous issue still waits had a completion the kernel did not run the completion
  * program for (6.18 skips some, on every attach kind): disk.ops counts it as op "missed"
- * of its device, so that disk.ops still adds up to /sys/block/DEV/stat.
+ * of its device, so that disk.ops still adds up to /sys/block/DEV/stat (the other disk.*
+ * statistics record no op missed: STAT_UNRECORDED in catalogue/statistics.def).
  *
  * Two attach flavours of the same code: tp_btf (typed arguments) where the kernel
  * offers it, raw_tp otherwise (the classic tracepoint format carries no request
@@ -150,7 +151,8 @@ static __always_inline int on_complete(struct request *rq, int direct)
 	sector = READ(direct, rq, __sector);
 	ev->offset = sector * 512;
 	/* a flush, or a request without a position (sector -1), has no offset: disk.ops
-	 * counts it by its op, disk.offset leaves it out */
+	 * counts it by its op, disk.offset leaves it out (STAT_UNRECORDED(DISK_OFFSET, DISK,
+	 * FLUSH, ...) in catalogue/statistics.def) */
 	ev->stats_mask = 1u << AGG_STAT_DISK_OPS | 1u << AGG_STAT_DISK_LATENCY | 1u << AGG_STAT_DISK_SIZE |
 			 (op != AGG_DISK_FLUSH && sector != ~0ULL ? 1u << AGG_STAT_DISK_OFFSET : 0);
 	agg_event_apply(ev);

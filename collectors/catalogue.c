@@ -16,6 +16,31 @@ const struct statistic statistics[] = {
 };
 const size_t nstatistics = sizeof(statistics) / sizeof(statistics[0]);
 
+/* Each kernel statistic's op key set, kind and dimensions as constants, for the checks below. */
+enum {
+#define STAT_KERNEL(ID, name, kind, unit, layer, ops, breakdowns, filters, probe0, probe1, description) \
+	STAT_OPS_##ID = (int)KEYSET_##ops, STAT_KIND_##ID = (int)KIND_##kind,                           \
+	STAT_DIMS_##ID = (breakdowns) | (filters),
+#include "statistics.def"
+};
+
+/* A STAT_UNRECORDED row names a statistic, key set, key and counter that exist (else the table
+ * below does not compile), the statistic's own op key set, and a counter on that key set. */
+#define STAT_UNRECORDED(STAT, SET, KEY, COUNTED_BY, why)                                           \
+	_Static_assert((STAT_DIMS_##STAT & D(OP)) && STAT_OPS_##STAT == (int)KEYSET_##SET,          \
+		       "STAT_UNRECORDED: " #STAT " has no op of key set " #SET);                    \
+	_Static_assert((STAT_DIMS_##COUNTED_BY & D(OP)) && STAT_OPS_##COUNTED_BY == (int)KEYSET_##SET && \
+			       STAT_KIND_##COUNTED_BY == (int)KIND_COUNTER,                              \
+		       "STAT_UNRECORDED: " #COUNTED_BY " is not a counter of key set " #SET);
+#include "statistics.def"
+
+const struct unrecorded_op unrecorded_ops[] = {
+#define STAT_UNRECORDED(STAT, SET, KEY, COUNTED_BY, why) \
+	{ AGG_STAT_##STAT, AGG_##SET##_##KEY, AGG_STAT_##COUNTED_BY, why },
+#include "statistics.def"
+};
+const size_t nunrecorded_ops = sizeof(unrecorded_ops) / sizeof(unrecorded_ops[0]);
+
 static const char *const layer_names[LAYER_COUNT] = {
 #define STAT_LAYER(ID, name, provider) [LAYER_##ID] = name,
 #include "statistics.def"
@@ -40,6 +65,14 @@ const struct statistic *statistic_find(const char *name)
 {
 	for (size_t i = 0; i < nstatistics; i++)
 		if (strcmp(statistics[i].name, name) == 0)
+			return &statistics[i];
+	return NULL;
+}
+
+const struct statistic *statistic_of(int agg_stat)
+{
+	for (size_t i = 0; i < nstatistics; i++)
+		if (statistics[i].kind != KIND_GAUGE && statistics[i].agg_stat == agg_stat)
 			return &statistics[i];
 	return NULL;
 }
@@ -79,6 +112,29 @@ static void print_source(FILE *out, const struct statistic *s)
 	emit_json_string(out, src);
 }
 
+/* "unrecorded":{"flush":{"why":"...","counted_by":"disk.ops"}}: the ops of its key set s never records. */
+static void print_unrecorded(FILE *out, const struct statistic *s)
+{
+	int first = 1;
+
+	fprintf(out, ",\"unrecorded\":{");
+	for (size_t i = 0; s->kind != KIND_GAUGE && i < nunrecorded_ops; i++) {
+		const struct unrecorded_op *u = &unrecorded_ops[i];
+
+		if (u->agg_stat != s->agg_stat)
+			continue;
+		fprintf(out, "%s", first ? "" : ",");
+		emit_json_string(out, key_text_of(s->ops, u->op));
+		fprintf(out, ":{\"why\":");
+		emit_json_string(out, u->why);
+		fprintf(out, ",\"counted_by\":");
+		emit_json_string(out, statistic_of(u->counted_by)->name);
+		fprintf(out, "}");
+		first = 0;
+	}
+	fprintf(out, "}");
+}
+
 static void print_statistic(FILE *out, const struct statistic *s)
 {
 	static const char *const kinds[] = { "counter", "heatmap", "gauge" };
@@ -98,6 +154,7 @@ static void print_statistic(FILE *out, const struct statistic *s)
 	print_source(out, s);
 	fprintf(out, ",\"description\":");
 	emit_json_string(out, s->description);
+	print_unrecorded(out, s);
 }
 
 static void print_keysets(FILE *out)

@@ -33,7 +33,20 @@ struct statistic {
 extern const struct statistic statistics[];
 extern const size_t nstatistics;
 
+/* An op of a statistic's key set that it never records (STAT_UNRECORDED in statistics.def). */
+struct unrecorded_op {
+	int agg_stat;            /* enum agg_stat of the statistic */
+	uint32_t op;             /* key value in the statistic's op key set */
+	int counted_by;          /* enum agg_stat of the counter that counts it */
+	const char *why;
+};
+
+extern const struct unrecorded_op unrecorded_ops[];
+extern const size_t nunrecorded_ops;
+
 const struct statistic *statistic_find(const char *name);
+/* The kernel statistic of an enum agg_stat; NULL if none. */
+const struct statistic *statistic_of(int agg_stat);
 /* "engine", "nfs", "cache", "disk", "vdev", "wire", "fs", "nfsd", "nfsd_io" */
 const char *layer_name(enum layer_id layer);
 /* Who defines the layer's probes: "strata" (the engine's USDT), "block", "raw_syscalls" or

@@ -76,6 +76,14 @@ static void markdown(void)
 		}
 		printf(" | %s |\n", keyset_doc(k));
 	}
+	printf("\n| statistic | records no op | why | counted by |\n|---|---|---|---|\n");
+	for (size_t i = 0; i < nunrecorded_ops; i++) {
+		const struct unrecorded_op *u = &unrecorded_ops[i];
+		const struct statistic *s = statistic_of(u->agg_stat);
+
+		printf("| `%s` | %s | %s | `%s[op=%s]` |\n", s->name, key_text_of(s->ops, u->op), u->why,
+		       statistic_of(u->counted_by)->name, key_text_of(s->ops, u->op));
+	}
 }
 
 int main(int argc, char **argv)

@@ -66,8 +66,7 @@ const char *keyset_doc(enum keyset set)
 	return keysets[set].doc;
 }
 
-/* The text of value in set, or NULL. */
-static const char *key_text_of(enum keyset set, uint32_t value)
+const char *key_text_of(enum keyset set, uint32_t value)
 {
 	for (size_t i = 0; i < nkey_texts; i++)
 		if (key_texts[i].set == set && key_texts[i].value == value)

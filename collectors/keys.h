@@ -34,6 +34,9 @@ const char *dim_doc(int dim);
 /* Dimension of a breakdown/filter name ("-" is AGG_DIM_NONE, "hit/miss" AGG_DIM_HITMISS); -1 if unknown. */
 int dim_parse(const char *name);
 
+/* The text of key value value in set, or NULL. */
+const char *key_text_of(enum keyset set, uint32_t value);
+
 /* "nfs_op", "tier", ... and a sentence on the set. */
 const char *keyset_name(enum keyset set);
 const char *keyset_doc(enum keyset set);

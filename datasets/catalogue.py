@@ -19,16 +19,6 @@ from .suggest import did_you_mean
 SYS_BLOCK = "/sys/class/block"
 SHORT_LIST = 8      # a key set up to this long is listed whole in errors; longer: the 3 nearest
 
-# Ops of its key set a statistic never records (bpf/disk.bpf.c; catalogue/STATISTICS.md, disk
-# layer): (statistic, op) -> (why, the statistic that counts them). A filter or --key asking
-# for one is refused with that line, not answered with a dataset that stays empty.
-UNRECORDED_OPS = {
-    ("disk.offset", "flush"): ("a flush has no offset on the device", "disk.ops"),
-    **{(s, "missed"): ("a missed request's completion was not seen, so its latency, size and offset "
-                       "are unknown", "disk.ops") for s in ("disk.latency", "disk.size", "disk.offset")},
-}
-
-
 @dataclass(frozen=True)
 class Statistic:
     statistic: str
@@ -42,6 +32,7 @@ class Statistic:
     reason: str = ""
     description: str = ""
     ops: str = ""                  # the key set of the "op" field
+    unrecorded: dict = field(default_factory=dict)  # op -> {"why", "counted_by"}: ops it never records
 
 
 @dataclass(frozen=True)
@@ -59,7 +50,9 @@ def _statistic(it: dict) -> Statistic:
     return Statistic(str(it["name"]), str(it["unit"]), str(it["kind"]), [str(b) for b in it["breakdowns"]],
                      [str(f) for f in it["filters"]], str(it["layer"]),
                      source if source.startswith(("usdt", "tracepoint", "tc ")) else "",
-                     None, "", str(it["description"]), str(it["ops"]))
+                     None, "", str(it["description"]), str(it["ops"]),
+                     {str(op): {"why": str(u["why"]), "counted_by": str(u["counted_by"])}
+                      for op, u in it["unrecorded"].items()})
 
 
 def parse(text: str) -> Catalogue:
@@ -127,9 +120,10 @@ def check_value(stat: Statistic, fld: str, value: str, allow_absent_device: bool
             hint = (len(valid) > SHORT_LIST and did_you_mean(value, valid, "`strata statistics --json`")
                     or f"; valid: {', '.join(valid)}")
             raise ArchiveError(f"{stat.statistic} has no {fld} {value!r}{hint}")
-        if cat.dimensions.get(fld) == "op" and (stat.statistic, value) in UNRECORDED_OPS:
-            why, counted = UNRECORDED_OPS[stat.statistic, value]
-            raise ArchiveError(f"{stat.statistic} records no op {value}: {why}; {counted}[op={value}] counts them")
+        if cat.dimensions.get(fld) == "op" and value in stat.unrecorded:
+            u = stat.unrecorded[value]
+            raise ArchiveError(f"{stat.statistic} records no op {value}: {u['why']}; "
+                               f"{u['counted_by']}[op={value}] counts them")
     elif kind == "address":
         try:
             ipaddress.ip_address(value)
