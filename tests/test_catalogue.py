@@ -82,6 +82,47 @@ def test_compiled_catalogue_follows_the_pinned_vectors():
     assert f"{len(VECTORS['statistics'])} statistics, {len(VECTORS['keys'])} key cases, 0 failed" in out.stdout
 
 
+def test_unrecorded_ops_name_an_op_of_the_statistic_and_a_counter_that_counts_it():
+    doc = json.loads(PACKAGE_JSON.read_text())
+    stats = {s["name"]: s for s in doc["statistics"]}
+    keysets = {k["name"]: [t["text"] for t in k["keys"]] for k in doc["keysets"]}
+    rows = {(name, op, u["counted_by"]) for name, s in stats.items() for op, u in s["unrecorded"].items()}
+    assert {("disk.offset", "flush", "disk.ops"), ("disk.latency", "missed", "disk.ops")} <= rows
+    for name, op, counted_by in rows:
+        stat, counter = stats[name], stats.get(counted_by)
+        assert "op" in stat["filters"] and op in keysets[stat["ops"]], (name, op)
+        assert counter and counter["kind"] == "counter" and counter["ops"] == stat["ops"], (name, counted_by)
+        assert op not in counter["unrecorded"] and stat["unrecorded"][op]["why"], (name, op)
+        with pytest.raises(ArchiveError, match=rf"^{re.escape(name)} records no op {op}: .+; "
+                                               rf"{re.escape(counted_by)}\[op={op}\] counts them$"):
+            catalogue.check_value(catalogue.by_name()[name], "op", op)
+        catalogue.check_value(catalogue.by_name()[counted_by], "op", op)
+
+
+@pytest.mark.parametrize("row,error", [
+    ("STAT_UNRECORDED(DISK_SIZE, DISK, FLUSH, DISK_OPS, \"x\")", None),
+    ("STAT_UNRECORDED(DISK_SIZE, DISK, FLUSHED, DISK_OPS, \"x\")", "AGG_DISK_FLUSHED"),
+    ("STAT_UNRECORDED(DISK_SIZES, DISK, FLUSH, DISK_OPS, \"x\")", "DISK_SIZES"),
+    ("STAT_UNRECORDED(NFS_SIZE, DISK, FLUSH, DISK_OPS, \"x\")", "NFS_SIZE has no op of key set DISK"),
+    ("STAT_UNRECORDED(DISK_SIZE, DISK, FLUSH, DISK_LATENCY, \"x\")", "DISK_LATENCY is not a counter of key set DISK"),
+    ("STAT_UNRECORDED(DISK_SIZE, DISK, FLUSH, NFS_OPS, \"x\")", "NFS_OPS is not a counter of key set DISK"),
+])
+def test_a_statistics_def_unrecorded_row_naming_what_is_not_there_does_not_compile(tmp_path, row, error):
+    """collectors/catalogue.c checks each STAT_UNRECORDED row at compile time (a copy of
+    statistics.def with one more row, found before catalogue/)."""
+    text = (REPO / "catalogue" / "statistics.def").read_text()
+    anchor = "#undef STAT_DISK_MISSED_WHY\n"
+    assert anchor in text
+    (tmp_path / "statistics.def").write_text(text.replace(anchor, anchor + row + "\n"))
+    p = subprocess.run([os.environ.get("CC", "gcc"), "-fsyntax-only", "-std=gnu11", "-D_GNU_SOURCE", f"-I{tmp_path}",
+                        "-Ibpf", "-Icatalogue", "-Ilib", "-Icollectors", "collectors/catalogue.c"],
+                       cwd=REPO, capture_output=True, text=True, timeout=60)
+    if error is None:
+        assert p.returncode == 0, p.stderr
+    else:
+        assert p.returncode != 0 and error in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("name,needle", [
     ("nfs.ops[op=reed]", "nfs.ops has no op 'reed'; did you mean read, renew or rename?"),
     ("nfs.latency[tier=flash]", "valid: none, arc, l2arc, pool, zil"),
