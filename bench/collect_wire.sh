@@ -6,7 +6,9 @@
 # wire.latency[client] + wire.ops[op] (TC program on lo), and on the engine the same two
 # statistics from its USDT probe (nfs.latency[client] + nfs.ops[op]) as the peer.
 # SETS=1 replaces the wire configuration by two: wire.latency[client] alone, and four wire
-# datasets (the goal: within 1.4 % and 3 % of nfs-ganesha's peak throughput).
+# datasets (the goal: within 1.4 % and 3 % of nfs-ganesha's peak throughput); QUIET=1 adds
+# both again with the kernel's BPF statistics off in their windows (a host's default: the
+# loss a user pays, without the two clock reads per program run that time it).
 # BASE_COLLECT_BIN=other/strata-collect adds a second collector whose wire programs are
 # switched on in windows of their own ("wire, base"): a before/after comparison in one run;
 # BASE_COLLECT_ARGS adds options to it (BASE_COLLECT_ARGS="--wire-hook tc" with this build's
@@ -36,6 +38,11 @@ if [ -n "${SETS:-}" ]; then
 	want[four]='add a wire.latency client\nadd b wire.ops op\nadd c wire.size op\nadd d wire.latency op\n'
 	progs[four]='wire_.*'
 	configs=(one four)
+	if [ -n "${QUIET:-}" ]; then
+		want[one_quiet]=${want[one]} progs[one_quiet]=${progs[one]} stats[one_quiet]=0
+		want[four_quiet]=${want[four]} progs[four_quiet]=${progs[four]} stats[four_quiet]=0
+		configs+=(one_quiet four_quiet)
+	fi
 fi
 if [ -n "${BASE_COLLECT_BIN:-}" ]; then # the same datasets on the second collector
 	want[base]=${want[wire]} progs[base]=${progs[wire]} chan[base]=4
@@ -74,6 +81,9 @@ for server in $SERVERS; do
 	if [ "$server" = engine ]; then server_windows engine "${configs[@]}" usdt; else server_windows ganesha "${configs[@]}"; fi
 	labels=("wire=wire.latency[client] + wire.ops[op] (TC)")
 	if [ -n "${SETS:-}" ]; then labels=("one=wire.latency[client] alone (TC)" "four=four wire datasets (TC)"); fi
+	if [ -n "${SETS:-}" ] && [ -n "${QUIET:-}" ]; then
+		labels+=("one_quiet=wire.latency[client] alone, BPF statistics off" "four_quiet=four wire datasets, BPF statistics off")
+	fi
 	if [ -n "${BASE_COLLECT_BIN:-}" ]; then labels+=("base=the same, $BASE_COLLECT_BIN ${BASE_COLLECT_ARGS:-}"); fi
 	if [ "$server" = engine ]; then labels+=("usdt=nfs.latency[client] + nfs.ops[op] (USDT peer)"); fi
 	.venv/bin/python bench/losses.py "$work/load.json" "$work/windows" \

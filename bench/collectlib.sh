@@ -152,6 +152,9 @@ print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in
 # progs[C] the name pattern of the BPF programs C costs; chan[C] the file descriptor of the
 # collector that takes C's commands (default 3, collect_start's) and owner[C] its pid.
 declare -A want=() progs=() chan=() owner=()
+# stats[C]=0: toggled_load runs C's windows with the kernel's BPF statistics off, as a host
+# runs by default (they time every program run, which costs each run two clock reads)
+declare -A stats=()
 
 # switch_off CONFIG: CONFIG's datasets removed (a remove for each of its adds)
 switch_off() {
@@ -212,6 +215,7 @@ toggled_load() {
 		for ((i = 0; i < ${#configs[@]}; i++)); do
 			cfg=${configs[(i + r) % ${#configs[@]}]}
 			[ -n "$prev" ] && window_end "$prev"
+			[ -n "$stats_was" ] && sysctl -qw kernel.bpf_stats_enabled="${stats[$cfg]:-1}"
 			printf "${want[$cfg]}" >&"${chan[$cfg]:-3}"
 			prev=$cfg
 			read -r n0 t0 m0 < <(bpf_runs_at "${progs[$cfg]}" "${owner[$cfg]:-$collect_pid}")

@@ -105,9 +105,12 @@ def main():
         share = run_ns / ops * statistics.median(w.rate for w in mine) / (CPUS * 1e9) * 100
         print(f"  {label}\n"
               f"      throughput loss {summary(loss)}, CPU per op {summary(cpu)} "
-              f"(medians of {len(cpu)} windows, 95 % intervals)\n"
-              f"      BPF {run_ns / ops:.0f} ns/op, {run_ns / max(runs, 1):.0f} ns/run, {runs / ops:.2f} runs/op: "
-              f"{share:.2f} % of {CPUS} CPUs")
+              f"(medians of {len(cpu)} windows, 95 % intervals)")
+        if runs:
+            print(f"      BPF {run_ns / ops:.0f} ns/op, {run_ns / max(runs, 1):.0f} ns/run, {runs / ops:.2f} runs/op: "
+                  f"{share:.2f} % of {CPUS} CPUs")
+        else:
+            print("      BPF time not measured (the kernel's BPF statistics were off in these windows)")
 
 
 if __name__ == "__main__":

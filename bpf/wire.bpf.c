@@ -95,7 +95,12 @@ struct wire_stream {
 	__u8 buf[64];     /* gathering room: have < 32 and a read of at most 32 */
 };
 
-/* A connection: its two directions and the calls awaiting their reply. */
+/* A connection: its two directions and the calls awaiting their reply. A call and a reply
+ * of one connection may be walked at once on two CPUs, so the words both directions change
+ * (npending and the slot bits) change by atomic adds only (a lost update would lose a
+ * pending call, or keep a slot taken for good): the call side sets a bit that is clear,
+ * after the call is written to its slot, and the reply side clears a bit that is set, the
+ * moved bit first, so a slot is free only once both are clear. */
 struct wire_conn {
 	struct wire_stream dir[2]; /* DIR_CALL (client to server), DIR_REPLY */
 	__u32 npending;    /* calls awaiting a reply in wire_pending */
@@ -146,6 +151,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct wire_conn);
 } wire_new_conn SEC(".maps"); /* all zero between uses: a new connection's state, and scratch */
+
+/* v added to *word in one atomic step (BPF_XADD: any kernel since 5.10; a negative v
+ * subtracts). */
+static __always_inline void add_atomic(__u32 *word, __u32 v)
+{
+	__sync_fetch_and_add(word, v);
+}
 
 static __always_inline void count(__u32 which)
 {
@@ -358,15 +370,17 @@ static __always_inline void call_forget(struct walk *w, __u32 xid, int slot)
 	struct wire_flow key;
 
 	if (slot >= 0) {
-		conn->inline_used &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
-		conn->inline_moved &= ~(1u << (slot & (WIRE_INLINE_CALLS - 1)));
+		__u32 bit = 1u << (slot & (WIRE_INLINE_CALLS - 1));
+
+		if (conn->inline_moved & bit)
+			add_atomic(&conn->inline_moved, -bit);
+		add_atomic(&conn->inline_used, -bit);
 		return;
 	}
 	key = *w->flow;
 	key.xid = xid;
-	bpf_map_delete_elem(&wire_pending, &key);
-	if (conn->npending)
-		conn->npending--;
+	if (bpf_map_delete_elem(&wire_pending, &key) == 0)
+		add_atomic(&conn->npending, -1);
 }
 
 /* Gathers up to `want` bytes into st->buf; 1 once all are there. */
@@ -402,7 +416,7 @@ static __always_inline void call_header(struct walk *w, const __u8 *h, int loop)
 	struct wire_conn *conn = w->conn;
 	struct wire_call c = {}, *old;
 	struct wire_flow key;
-	int rc = parse_call(h, &c), slot;
+	int rc = parse_call(h, &c), slot, moved;
 
 	st->in_call = 0;
 	if (rc < 0) {
@@ -431,19 +445,24 @@ static __always_inline void call_header(struct walk *w, const __u8 *h, int loop)
 		return;
 	}
 	slot = st->xid & (WIRE_INLINE_CALLS - 1);
+	moved = 0;
 	if (conn->inline_used & (1u << slot)) { /* taken: the first free slot, if any */
 		slot = -1;
 		for (int j = 0; j < WIRE_INLINE_CALLS; j++) {
 			if (!(conn->inline_used & (1u << j))) {
 				slot = j;
-				conn->inline_moved |= 1u << j;
+				moved = 1;
 				break;
 			}
 		}
 	}
 	if (slot >= 0) {
+		__u32 bit = 1u << (slot & (WIRE_INLINE_CALLS - 1));
+
 		conn->calls[slot & (WIRE_INLINE_CALLS - 1)] = c;
-		conn->inline_used |= 1u << (slot & (WIRE_INLINE_CALLS - 1));
+		if (moved)
+			add_atomic(&conn->inline_moved, bit);
+		add_atomic(&conn->inline_used, bit);
 		st->in_call = 1;
 		return;
 	}
@@ -454,7 +473,7 @@ static __always_inline void call_header(struct walk *w, const __u8 *h, int loop)
 	key = *w->flow;
 	key.xid = st->xid;
 	if (bpf_map_update_elem(&wire_pending, &key, &c, BPF_NOEXIST) == 0) {
-		conn->npending++;
+		add_atomic(&conn->npending, 1);
 		st->in_call = 1;
 	}
 }
