@@ -16,6 +16,24 @@ REPO = Path(__file__).resolve().parent.parent
 LOAD = REPO / "build" / "bin" / "strata-load"
 
 
+def ganesha_running(cpu: int | None = None, protocols: tuple[int, ...] = (3,)):
+    """A started nfs-ganesha serving NFS versions protocols, for a fixture to yield from (the
+    test skips where it is not installed), closed after; with cpu, every thread of it on
+    that CPU."""
+    import pytest
+    why = Ganesha.missing()
+    if why:
+        pytest.skip(why)
+    g = Ganesha(protocols=protocols)
+    g.start()
+    try:
+        if cpu is not None:
+            subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(g.proc.pid)], check=True, capture_output=True)
+        yield g
+    finally:
+        g.close()
+
+
 def run_load(*args: str, timeout: float = 120) -> tuple[int, dict | None, str]:
     """Runs strata-load with --json -; returns (exit code, report or None, stderr)."""
     res = subprocess.run([str(LOAD), *args, "--json", "-"], capture_output=True,

@@ -19,7 +19,7 @@ from conftest import built, load_floor, patience
 
 from collect_util import heatmap_totals
 from strata.datasets import llhist
-from wire_util import PINNED, WireEngine, p50, totals, wire_collector, wire_status
+from wire_util import WireEngine, load_followed, p50, totals, wire_collector, wire_status
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="BPF, TC and network namespaces need root"),
               pytest.mark.skipif(not shutil.which("ip"), reason="--netns needs iproute2's ip")]
@@ -107,15 +107,8 @@ def client_sent(report):
 
 @pytest.fixture
 def ganesha():
-    from load_util import Ganesha
-    why = Ganesha.missing()
-    if why:
-        pytest.skip(why)
-    g = Ganesha()
-    g.start()
-    subprocess.run(["taskset", "-a", "-p", "-c", "0", str(g.proc.pid)], check=True, capture_output=True)
-    yield g
-    g.close()
+    from load_util import ganesha_running
+    yield from ganesha_running(cpu=0)
 
 
 def test_wire_counts_what_clients_sent_to_ganesha(ganesha, tmp_path):
@@ -128,14 +121,8 @@ def test_wire_counts_what_clients_sent_to_ganesha(ganesha, tmp_path):
         c.add("ops", "wire.ops", "op")
         c.add("lat", "wire.latency", "op")
         c.add("status", "wire.ops", "status")
-        c.flush_now()
-        report = json.loads(subprocess.run(
-            [*PINNED, str(built("bin/strata-load")), *ganesha.args(), "--files", "4", "--file-size", "1m",
-             "--profile", "mixed", "--setup", "--netns", "--netns-delay", "0.5", "--clients", "4", "--threads", "2",
-             "--duration", "2", "--json", "-"], check=True, capture_output=True, text=True, timeout=120).stdout)
-        assert report["errors"] == 0
-        c.flush_now()
-        c.flush_now()
+        report = load_followed(c, *ganesha.args(), "--files", 4, "--file-size", "1m", "--profile", "mixed", "--setup",
+                               "--netns", "--netns-delay", 0.5, "--clients", 4, "--threads", 2, "--duration", 2)
     finally:
         assert c.stop() == 0
     per_client, per_op = client_sent(report)
@@ -151,14 +138,8 @@ def test_wire_counts_what_clients_sent_to_ganesha(ganesha, tmp_path):
 
 @pytest.fixture
 def ganesha_unpinned():
-    from load_util import Ganesha
-    why = Ganesha.missing()
-    if why:
-        pytest.skip(why)
-    g = Ganesha()
-    g.start()
-    yield g
-    g.close()
+    from load_util import ganesha_running
+    yield from ganesha_running()
 
 
 @pytest.mark.parametrize("programs", ["auto", "bounded"])
@@ -176,14 +157,9 @@ def test_calls_and_replies_walked_on_two_cpus_at_once(ganesha_unpinned, programs
                        *(["--wire-programs", programs] if programs != "auto" else []))
     try:
         c.add("ops", "wire.ops", "op")
-        c.flush_now()
-        report = json.loads(subprocess.run(
-            [str(built("bin/strata-load")), *g.args(), "--files", "4", "--file-size", "1m", "--profile", "randread",
-             "--io-size", "4k", "--setup", "--clients", "2", "--threads", "16", "--duration", "4", "--json", "-"],
-            check=True, capture_output=True, text=True, timeout=120).stdout)
-        assert report["errors"] == 0
-        c.flush_now()
-        c.flush_now()
+        report = load_followed(c, *g.args(), "--files", 4, "--file-size", "1m", "--profile", "randread",
+                               "--io-size", "4k", "--setup", "--clients", 2, "--threads", 16, "--duration", 4,
+                               pinned=False)
     finally:
         assert c.stop() == 0
     _, per_op = client_sent(report)

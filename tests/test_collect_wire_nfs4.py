@@ -13,34 +13,20 @@ import pytest
 
 from conftest import built
 from test_collect_wire import client_sent
-from wire_util import PINNED, totals, wire_collector, wire_status
+from load_util import ganesha_running
+from wire_util import PINNED, load_followed, totals, wire_collector, wire_status
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="BPF and TC need root")
 
 
-def start_ganesha(protocols):
-    from load_util import Ganesha
-    why = Ganesha.missing()
-    if why:
-        pytest.skip(why)
-    g = Ganesha(protocols=protocols)
-    g.start()
-    subprocess.run(["taskset", "-a", "-p", "-c", "0", str(g.proc.pid)], check=True, capture_output=True)
-    return g
-
-
 @pytest.fixture
 def ganesha4():
-    g = start_ganesha((3, 4))
-    yield g
-    g.close()
+    yield from ganesha_running(cpu=0, protocols=(3, 4))
 
 
 @pytest.fixture
 def ganesha3():
-    g = start_ganesha((3,))
-    yield g
-    g.close()
+    yield from ganesha_running(cpu=0)
 
 
 def test_nfs4_compounds_count_as_their_main_op(ganesha4):
@@ -99,14 +85,8 @@ def test_mount_and_nfs_ports_found_through_rpcbind(ganesha3):
             c.add(f"ops{port}", "wire.ops", "op", f"server=127.0.0.1:{port}")
         st = c.wait_status(lambda s: "wire" in s and ports <= set(s["wire"]["ports"]), timeout=15)
         assert 2049 in st["wire"]["ports"]
-        c.flush_now()
-        report = json.loads(subprocess.run(
-            [*PINNED, str(built("bin/strata-load")), *ganesha3.args(), "--files", "2", "--file-size", "256k",
-             "--profile", "mixed", "--setup", "--clients", "2", "--duration", "1", "--json", "-"],
-            check=True, capture_output=True, text=True, timeout=120).stdout)
-        assert report["errors"] == 0
-        c.flush_now()
-        c.flush_now()
+        report = load_followed(c, *ganesha3.args(), "--files", 2, "--file-size", "256k", "--profile", "mixed",
+                               "--setup", "--clients", 2, "--duration", 1)
     finally:
         assert c.stop() == 0
     _, per_op = client_sent(report)

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import built
-from load_util import Ganesha, check_report, expected_bytes, file_name, load_ok, nfs_cat
+from load_util import Ganesha, check_report, expected_bytes, file_name, ganesha_running, load_ok, nfs_cat
 
 FILES, FILE_SIZE = 4, 1 << 20
 
@@ -16,13 +16,7 @@ FILES, FILE_SIZE = 4, 1 << 20
 @pytest.fixture(scope="module")
 def ganesha():
     built("bin/strata-load")
-    why = Ganesha.missing()
-    if why:
-        pytest.skip(why)
-    g = Ganesha()
-    g.start()
-    yield g
-    g.close()
+    yield from ganesha_running()
 
 
 def common(g: Ganesha, *extra: str) -> list[str]:

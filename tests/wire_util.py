@@ -1,5 +1,6 @@
 """Helpers for the wire-layer tests: a private strata-engine copy on loopback, the
 collector with the wire layer on chosen interfaces and ports, and sums of its records."""
+import json
 import re
 import subprocess
 import time
@@ -50,6 +51,19 @@ class WireEngine:
 def wire_collector(ports, ifaces=(), *extra):
     args = [a for p in ports for a in ("--wire-port", p)] + [a for i in ifaces for a in ("--wire-iface", i)]
     return Collector(*args, *extra)
+
+
+def load_followed(collector, *args, pinned=True):
+    """strata-load's report (--json) of a load with args that collector follows, with no
+    error; the collector flushed before, and twice after (its last second recorded)."""
+    collector.flush_now()
+    report = json.loads(subprocess.run(
+        [*(PINNED if pinned else []), str(built("bin/strata-load")), *map(str, args), "--json", "-"],
+        check=True, capture_output=True, text=True, timeout=120).stdout)
+    assert report["errors"] == 0, report
+    collector.flush_now()
+    collector.flush_now()
+    return report
 
 
 def totals(collector, ident):
