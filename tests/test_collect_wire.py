@@ -176,7 +176,7 @@ def test_mebibyte_io_and_many_outstanding_calls_per_connection(engine, programs)
     on one connection): wire.ops per op equals the engine's nfs.ops, and the 1 MiB ops'
     wire.size lies at or above 1 MiB; with either program trio (--wire-programs bounded
     loads the one kernels without bpf_loop use)."""
-    from engine_util import MOUNT_PROG, NFS_PROG, RpcClient, call_header
+    from engine_util import NFS_PROG, RpcClient, call_header
     c = wire_collector([engine.nfs_port, engine.mount_port], ["lo"], "--engine", engine.binary,
                        "--wire-programs", programs)
     try:
