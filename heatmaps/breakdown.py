@@ -7,7 +7,9 @@ top N is folded into one "other" series, so 10,000 clients stay readable.
 
 A column in which no second was collected (no record: before the dataset, the collector
 stopped) is NaN in every series, a gap and not zeros, as `strata stream` prints it; a
-collected quiet second is 0.
+collected quiet second is 0. A rate is events per collected second: a column (and the
+range) of which only part was collected (the collector started, was suspended or stopped
+inside it, or it is still filling) is divided by its collected seconds, not its width.
 
 A heat-map statistic with a value range (drill-down: "which clients made the
 ops slower than 10 ms?") gives, per key, the events whose value lies in the
@@ -28,7 +30,7 @@ ALL = "all"          # the one series of a dataset without a breakdown
 class Row:
     key: str
     events: int             # events over the range (0 for gauges)
-    rate: float             # average events per second over the range (mean value for gauges)
+    rate: float             # events per collected second over the range (mean value for gauges)
     share: float            # percent of all events (of the sum of means for gauges)
     peak: float             # highest column value of the series
     quantiles: dict = field(default_factory=dict)   # heat maps: {50: v, P: v, 100: v}
@@ -156,6 +158,13 @@ def _not_collected(qr, bins: TimeBins):
     return sum_columns(present.astype(np.int64), qr.times, bins, axis=0) == 0
 
 
+def collected_seconds(qr, bins: TimeBins):
+    """Per display column, how many of its seconds were collected (QueryResult.seconds_collected);
+    None when the reader does not say."""
+    seconds = qr.seconds_collected()
+    return None if seconds is None else sum_columns(seconds, qr.times, bins, axis=0)
+
+
 def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile: float = 99.0,
             keys=None, by: str = "", bins: TimeBins = None, value_range=None) -> Breakdown:
     """The breakdown of a QueryResult over [start, end) in at most max_cols columns; of a
@@ -170,18 +179,21 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     if qr.kind == "counter":
         names, series, events, folded, _ = _counter(qr, bins, top, keys)
         metric, unit = "rate", "ops/s"
-        series = series / bins.width
     elif qr.kind == "heatmap":
         names, series, events, folded, quantiles = _heatmap(qr, bins, top, keys, percentile)
         metric, unit = "percentile", qr.unit
     else:
         names, series, events, folded, _ = _gauge(qr, bins, top, keys)
         metric, unit = "mean", qr.unit
+    collected = collected_seconds(qr, bins)
+    if metric == "rate":
+        per = collected if collected is not None else np.full(bins.ncols, bins.width)
+        series = np.where(per > 0, series / np.maximum(per, 1), np.nan)
     gaps = _not_collected(qr, bins)
     if gaps is not None:
         series = np.asarray(series, dtype=np.float64)
         series[:, gaps] = np.nan
-    seconds = max(int(end) - int(start), 1)
+    seconds = max(int(collected.sum()) if collected is not None else int(end) - int(start), 1)
     total_events = int(events.sum()) if len(events) else 0
     rows = []
     means = [float(np.nanmean(s)) if np.isfinite(s).any() else 0.0 for s in series]
