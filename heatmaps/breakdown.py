@@ -165,6 +165,16 @@ def collected_seconds(qr, bins: TimeBins):
     return None if seconds is None else sum_columns(seconds, qr.times, bins, axis=0)
 
 
+def _time_mean(values: np.ndarray, collected) -> float:
+    """Mean of a series over the seconds collected in its columns (every column alike when
+    the reader does not say); 0.0 when it has no value."""
+    have = np.isfinite(values)
+    weights = np.where(have, collected if collected is not None else 1, 0).astype(np.float64)
+    if not weights.sum():
+        return float(np.nanmean(values)) if have.any() else 0.0
+    return float(np.sum(np.where(have, values, 0.0) * weights) / weights.sum())
+
+
 def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile: float = 99.0,
             keys=None, by: str = "", bins: TimeBins = None, value_range=None) -> Breakdown:
     """The breakdown of a QueryResult over [start, end) in at most max_cols columns; of a
@@ -196,7 +206,7 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     seconds = max(int(collected.sum()) if collected is not None else int(end) - int(start), 1)
     total_events = int(events.sum()) if len(events) else 0
     rows = []
-    means = [float(np.nanmean(s)) if np.isfinite(s).any() else 0.0 for s in series]
+    means = [_time_mean(s, collected) for s in series]
     for i, key in enumerate(names):
         finite = series[i][np.isfinite(series[i])]
         peak = float(finite.max()) if finite.size else float("nan")
