@@ -65,6 +65,8 @@ def test_second_level_wide_column_and_outage_span(tmp_path):
     assert list(b.series[0]) == [OPS] * 4     # the third and fourth columns were OPS / 2, OPS / 3
     assert b.rows[0].rate == OPS
     assert qr.level == "second" and list(qr.collected) == [30, 30, 15, 10]
+    with Archive.open(str(path)) as ar:   # `datasets list`'s RATE: one record of 10 s in the window
+        assert ar.rate(ar.dataset("nfs.ops[client]"), now=T0 + 110, window=30) == OPS   # was 10 * OPS
 
 
 def test_heat_map_average_rate(archive):
