@@ -30,7 +30,7 @@ class QueryResult:
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     # added by datasets/: int64 (n,), how many seconds of each column were collected (a rate is
     # events per collected second; datasets/collected.py says how rollups count). Empty when
-    # the producer does not count them (seconds_collected()).
+    # the producer does not count them (Prometheus: a series is known from its first event on).
     collected: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # added by datasets/: (start, end, cause) of each outage overlapping the range whose events
     # were collected as one record (cause "stall": the collector stalled; "archive": the archive
@@ -41,10 +41,6 @@ class QueryResult:
     derived: str = ""
 
     def seconds_collected(self):
-        """int64 (n,): the collected seconds of each column; from `present` (a present column
-        whole) when the producer does not count them; None when it says neither."""
-        if len(self.collected):
-            return np.asarray(self.collected, dtype=np.int64)
-        if len(self.present):
-            return np.asarray(self.present, dtype=np.int64) * int(self.step)
-        return None
+        """int64 (n,): the collected seconds of each column; None when the producer does not
+        count them (a rate is then per second of the columns' width)."""
+        return np.asarray(self.collected, dtype=np.int64) if len(self.collected) else None
