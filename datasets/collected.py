@@ -19,7 +19,6 @@ def per_column(conn, info, level: str, step: int, t0: int, n: int, end: int, row
     (step of the records, times of the records) read for the query; spans: (t, seconds, cause)."""
     unit = STEP[level]
     have = np.zeros(n * step // unit, dtype=bool)            # per step of the level: a row holds it
-    per_unit = np.zeros(len(have), dtype=np.int64)
     parts = [(times[(times >= t0) & (times < end)], row_step) for row_step, times in rows]
     starts = np.concatenate([t for t, _ in parts] + [np.zeros(0, np.int64)])
     widths = np.concatenate([np.full(len(t), w, np.int64) for t, w in parts] + [np.zeros(0, np.int64)])
@@ -31,7 +30,7 @@ def per_column(conn, info, level: str, step: int, t0: int, n: int, end: int, row
     first = (starts - t0) // unit
     for i in range(int(widths.max(initial=unit)) // unit):
         have[first[widths > i * unit] + i] = True
-    np.add.at(per_unit, first, counts)
+    per_unit = np.bincount(first, weights=counts, minlength=len(have)).astype(np.int64)
     for t, k, _ in spans:                                    # steps an outage's record spans, no row
         _add_overlap(per_unit, ~have, unit, t0, max(t, t0), min(t + k, end))
     return per_unit.reshape(n, step // unit).sum(axis=1)

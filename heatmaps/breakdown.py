@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .rebin import percentile_of, select_keys
-from .timebins import TimeBins, choose_bins, sum_columns
+from .timebins import TimeBins, choose_bins, rate_seconds, sum_columns
 
 OTHER = "other"
 ALL = "all"          # the one series of a dataset without a breakdown
@@ -58,11 +58,11 @@ class Breakdown:
     value_range: object = None   # value_range.ValueRange the events were selected by, if any
     style: str = "stacked"       # stacked | line: how renderers draw the series
     derived: str = ""            # how the archive answered the name (QueryResult.derived)
+    collected: int | None = None  # seconds collected in the columns (None: the reader does not say)
 
     @property
     def seconds(self) -> int:
-        return max(self.span[1] - self.span[0], 1)
-
+        return rate_seconds(self.collected, self.span)
 
 def _ranked(weights: np.ndarray, top: int) -> tuple:
     order = np.argsort(-weights, kind="stable")
@@ -203,7 +203,8 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     if gaps is not None:
         series = np.asarray(series, dtype=np.float64)
         series[:, gaps] = np.nan
-    seconds = max(int(collected.sum()) if collected is not None else int(end) - int(start), 1)
+    total_collected = int(collected.sum()) if collected is not None else None
+    seconds = rate_seconds(total_collected, (int(start), int(end)))
     total_events = int(events.sum()) if len(events) else 0
     rows = []
     means = [_time_mean(s, collected) for s in series]
@@ -226,7 +227,8 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
                      unit=unit, by=by, bins=bins, span=(int(start), int(end)), metric=metric,
                      percentile=float(percentile), keys=names, series=series.reshape(len(names), bins.ncols),
                      rows=rows, folded=folded, total_keys=len(qr.keys) if keys is None else len(keys),
-                     total_events=total_events, value_range=value_range, derived=qr.derived)
+                     total_events=total_events, value_range=value_range, derived=qr.derived,
+                     collected=total_collected)
 
 
 def to_json(b: Breakdown) -> dict:

@@ -23,7 +23,7 @@ import numpy as np
 
 from strata.datasets import llhist
 
-from .timebins import TimeBins, choose_bins, sum_columns
+from .timebins import TimeBins, choose_bins, rate_seconds, sum_columns
 from .units import family, format_value
 
 _LOWER = llhist.lower_bounds()
@@ -58,8 +58,7 @@ class Grid:
 
     @property
     def seconds(self) -> int:
-        """What an average rate is divided by: the seconds collected, else the span's length."""
-        return max(self.collected if self.collected is not None else self.span[1] - self.span[0], 1)
+        return rate_seconds(self.collected, self.span)
 
     @property
     def row_counts(self) -> np.ndarray:

@@ -43,6 +43,9 @@ def test_minute_columns_half_collected(archive):
     assert values[:2] == [OPS, OPS]          # whole minute; half minute (was OPS / 2)
     assert all(v is None for v in values[2:])
     assert data["table"][0]["events"] == 90 * OPS and data["table"][0]["rate"] == OPS   # was 0.025
+    shown = run_strata(["breakdown", "nfs.ops[client]", "--since", str(T0), "--until", str(T0 + 36000),
+                        "--archive", str(archive)], env_extra={"NO_COLOR": "1", "COLUMNS": "100"})
+    assert f"· {OPS} ops/s average" in shown.stdout, shown.stdout   # was 0.025 ops/s
 
 
 def test_ten_minute_columns_partly_collected(archive):
