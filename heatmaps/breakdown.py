@@ -1,6 +1,6 @@
 """Breakdowns: one series per breakdown key over time, the top N keys plus "other".
 
-Counters give events per second; heat-map statistics give a chosen percentile
+Counters give events per collected second; heat-map statistics give a chosen percentile
 per key (and their event rates for ranking); gauges give their mean. Keys are
 ranked by events over the range (gauges: by mean value); every key past the
 top N is folded into one "other" series, so 10,000 clients stay readable.
