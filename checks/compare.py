@@ -125,7 +125,8 @@ def stack(runs: list, key: str):
         return union, rows
     rates = np.zeros(len(runs))
     for r, qr in enumerate(runs):
-        seconds = int(qr.present.sum()) if qr.present.size else len(qr.times)
+        collected = qr.seconds_collected()
+        seconds = int(collected.sum()) if collected is not None else len(qr.times) * qr.step
         if key in qr.keys and seconds:
             rates[r] = float(np.nan_to_num(qr.values[qr.keys.index(key)]).sum()) / seconds
     return None, rates

@@ -61,7 +61,7 @@ def list_(archive_path, as_json):
     """List datasets: state, since when, size on disk, how long each level keeps
     data, event rate and probe cost.
 
-    RATE is events per second over the last minute collected. COST estimates
+    RATE is events per collected second over the last minute. COST estimates
     the CPU the dataset's probe costs at that rate (about 0.6 us per probe
     hit, as a percent of one CPU); the total counts a probe shared by several
     datasets once. ONDISK is approximate. KEEPS is the retention of the

@@ -328,7 +328,7 @@ class Archive:
         return self.query(name, first, last + 1)
 
     def rate(self, info: DatasetInfo, now: int | None = None, window: int = 60):
-        """Events per second over the last `window` seconds collected (None for gauges or no data)."""
+        """Events per collected second over the last `window` seconds (None for gauges or no data)."""
         if info.kind == "gauge":
             return None
         now = int(time.time()) if now is None else now
@@ -338,7 +338,11 @@ class Archive:
             if not rows:
                 return None
             cells = codec.decode(info.kind, [r[0] for r in rows])
-        return float(np.sum(cells.count, dtype=np.float64)) / len(rows)
+            # a record collected across an outage holds the events of all the seconds it spans
+            spanned = self.conn.execute("SELECT COALESCE(SUM(seconds - 1), 0) FROM spans WHERE dataset = ? "
+                                        "AND t >= ? AND t < ?", (info.id, now - window, now)).fetchone()[0] \
+                if schema.has_spans(self.conn) else 0
+        return float(np.sum(cells.count, dtype=np.float64)) / (len(rows) + spanned)
 
     def ingestor(self) -> Ingestor:
         if self.readonly:

@@ -28,6 +28,10 @@ class QueryResult:
     # added by datasets/: bool (n,), True where the column holds at least one collected record
     # (a False column was not collected: a gap, not zeros). Empty when the producer does not know.
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    # added by datasets/: int64 (n,), how many seconds of each column were collected (a rate is
+    # events per collected second; datasets/collected.py says how rollups count). Empty when
+    # the producer does not count them (Prometheus: a series is known from its first event on).
+    collected: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # added by datasets/: (start, end, cause) of each outage overlapping the range whose events
     # were collected as one record (cause "stall": the collector stalled; "archive": the archive
     # could not be written; "clock": the wall clock stepped back). At the second level its events are spread evenly over [start, end).
@@ -35,3 +39,8 @@ class QueryResult:
     # added by datasets/derive.py: how a name the archive does not hold was answered,
     # e.g. "summed from nfs.latency[op=read][client]"; "" when read as held
     derived: str = ""
+
+    def seconds_collected(self):
+        """int64 (n,): the collected seconds of each column; None when the producer does not
+        count them (a rate is then per second of the columns' width)."""
+        return np.asarray(self.collected, dtype=np.int64) if len(self.collected) else None

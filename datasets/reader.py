@@ -16,11 +16,12 @@ A second-level record that spans an outage (the spans table) is spread evenly
 over the seconds it spans (heat maps and counters; a gauge's samples stay in
 its first second); the result lists those spans so renderers can say so. In
 minute and hour rollups such a record counts in the step holding its first
-second.
+second. Each column also says how many of its seconds were collected (datasets/collected.py),
+what a rate is divided by.
 """
 import numpy as np
 
-from . import codec, llhist, schema
+from . import codec, collected, llhist, schema
 from .errors import ArchiveError
 from .query import QueryResult
 from .retention import LEVELS, STEP, TEN_MINUTES
@@ -57,7 +58,8 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     if level == "minute" and step % TEN_MINUTES == 0 and _ten_minutes_from(conn, info.id, t0):
         whole = end - end % TEN_MINUTES
         ranges = [(TEN_MINUTES, t0, whole), (STEP[level], whole, end)]
-    times, groups = read_ranges(conn, info, [r for r in ranges if r[1] < r[2]])
+    ranges = [r for r in ranges if r[1] < r[2]]
+    times, groups = read_ranges(conn, info, ranges)
     at = times[groups.row]
     if level == "second" and spans and info.kind != "gauge":
         groups, at = _spread(groups.cells(), np.repeat(at, groups.ncells), {t: k for t, k, _ in spans}, t0, end)
@@ -72,7 +74,9 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     # one record per column when the level's step is the column's and no record was spread:
     # cells are then unique per (key, column, bucket) and can be placed; otherwise they are
     # summed into their column
-    place = all(s == step for s, lo, hi in ranges if lo < hi) and not spans
+    place = all(s == step for s, lo, hi in ranges) and not spans
+    rows = [(s, times[(times >= lo) & (times < hi)]) for s, lo, hi in ranges]
+    seconds = collected.per_column(conn, info, level, step, t0, n, end, rows, spans)
 
     names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
     shown = groups.key[groups.ncells > 0]   # a key whose group holds no cell is not shown
@@ -87,7 +91,8 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
 
     result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
                          step=step, times=t0 + step * np.arange(n, dtype=np.int64), keys=keys,
-                         level=level, present=present, spans=[(t, t + k, cause) for t, k, cause in spans])
+                         level=level, present=present, collected=seconds,
+                         spans=[(t, t + k, cause) for t, k, cause in spans])
     if info.kind == "heatmap":
         seen = np.bincount(groups.bucket, minlength=llhist.NBUCKETS) > 0
         buckets = np.flatnonzero(seen)

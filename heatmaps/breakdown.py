@@ -1,13 +1,15 @@
 """Breakdowns: one series per breakdown key over time, the top N keys plus "other".
 
-Counters give events per second; heat-map statistics give a chosen percentile
+Counters give events per collected second; heat-map statistics give a chosen percentile
 per key (and their event rates for ranking); gauges give their mean. Keys are
 ranked by events over the range (gauges: by mean value); every key past the
 top N is folded into one "other" series, so 10,000 clients stay readable.
 
 A column in which no second was collected (no record: before the dataset, the collector
 stopped) is NaN in every series, a gap and not zeros, as `strata stream` prints it; a
-collected quiet second is 0.
+collected quiet second is 0. A rate is events per collected second: a column (and the
+range) of which only part was collected (the collector started, was suspended or stopped
+inside it, or it is still filling) is divided by its collected seconds, not its width.
 
 A heat-map statistic with a value range (drill-down: "which clients made the
 ops slower than 10 ms?") gives, per key, the events whose value lies in the
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .rebin import percentile_of, select_keys
-from .timebins import TimeBins, choose_bins, sum_columns
+from .timebins import TimeBins, choose_bins, rate_seconds, sum_columns
 
 OTHER = "other"
 ALL = "all"          # the one series of a dataset without a breakdown
@@ -28,7 +30,7 @@ ALL = "all"          # the one series of a dataset without a breakdown
 class Row:
     key: str
     events: int             # events over the range (0 for gauges)
-    rate: float             # average events per second over the range (mean value for gauges)
+    rate: float             # events per collected second over the range (mean value for gauges)
     share: float            # percent of all events (of the sum of means for gauges)
     peak: float             # highest column value of the series
     quantiles: dict = field(default_factory=dict)   # heat maps: {50: v, P: v, 100: v}
@@ -56,11 +58,11 @@ class Breakdown:
     value_range: object = None   # value_range.ValueRange the events were selected by, if any
     style: str = "stacked"       # stacked | line: how renderers draw the series
     derived: str = ""            # how the archive answered the name (QueryResult.derived)
+    collected: int | None = None  # seconds collected in the columns (None: the reader does not say)
 
     @property
     def seconds(self) -> int:
-        return max(self.span[1] - self.span[0], 1)
-
+        return rate_seconds(self.collected, self.span)
 
 def _ranked(weights: np.ndarray, top: int) -> tuple:
     order = np.argsort(-weights, kind="stable")
@@ -156,6 +158,23 @@ def _not_collected(qr, bins: TimeBins):
     return sum_columns(present.astype(np.int64), qr.times, bins, axis=0) == 0
 
 
+def collected_seconds(qr, bins: TimeBins):
+    """Per display column, how many of its seconds were collected (QueryResult.seconds_collected);
+    None when the reader does not say."""
+    seconds = qr.seconds_collected()
+    return None if seconds is None else sum_columns(seconds, qr.times, bins, axis=0)
+
+
+def _time_mean(values: np.ndarray, collected) -> float:
+    """Mean of a series over the seconds collected in its columns (every column alike when
+    the reader does not say); 0.0 when it has no value."""
+    have = np.isfinite(values)
+    weights = np.where(have, collected if collected is not None else 1, 0).astype(np.float64)
+    if not weights.sum():
+        return float(np.nanmean(values)) if have.any() else 0.0
+    return float(np.sum(np.where(have, values, 0.0) * weights) / weights.sum())
+
+
 def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile: float = 99.0,
             keys=None, by: str = "", bins: TimeBins = None, value_range=None) -> Breakdown:
     """The breakdown of a QueryResult over [start, end) in at most max_cols columns; of a
@@ -170,21 +189,25 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     if qr.kind == "counter":
         names, series, events, folded, _ = _counter(qr, bins, top, keys)
         metric, unit = "rate", "ops/s"
-        series = series / bins.width
     elif qr.kind == "heatmap":
         names, series, events, folded, quantiles = _heatmap(qr, bins, top, keys, percentile)
         metric, unit = "percentile", qr.unit
     else:
         names, series, events, folded, _ = _gauge(qr, bins, top, keys)
         metric, unit = "mean", qr.unit
+    collected = collected_seconds(qr, bins)
+    if metric == "rate":
+        per = collected if collected is not None else np.full(bins.ncols, bins.width)
+        series = np.where(per > 0, series / np.maximum(per, 1), np.nan)
     gaps = _not_collected(qr, bins)
     if gaps is not None:
         series = np.asarray(series, dtype=np.float64)
         series[:, gaps] = np.nan
-    seconds = max(int(end) - int(start), 1)
+    total_collected = int(collected.sum()) if collected is not None else None
+    seconds = rate_seconds(total_collected, (int(start), int(end)))
     total_events = int(events.sum()) if len(events) else 0
     rows = []
-    means = [float(np.nanmean(s)) if np.isfinite(s).any() else 0.0 for s in series]
+    means = [_time_mean(s, collected) for s in series]
     for i, key in enumerate(names):
         finite = series[i][np.isfinite(series[i])]
         peak = float(finite.max()) if finite.size else float("nan")
@@ -204,7 +227,8 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
                      unit=unit, by=by, bins=bins, span=(int(start), int(end)), metric=metric,
                      percentile=float(percentile), keys=names, series=series.reshape(len(names), bins.ncols),
                      rows=rows, folded=folded, total_keys=len(qr.keys) if keys is None else len(keys),
-                     total_events=total_events, value_range=value_range, derived=qr.derived)
+                     total_events=total_events, value_range=value_range, derived=qr.derived,
+                     collected=total_collected)
 
 
 def to_json(b: Breakdown) -> dict:

@@ -23,7 +23,7 @@ import numpy as np
 
 from strata.datasets import llhist
 
-from .timebins import TimeBins, choose_bins, sum_columns
+from .timebins import TimeBins, choose_bins, rate_seconds, sum_columns
 from .units import family, format_value
 
 _LOWER = llhist.lower_bounds()
@@ -54,10 +54,11 @@ class Grid:
     percentiles: dict = field(default_factory=dict)  # p -> (ncols,) float64 value, NaN if empty
     spans: list = field(default_factory=list)        # (start, end, cause): outages collected as one record
     derived: str = ""                                # how the archive answered the name (QueryResult.derived)
+    collected: int | None = None                     # seconds collected in the bins (None: not said)
 
     @property
     def seconds(self) -> int:
-        return max(self.span[1] - self.span[0], 1)
+        return rate_seconds(self.collected, self.span)
 
     @property
     def row_counts(self) -> np.ndarray:
@@ -214,6 +215,12 @@ def _value_range(buckets, hist_total, unit, axis, ymin, ymax, outliers, ncells):
     return lo + h * np.arange(ncells + 1), crop
 
 
+def _collected(qr, bins: TimeBins):
+    """Seconds collected in the bins; None when the QueryResult does not say."""
+    seconds = qr.seconds_collected()
+    return None if seconds is None else int(sum_columns(seconds, qr.times, bins, axis=0).sum())
+
+
 def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=None,
                axis: str = "linear", ymin=None, ymax=None, outliers=None,
                percentiles=(), bins: TimeBins = None) -> Grid:
@@ -249,4 +256,5 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
         above=int(hist_total[is_above].sum()), crop=crop,
         percentiles={float(p): percentile_of(buckets, hist, float(p)) for p in percentiles},
         spans=list(getattr(qr, "spans", [])), derived=getattr(qr, "derived", ""),
+        collected=_collected(qr, bins),
     )

@@ -56,7 +56,7 @@ def graph(b) -> str:
 
 def table(b) -> str:
     """CSV of the top-N table of Breakdown b (--csv --table): one line per series key with
-    its events, rate (per second), share (%), peak, and p50 / pN / max for heat maps."""
+    its events, rate (per collected second), share (%), peak, and p50 / pN / max for heat maps."""
     from .breakdown import to_json
     rows = to_json(b)["table"]
     head = list(dict.fromkeys(c for r in rows for c in r)) or ["key"]

@@ -122,7 +122,7 @@ def graph(b, mode: str, width: int, nlines: int, style: str | None = None) -> li
     head = [f"{bold}{b.name}{reset}{describe.derived(b)}{describe.by(b)}{describe.range_of(b)}  "
             f"{describe.time_range(*b.span)}",
             f"{describe.key_count(b)}{what} · {b.bins.width}s per column · {style}"
-            + (f" · {format_count(b.total_events / max(b.span[1] - b.span[0], 1))} {noun}/s average"
+            + (f" · {format_count(b.total_events / b.seconds)} {noun}/s average"
                if b.metric != "mean" else ""),
             f"{what.rjust(LABEL + 1)}"]
     out = head

@@ -80,3 +80,9 @@ def sum_columns(data: np.ndarray, times: np.ndarray, bins: TimeBins, axis: int) 
         moved = np.moveaxis(out, axis, 0)
         np.add.at(moved, col, np.moveaxis(data, axis, 0))
     return out
+
+
+def rate_seconds(collected, span) -> int:
+    """What a rate over a range is divided by: the seconds collected in it (None: the reader
+    does not say), else the span's length."""
+    return max(collected if collected is not None else span[1] - span[0], 1)
