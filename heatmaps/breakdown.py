@@ -64,6 +64,7 @@ class Breakdown:
     def seconds(self) -> int:
         return rate_seconds(self.collected, self.span)
 
+
 def _ranked(weights: np.ndarray, top: int) -> tuple:
     order = np.argsort(-weights, kind="stable")
     return order[:top], order[top:]
