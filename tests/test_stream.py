@@ -106,3 +106,14 @@ def test_derived_names_and_bad_input(archive):
     for args, code in ((["nfs.opz"], 1), (["nfs.ops", "--since", "tomorrowish"], 2)):
         p = run_strata(["stream", *args, "--archive", str(archive)])
         assert p.returncode == code and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_csv_flag_as_readme_says(archive):
+    """`--csv` is `--format csv`, as for show, heatmap and breakdown; with --json it is refused."""
+    base = ["stream", "nfs.latency", "--since", str(T0), "--count", "2", "--archive", str(archive)]
+    p = run_strata([*base, "--csv"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == run_strata([*base, "--format", "csv"]).stdout
+    for extra in (["--json"], ["--format", "json"]):
+        p = run_strata([*base, "--csv", *extra])
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
