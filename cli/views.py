@@ -29,7 +29,7 @@ def output_options(f):
                      help="HTML: plotly.js inside the file (one file to send) instead of one plotly.min.js "
                           "beside the HTML files of a folder.")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False),
-                     help="Write to FILE; its extension (.html .png .svg .json .csv) sets the format "
+                     help="Write to FILE; its extension (.html .png .svg .json .csv .txt) sets the format "
                           "(html/png/svg default: a file named after the dataset); 'wrote FILE' on stderr.")(f)
     f = click.option("--raw", is_flag=True, help="Heat maps' JSON: each column's llhist buckets too, as stored.")(f)
     f = click.option("--csv", "as_csv", is_flag=True,

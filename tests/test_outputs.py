@@ -63,6 +63,7 @@ def test_every_file_written_is_said_once_on_stderr(archive, tmp_path, name):
     (["--json", "-o", "x.csv"], "-o x.csv names a CSV file but --format json"),
     (["--json", "--csv"], "give --json or --csv, not both"),
     (["--format", "csv", "--raw"], "--raw adds the llhist buckets to --json"),
+    (["-o", "x.pdf"], "-o x.pdf: .pdf is not a format strata writes"),
 ])
 def test_contradictory_flags_are_usage_errors(archive, args, expect):
     assert expect in one_line_error(strata(archive, "heatmap", "nfs.latency[client]", *args), 2)
