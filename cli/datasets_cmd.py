@@ -5,7 +5,7 @@ import sys
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
-from strata.cli.output import wrote
+from strata.cli.output import check_archive_name, wrote
 from strata.datasets import cost, status, transfer
 from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
@@ -227,6 +227,7 @@ def archive_(archive_path, names, output, force):
     `strata datasets import FILE` merges it into another archive. What was
     written is said on stderr ("wrote NAMES to FILE"), as the views say theirs.
     """
+    check_archive_name(output)
     with open_archive(archive_path) as archive:
         written = transfer.export(archive, list(names), output, overwrite=force)
     wrote(output, ", ".join(written))
@@ -283,6 +284,8 @@ def verify(archive_file, out, archive_path):
     checks; read it with --archive OUT, or put it in the damaged file's place.
     """
     path = archive_file or archive_path or default_archive(for_reading=True)
+    if out:
+        check_archive_name(out)
     with archive_errors():
         report = salvage_.salvage(path, out) if out else verify_.check(path)
     for line in report.problems:

@@ -40,6 +40,14 @@ def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | No
     return chosen
 
 
+def check_archive_name(output: str) -> None:
+    """An archive file (`datasets archive -o`, `verify --salvage`) is SQLite: a name
+    that says another format (x.json, x.csv, x.html...) is a usage error."""
+    suffix = Path(output).suffix.lower()
+    if suffix in EXTENSIONS or suffix == ".txt":
+        raise click.UsageError(f"{output}: an archive is an SQLite file, not {suffix}; name it .db or .archive")
+
+
 def check_writable(output: str) -> None:
     """One line, before any work, when OUTPUT cannot be written (no such directory...)."""
     folder = Path(output).parent

@@ -90,6 +90,16 @@ def test_archive_file_readable_elsewhere_and_importable(archive, tmp_path):
     assert p.returncode == 0 and "pruned 2000 records" in p.stdout
 
 
+def test_archive_file_named_as_another_format_is_refused(archive, tmp_path):
+    """An archive is SQLite: -o run.json (or --salvage saved.csv) is a usage error, nothing written."""
+    out = tmp_path / "run.json"
+    p = strata("datasets", "archive", "nfs.latency[client]", "-o", str(out), "--archive", archive)
+    assert p.returncode == 2 and "an archive is an SQLite file, not .json" in p.stderr and not out.exists(), p.stderr
+    out = tmp_path / "saved.csv"
+    p = strata("datasets", "verify", archive, "--salvage", str(out))
+    assert p.returncode == 2 and "not .csv" in p.stderr and not out.exists(), p.stderr
+
+
 def test_foreign_sqlite_file(tmp_path):
     path = tmp_path / "foreign.db"
     sqlite3.connect(path).execute("CREATE TABLE t(x)").connection.commit()
