@@ -69,6 +69,13 @@ def test_contradictory_flags_are_usage_errors(archive, args, expect):
     assert expect in one_line_error(strata(archive, "heatmap", "nfs.latency[client]", *args), 2)
 
 
+@pytest.mark.parametrize("args", [["heatmap", "nfs.latency[client]", "--ymax", "1e400"],
+                                  ["heatmap", "nfs.latency[client]", "--ymin", "1e400"],
+                                  ["breakdown", "nfs.latency[client]", "--range", "1e400.."]])
+def test_a_value_too_large_is_one_line(archive, args):
+    assert "too large" in one_line_error(strata(archive, *args), 2)
+
+
 def test_unwritable_output_is_one_line(archive):
     line = one_line_error(strata(archive, "heatmap", "nfs.latency[client]", "-o", "/nonexistent/x.html"), 1)
     assert line == "strata: cannot write /nonexistent/x.html: there is no directory /nonexistent"
