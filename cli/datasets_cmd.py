@@ -149,7 +149,9 @@ def _state_command(state, verb, past):
     @click.option("--all", "all_", is_flag=True, help=f"{verb.capitalize()} every dataset.")
     @archive_option
     def command(archive_path, names, all_):
-        if bool(names) == all_:
+        if names and all_:
+            raise click.UsageError("name the datasets or pass --all, not both")
+        if not names and not all_:
             raise click.UsageError("name the datasets, or pass --all")
         with open_archive(archive_path, readonly=False) as archive:
             changed = archive.set_state(None if all_ else list(names), state)

@@ -40,6 +40,7 @@ def test_lifecycle_commands(tmp_path):
     assert [d["name"] for d in listed["datasets"]] == ["nfs.ops[op=read][client]", "disk.latency[device]"]
     assert listed["datasets"][1]["retention"]["second"] == 2 * 86400
     assert strata("datasets", "suspend", "--all", env=env).stdout.count("suspended") == 2
+    one_line_error(strata("datasets", "resume", "--all", "disk.latency[device]", env=env), "not both")
     one_line_error(strata("datasets", "resume", "nfs.ops[client][op=read]", env=env), "must come last")
     assert strata("datasets", "resume", "nfs.ops[op=read][client]", env=env).stdout.startswith("resumed")
     table = strata("datasets", "list", env=env).stdout.splitlines()
