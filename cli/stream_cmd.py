@@ -42,6 +42,9 @@ def stream(ctx, datasets, since, count, top, fmt, as_json, as_csv, archive_path)
         start = source.time_range(None, since, None, now=now)[0] if since is not None else now - LAG_S
     with open_archive(archive_path) as archive, user_errors():
         sources = [source.resolve(archive, name)[0] for name in datasets]
+        for s in sources:     # a derived name says so, as show/heatmap/breakdown do; stdout stays the data's
+            if s.note:
+                click.echo(f"strata stream: {s.wanted}: {s.note}", err=True)
         _follow(archive, sources, start, count, top, fmt, ctx.meta.get("utc", False))
 
 

@@ -103,6 +103,7 @@ def test_derived_names_and_bad_input(archive):
     p = run_strata(["stream", "nfs.ops", "--since", str(T0), "--count", "2", "--json", "--archive", str(archive)])
     docs = [json.loads(line) for line in p.stdout.splitlines()]
     assert [(d["dataset"], d["ops_per_s"]) for d in docs] == [("nfs.ops", 33), ("nfs.ops", 4)]   # summed
+    assert p.stderr == "strata stream: nfs.ops: summed from nfs.ops[client]\n"     # said once, beside the data
     for args, code in ((["nfs.opz"], 1), (["nfs.ops", "--since", "tomorrowish"], 2)):
         p = run_strata(["stream", *args, "--archive", str(archive)])
         assert p.returncode == code and len(p.stderr.strip().splitlines()) == 1, p.stderr
