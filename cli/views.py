@@ -135,6 +135,8 @@ def draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_pat
     if raw and fmt != "json":
         raise ViewUsageError("--raw adds the llhist buckets to --json")
     as_json, as_csv = fmt == "json", fmt == "csv"
+    if as_csv and view.percentiles:
+        raise ViewUsageError("--percentiles draws lines on a picture and goes into --json; the CSV holds the cells only")
     start, end, explicit = span
     mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
     if as_json or as_csv:
@@ -168,6 +170,8 @@ def draw_graph(reader, src, view, span, fmt, output, colour, stem="graph", csv_t
     if csv_table and fmt != "csv":
         raise ViewUsageError("--table picks the table for --csv")
     as_json, as_csv = fmt == "json", fmt == "csv"
+    if as_csv and view.percentiles:
+        raise ViewUsageError("--percentiles draws lines on a picture and goes into --json; the CSV holds the cells only")
     start, end, explicit = span
     mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
     width, height = termcaps.size()

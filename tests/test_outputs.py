@@ -64,6 +64,7 @@ def test_every_file_written_is_said_once_on_stderr(archive, tmp_path, name):
     (["--json", "--csv"], "give --json or --csv, not both"),
     (["--format", "csv", "--raw"], "--raw adds the llhist buckets to --json"),
     (["-o", "x.pdf"], "-o x.pdf: .pdf is not a format strata writes"),
+    (["--csv", "--percentiles", "50,99"], "--percentiles draws lines on a picture"),
 ])
 def test_contradictory_flags_are_usage_errors(archive, args, expect):
     assert expect in one_line_error(strata(archive, "heatmap", "nfs.latency[client]", *args), 2)
