@@ -8,6 +8,7 @@ import sys
 import click
 
 from strata.checks import profile
+from strata.cli.output import check_writable
 from strata.checks.ab import AbSettings, run_ab
 from strata.checks.baselines import compare_archives, few_baselines_warning, parse_percent
 from strata.checks.compare import CORRECTIONS, METRICS
@@ -31,6 +32,18 @@ def _outcome(command: str, work):
     except FAILURES as e:
         say(command, str(e))
         sys.exit(2)
+
+
+def _writable_reports(command: str, junit, markdown):
+    """A --junit or --markdown file that cannot be written: one line and exit 2 before
+    the check runs (`check ab` runs for minutes), not a traceback after it."""
+    for path in (junit, markdown):
+        if path:
+            try:
+                check_writable(path)
+            except click.ClickException as e:
+                say(command, e.message)
+                sys.exit(2)
 
 
 def _check_document(body: dict) -> str:
@@ -77,6 +90,7 @@ def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, c
         return
     if not baselines or not candidate:
         raise click.UsageError("give --baseline FILE and --candidate FILE (or use `strata check run`)")
+    _writable_reports("check", junit, markdown)
     statistics = catalogue.by_name()
     for name in datasets:   # a typo (nfs.ops[op=reed], nfs.opz) is named as `datasets create` names it
         try:
@@ -116,6 +130,7 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
     baseline whose spread enters the test. Exits 0 when nothing got worse,
     1 on a regression, 2 on an error.
     """
+    _writable_reports("check run", junit, markdown)
     verdict = _outcome("check run", lambda: run_profile(profile_path, list(baselines), update_baseline, output))
     if verdict is None:
         sys.exit(0)
@@ -174,6 +189,7 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
 
     Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
     """
+    _writable_reports("check ab", junit, markdown)
     sides = {"A": (a_path, a_rev, a_server), "B": (b_path, b_rev, b_server)}
     verdict = _outcome("check ab", lambda: run_ab(AbSettings.build(profile_path, sides, design, b_delays,
                                                                    server_export, repo, output)))

@@ -5,7 +5,7 @@ import sys
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
-from strata.cli.output import wrote
+from strata.cli.output import check_archive_name, wrote
 from strata.datasets import cost, status, transfer
 from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
@@ -149,7 +149,9 @@ def _state_command(state, verb, past):
     @click.option("--all", "all_", is_flag=True, help=f"{verb.capitalize()} every dataset.")
     @archive_option
     def command(archive_path, names, all_):
-        if bool(names) == all_:
+        if names and all_:
+            raise click.UsageError("name the datasets or pass --all, not both")
+        if not names and not all_:
             raise click.UsageError("name the datasets, or pass --all")
         with open_archive(archive_path, readonly=False) as archive:
             changed = archive.set_state(None if all_ else list(names), state)
@@ -227,6 +229,7 @@ def archive_(archive_path, names, output, force):
     `strata datasets import FILE` merges it into another archive. What was
     written is said on stderr ("wrote NAMES to FILE"), as the views say theirs.
     """
+    check_archive_name(output)
     with open_archive(archive_path) as archive:
         written = transfer.export(archive, list(names), output, overwrite=force)
     wrote(output, ", ".join(written))
@@ -283,6 +286,8 @@ def verify(archive_file, out, archive_path):
     checks; read it with --archive OUT, or put it in the damaged file's place.
     """
     path = archive_file or archive_path or default_archive(for_reading=True)
+    if out:
+        check_archive_name(out)
     with archive_errors():
         report = salvage_.salvage(path, out) if out else verify_.check(path)
     for line in report.problems:

@@ -251,7 +251,7 @@ def doctor(as_json):
         from rich.table import Table
 
         table = Table(title="strata doctor", title_justify="left")
-        table.add_column("check", min_width=max(len(c.name) for c in checks))   # names never fold
+        table.add_column("check", no_wrap=True)   # names never fold; min_width would crop the table at 80 columns
         for col in ("status", "detail", "fix"):
             table.add_column(col, overflow="fold")
         for c in checks:

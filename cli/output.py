@@ -16,16 +16,21 @@ FIGURES = ("html", "png", "svg")
 
 def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | None) -> str:
     """The one format the flags ask for: --format, else --json or --csv, else -o's
-    extension, else the terminal. Flags that disagree (--json --csv, --json --format
-    html, -o x.png --format html) are a usage error. An -o that cannot be written is
-    one line before any work."""
+    extension (.txt or none: the terminal's text; another is refused), else the terminal.
+    Flags that disagree (--json --csv, --json --format html, -o x.png --format html)
+    are a usage error. An -o that cannot be written is one line before any work."""
     if as_json and as_csv:
         raise click.UsageError("give --json or --csv, not both")
     flag = "json" if as_json else "csv" if as_csv else None
     if flag and fmt not in (None, flag):
         raise click.UsageError(f"give --{flag} or --format {fmt}, not both")
     asked = flag or fmt
-    implied = EXTENSIONS.get(Path(output).suffix.lower()) if output else None
+    suffix = Path(output).suffix.lower() if output else ""
+    implied = EXTENSIONS.get(suffix)
+    if not asked and suffix not in ("", ".txt") and not implied:
+        raise click.UsageError(f"-o {output}: {suffix} is not a format strata writes; name the file "
+                               f"{' '.join(sorted(set(EXTENSIONS) - {'.htm'}))} or .txt (the terminal's text), "
+                               f"or give --format")
     if asked and implied and asked != implied:
         raise click.UsageError(f"-o {output} names a {implied.upper()} file but --format {asked} "
                                f"asks for {asked.upper()}: drop one, or name the file .{asked}")
@@ -33,6 +38,14 @@ def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | No
     if output:
         check_writable(output)
     return chosen
+
+
+def check_archive_name(output: str) -> None:
+    """An archive file (`datasets archive -o`, `verify --salvage`) is SQLite: a name
+    that says another format (x.json, x.csv, x.html...) is a usage error."""
+    suffix = Path(output).suffix.lower()
+    if suffix in EXTENSIONS or suffix == ".txt":
+        raise click.UsageError(f"{output}: an archive is an SQLite file, not {suffix}; name it .db or .archive")
 
 
 def check_writable(output: str) -> None:

@@ -23,21 +23,28 @@ LAG_S = 2   # a second is printed once the collector (writing every second) has 
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "csv")), default="text", show_default=True,
               help="json: one object per line (heatmaps/JSON.md, strata.stream); csv: a header, then rows.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")
 @archive_option
 @click.pass_context
-def stream(ctx, datasets, since, count, top, fmt, as_json, archive_path):
+def stream(ctx, datasets, since, count, top, fmt, as_json, as_csv, archive_path):
     """Print one line per second for each of DATASETS: ops/s, p50, p99, p99.9
     (heat maps), a gauge's value; a dataset with a breakdown prints one line per
     key with events that second. Times are ISO 8601 with their zone.
     """
-    if as_json and fmt not in ("text", "json"):
-        raise click.UsageError(f"give --json or --format {fmt}, not both")
-    fmt = "json" if as_json else fmt
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
+    flag = "json" if as_json else "csv" if as_csv else None
+    if flag and fmt not in ("text", flag):
+        raise click.UsageError(f"give --{flag} or --format {fmt}, not both")
+    fmt = flag or fmt
     now = int(time.time())
     with user_errors():
         start = source.time_range(None, since, None, now=now)[0] if since is not None else now - LAG_S
     with open_archive(archive_path) as archive, user_errors():
         sources = [source.resolve(archive, name)[0] for name in datasets]
+        for s in sources:     # a derived name says so, as show/heatmap/breakdown do; stdout stays the data's
+            if s.note:
+                click.echo(f"strata stream: {s.wanted}: {s.note}", err=True)
         _follow(archive, sources, start, count, top, fmt, ctx.meta.get("utc", False))
 
 

@@ -29,7 +29,7 @@ def output_options(f):
                      help="HTML: plotly.js inside the file (one file to send) instead of one plotly.min.js "
                           "beside the HTML files of a folder.")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False),
-                     help="Write to FILE; its extension (.html .png .svg .json .csv) sets the format "
+                     help="Write to FILE; its extension (.html .png .svg .json .csv .txt) sets the format "
                           "(html/png/svg default: a file named after the dataset); 'wrote FILE' on stderr.")(f)
     f = click.option("--raw", is_flag=True, help="Heat maps' JSON: each column's llhist buckets too, as stored.")(f)
     f = click.option("--csv", "as_csv", is_flag=True,
@@ -96,6 +96,8 @@ def _value(text, unit, option):
         return parse_value(text, unit)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint=option) from None
+    except OverflowError:
+        raise click.BadParameter(f"{text!r} is too large", param_hint=option) from None
 
 
 def heat_view(unit: str, keys, ymax, ymin, log_axis, outliers, percentiles) -> figures.View:
@@ -133,6 +135,8 @@ def draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_pat
     if raw and fmt != "json":
         raise ViewUsageError("--raw adds the llhist buckets to --json")
     as_json, as_csv = fmt == "json", fmt == "csv"
+    if as_csv and view.percentiles:
+        raise ViewUsageError("--percentiles draws lines on a picture and goes into --json; the CSV holds the cells only")
     start, end, explicit = span
     mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
     if as_json or as_csv:
@@ -166,6 +170,8 @@ def draw_graph(reader, src, view, span, fmt, output, colour, stem="graph", csv_t
     if csv_table and fmt != "csv":
         raise ViewUsageError("--table picks the table for --csv")
     as_json, as_csv = fmt == "json", fmt == "csv"
+    if as_csv and view.percentiles:
+        raise ViewUsageError("--percentiles draws lines on a picture and goes into --json; the CSV holds the cells only")
     start, end, explicit = span
     mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
     width, height = termcaps.size()

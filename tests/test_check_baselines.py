@@ -66,3 +66,13 @@ def test_several_baselines_put_their_spread_into_the_test(tmp_path):
     assert proc.returncode == 1
     p50 = next(m for m in report["results"][0]["metrics"] if m["metric"] == "p50")
     assert p50["verdict"] == "worse" and p50["ci_low"] < 0.5 < p50["ci_high"]
+
+
+def test_unwritable_report_file_is_one_line_before_the_check(tmp_path):
+    base = write_run(tmp_path / "b.archive", 1)
+    for flag in ("--junit", "--markdown"):
+        proc = subprocess.run([*STRATA, "check", "--baseline", base, "--candidate", base, flag, "/nonexistent/r"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            "strata check: cannot write /nonexistent/r: there is no directory /nonexistent"], proc.stderr

@@ -81,3 +81,11 @@ def test_doctor_lists_views_per_server_kind():
     assert "views this host offers, by server" in out
     for name in ("strata-engine", "nfs-ganesha", "kernel nfsd"):
         assert name in out
+
+
+def test_doctor_table_fits_80_columns_with_its_fix_column():
+    """Piped (80 columns), the table folds its text and keeps its right border: the fix
+    column is not cut off."""
+    lines = run("doctor", env_columns=80).stdout.splitlines()
+    table = lines[1:lines.index(next(l for l in lines if l.startswith("└"))) + 1]
+    assert table and all(len(l) <= 80 and l[-1] in "┓┃┩│┘" for l in table), table

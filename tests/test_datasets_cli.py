@@ -40,6 +40,7 @@ def test_lifecycle_commands(tmp_path):
     assert [d["name"] for d in listed["datasets"]] == ["nfs.ops[op=read][client]", "disk.latency[device]"]
     assert listed["datasets"][1]["retention"]["second"] == 2 * 86400
     assert strata("datasets", "suspend", "--all", env=env).stdout.count("suspended") == 2
+    one_line_error(strata("datasets", "resume", "--all", "disk.latency[device]", env=env), "not both")
     one_line_error(strata("datasets", "resume", "nfs.ops[client][op=read]", env=env), "must come last")
     assert strata("datasets", "resume", "nfs.ops[op=read][client]", env=env).stdout.startswith("resumed")
     table = strata("datasets", "list", env=env).stdout.splitlines()
@@ -88,6 +89,16 @@ def test_archive_file_readable_elsewhere_and_importable(archive, tmp_path):
     p = strata("datasets", "prune", "nfs.latency[client]", "--older-than", "1d", "--level", "second",
                "--archive", other)
     assert p.returncode == 0 and "pruned 2000 records" in p.stdout
+
+
+def test_archive_file_named_as_another_format_is_refused(archive, tmp_path):
+    """An archive is SQLite: -o run.json (or --salvage saved.csv) is a usage error, nothing written."""
+    out = tmp_path / "run.json"
+    p = strata("datasets", "archive", "nfs.latency[client]", "-o", str(out), "--archive", archive)
+    assert p.returncode == 2 and "an archive is an SQLite file, not .json" in p.stderr and not out.exists(), p.stderr
+    out = tmp_path / "saved.csv"
+    p = strata("datasets", "verify", archive, "--salvage", str(out))
+    assert p.returncode == 2 and "not .csv" in p.stderr and not out.exists(), p.stderr
 
 
 def test_foreign_sqlite_file(tmp_path):

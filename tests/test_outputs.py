@@ -63,9 +63,18 @@ def test_every_file_written_is_said_once_on_stderr(archive, tmp_path, name):
     (["--json", "-o", "x.csv"], "-o x.csv names a CSV file but --format json"),
     (["--json", "--csv"], "give --json or --csv, not both"),
     (["--format", "csv", "--raw"], "--raw adds the llhist buckets to --json"),
+    (["-o", "x.pdf"], "-o x.pdf: .pdf is not a format strata writes"),
+    (["--csv", "--percentiles", "50,99"], "--percentiles draws lines on a picture"),
 ])
 def test_contradictory_flags_are_usage_errors(archive, args, expect):
     assert expect in one_line_error(strata(archive, "heatmap", "nfs.latency[client]", *args), 2)
+
+
+@pytest.mark.parametrize("args", [["heatmap", "nfs.latency[client]", "--ymax", "1e400"],
+                                  ["heatmap", "nfs.latency[client]", "--ymin", "1e400"],
+                                  ["breakdown", "nfs.latency[client]", "--range", "1e400.."]])
+def test_a_value_too_large_is_one_line(archive, args):
+    assert "too large" in one_line_error(strata(archive, *args), 2)
 
 
 def test_unwritable_output_is_one_line(archive):

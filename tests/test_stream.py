@@ -103,6 +103,18 @@ def test_derived_names_and_bad_input(archive):
     p = run_strata(["stream", "nfs.ops", "--since", str(T0), "--count", "2", "--json", "--archive", str(archive)])
     docs = [json.loads(line) for line in p.stdout.splitlines()]
     assert [(d["dataset"], d["ops_per_s"]) for d in docs] == [("nfs.ops", 33), ("nfs.ops", 4)]   # summed
+    assert p.stderr == "strata stream: nfs.ops: summed from nfs.ops[client]\n"     # said once, beside the data
     for args, code in ((["nfs.opz"], 1), (["nfs.ops", "--since", "tomorrowish"], 2)):
         p = run_strata(["stream", *args, "--archive", str(archive)])
         assert p.returncode == code and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_csv_flag_as_readme_says(archive):
+    """`--csv` is `--format csv`, as for show, heatmap and breakdown; with --json it is refused."""
+    base = ["stream", "nfs.latency", "--since", str(T0), "--count", "2", "--archive", str(archive)]
+    p = run_strata([*base, "--csv"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == run_strata([*base, "--format", "csv"]).stdout
+    for extra in (["--json"], ["--format", "json"]):
+        p = run_strata([*base, "--csv", *extra])
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
