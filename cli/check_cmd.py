@@ -8,7 +8,7 @@ import sys
 import click
 
 from strata.checks import profile
-from strata.cli.output import check_writable
+from strata.cli.writable import check_writable
 from strata.checks.ab import AbSettings, run_ab
 from strata.checks.baselines import compare_archives, few_baselines_warning, parse_percent
 from strata.checks.compare import CORRECTIONS, METRICS

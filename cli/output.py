@@ -4,11 +4,12 @@ one line; text (terminal, JSON, CSV) goes to --output or stdout, a figure
 (html/png/svg) to --output or to a file named after the dataset. Every file written
 is said in one line on stderr ("wrote FILE"), whatever its format: by wrote(), which
 `strata datasets archive` uses too."""
-import os
 import re
 from pathlib import Path
 
 import click
+
+from strata.cli.writable import check_writable
 
 EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}
 FIGURES = ("html", "png", "svg")
@@ -46,17 +47,6 @@ def check_archive_name(output: str) -> None:
     suffix = Path(output).suffix.lower()
     if suffix in EXTENSIONS or suffix == ".txt":
         raise click.UsageError(f"{output}: an archive is an SQLite file, not {suffix}; name it .db or .archive")
-
-
-def check_writable(output: str) -> None:
-    """One line, before any work, when OUTPUT cannot be written (no such directory...)."""
-    folder = Path(output).parent
-    if not folder.is_dir():
-        raise click.ClickException(f"cannot write {output}: there is no directory {folder}")
-    if Path(output).is_dir():
-        raise click.ClickException(f"cannot write {output}: it is a directory")
-    if not os.access(folder, os.W_OK):
-        raise click.ClickException(f"cannot write {output}: {folder} is not writable")
 
 
 def emit_text(text: str, output: str | None, color: bool | None = None) -> None:
