@@ -85,7 +85,9 @@ def test_archive_file_readable_elsewhere_and_importable(archive, tmp_path):
     other = str(tmp_path / "other.db")
     p = strata("datasets", "import", str(out), "--archive", other)
     assert p.returncode == 0 and "nfs.latency[client]" in p.stdout
-    one_line_error(strata("datasets", "import", str(out), "--archive", other), "already has")
+    one_line_error(strata("datasets", "import", str(out), "--archive", other),
+                   "other.db already has nfs.latency[client]: destroy it there first (`strata datasets destroy`), "
+                   "or import into another archive with --archive")
     p = strata("datasets", "prune", "nfs.latency[client]", "--older-than", "1d", "--level", "second",
                "--archive", other)
     assert p.returncode == 0 and "pruned 2000 records" in p.stdout
