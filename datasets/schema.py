@@ -38,8 +38,7 @@ import struct
 from contextlib import contextmanager
 from urllib.parse import quote
 
-from .errors import ArchiveError, ArchiveFull
-from .paths import default_archive
+from .errors import ArchiveError, ArchiveFull, NoArchive
 
 APPLICATION_ID = 0x53545241  # "STRA"
 SPANS = """CREATE TABLE IF NOT EXISTS spans(
@@ -179,15 +178,6 @@ def _connect(uri: str) -> sqlite3.Connection:
     return conn
 
 
-def _missing(path: str) -> str:
-    """Why the archive at path (not there) cannot be opened: at the default path, how to
-    make one or name another; at a path the user named, only that it is not there."""
-    defaults = {os.path.abspath(default_archive(for_reading)) for for_reading in (True, False)}
-    if os.path.abspath(path) in defaults:
-        return f"{path}: no archive here (create a dataset with `strata datasets create`, or pass --archive)"
-    return f"{path}: no such archive"
-
-
 def connect(path: str, readonly: bool, make: bool | None = None) -> sqlite3.Connection:
     """An open, validated connection to the archive at path; made when missing if make
     (default: when writable), else refused as missing."""
@@ -200,7 +190,7 @@ def connect(path: str, readonly: bool, make: bool | None = None) -> sqlite3.Conn
     except OSError:
         exists = False
     if not exists and (readonly or not make):
-        raise ArchiveError(_missing(path))
+        raise NoArchive(path)
     if exists:
         check_header(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
