@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import click
 
 from strata.datasets.archive import Archive
-from strata.datasets.errors import ArchiveError
+from strata.datasets.errors import ArchiveError, NoArchive
 from strata.datasets.paths import default_archive
 from strata.prometheus.reader import PrometheusReader
 
@@ -44,7 +44,8 @@ def open_archive(path: str | None, readonly: bool = True, prometheus_url: str | 
                  exit_code: int = 1, make: bool = False):
     """The archive at path (or the default one), closed afterwards; or, given
     prometheus_url (read-only), a reader of that Prometheus server. Errors are one line.
-    A missing archive is refused unless make (a writer that makes it: create, import)."""
+    A missing archive is refused unless make (a writer that makes it: create, import); at the
+    default path, the refusal says how to make one or name another."""
     if prometheus_url:
         if path:
             raise click.UsageError("give --archive or --prometheus, not both")
@@ -56,7 +57,13 @@ def open_archive(path: str | None, readonly: bool = True, prometheus_url: str | 
             yield PrometheusReader(prometheus_url)
         return
     with archive_errors(exit_code):
-        archive = Archive.open(path or default_archive(for_reading=readonly), readonly=readonly, make=make)
+        try:
+            archive = Archive.open(path or default_archive(for_reading=readonly), readonly=readonly, make=make)
+        except NoArchive as e:
+            if path:
+                raise
+            raise ArchiveError(f"{e.path}: no archive here (create a dataset with `strata datasets create`, "
+                               "or pass --archive)") from None
         try:
             yield archive
         finally:

@@ -290,7 +290,7 @@ def verify(archive_file, out, archive_path):
         check_archive_name(out)
     with archive_errors():
         report = salvage_.salvage(path, out) if out else verify_.check(path)
-    for line in report.problems:
+    for line in report.lines():
         click.echo(line)
     kept = ", ".join(f"{report.records.get(s, 0)}" + (f" of {report.expected[s]}" if s in report.expected else "")
                      + f" {lv}s" for s, lv in sorted(verify_.LEVEL.items()))

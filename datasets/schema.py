@@ -38,7 +38,7 @@ import struct
 from contextlib import contextmanager
 from urllib.parse import quote
 
-from .errors import ArchiveError, ArchiveFull
+from .errors import ArchiveError, ArchiveFull, NoArchive
 
 APPLICATION_ID = 0x53545241  # "STRA"
 SPANS = """CREATE TABLE IF NOT EXISTS spans(
@@ -190,8 +190,7 @@ def connect(path: str, readonly: bool, make: bool | None = None) -> sqlite3.Conn
     except OSError:
         exists = False
     if not exists and (readonly or not make):
-        raise ArchiveError(f"{path}: no archive here (create a dataset with `strata datasets create`, "
-                           "or pass --archive)")
+        raise NoArchive(path)
     if exists:
         check_header(path)
     elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):

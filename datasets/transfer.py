@@ -54,7 +54,9 @@ def export(archive: Archive, which: list, dest: str, overwrite: bool = False, sa
 def _refuse_clash(archive: Archive, incoming: list, here: set):
     clash = [d.name for d in incoming if d.name in here]
     if clash:
-        raise ArchiveError(f"{archive.path} already has {', '.join(clash)} (destroy or rename before importing)")
+        them = "it" if len(clash) == 1 else "them"
+        raise ArchiveError(f"{archive.path} already has {', '.join(clash)}: destroy {them} there first "
+                           "(`strata datasets destroy`), or import into another archive with --archive")
 
 
 @dataclass(frozen=True)

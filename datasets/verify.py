@@ -47,6 +47,7 @@ BATCH = 2000
 LEVEL = {1: "second", 60: "minute", 600: "ten-minute", 3600: "hour"}
 TREE = re.compile(r"^Tree (\d+)")            # integrity_check's names for a b-tree and a page
 PAGE = re.compile(r"^Page (\d+):")
+ON_PAGE = re.compile(r"^(?:On tree page|Page) (\d+)\b")   # the page an integrity_check line is about
 
 
 @dataclass
@@ -57,10 +58,23 @@ class Report:
     datasets: int = 0
     records: dict = field(default_factory=dict)    # step -> records that passed
     expected: dict = field(default_factory=dict)   # step -> records the usage table counts
+    alike: list = field(default_factory=list)      # per problem: a key shared by the findings like it, or None
 
-    def add(self, where: str, what: str):
+    def add(self, where: str, what: str, like: tuple | None = None):
+        """One problem; like: (what it is about, how the others alike read), e.g.
+        (dataset id, "that do not decode"): lines() folds the problems alike into one line."""
         line = f"{where}: {what}"   # bytes of the file quoted in it may not be UTF-8
         self.problems.append(line.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+        self.alike.append(None if like is None else (where, *like))
+
+    def lines(self) -> list:
+        """The problems as printed: each one whole, except that problems alike (of one dataset
+        or page, of one kind) fold into the first of them and a count of the others."""
+        groups = {}
+        for i, (line, like) in enumerate(zip(self.problems, self.alike)):
+            groups.setdefault(i if like is None else like, []).append(line)
+        return [lines[0] + (f" (and {len(lines) - 1} more {like[-1]})" if len(lines) > 1 else "")
+                for like, lines in groups.items()]
 
 
 def _when(t: int) -> str:
@@ -199,9 +213,10 @@ class Checker:
         lines = [line for line in lines if line != "ok" and not line.startswith("*** in database")]
         owners = self._owners(conn, {int(m.group(1)) for m in map(PAGE.match, lines) if m})
         for line in lines:
+            on = ON_PAGE.match(line)
             line = TREE.sub(lambda m: f"table {roots.get(int(m.group(1)), m.group(1))}:", line)
             line = PAGE.sub(lambda m: f"page {m.group(1)}{owners.get(int(m.group(1)), '')}:", line)
-            r.add("sqlite", line)
+            r.add("sqlite", line, on and (f"on page {on.group(1)}",))
 
     @staticmethod
     def _owners(conn, pages) -> dict:
@@ -286,10 +301,11 @@ class Checker:
             name = self.datasets[ds][0]
             if step not in STEPS or not isinstance(t, int) or t % step or not 0 <= t < 1 << 40:
                 self.report.add("records", f"{name}: a record of step {step!r} at time {t!r} (not a level's "
-                                           "step and time)")
+                                           "step and time)", (ds, "not of a level's step and time"))
                 continue
             if not isinstance(data, bytes):
-                self.report.add("records", f"{name} {LEVEL[step]} {_when(t)}: its data is not bytes")
+                self.report.add("records", f"{name} {LEVEL[step]} {_when(t)}: its data is not bytes",
+                                (ds, "whose data is not bytes"))
                 continue
             batch = batches.setdefault(ds, [])
             batch.append((step, t, data))
@@ -315,13 +331,14 @@ class Checker:
                 try:
                     ok = self._known_keys(ds, codec.decode(kind, [data]), 1)[0]
                 except codec.CorruptRecord as e:
-                    self.report.add("records", f"{name} {LEVEL[step]} {_when(t)}: does not decode ({e})")
+                    self.report.add("records", f"{name} {LEVEL[step]} {_when(t)}: does not decode ({e})",
+                                    (ds, "that do not decode"))
                     continue
             else:
                 ok = good[i]
             if not ok:
                 self.report.add("records", f"{name} {LEVEL[step]} {_when(t)}: names a breakdown key the "
-                                           "dataset does not have")
+                                           "dataset does not have", (ds, "naming keys the dataset does not have"))
                 continue
             self.seen.append((ds << 44) | (STEPS.index(step) << 42) | t)
             self.report.records[step] = self.report.records.get(step, 0) + 1
@@ -342,7 +359,7 @@ class Checker:
         for v in values[counts > 1][:20]:
             ds, step, t = int(v) >> 44, STEPS[(int(v) >> 42) & 3], int(v) & ((1 << 42) - 1)
             self.report.add("records", f"{self.datasets[ds][0]} {LEVEL[step]} {_when(t)} is stored "
-                                       f"{int(counts[values == v][0])} times")
+                                       f"{int(counts[values == v][0])} times", (ds, "stored more than once"))
         self.index, self.counts = values, counts
 
     def _usage(self, conn):
@@ -355,6 +372,7 @@ class Checker:
         except (sqlite3.DatabaseError, MemoryError) as e:
             self.report.add("usage", f"cannot be read ({_why(e)})")
             return
+        short = {}     # dataset -> [(step, rows counted, found whole)] where they differ
         for ds, step, rows in usage:
             if ds not in self.datasets:
                 continue
@@ -363,8 +381,10 @@ class Checker:
                 continue
             self.report.expected[step] = self.report.expected.get(step, 0) + rows
             if found.get((ds, step), 0) != rows:
-                self.report.add("usage", f"{self.datasets[ds][0]}: {rows} {LEVEL.get(step, step)} record(s) "
-                                         f"counted, {found.get((ds, step), 0)} found whole")
+                short.setdefault(ds, []).append((step, rows, found.get((ds, step), 0)))
+        for ds, levels in short.items():
+            self.report.add("usage", f"{self.datasets[ds][0]}: record(s) found whole of those counted: " +
+                            ", ".join(f"{whole} of {rows} {LEVEL[step]}" for step, rows, whole in sorted(levels)))
 
     def _spans(self, conn):
         if not self.has_spans:
@@ -383,7 +403,8 @@ class Checker:
                     if i >= len(self.index) or self.index[i] != v:
                         bad = "marks no second-level record"
                 if bad:
-                    self.report.add("spans", f"{name} {_when(t)}: {bad}")
+                    kind = bad.split()[0]      # spans, unknown or marks
+                    self.report.add("spans", f"{name} {_when(t)}: {bad}", (ds, kind, "like it"))
                 elif self.sink:
                     self.sink.span(ds, t, seconds, cause)
 

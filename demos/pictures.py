@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from strata.datasets.archive import Archive
-from strata.heatmaps import export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps
+from strata.heatmaps import clock, export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps
 from strata.heatmaps.breakdown import compute
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.timebins import choose_bins
@@ -58,8 +58,8 @@ def _cache_figure(archive, start, end) -> go.Figure:
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
                       title=dict(text="<b>cache sizes</b>: ARC (DRAM) and L2ARC (flash) over time", x=0.01),
-                      yaxis_title="MiB", xaxis_title="time (local)", legend=dict(orientation="h", y=1.02, x=1,
-                                                                                  xanchor="right", yanchor="bottom"))
+                      yaxis_title="MiB", xaxis_title=f"time ({clock.zone()})",
+                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
     return fig
 
 

@@ -76,3 +76,12 @@ def test_unwritable_report_file_is_one_line_before_the_check(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             "strata check: cannot write /nonexistent/r: there is no directory /nonexistent"], proc.stderr
+
+
+def test_a_missing_candidate_is_named_without_an_archive_hint(tmp_path):
+    """check has no --archive option: a missing file is said to be missing, nothing more."""
+    base = write_run(tmp_path / "b.archive", 1)
+    proc = subprocess.run([*STRATA, "check", "--baseline", base, "--candidate", str(tmp_path / "nope.db")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and proc.stderr.strip().splitlines() == [
+        f"strata check: {tmp_path / 'nope.db'}: no such archive"], proc.stderr

@@ -63,8 +63,8 @@ def test_unknown_statistic_or_breakdown_lists_the_valid_ones(tmp_path):
     one_line_error(strata("datasets", "create", "disk.ops[client]", *a), "valid breakdowns: op, device")
     one_line_error(strata("datasets", "create", "disk.ops", "--keep", "second=all", "--keep", "minute=1d", *a),
                    "at least as long")
-    one_line_error(strata("datasets", "destroy", "disk.ops", "-y", *a), "y.db: no archive here")
-    one_line_error(strata("datasets", "suspend", "--all", *a), "y.db: no archive here")
+    one_line_error(strata("datasets", "destroy", "disk.ops", "-y", *a), "y.db: no such archive")
+    one_line_error(strata("datasets", "suspend", "--all", *a), "y.db: no such archive")
     assert os.listdir(tmp_path) == []
 
 
@@ -85,7 +85,9 @@ def test_archive_file_readable_elsewhere_and_importable(archive, tmp_path):
     other = str(tmp_path / "other.db")
     p = strata("datasets", "import", str(out), "--archive", other)
     assert p.returncode == 0 and "nfs.latency[client]" in p.stdout
-    one_line_error(strata("datasets", "import", str(out), "--archive", other), "already has")
+    one_line_error(strata("datasets", "import", str(out), "--archive", other),
+                   "other.db already has nfs.latency[client]: destroy it there first (`strata datasets destroy`), "
+                   "or import into another archive with --archive")
     p = strata("datasets", "prune", "nfs.latency[client]", "--older-than", "1d", "--level", "second",
                "--archive", other)
     assert p.returncode == 0 and "pruned 2000 records" in p.stdout
@@ -112,7 +114,12 @@ def test_not_sqlite_and_missing(tmp_path):
     path = tmp_path / "text.db"
     path.write_text("hello, I am not a database\n" * 10)
     one_line_error(strata("datasets", "list", "--archive", str(path)), "not an SQLite database")
-    one_line_error(strata("datasets", "list", "--archive", str(tmp_path / "none.db")), "no archive here")
+    named = strata("datasets", "list", "--archive", str(tmp_path / "none.db"))
+    one_line_error(named, "none.db: no such archive")
+    assert "--archive" not in named.stderr     # the user named the path: no hint to name one
+    default = strata("datasets", "list", env={"STRATA_ARCHIVE": str(tmp_path / "none.db")})
+    one_line_error(default, "none.db: no archive here (create a dataset with `strata datasets create`, "
+                            "or pass --archive)")
 
 
 def test_truncated_archive(archive):

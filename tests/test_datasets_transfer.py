@@ -175,7 +175,7 @@ def test_a_refused_import_or_archive_makes_no_file(archive, tmp_path):
         c.execute("UPDATE records SET data = x'05ff' WHERE step = 1 AND t = ?", (T0 + 10,))
     one_line_error(strata("datasets", "import", str(damaged), "--archive", str(new)), "not imported, it is damaged")
     one_line_error(strata("datasets", "archive", "nfs.ops[op]", "-o", str(tmp_path / "out.strata"),
-                          "--archive", str(new)), "no archive here")
+                          "--archive", str(new)), "new.db: no such archive")
     assert not new.parent.exists() and not (tmp_path / "out.strata").exists()
 
 

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from datasets_util import data_line, heat_second, one_line_error, strata, template_copy
-from strata.datasets import codec, schema
+from strata.datasets import codec, schema, verify as verify_
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 
@@ -121,6 +121,28 @@ def test_a_torn_page_is_named_and_every_other_record_salvaged(archive, tmp_path)
     assert grid["events"] == events
 
 
+def test_a_torn_records_root_reads_as_one_line_per_dataset_and_page(archive):
+    """The records table's root page torn: SQLite's many findings on that page fold into one
+    line, and the dataset's levels, none found whole, into one usage line; the Report keeps
+    every finding."""
+    with sqlite3.connect(archive) as c:
+        [root] = c.execute("SELECT pageno FROM dbstat WHERE name = 'records' AND pagetype = 'internal'").fetchall()
+    with open(archive, "r+b") as f:
+        f.seek((root[0] - 1) * PAGE + PAGE // 2)
+        f.write(bytes(range(256)) * (PAGE // 512))
+    p = verify(archive)
+    lines = p.stdout.splitlines()
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    [sqlite] = [line for line in lines if line.startswith(f"sqlite: On tree page {root[0]} ")]
+    assert re.search(rf"\(and \d+ more on page {root[0]}\)$", sqlite), sqlite
+    [usage] = [line for line in lines if line.startswith("usage: ")]
+    assert re.fullmatch(r"usage: nfs\.latency\[client\]: record\(s\) found whole of those counted: "
+                        rf"0 of {N - 1} second, 0 of \d+ minute, 0 of \d+ ten-minute, 0 of \d+ hour", usage), usage
+    assert len(lines) <= 5, p.stdout
+    full = verify_.check(archive).problems
+    assert sum(line.startswith(f"sqlite: On tree page {root[0]} ") for line in full) > 1
+
+
 def test_a_truncated_copy_salvages_the_records_of_its_whole_pages(archive, tmp_path):
     before, pages = records(archive), leaves(archive)
     size = os.path.getsize(archive)
@@ -151,7 +173,7 @@ def test_a_file_of_a_newer_strata_is_one_line_everywhere(archive, tmp_path):
 
 def test_records_that_break_strata_rules_are_named_and_left_behind(tmp_path):
     """An archive written without the unique index (as a buggy writer might) holding a second
-    stored twice, a record that does not decode, one naming a key the dataset lacks, and a
+    stored twice, two records that do not decode (one line), one naming a key the dataset lacks, and a
     span over no record."""
     path = tmp_path / "rules.db"
     conn = sqlite3.connect(path, isolation_level=None)
@@ -169,7 +191,8 @@ def test_records_that_break_strata_rules_are_named_and_left_behind(tmp_path):
     alien = codec.encode("counter", codec.Cells(*(codec.np.array(v, t) for v, t in (
         ([0], "int64"), ([7], "int64"), ([0], "int64"), ([1], "uint64"), ([0.0], "float64")))), 1)[0]
     with sqlite3.connect(path) as c:
-        rows = [(T0, good[0]), (T0, good[1]), (T0 + 1, b"\x05\xff"), (T0 + 2, alien), (T0 + 3, good[0])]
+        rows = [(T0, good[0]), (T0, good[1]), (T0 + 1, b"\x05\xff"), (T0 + 2, alien), (T0 + 3, good[0]),
+                (T0 + 4, b"\x05\xff")]
         c.executemany("INSERT INTO records (dataset, step, t, data) VALUES (?, 1, ?, ?)",
                       [(ds, t, d) for t, d in rows])
         c.execute("INSERT INTO spans VALUES (?, ?, 5, 'stall')", (ds, T0 + 10))
@@ -177,10 +200,11 @@ def test_records_that_break_strata_rules_are_named_and_left_behind(tmp_path):
     assert p.returncode == 1
     when = "2023-11-14T22:13:2{}Z (170000000{})".format
     assert p.stdout.splitlines() == [
-        f"records: disk.ops[op] second {when(1, 1)}: does not decode (varint stream ends inside a number)",
+        f"records: disk.ops[op] second {when(1, 1)}: does not decode (varint stream ends inside a number) "
+        "(and 1 more that do not decode)",
         f"records: disk.ops[op] second {when(2, 2)}: names a breakdown key the dataset does not have",
         f"records: disk.ops[op] second {when(0, 0)} is stored 2 times",
-        "usage: disk.ops[op]: 5 second record(s) counted, 3 found whole",
+        "usage: disk.ops[op]: record(s) found whole of those counted: 3 of 6 second",
         f"spans: disk.ops[op] 2023-11-14T22:13:30Z ({T0 + 10}): marks no second-level record",
     ], p.stdout
     assert verify(path, "--salvage", tmp_path / "s.db").returncode == 1
