@@ -78,9 +78,16 @@ def format_value(v: float, unit: str, sig: int = 3) -> str:
 
 
 def format_count(n: float) -> str:
-    """A count or rate for panels and tables: 987, 1.23k, 45.6M; rates keep one decimal below 10."""
+    """A count or rate for panels and tables, at most 7 characters: 987, 1.23k, 45.6M; two
+    decimals below 10, three significant digits below 0.1 (0.0123, 0.00123) and below
+    0.001 two in exponent form (3.2e-7). Only an exact 0 reads "0"."""
     if n == 0:
         return "0"
+    if abs(n) < 0.001:
+        mantissa, exponent = f"{n:.1e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    if abs(n) < 0.1:
+        return _trim(n, 3)
     if abs(n) < 10 and n != int(n):
         return f"{n:.2f}".rstrip("0").rstrip(".")
     if abs(n) < 1000:
