@@ -97,18 +97,22 @@ def format_count(n: float) -> str:
 
 def parse_value(text: str, unit: str) -> int:
     """'10ms' -> 10_000_000 (unit ns); '64KiB' -> 65536 (unit bytes); bare numbers are base units."""
+    if re.fullmatch(r"\s*[+-]?(nan|inf|infinity)\s*[a-zA-Zµμ]*\s*", text, re.IGNORECASE):
+        raise ValueError(f"{text.strip()}: not a finite number")
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zA-Zµμ]*)\s*", text)
     if not m:
         raise ValueError(f"not a value: {text!r}")
     number, suffix = float(m.group(1)), m.group(2).lower()
-    if not suffix:
-        return int(round(number))
-    if suffix not in _PARSE_SCALE:
-        raise ValueError(f"unknown unit {m.group(2)!r} in {text!r}")
-    want, scale = _PARSE_SCALE[suffix]
-    have = "bytes" if family(unit) == "bytes" else ("ns" if family(unit) == "time" else None)
-    if have != want:
-        raise ValueError(f"{text!r} is not a {'time' if have == 'ns' else 'size' if have else 'plain number'}")
+    scale = 1
+    if suffix:
+        if suffix not in _PARSE_SCALE:
+            raise ValueError(f"unknown unit {m.group(2)!r} in {text!r}")
+        want, scale = _PARSE_SCALE[suffix]
+        have = "bytes" if family(unit) == "bytes" else ("ns" if family(unit) == "time" else None)
+        if have != want:
+            raise ValueError(f"{text!r} is not a {'time' if have == 'ns' else 'size' if have else 'plain number'}")
+    if not math.isfinite(number * scale):
+        raise ValueError(f"{text.strip()}: too large")
     return int(round(number * scale))
 
 
