@@ -7,6 +7,8 @@ everything else is a plain count with SI suffixes (k, M, G).
 import math
 import re
 
+from strata.datasets.retention import LONGEST, too_long
+
 TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 BYTE_UNITS = [(1024.0 ** 6, "EiB"), (1024.0 ** 5, "PiB"), (1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB"), (1.0, "B")]
 SI_UNITS = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
@@ -132,6 +134,8 @@ def parse_duration(text: str) -> int:
             value += int(n) * _DURATION_SCALE[u]
     if value <= 0:
         raise ValueError(f"duration must be positive: {text!r}")
+    if value > LONGEST:
+        raise ValueError(too_long(text))
     return value
 
 
