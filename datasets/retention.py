@@ -20,6 +20,12 @@ STORED = {"second": (1,), "minute": (60, 600), "hour": (3600,)}
 TEN_MINUTES = 600
 LEVEL_OF = {step: lv for lv, steps in STORED.items() for step in steps}
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+LONGEST = 100 * 365 * 86400   # the longest duration a user may give (100 years), here and in views
+
+
+def too_long(text: str) -> str:
+    """The one line refusing a duration longer than LONGEST."""
+    return f"{text.strip()}: longer than 100 years"
 
 
 def parse_duration(text: str, allow_all: bool = True):
@@ -33,7 +39,10 @@ def parse_duration(text: str, allow_all: bool = True):
     if not m:
         raise ArchiveError(f"bad duration {text!r}: use a number and a unit s/m/h/d/w, e.g. 7d"
                            + (", or 'all'" if allow_all else ""))
-    return int(m.group(1)) * UNITS[m.group(2)]
+    seconds = int(m.group(1)) * UNITS[m.group(2)]
+    if seconds > LONGEST:
+        raise ArchiveError(too_long(text) + (" (to keep everything: 'all')" if allow_all else ""))
+    return seconds
 
 
 def format_duration(seconds) -> str:

@@ -176,7 +176,9 @@ def time_range(last, since, until, now: int | None = None) -> tuple:
         if since is not None:
             start = parse_time(since, now)
             if start >= end:
-                raise ViewUsageError(f"--since {since} is not before --until {until or 'now'}")
+                raise ViewUsageError(f"--since {since} is not before --until {until}" if until else
+                                     f"--since {since} is in the future" if start > end else
+                                     f"--since {since} is not before now")
             return start, end, True
         return end - DEFAULT_LAST, end, until is not None
     except ValueError as e:

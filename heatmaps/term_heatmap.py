@@ -122,7 +122,7 @@ def _legend(grid, mode: str, nlevels: int, top: float, width: int) -> str:
     """Colour scale (and percentile keys), shortened to fit `width` columns."""
     noun = event_noun(grid.statistic)
     live = grid.density[grid.density > 0]
-    low = format_count(round(float(live.min()), 2)) if live.size else "0"
+    low = format_count(float(live.min())) if live.size else "0"
     keys = [(palette.PLAIN_LINE_MARKS[j] if mode == "none" else "━━", describe.percentile_label(p))
             for j, p in enumerate(grid.percentiles)]
     if top <= 0:

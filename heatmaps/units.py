@@ -7,6 +7,8 @@ everything else is a plain count with SI suffixes (k, M, G).
 import math
 import re
 
+from strata.datasets.retention import LONGEST, too_long
+
 TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 BYTE_UNITS = [(1024.0 ** 6, "EiB"), (1024.0 ** 5, "PiB"), (1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB"), (1.0, "B")]
 SI_UNITS = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
@@ -78,9 +80,16 @@ def format_value(v: float, unit: str, sig: int = 3) -> str:
 
 
 def format_count(n: float) -> str:
-    """A count or rate for panels and tables: 987, 1.23k, 45.6M; rates keep one decimal below 10."""
+    """A count or rate for panels and tables, at most 7 characters: 987, 1.23k, 45.6M; two
+    decimals below 10, three significant digits below 0.1 (0.0123, 0.00123) and below
+    0.001 two in exponent form (3.2e-7). Only an exact 0 reads "0"."""
     if n == 0:
         return "0"
+    if abs(n) < 0.001:
+        mantissa, exponent = f"{n:.1e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    if abs(n) < 0.1:
+        return _trim(n, 3)
     if abs(n) < 10 and n != int(n):
         return f"{n:.2f}".rstrip("0").rstrip(".")
     if abs(n) < 1000:
@@ -90,18 +99,22 @@ def format_count(n: float) -> str:
 
 def parse_value(text: str, unit: str) -> int:
     """'10ms' -> 10_000_000 (unit ns); '64KiB' -> 65536 (unit bytes); bare numbers are base units."""
+    if re.fullmatch(r"\s*[+-]?(nan|inf|infinity)\s*[a-zA-Zµμ]*\s*", text, re.IGNORECASE):
+        raise ValueError(f"{text.strip()}: not a finite number")
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zA-Zµμ]*)\s*", text)
     if not m:
         raise ValueError(f"not a value: {text!r}")
     number, suffix = float(m.group(1)), m.group(2).lower()
-    if not suffix:
-        return int(round(number))
-    if suffix not in _PARSE_SCALE:
-        raise ValueError(f"unknown unit {m.group(2)!r} in {text!r}")
-    want, scale = _PARSE_SCALE[suffix]
-    have = "bytes" if family(unit) == "bytes" else ("ns" if family(unit) == "time" else None)
-    if have != want:
-        raise ValueError(f"{text!r} is not a {'time' if have == 'ns' else 'size' if have else 'plain number'}")
+    scale = 1
+    if suffix:
+        if suffix not in _PARSE_SCALE:
+            raise ValueError(f"unknown unit {m.group(2)!r} in {text!r}")
+        want, scale = _PARSE_SCALE[suffix]
+        have = "bytes" if family(unit) == "bytes" else ("ns" if family(unit) == "time" else None)
+        if have != want:
+            raise ValueError(f"{text!r} is not a {'time' if have == 'ns' else 'size' if have else 'plain number'}")
+    if not math.isfinite(number * scale):
+        raise ValueError(f"{text.strip()}: too large")
     return int(round(number * scale))
 
 
@@ -121,6 +134,8 @@ def parse_duration(text: str) -> int:
             value += int(n) * _DURATION_SCALE[u]
     if value <= 0:
         raise ValueError(f"duration must be positive: {text!r}")
+    if value > LONGEST:
+        raise ValueError(too_long(text))
     return value
 
 
