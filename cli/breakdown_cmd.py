@@ -51,8 +51,6 @@ def _value_range(text, info):
         return value_range.parse(text, info.unit)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--range") from None
-    except OverflowError:
-        raise click.BadParameter(f"{text!r}: a value too large", param_hint="--range") from None
 
 
 @click.command("breakdown")

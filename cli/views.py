@@ -96,8 +96,6 @@ def _value(text, unit, option):
         return parse_value(text, unit)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint=option) from None
-    except OverflowError:
-        raise click.BadParameter(f"{text!r} is too large", param_hint=option) from None
 
 
 def heat_view(unit: str, keys, ymax, ymin, log_axis, outliers, percentiles) -> figures.View:

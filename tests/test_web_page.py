@@ -226,6 +226,12 @@ def test_hostile_requests_get_bounded_answers(archive):
         assert status == 413
         status, answer = http(base + "/api/drill", {"view": {"name": "nfs.latency"}, "x0": "never"})
         assert status == 400 and "\n" not in answer["error"]
+        on_axis = [time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) for t in (T0, T0 + SPAN)]
+        band = {"view": {"name": "nfs.latency"}, "x0": on_axis[0], "x1": on_axis[1], "y0": 0, "y1": "1e400"}
+        status, answer = http(base + "/api/drill", band)
+        assert status == 400 and answer["error"] == "a drill-down's values must be finite numbers", answer
+        status, answer = http(base + "/api/drill", {**band, "y1": 5, "top": 1e308 * 10})
+        assert status == 400 and "\n" not in answer["error"], answer
         status, answer = http(base + "/api/view?name=nfs.nothing")
         assert status == 400 and "no dataset nfs.nothing" in answer["error"]
         assert http(base + "/api/live?ids=deadbeef&after=1")[0] == 404

@@ -262,7 +262,7 @@ class Worksheet:
             x0, x1 = str(body["x0"]), str(body["x1"])
             y0, y1 = float(body["y0"]), float(body["y1"])
             top = max(1, min(int(body.get("top", 8)), 50))
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             return _error(400, f"a drill-down needs view, x0, x1, y0, y1 ({e})")
         return web.json_response(await self.run(views.drill, spec, x0, x1, y0, y1, top))
 

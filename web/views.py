@@ -197,6 +197,8 @@ def drill(reader, spec: ViewSpec, x0: str, x1: str, lo: float, hi: float, top: i
     since, until = int(math.floor(t0)), int(math.ceil(t1))
     until = max(until, since + 1)
     check_span(since, until)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ViewError("a drill-down's values must be finite numbers")
     lo, hi = sorted((max(float(lo), 0.0), max(float(hi), 0.0)))
     text = f"{int(math.floor(lo))}..{max(int(math.ceil(hi)), int(math.floor(lo)) + 1)}"
     target = source.drill_target(reader, src)
