@@ -97,26 +97,21 @@ def engine_bin(build_dir):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, engine_bin):
-    """The runs: in each mode B with every NFS reply delayed, and the same binary on both
-    sides at confidence 0.99. All start together but the A/A duet, which runs after them:
-    it measures the duet's floor, and beside the others' engines (each side of a duet is
-    pinned to a CPU) one side can run 5-7 % slower for the whole run."""
+    """All runs, started together: in each mode B with every NFS reply delayed, and the
+    same binary on both sides at confidence 0.99."""
     base = tmp_path_factory.mktemp("check-ab")
     engines = ("--a", engine_bin, "--b", engine_bin)
-    started = {}
+    started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds",
+                                         "--b-inject-delay", "nfs:40us", profile=ROUNDS_PROFILE),
+               "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99",
+                                      profile=ROUNDS_PROFILE),
+               "duet-planted": start_check_ab(base / "duet-planted", *engines, "--b-inject-delay", "nfs:10us"),
+               "duet-same": start_check_ab(base / "duet-same", *engines, "--confidence", "0.99",
+                                            # the duet's measured floor (README): 2 % plus the spread
+                                            # between two processes of one build (sd ~1.5 %)
+                                            "--threshold", "3%")}
     try:
-        started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds",
-                                             "--b-inject-delay", "nfs:40us", profile=ROUNDS_PROFILE),
-                   "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99",
-                                          profile=ROUNDS_PROFILE),
-                   "duet-planted": start_check_ab(base / "duet-planted", *engines, "--b-inject-delay", "nfs:10us")}
-        done = {name: finish(proc, base / name) for name, proc in started.items()}
-        started["duet-same"] = start_check_ab(base / "duet-same", *engines, "--confidence", "0.99",
-                                              # the duet's measured floor (README): 2 % plus the spread
-                                              # between two processes of one build (sd ~1.5 %)
-                                              "--threshold", "3%")
-        done["duet-same"] = finish(started["duet-same"], base / "duet-same")
-        return done
+        return {name: finish(proc, base / name) for name, proc in started.items()}
     finally:
         for proc in started.values():
             if proc.poll() is None:
