@@ -107,9 +107,10 @@ def runs(tmp_path_factory, engine_bin):
                                       profile=ROUNDS_PROFILE),
                "duet-planted": start_check_ab(base / "duet-planted", *engines, "--b-inject-delay", "nfs:10us"),
                "duet-same": start_check_ab(base / "duet-same", *engines, "--confidence", "0.99",
-                                            # the duet's measured floor (README): 2 % plus the spread
-                                            # between two processes of one build (sd ~1.5 %)
-                                            "--threshold", "3%")}
+                                            # the duet's measured floor on this machine (README): A/A
+                                            # checks in CI differed by up to 7 % (each side pinned to a
+                                            # CPU, which the other runs load unevenly)
+                                            "--threshold", "8%")}
     try:
         return {name: finish(proc, base / name) for name, proc in started.items()}
     finally:
@@ -256,4 +257,4 @@ def test_duet_same_binary_on_both_sides_is_not_worse(runs):
     rc, report = verdict(runs["duet-same"])
     assert rc == 0 and report["verdict"] != "worse", report
     p50, _ = metric(report, "nfs.latency[op]", "p50")
-    assert p50["ci_low"] < 0.05 and p50["ci_high"] > -0.05 and p50["ci_high"] - p50["ci_low"] < 0.2
+    assert p50["ci_low"] < 0.08 and p50["ci_high"] > -0.08 and p50["ci_high"] - p50["ci_low"] < 0.2
