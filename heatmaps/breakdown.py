@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .rebin import percentile_of, select_keys
-from .timebins import TimeBins, choose_bins, rate_seconds, sum_columns
+from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
 
 OTHER = "other"
 ALL = "all"          # the one series of a dataset without a breakdown
@@ -157,13 +157,6 @@ def _not_collected(qr, bins: TimeBins):
     if not present.size:
         return None
     return sum_columns(present.astype(np.int64), qr.times, bins, axis=0) == 0
-
-
-def collected_seconds(qr, bins: TimeBins):
-    """Per display column, how many of its seconds were collected (QueryResult.seconds_collected);
-    None when the reader does not say."""
-    seconds = qr.seconds_collected()
-    return None if seconds is None else sum_columns(seconds, qr.times, bins, axis=0)
 
 
 def _time_mean(values: np.ndarray, collected) -> float:

@@ -23,7 +23,7 @@ import numpy as np
 
 from strata.datasets import llhist
 
-from .timebins import TimeBins, choose_bins, rate_seconds, sum_columns
+from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
 from .units import family, format_value
 
 _LOWER = llhist.lower_bounds()
@@ -215,12 +215,6 @@ def _value_range(buckets, hist_total, unit, axis, ymin, ymax, outliers, ncells):
     return lo + h * np.arange(ncells + 1), crop
 
 
-def _collected(qr, bins: TimeBins):
-    """Seconds collected in the bins; None when the QueryResult does not say."""
-    seconds = qr.seconds_collected()
-    return None if seconds is None else int(sum_columns(seconds, qr.times, bins, axis=0).sum())
-
-
 def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=None,
                axis: str = "linear", ymin=None, ymax=None, outliers=None,
                percentiles=(), bins: TimeBins = None) -> Grid:
@@ -233,6 +227,7 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
     bins = bins or choose_bins(start, end, qr.step, max_cols)
     buckets = np.asarray(qr.buckets, dtype=np.int64)
     hist = column_histograms(qr, bins, keys)                       # (ncols, m)
+    seconds = collected_seconds(qr, bins)                          # (ncols,) or None
     hist_total = hist.sum(axis=0)                                  # (m,)
     cells, crop = _value_range(buckets, hist_total, qr.unit, axis, ymin, ymax, outliers, ncells)
     edges, cell_row = snap_rows(cells)
@@ -256,5 +251,5 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
         above=int(hist_total[is_above].sum()), crop=crop,
         percentiles={float(p): percentile_of(buckets, hist, float(p)) for p in percentiles},
         spans=list(getattr(qr, "spans", [])), derived=getattr(qr, "derived", ""),
-        collected=_collected(qr, bins),
+        collected=None if seconds is None else int(seconds.sum()),
     )

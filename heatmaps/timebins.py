@@ -86,3 +86,10 @@ def rate_seconds(collected, span) -> int:
     """What a rate over a range is divided by: the seconds collected in it (None: the reader
     does not say), else the span's length."""
     return max(collected if collected is not None else span[1] - span[0], 1)
+
+
+def collected_seconds(qr, bins: TimeBins):
+    """Per display column, how many of its seconds were collected (QueryResult.seconds_collected);
+    None when the reader does not say."""
+    seconds = qr.seconds_collected()
+    return None if seconds is None else sum_columns(seconds, qr.times, bins, axis=0)
