@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # collect_nfsd.sh — BPF cost per NFS request of the nfsd layer against the wire layer, on
-# the same requests: in a kernel-matrix guest (tests/vm/, KERNEL=6.1 by default; 6.12 too)
+# the same requests: in a kernel-matrix guest (tests/vm/, KERNEL=6.1-security by default; 6.12 too)
 # the kernel's nfsd serves one strata-load client (mixed NFSv3 load, SECS seconds) on
 # loopback while one collector holds nfsd.latency[client] + nfsd.ops[op] and
 # wire.latency[client] + wire.ops[op] (ADDS: other collector commands). From the kernel's BPF statistics
@@ -18,7 +18,7 @@ if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 WINDOW_SECS=1 CYCLES=1; fi # smoke mo
 SECS=${SECS:-15}
 WINDOW_SECS=${WINDOW_SECS:-4}
 CYCLES=${CYCLES:-12}
-KERNEL=${KERNEL:-6.1}
+KERNEL=${KERNEL:-6.1-security}
 # the datasets, as collector commands: one of each layer's statistics per breakdown given
 ADDS=${ADDS:-add a nfsd.latency client\\nadd b nfsd.ops op\\nadd c wire.latency client\\nadd d wire.ops op\\n}
 if [ "${1:-}" != inside ]; then

@@ -45,7 +45,7 @@ def main() -> int:
     runs.mkdir(parents=True, exist_ok=True)
     host = rate(subprocess.run(["sh", "-c", SCRIPT], capture_output=True, text=True, check=True).stdout)
     print(f"host {os.uname().release}: {host:,.0f} RPC/s (one connection, one request in flight)")
-    for series in os.environ.get("KERNELS", "6.1" if SMOKE else "5.10 6.1 6.12").split():
+    for series in os.environ.get("KERNELS", "6.1-security" if SMOKE else "5.10-security 6.1-security 6.12").split():
         folder = Path(tempfile.mkdtemp(prefix=f"bench-{series}-", dir=runs))
         start = time.monotonic()
         first = guest.run(series, "true", folder) if not SMOKE else None

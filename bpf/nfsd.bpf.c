@@ -168,7 +168,7 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	if (agg_dim_used(AGG_DIM_STATUS))
 		*(__u32 *)ev->dims[AGG_DIM_STATUS] = nfs_status(r, vers, proc, direct);
 	if (agg_dim_used(AGG_DIM_CLIENT))
-		set_client(ev, r, direct);
+		set_client(ev, r);
 	if (agg_dim_used(AGG_DIM_EXPORT)) /* a helper read: only while a slot needs it */
 		set_export(ev, proc ? request_fh(r, vers, direct) : 0);
 	start = (__u64)READ(direct, r, rq_stime);

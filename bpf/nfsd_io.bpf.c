@@ -64,7 +64,7 @@ static __always_inline int io_done(struct bpf_raw_tracepoint_args *ctx, __u32 op
 	if (!ev)
 		return 0;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = op;
-	set_client(ev, (struct svc_rqst___nfsd *)ctx->args[0], 0);
+	set_client(ev, (struct svc_rqst___nfsd *)ctx->args[0]);
 	if (agg_dim_used(AGG_DIM_EXPORT))
 		set_export(ev, (const void *)ctx->args[1]);
 	ev->latency_ns = now > start ? now - start : 0;

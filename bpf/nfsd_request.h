@@ -30,20 +30,19 @@ struct svc_rqst___nfsd {
  * bpf_probe_read_kernel otherwise (raw_tp). */
 #define READ(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
 
-/* The client as 16 key bytes, all written: IPv6, or IPv4 as ::ffff:a.b.c.d. tp_btf loads
- * the address straight from the request; raw_tp copies its first bytes first. */
-static __always_inline void set_client(struct agg_event *ev, struct svc_rqst___nfsd *r, int direct)
+/* The client as 16 key bytes, all written: IPv6, or IPv4 as ::ffff:a.b.c.d. The address's
+ * first bytes are copied by a helper read in both flavours: rq_addr is a struct
+ * sockaddr_storage (128 bytes) whose layout a direct load would have to match exactly, and
+ * libbpf refuses a CO-RE load whose size differs from the field's (Debian's 6.1.0-56 puts
+ * svc_rqst in vmlinux's BTF, where the tp_btf flavour met it). */
+static __always_inline void set_client(struct agg_event *ev, struct svc_rqst___nfsd *r)
 {
-	const __u8 *sa = (const __u8 *)__builtin_preserve_access_index(&r->rq_addr);
 	__u64 *key = (__u64 *)ev->dims[AGG_DIM_CLIENT];
-	__u8 copy[24];
+	__u8 sa[24];
 	__u16 family;
 
-	if (!direct) {
-		if (bpf_probe_read_kernel(copy, sizeof(copy), sa))
-			__builtin_memset(copy, 0, sizeof(copy));
-		sa = copy;
-	}
+	if (bpf_probe_read_kernel(sa, sizeof(sa), __builtin_preserve_access_index(&r->rq_addr)))
+		__builtin_memset(sa, 0, sizeof(sa));
 	family = *(const __u16 *)sa;
 	key[0] = 0;
 	key[1] = 0;

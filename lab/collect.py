@@ -59,8 +59,10 @@ class Collection:
         if self.proc is not None and self.proc.poll() is not None:
             raise CollectError(f"strata collect exited {self.proc.returncode}: {self.log_tail()}")
 
-    def wait_for_data(self, dataset: str, timeout: float = 20):
-        """Blocks until the collector has written a second of `dataset`."""
+    def wait_for_data(self, dataset: str, timeout: float = 60):
+        """Blocks until the collector has written a second of `dataset` (a second or two on a
+        host; 10-20 s in an emulated guest on a busy machine, where the BPF programs' loads
+        are verified at a fraction of the host's speed: the bound leaves room for that)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check()

@@ -14,7 +14,7 @@ import pytest
 
 from vm import guest, jobs, kernels
 
-KERNEL = os.environ.get("CLOCK_KERNEL", "6.1")
+KERNEL = os.environ.get("CLOCK_KERNEL", "6.1-security")
 
 
 def run_guest():

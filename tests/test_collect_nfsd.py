@@ -12,7 +12,7 @@ the page cache dropped the disk layer's reads under it equal the device's sysfs 
 The collector is started and asked for nfsd.* before nfsd's modules are loaded (the
 datasets wait and are collected once nfsd starts), and strata doctor offers the nfsd
 view once nfsd runs. The guest starts with the session (tests/vm/jobs.py). KERNELS (as
-for tests/test_kernels.py, default "6.1") chooses the kernels."""
+for tests/test_kernels.py, default "6.1-security") chooses the kernels; test ids are their releases."""
 import json
 import os
 import shutil
@@ -23,7 +23,7 @@ import pytest
 from strata.datasets import llhist
 from vm import guest, jobs, kernels, matrix
 
-KERNELS = os.environ.get("KERNELS", "6.1").split()
+KERNELS = kernels.distinct([k for k in os.environ.get("KERNELS", "6.1-security").split() if k != "host"])
 LOAD_SECONDS = 8
 
 
@@ -56,7 +56,7 @@ def start_guest(item):
 
 
 @pytest.mark.timeout(1500)
-@pytest.mark.parametrize("kernel", [k for k in KERNELS if k != "host"])
+@pytest.mark.parametrize("kernel", [k for k, _ in KERNELS], ids=[rel for _, rel in KERNELS])
 def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     r = jobs.result(f"nfsd-{kernel}", run_guest, kernel)  # started with the session: the guest runs beside the suite
     measured = matrix.RESULTS / "nfsd" / f"{kernel}.json"  # the README's nfsd column, written once all passed

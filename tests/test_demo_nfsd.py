@@ -1,7 +1,7 @@
-"""`strata demo --server nfsd` end to end, in a kernel-matrix guest (Debian's 6.1 kernel
-with its nfsd module; tests/demo_nfsd_guest.py does the guest's part), shortened for one
-emulated CPU: the kernel's nfsd on ext4 on a loop device, strata-load clients in network
-namespaces, `strata collect` with the nfsd, nfsd_io and disk layers, the page cache
+"""`strata demo --server nfsd` end to end, in a kernel-matrix guest (the newest Debian 12
+kernel, its point release or its security build, with its nfsd module;
+tests/demo_nfsd_guest.py does the guest's part), shortened for one emulated CPU: the
+kernel's nfsd on ext4 on a loop device, strata-load clients in network namespaces, `strata collect` with the nfsd, nfsd_io and disk layers, the page cache
 dropped halfway, pictures as HTML only (--no-png). Checked from the archive it leaves:
 hardly any device reads while the cache is warm, the disk band after the drop in nfsd's
 reads of the files (nfsd.io.latency) and at the device, fading as the cache fills
@@ -17,7 +17,7 @@ from demo_util import histogram, share_below
 from strata.datasets.archive import Archive
 from vm import guest, jobs, kernels
 
-KERNEL = "6.1"
+KERNEL = "6.1-security"
 # nfsd's read of a file from the page cache is a copy; one that waits for the loop device
 # takes the device's time too. Under TCG a copy took 21 us at the median and the device's
 # reads (a loop device over the guest's memory) 80-300 us, so the bands part at 150 us.

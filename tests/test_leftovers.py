@@ -63,13 +63,24 @@ eval "$(sed -n '/^mask_services()/,/^}}/p' {REPO}/scripts/deps.sh)"
 mask_services nfs-kernel-server rpcbind
 readlink /etc/systemd/system/nfs-server.service /etc/systemd/system/rpcbind.socket
 """)
+    before = host_units()
     out = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", str(script)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "deps: masked" in out.stdout and "nfs-server.service" in out.stdout
     assert out.stdout.strip().splitlines()[-2:] == ["/dev/null", "/dev/null"]
-    assert not os.path.islink("/etc/systemd/system/nfs-server.service") or \
-        os.readlink("/etc/systemd/system/nfs-server.service") != "/dev/null"
+    assert host_units() == before   # masked or not before (make test-deps masks them), as they were
+
+
+def host_units() -> dict:
+    """The host's /etc/systemd/system and /etc/rc?.d entries, each with its link target."""
+    units = {}
+    for d in ["/etc/systemd/system", *(f"/etc/rc{r}.d" for r in "0123456S")]:
+        if os.path.isdir(d):
+            for name in os.listdir(d):
+                path = os.path.join(d, name)
+                units[path] = os.readlink(path) if os.path.islink(path) else None
+    return units
 
 
 def test_demo_deps_hold_no_test_package():

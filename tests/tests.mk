@@ -46,10 +46,11 @@ $(TESTOUT)/wire_ports_test: tests/wire_ports_test.c collectors/wire_ports.c coll
 
 TEST_BINS += $(TESTOUT)/wire_ports_test
 
-# The kernel matrix (tests/test_kernels.py, tests/vm/): `make test` runs Debian 12's own
-# kernel (6.1) in a qemu guest; `make test-kernels` runs KERNELS (default: all of them and
-# this host) and rewrites the README's kernel table from the results.
-KERNELS ?= 5.10 6.1 6.12 host
+# The kernel matrix (tests/test_kernels.py, tests/vm/): `make test` runs the newest Debian 12
+# kernel (6.1-security) in a qemu guest; `make test-kernels` runs KERNELS (default: the newest
+# point release and security build of each series, tests/vm/kernels.py, and this host) and
+# rewrites the README's kernel table from the results.
+KERNELS ?= 5.10 5.10-security 6.1 6.1-security 6.12 host
 .PHONY: test-kernels kernel-table
 test-kernels: test-deps
 	$(MAKE) -j$(TEST_JOBS) $(ALL_TARGETS)

@@ -24,6 +24,11 @@ static bool present(char *why, size_t n)
 	return true;
 }
 
+static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
 static int load(struct layer *L, const struct layer_config *cfg, char *why, size_t n)
 {
 	int err = -ENOENT;
@@ -39,7 +44,13 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 		bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);
 		bpf_program__set_autoload(s->progs.nfsd_reply_btf, !raw);
 		bpf_program__set_autoload(s->progs.nfsd_reply_raw, raw);
-		if ((err = nfsd_bpf__load(s))) {
+		/* libbpf's account of a refusal (the verifier's log) is muted: the tp_btf flavour's is
+		 * followed by the raw_tp flavour, and a refusal of both is the one line below */
+		libbpf_print_fn_t print = libbpf_set_print(silent);
+
+		err = nfsd_bpf__load(s);
+		libbpf_set_print(print);
+		if (err) {
 			nfsd_bpf__destroy(s);
 			continue;
 		}

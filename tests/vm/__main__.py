@@ -1,7 +1,7 @@
 """python -m vm (with tests/ on sys.path): fetch kernels, or run one command in a guest.
 
-  python -m vm fetch 5.10 6.1 6.12
-  python -m vm run --kernel 6.1 [--timeout S] [--folder DIR] -- COMMAND...
+  python -m vm fetch 5.10 6.1-security 6.12     (kernel keys: tests/vm/kernels.py)
+  python -m vm run --kernel 6.1-security [--timeout S] [--folder DIR] -- COMMAND...
   python -m vm table README.md      (the kernel table, from build/vm/matrix/)
 """
 import argparse
@@ -17,7 +17,7 @@ def main() -> int:
     p = argparse.ArgumentParser(prog="python -m vm")
     sub = p.add_subparsers(dest="verb", required=True)
     f = sub.add_parser("fetch")
-    f.add_argument("series", nargs="+")
+    f.add_argument("kernel", nargs="+")
     t = sub.add_parser("table")
     t.add_argument("readme", type=Path)
     r = sub.add_parser("run")
@@ -31,7 +31,7 @@ def main() -> int:
             table.write(a.readme)
             return 0
         if a.verb == "fetch":
-            for s in a.series:
+            for s in a.kernel:
                 print(s, kernels.fetch(s), kernels.release(s))
             return 0
         kernels.VMDIR.joinpath("runs").mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ class GuestError(Exception):
 
 @dataclass
 class Run:
-    series: str
+    kernel: str
     release: str
     rc: int
     output: str
@@ -36,9 +36,9 @@ class Run:
     folder: Path
 
 
-def _boot_module_files(series: str) -> list[Path]:
-    root = kernels.fetch(series) / "root"
-    r = subprocess.run(["modprobe", "-d", str(root), "-S", kernels.release(series), "--show-depends", "-a",
+def _boot_module_files(kernel: str) -> list[Path]:
+    root = kernels.fetch(kernel) / "root"
+    r = subprocess.run(["modprobe", "-d", str(root), "-S", kernels.release(kernel), "--show-depends", "-a",
                         *BOOT_MODULES], capture_output=True, text=True, check=True)
     files = []
     for line in r.stdout.splitlines():
@@ -48,9 +48,9 @@ def _boot_module_files(series: str) -> list[Path]:
     return files
 
 
-def initramfs(series: str) -> Path:
-    """The series' busybox initramfs (cached; rebuilt when init.sh changes)."""
-    out = kernels.fetch(series) / "initramfs.cpio.gz"
+def initramfs(kernel: str) -> Path:
+    """The kernel's busybox initramfs (cached; rebuilt when init.sh changes)."""
+    out = kernels.fetch(kernel) / "initramfs.cpio.gz"
     init = HERE / "init.sh"
     if out.exists() and out.stat().st_mtime >= init.stat().st_mtime:
         return out
@@ -62,7 +62,7 @@ def initramfs(series: str) -> Path:
         shutil.copy(init, t / "init")
         (t / "init").chmod(0o755)
         names = []
-        for ko in _boot_module_files(series):
+        for ko in _boot_module_files(kernel):
             name = ko.name.removesuffix(".xz")
             data = lzma.decompress(ko.read_bytes()) if ko.suffix == ".xz" else ko.read_bytes()
             (t / "ko" / name).write_bytes(data)
@@ -78,17 +78,17 @@ def initramfs(series: str) -> Path:
     return out
 
 
-def qemu_command(series: str, folder: Path, memory_mb: int) -> list[str]:
+def qemu_command(kernel: str, folder: Path, memory_mb: int) -> list[str]:
     return ["qemu-system-x86_64", "-machine", "q35,accel=tcg", "-cpu", "max", "-smp", "1",
             "-m", str(memory_mb), "-nodefaults", "-display", "none", "-no-reboot",
-            "-kernel", str(kernels.vmlinuz(series)), "-initrd", str(initramfs(series)),
+            "-kernel", str(kernels.vmlinuz(kernel)), "-initrd", str(initramfs(kernel)),
             "-append", f"console=ttyS0 panic=-1 quiet vmshare={folder}",
             "-serial", f"file:{folder / '.vm' / 'console'}",
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
             "-virtfs", f"local,path={folder},mount_tag=vmshare,security_model=none,multidevs=remap"]
 
 
-def run(series: str, command: str, folder: Path, timeout: float = 600, memory_mb: int = 3072) -> Run:
+def run(kernel: str, command: str, folder: Path, timeout: float = 600, memory_mb: int = 3072) -> Run:
     """Boots SERIES, runs COMMAND (a shell command, in FOLDER) and powers off."""
     folder = folder.resolve()
     if folder == TMP:
@@ -100,22 +100,22 @@ def run(series: str, command: str, folder: Path, timeout: float = 600, memory_mb
     (vm / "host_tmp").write_text("".join(f"{p}\n" for p in (kernels.REPO, folder) if TMP in p.parents))
     shutil.copy(HERE / "stage2.sh", vm / "stage2.sh")
     (vm / "command.sh").write_text(command + "\n")
-    (vm / "modules_path").write_text(str(kernels.modules_dir(series)) + "\n")
-    cmd = qemu_command(series, folder, memory_mb)
+    (vm / "modules_path").write_text(str(kernels.modules_dir(kernel)) + "\n")
+    cmd = qemu_command(kernel, folder, memory_mb)
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise GuestError(f"the {series} guest did not finish within {timeout:.0f} s "
+        raise GuestError(f"the {kernel} guest did not finish within {timeout:.0f} s "
                          f"(console: {vm / 'console'})") from None
     seconds = time.monotonic() - start
     console = (vm / "console").read_text(errors="replace") if (vm / "console").exists() else ""
     if not (vm / "rc").exists():
         why = (proc.stderr.strip().splitlines() or console.strip().splitlines() or ["no output"])[-1]
-        raise GuestError(f"the {series} guest stopped before its command ended: {why}")
+        raise GuestError(f"the {kernel} guest stopped before its command ended: {why}")
     boot = None
     for line in console.splitlines():
         if line.startswith("vm: up "):
             boot = float(line.split()[2])
-    return Run(series, kernels.release(series), int((vm / "rc").read_text()),
+    return Run(kernel, kernels.release(kernel), int((vm / "rc").read_text()),
                (vm / "output").read_text(errors="replace"), console, seconds, boot, folder)

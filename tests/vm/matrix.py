@@ -1,7 +1,9 @@
-"""The kernel matrix: on one kernel (a guest of a Debian kernel series, or this host),
-`strata doctor --json`, `strata statistics --json` and the view tests (the tests marked
-@pytest.mark.view), summarized per view into build/vm/matrix/KERNEL.json, which
-tests/test_kernels.py checks and tests/vm/table.py turns into the README's table."""
+"""The kernel matrix: on one kernel (a guest of a Debian kernel, kernels.py, or this host),
+`strata doctor --json`, `strata statistics --json`, the view tests (the tests marked
+@pytest.mark.view), one dataset of each layer added to a bare collector and, in a guest, the
+datasets of `strata demo --server nfsd` added to one with nfsd loaded; summarized into
+build/vm/matrix/KERNEL.json, which tests/test_kernels.py checks and tests/vm/table.py turns
+into the README's table."""
 import json
 import platform
 import re
@@ -11,6 +13,9 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from strata.datasets.names import parse
+from strata.demos.nfsd import DATASETS as NFSD_DEMO_DATASETS
 
 from . import guest, jobs, kernels
 
@@ -45,6 +50,12 @@ def inside_script(out: Path, guest_run: bool) -> str:
         f"printf '{ADDS}quit\\n' | timeout 60 build/bin/strata-collect --engine-pid $fixture --fs-pid $$ "
         f"--interval 1 > {out}/adds.out 2> {out}/adds.err",
         "kill $fixture",
+        *([] if not guest_run else [
+            # the nfsd demo's datasets, nfsd loaded: acks, then a status naming its layers attached
+            "modprobe nfsd",
+            f"(printf '{DEMO_ADDS}'; sleep 4; echo quit) | timeout 60 build/bin/strata-collect --interval 1 "
+            f"> {out}/demo_adds.out 2> {out}/demo_adds.err",
+        ]),
     ])
 
 
@@ -52,6 +63,38 @@ def inside_script(out: Path, guest_run: bool) -> str:
 LAYER_STATS = {"nfs": "nfs.ops", "cache": "zil.latency", "vdev": "vdev.ops", "disk": "disk.ops", "fs": "fs.ops",
                "wire": "wire.ops"}
 ADDS = "".join(f"add {layer} {stat} -\\n" for layer, stat in LAYER_STATS.items())
+
+
+def _add_line(i: int, text: str) -> str:
+    name = parse(text)
+    return " ".join([f"add d{i}", name.statistic, name.breakdown or "-", *(f"{f}={v}" for f, v in name.filters)])
+
+
+DEMO_ADDS = "".join(_add_line(i, text) + "\\n" for i, text in enumerate(NFSD_DEMO_DATASETS))
+
+
+def demo_adds(out: Path) -> dict:
+    """The collector's answers to the nfsd demo's datasets: {"acks": n, "errors": [...], "attached":
+    the layers its last status record names, "stderr": its tail}."""
+    acks, errors, attached = 0, [], []
+    try:
+        lines = (out / "demo_adds.out").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if rec.get("type") == "ack" and rec.get("id"):
+            acks += 1
+        elif rec.get("type") == "error":
+            errors.append(rec.get("message", ""))
+        elif rec.get("type") == "status":
+            attached, errors = rec.get("attached", []), errors + rec.get("errors", [])
+    err = out / "demo_adds.err"
+    return {"datasets": len(NFSD_DEMO_DATASETS), "acks": acks, "errors": errors, "attached": attached,
+            "stderr": err.read_text(errors="replace")[-2000:] if err.exists() else ""}
 
 
 def layer_adds(out: Path) -> dict:
@@ -106,6 +149,7 @@ def summarize(kernel: str, release: str, out: Path, seconds: float, boot_seconds
         "doctor": load("doctor.json"), "statistics": load("statistics.json"),
         "views": _view_results(junit) if junit.exists() else {},
         "adds": layer_adds(out),
+        "demo_adds": demo_adds(out) if kernel != "host" else None,
         "adds_stderr": (out / "adds.err").read_text(errors="replace")[-2000:] if (out / "adds.err").exists() else "",
         "pytest_tail": (out / "pytest.log").read_text(errors="replace")[-3000:] if (out / "pytest.log").exists() else "",
     }
@@ -115,7 +159,7 @@ def summarize(kernel: str, release: str, out: Path, seconds: float, boot_seconds
 
 
 def run(kernel: str, timeout: float = 900) -> dict:
-    """Runs the matrix on KERNEL: a series (5.10, 6.1, 6.12) in a guest, or "host"."""
+    """Runs the matrix on KERNEL: a key of kernels.KERNELS (a guest), or "host"."""
     runs = kernels.VMDIR / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     for old in runs.glob(f"matrix-{kernel}-*"):  # the last run's folder is kept until the next

@@ -32,6 +32,12 @@ def _nfsd_cell(r: dict) -> str:
     return "not run"
 
 
+def _described(key: str) -> str:
+    """A kernel key as the table names it: "6.1 security build", "6.1 point release"."""
+    series, _, security = key.partition("-")
+    return f"{series} security build" if security else f"{series} point release"
+
+
 def render() -> str:
     results = [json.loads(p.read_text()) for p in sorted(matrix.RESULTS.glob("*.json"))]
     results.sort(key=lambda r: matrix.release_version(r["release"]))
@@ -39,7 +45,7 @@ def render() -> str:
              "| kernel | " + " | ".join(COLUMNS + ["nfsd"]) + " | measured |",
              "|---|" + "---|" * (len(COLUMNS) + 2)]
     for r in results:
-        where = "this host" if r["kernel"] == "host" else f"Debian {r['kernel']} guest"
+        where = "this host" if r["kernel"] == "host" else f"Debian {_described(r['kernel'])}"
         cells = [_cell(r["views"].get(c)) for c in COLUMNS] + [_nfsd_cell(r)]
         day = time.strftime("%Y-%m-%d", time.gmtime(r["measured"]))
         lines.append(f"| {r['release']} ({where}) | " + " | ".join(cells) + f" | {day} |")
