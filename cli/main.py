@@ -92,3 +92,7 @@ def main():
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except SystemExit as e:   # click answers a closed stdout (EPIPE) with exit 1: a closed pipe is 0
+        if e.code == 1 and isinstance(e.__context__, BrokenPipeError):
+            sys.exit(0)
+        raise

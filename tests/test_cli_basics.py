@@ -89,3 +89,20 @@ def test_doctor_table_fits_80_columns_with_its_fix_column():
     lines = run("doctor", env_columns=80).stdout.splitlines()
     table = lines[1:lines.index(next(l for l in lines if l.startswith("└"))) + 1]
     assert table and all(len(l) <= 80 and l[-1] in "┓┃┩│┘" for l in table), table
+
+
+def test_a_closed_pipe_is_exit_0_for_every_command(tmp_path):
+    """`strata X | head -1`: the reader gone before strata writes (its end of the pipe closed
+    first), every command exits 0 without a word, as `heatmap` did."""
+    archive = str(tmp_path / "a.db")
+    assert run("datasets", "create", "disk.ops[op]", "--archive", archive).returncode == 0
+    for args in (["datasets", "list"], ["statistics"], ["doctor"], ["show", "disk.ops[op]", "--last", "1m"],
+                 ["stream", "disk.ops[op]", "--count", "1"], ["breakdown", "disk.ops[op]", "--last", "1m"]):
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            proc = subprocess.run([STRATA, *args, "--archive", archive] if args[0] not in ("statistics", "doctor")
+                                  else [STRATA, *args], stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+        finally:
+            os.close(w)
+        assert proc.returncode == 0 and proc.stderr == "", (args, proc.returncode, proc.stderr)
