@@ -25,7 +25,7 @@ from strata.datasets.errors import ArchiveError
 from strata.heatmaps.errors import ViewError
 from strata.prometheus.reader import PrometheusReader
 
-from . import limits, views, worksheets
+from . import limits, samesite, views, worksheets
 from .connections import REQUEST_SECONDS, Connections
 from .ticker import Ticker
 
@@ -141,6 +141,10 @@ class Worksheet:
     async def guard(self, request, handler):
         if self.connections:
             self.connections.request(request)
+        if request.method == "POST":            # before the password: a cross-site post costs no bcrypt
+            why = samesite.refused(request)
+            if why:
+                return _error(403, why)
         if self.user(request) is None:
             return web.Response(status=401, text="authentication needed\n",
                                 headers={"WWW-Authenticate": 'Basic realm="strata"'})
@@ -297,12 +301,13 @@ class Worksheet:
             with self.source.writer() as archive:
                 if action == "create":
                     return [archive.create(name).to_json()]
-                return [i.to_json() for i in archive.set_state([name], "active" if action == "resume"
-                                                               else "suspended")]
+                archive.set_state([name], "active" if action == "resume" else "suspended")
+                return [archive.dataset(name).to_json()]
         return web.json_response({"changed": await self.run(change)})
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=limits.MAX_BODY, middlewares=[self.guard])
+        app.on_response_prepare.append(samesite.add_headers)
         app.router.add_get("/", self.page)
         app.router.add_get("/static/{name}", self.asset)
         app.router.add_get("/api/datasets", self.datasets)
