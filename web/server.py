@@ -6,8 +6,6 @@ Reads run in a small thread pool, each thread with its own read-only archive; ev
 answer is bounded (limits.py): a request past a bound gets one line and 4xx/503.
 """
 import asyncio
-import base64
-import binascii
 import hashlib
 import json
 import os
@@ -25,7 +23,7 @@ from strata.datasets.errors import ArchiveError
 from strata.heatmaps.errors import ViewError
 from strata.prometheus.reader import PrometheusReader
 
-from . import limits, samesite, views, worksheets
+from . import auth, limits, samesite, views, worksheets
 from .connections import REQUEST_SECONDS, Connections
 from .ticker import Ticker
 
@@ -112,6 +110,7 @@ class Worksheet:
         self.shared = {}                  # (view, after, now, generation) -> its columns' task
         self.ticker = Ticker(lambda: asyncio.get_running_loop().run_in_executor(self.pool, source.version))
         self.connections = None           # set by serve()
+        self.auth = auth.Authenticator(web_config.users if web_config else {})
 
     async def run(self, fn, *args):
         """fn(reader, *args) in the pool; one-line errors become 400."""
@@ -124,19 +123,6 @@ class Worksheet:
 
     # -- authentication and bounds ------------------------------------------------------------
 
-    def user(self, request) -> str | None:
-        """The authenticated user's name, '' when the server has no users, None when refused."""
-        if not self.web_config or not self.web_config.users:
-            return ""
-        kind, _, encoded = request.headers.get("Authorization", "").partition(" ")
-        if kind.lower() != "basic":
-            return None
-        try:
-            name, sep, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return name if sep and self.web_config.allows(name, password) else None
-
     @web.middleware
     async def guard(self, request, handler):
         if self.connections:
@@ -145,7 +131,12 @@ class Worksheet:
             why = samesite.refused(request)
             if why:
                 return _error(403, why)
-        if self.user(request) is None:
+        try:
+            user = await self.auth.user(request.headers.get("Authorization", ""), request.remote)
+        except auth.Busy:
+            return web.json_response({"error": "busy: checking this address's passwords already"}, status=429,
+                                     headers={"Retry-After": "1"})
+        if user is None:
             return web.Response(status=401, text="authentication needed\n",
                                 headers={"WWW-Authenticate": 'Basic realm="strata"'})
         if self.busy >= limits.MAX_REQUESTS:
@@ -326,6 +317,7 @@ class Worksheet:
             await self.ticker.stop()
             self.pool.submit(self.source.close)
             self.pool.shutdown(wait=False, cancel_futures=True)
+            self.auth.close()
         app.on_startup.append(started)
         app.on_cleanup.append(stopped)
         return app
