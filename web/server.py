@@ -24,7 +24,7 @@ from strata.heatmaps.errors import ViewError
 from strata.prometheus.reader import PrometheusReader
 
 from . import auth, limits, samesite, views, worksheets
-from .connections import REQUEST_SECONDS, Connections
+from .connections import Connections
 from .ticker import Ticker
 
 ASSETS = {"worksheet.js": "text/javascript", "worksheet.css": "text/css", "index.html": "text/html"}
@@ -386,10 +386,10 @@ async def serve(worksheet: Worksheet, host: str, port: int, tls=None, ready=None
     runner = web.AppRunner(worksheet.app(), handle_signals=False, access_log=None,
                            keepalive_timeout=15, max_line_size=8190, max_field_size=8190)
     await runner.setup()
-    worksheet.connections = Connections(runner.server, tls is not None)
+    worksheet.connections = Connections(runner.server)
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(worksheet.connections, host, port, ssl=tls, backlog=128,
-                                      ssl_handshake_timeout=REQUEST_SECONDS if tls else None)
+    factory = worksheet.connections.tls(tls) if tls else worksheet.connections
+    server = await loop.create_server(factory, host, port, backlog=128)
     reaper = loop.create_task(worksheet.connections.reap())
     if ready:
         ready(server.sockets[0].getsockname()[1])
