@@ -183,7 +183,7 @@ class Worksheet:
     async def datasets(self, request):
         infos = await self.run(lambda r: [_listed(i) for i in r.datasets()])
         return web.json_response({"datasets": infos, "writable": bool(self.web_config and self.web_config.users)
-                                  and not self.source.url})
+                                  and not self.source.url, "zone": _zone_name()})
 
     async def view(self, request):
         q = request.query
@@ -225,9 +225,10 @@ class Worksheet:
             while True:
                 now = int(time.time())
                 for i, (spec, geometry) in enumerate(known):
-                    cols, after[i] = await self.columns(shared[i], spec, geometry, after[i], now)
+                    cols, after[i], refit = await self.columns(shared[i], spec, geometry, after[i], now)
                     if cols:
-                        await resp.write(f"data: {json.dumps({'i': i, 'cols': cols})}\n\n".encode())
+                        event = {'i': i, 'cols': cols, **({'refit': True} if refit else {})}
+                        await resp.write(f"data: {json.dumps(event)}\n\n".encode())
                         quiet = time.monotonic()
                 if time.monotonic() - quiet > KEEPALIVE:        # a comment keeps proxies from closing
                     await resp.write(b": idle\n\n")
@@ -254,7 +255,9 @@ class Worksheet:
         body = await _json_body(request)
         try:
             spec = views.ViewSpec.parse(body.get("view") or {})
-            x0, x1 = str(body["x0"]), str(body["x1"])
+            x0, x1 = body["x0"], body["x1"]
+            if not all(isinstance(x, (int, float, str)) for x in (x0, x1)):
+                raise TypeError("x0 and x1 are unix seconds")
             y0, y1 = float(body["y0"]), float(body["y1"])
             top = max(1, min(int(body.get("top", 8)), 50))
         except (KeyError, TypeError, ValueError, OverflowError) as e:
@@ -338,6 +341,17 @@ def _listed(info) -> dict:
         return info.to_json()
     return {"name": info.name, "statistic": info.statistic, "breakdown": info.breakdown or None,
             "kind": info.kind, "unit": info.unit, "state": info.state}
+
+
+def _zone_name() -> str:
+    """The server's time zone as the page's Intl names it (an IANA name), UTC when unknown."""
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        try:
+            name = os.readlink("/etc/localtime").split("zoneinfo/", 1)[1]
+        except (OSError, IndexError):
+            name = "UTC"
+    return name if "/" in name or name in ("UTC", "GMT") else "UTC"
 
 
 def _view_key(spec, geometry) -> str:
