@@ -6,6 +6,7 @@ Reads run in a small thread pool, each thread with its own read-only archive; ev
 answer is bounded (limits.py): a request past a bound gets one line and 4xx/503.
 """
 import asyncio
+import gzip
 import hashlib
 import json
 import os
@@ -111,6 +112,7 @@ class Worksheet:
         self.ticker = Ticker(lambda: asyncio.get_running_loop().run_in_executor(self.pool, source.version))
         self.connections = None           # set by serve()
         self.auth = auth.Authenticator(web_config.users if web_config else {})
+        self.plotly_gz = None             # plotly.min.js gzipped: its future, made at the first ask
 
     async def run(self, fn, *args):
         """fn(reader, *args) in the pool; one-line errors become 400."""
@@ -143,7 +145,7 @@ class Worksheet:
             return _error(503, "busy: too many requests at once")
         self.busy += 1
         try:
-            return await handler(request)
+            return _compressed(await handler(request))
         except web.HTTPException as e:
             if e.content_type == "application/json" or e.status < 400:
                 raise
@@ -172,8 +174,13 @@ class Worksheet:
     async def asset(self, request):
         name = request.match_info["name"]
         if name == "plotly.min.js":
-            return web.FileResponse(PLOTLY_JS, headers={"Content-Type": "text/javascript",
-                                                        "Cache-Control": "max-age=86400"})
+            headers = {"Content-Type": "text/javascript", "Cache-Control": "max-age=86400", "Vary": "Accept-Encoding"}
+            if "gzip" not in request.headers.get("Accept-Encoding", ""):
+                return web.FileResponse(PLOTLY_JS, headers=headers)
+            if self.plotly_gz is None:                 # compressed once, off the event loop
+                self.plotly_gz = asyncio.get_running_loop().run_in_executor(None, _gzip_file, PLOTLY_JS)
+            return web.Response(body=await asyncio.shield(self.plotly_gz),
+                                headers={**headers, "Content-Encoding": "gzip"})
         if name not in ASSETS:
             return _error(404, "no such asset")
         return self.asset_response(name)
@@ -332,6 +339,20 @@ class _PlotlyJSON(json.JSONEncoder):
     def default(self, o):
         from plotly.utils import PlotlyJSONEncoder
         return PlotlyJSONEncoder().default(o)
+
+
+def _compressed(response):
+    """A whole answer of some size gzipped (deflated) for a client that takes it (aiohttp
+    reads Accept-Encoding); streams and files go as they are."""
+    if type(response) is web.Response and response.body is not None and len(response.body) > 1024 \
+            and "Content-Encoding" not in response.headers:
+        response.enable_compression()
+    return response
+
+
+def _gzip_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return gzip.compress(f.read(), 6)
 
 
 def _listed(info) -> dict:

@@ -8,6 +8,7 @@ for counters, gauges and compared keys); plot_heatmap draws heat maps, graphs.py
 page's graphs (plot_breakdown's series: stacked areas for counters by default). A drill-down reads as `strata breakdown --range` reads (source.query_window,
 figures.graph). Errors are ViewError, one line for the page.
 """
+import base64
 import datetime as dt
 import math
 from dataclasses import dataclass
@@ -147,15 +148,34 @@ def figure_for(spec, src, keys, qr, start, end):
 
 
 def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
-    """{'figure', 'live', 'start', 'end'}: the view over [start, end), at the level the CLI
-    would read (the finest that covers the range in MAX_COLS columns)."""
+    """{'figure', 'rows', 'live', 'start', 'end'}: the view over [start, end), at the level the
+    CLI would read (the finest that covers the range in MAX_COLS columns); rows: _counts_only."""
     check_span(start, end)
     src, keys = _resolve(reader, spec.name, spec.compare)
     qr = _query(reader, src, start, end, choose_bins(start, end, 1, MAX_COLS).width)
     fig, live = figure_for(spec, src, keys, qr, start, end)
     live.update(name=str(src.wanted), kind=src.info.kind, statistic=src.info.statistic,
                 breakdown=src.wanted.breakdown, unit=src.info.unit, level=qr.level, note=src.note)
-    return {"figure": in_unix_seconds(fig.to_plotly_json()), "live": live, "start": start, "end": end}
+    figure = in_unix_seconds(fig.to_plotly_json())
+    return {"figure": figure, "rows": _counts_only(figure), "live": live, "start": start, "end": end}
+
+
+def _counts_only(fig: dict) -> list | None:
+    """The heat map's per-cell hover data cut to its counts; returned: each row's bounds
+    (the other fields of its cells, the same in every column), which the page puts back."""
+    for trace in fig.get("data", ()):
+        cells = trace.get("customdata")
+        if trace.get("type") != "heatmap" or not isinstance(cells, dict) or "bdata" not in cells:
+            continue
+        shape = tuple(int(n) for n in str(cells["shape"]).split(","))
+        if len(shape) != 3 or not shape[1]:
+            continue
+        array = np.frombuffer(base64.b64decode(cells["bdata"]), dtype=np.dtype(cells["dtype"])).reshape(shape)
+        counts = np.ascontiguousarray(array[:, :, 2])
+        trace["customdata"] = {"dtype": cells["dtype"], "bdata": base64.b64encode(counts.tobytes()).decode(),
+                               "shape": f"{shape[0]}, {shape[1]}"}
+        return np.delete(array[:, 0, :], 2, axis=1).tolist()
+    return None
 
 
 def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:

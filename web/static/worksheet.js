@@ -148,7 +148,11 @@ function draw(v, a) {
   fig.layout.margin = Object.assign({}, fig.layout.margin, {r: 150});   // one plot width for every view
   fig.data.forEach(tr => { if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left"}); });
   if (v.kind === "heatmap") {
-    v.times = fig.data[1].x.slice(0, -1);
+    const tr = fig.data[1];                   // each cell's hover data: its row's bounds around its count
+    v.cell = a.rows ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
+                    : (r, n) => [tr.y[r], tr.y[r + 1], n];          // no column yet: the row's edges
+    if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
+    v.times = tr.x.slice(0, -1);
   } else {
     v.times = (fig.data[0] ? fig.data[0].x : []).map(t => t - v.width / 2);
   }
@@ -216,7 +220,7 @@ function addColumns(v, cols) {
       if (append) {
         tr.x.push(isoLocal(c.t + v.width));
         tr.z.forEach((row, r) => row.push(c.z[r]));
-        tr.customdata.forEach((row, r) => row.push([row[0][0], row[0][1], c.n[r]]));
+        tr.customdata.forEach((row, r) => row.push(v.cell(r, c.n[r])));
         v.times.push(c.t);
       } else {
         tr.z.forEach((row, r) => { row[idx] = c.z[r]; });

@@ -1,0 +1,53 @@
+"""`strata web` sends less: plotly and the views' JSON gzipped for a client that takes it
+(as they were for one that does not), and a heat map's hover data as counts with each
+row's bounds once, which the page puts back into every cell."""
+import base64
+import gzip
+import json
+import urllib.request
+
+import numpy as np
+
+from heatmaps_util import T0, build_archive, histogram, seed_latencies
+from strata.web.server import PLOTLY_JS
+from web_util import NO_PROXY, browser, plots_ready, state_url, web_server
+
+
+def fetch(url, gzipped=True) -> tuple:
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"} if gzipped else {})
+    with NO_PROXY.open(req, timeout=20) as r:
+        return r.headers, r.read()
+
+
+def test_assets_and_views_travel_gzipped(tmp_path):
+    rng = np.random.default_rng(7)
+    path = build_archive(tmp_path / "a.db", {"nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 80))}},
+                         seconds=120)
+    with web_server(path) as base:
+        with open(PLOTLY_JS, "rb") as f:
+            plotly = f.read()
+        headers, body = fetch(base + "/static/plotly.min.js")
+        assert headers["Content-Encoding"] == "gzip" and gzip.decompress(body) == plotly
+        assert len(body) < 0.4 * len(plotly), (len(body), len(plotly))
+        headers, body = fetch(base + "/static/plotly.min.js", gzipped=False)
+        assert "Content-Encoding" not in headers and body == plotly
+        view = f"/api/view?name=nfs.latency&since={T0}&until={T0 + 120}"
+        headers, body = fetch(base + view)
+        assert headers["Content-Encoding"] == "gzip"
+        answer = json.loads(gzip.decompress(body))
+        assert json.loads(fetch(base + view, gzipped=False)[1])["rows"] == answer["rows"]
+        heat = answer["figure"]["data"][1]
+        cells = heat["customdata"]
+        nrows, ncols = (int(n) for n in cells["shape"].split(","))
+        assert ncols == 120 and len(answer["rows"]) == nrows and all(len(r) in (2, 4) for r in answer["rows"])
+        counts = np.frombuffer(base64.b64decode(cells["bdata"]), dtype=np.dtype(cells["dtype"]))
+        assert counts.size == nrows * ncols and counts.sum() == 80 * 120          # every event, once
+        assert len(gzip.decompress(body)) < 10 * len(body)          # sanity: a JSON body, not an empty one
+        with browser() as page:                                   # the page puts the bounds back
+            page.get(state_url(base, {"views": [{"name": "nfs.latency"}], "since": T0, "until": T0 + 120,
+                                      "live": False}))
+            plots_ready(page, 1)
+            cell = page.execute_script("const cd = views[0].div.data[1].customdata, r = cd.findIndex(row => row[0][2]);"
+                                       " return [r, cd[r][0], cd[r].length];")
+            r, first, columns = cell
+            assert columns == 120 and first[:2] == answer["rows"][r][:2] and first[2] > 0, cell
