@@ -38,6 +38,7 @@ include collectors/features.mk
 include catalogue/catalogue.mk
 -include workloads/workloads.mk
 include prometheus/prometheus.mk
+include web/web.mk
 include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk

@@ -1,6 +1,7 @@
-"""`strata web` sends less: plotly and the views' JSON gzipped for a client that takes it
-(as they were for one that does not), and a heat map's hover data as counts with each
-row's bounds once, which the page puts back into every cell."""
+"""`strata web` sends less: plotly.js's cartesian bundle (built from the npm registry by
+web/web.mk), it and the views' JSON gzipped for a client that takes it (as they were for
+one that does not), and a heat map's hover data as counts with each row's bounds once,
+which the page puts back into every cell; the page draws heat maps and graphs with it."""
 import base64
 import gzip
 import json
@@ -9,7 +10,7 @@ import urllib.request
 import numpy as np
 
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
-from strata.web.server import PLOTLY_JS
+from strata.web.server import PLOTLY_CARTESIAN, PLOTLY_JS
 from web_util import NO_PROXY, browser, plots_ready, state_url, web_server
 
 
@@ -21,11 +22,13 @@ def fetch(url, gzipped=True) -> tuple:
 
 def test_assets_and_views_travel_gzipped(tmp_path):
     rng = np.random.default_rng(7)
-    path = build_archive(tmp_path / "a.db", {"nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 80))}},
-                         seconds=120)
+    path = build_archive(tmp_path / "a.db", {"nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 80))},
+                                              "nfs.ops[client]": lambda t: {"10.0.0.1": 5, "10.0.0.2": 9}}, seconds=120)
     with web_server(path) as base:
+        assert PLOTLY_JS == PLOTLY_CARTESIAN, "make web/static/plotly-cartesian.min.js (web/web.mk)"
         with open(PLOTLY_JS, "rb") as f:
             plotly = f.read()
+        assert b"plotly.js (cartesian - minified) v3." in plotly[:200] and len(plotly) < 1_500_000
         headers, body = fetch(base + "/static/plotly.min.js")
         assert headers["Content-Encoding"] == "gzip" and gzip.decompress(body) == plotly
         assert len(body) < 0.4 * len(plotly), (len(body), len(plotly))
@@ -44,9 +47,10 @@ def test_assets_and_views_travel_gzipped(tmp_path):
         assert counts.size == nrows * ncols and counts.sum() == 80 * 120          # every event, once
         assert len(gzip.decompress(body)) < 10 * len(body)          # sanity: a JSON body, not an empty one
         with browser() as page:                                   # the page puts the bounds back
-            page.get(state_url(base, {"views": [{"name": "nfs.latency"}], "since": T0, "until": T0 + 120,
-                                      "live": False}))
-            plots_ready(page, 1)
+            page.get(state_url(base, {"views": [{"name": "nfs.latency"}, {"name": "nfs.ops[client]"}], "since": T0,
+                                      "until": T0 + 120, "live": False}))
+            assert plots_ready(page, 2) == [120, 120]
+            assert page.execute_script("return views[1].div.data.map(t => t.name)") == ["10.0.0.2", "10.0.0.1"]
             cell = page.execute_script("const cd = views[0].div.data[1].customdata, r = cd.findIndex(row => row[0][2]);"
                                        " return [r, cd[r][0], cd[r].length];")
             r, first, columns = cell

@@ -29,7 +29,10 @@ from .connections import Connections
 from .ticker import Ticker
 
 ASSETS = {"worksheet.js": "text/javascript", "worksheet.css": "text/css", "index.html": "text/html"}
-PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+# plotly.js's cartesian bundle where the build made it (web/web.mk), else plotly.py's full one
+PLOTLY_CARTESIAN = os.path.join(os.path.dirname(__file__), "static", "plotly-cartesian.min.js")
+PLOTLY_JS = PLOTLY_CARTESIAN if os.path.exists(PLOTLY_CARTESIAN) else \
+    os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 KEEPALIVE = 15.0     # seconds between comments on an idle live stream
 
 
