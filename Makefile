@@ -90,4 +90,4 @@ bench: test-deps
 	bash bench/run.sh
 
 clean:
-	rm -rf $(BUILD) prometheus/metrics_pb2.py
+	rm -rf $(BUILD) prometheus/metrics_pb2.py web/static/plotly-cartesian.min.js
