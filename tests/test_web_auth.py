@@ -49,13 +49,16 @@ def connect(base, source="127.0.0.1"):
 def test_unknown_users_take_as_long_as_known_ones(served):
     conn = connect(served)
     known, unknown = [], []
-    for i in range(6):                     # alternating; the fastest of each: noise only adds
+    for i in range(8):                     # alternating; the fastest of each: noise only adds
         for user, times in (("ann", known), (f"nobody{i}", unknown)):
             status, seconds = timed_get(conn, basic(user, f"wrong{i}"))
             assert status == 401
             times.append(seconds)
     assert min(known) > 0.005, known       # bcrypt ran (a cost-10 check is far slower than this)
-    assert abs(min(known) - min(unknown)) < 0.010, (known, unknown)
+    # the same time within 10 ms on a quiet machine; a loaded one (other jobs on these 2 CPUs)
+    # stretches every check alike, so the bound grows with them: a tenth of a known check.
+    # Without the dummy hash an unknown name takes under 1 ms against 60 ms and more.
+    assert abs(min(known) - min(unknown)) < max(0.010, 0.1 * min(known)), (known, unknown)
 
 
 def test_a_flood_of_wrong_passwords_leaves_signed_in_users_served(served):
