@@ -7,7 +7,7 @@ and, with --before STRATA (another build's `strata`, e.g. the main branch's venv
 that build's server asked as a browser asks; the servers alternate, 3 rounds each.
 
 Usage: .venv/bin/python bench/web_weight.py [--before /path/to/other/.venv/bin/strata]
-Smoke mode (BENCH_SMOKE=1): "an hour" is 5 minutes, one round.
+Smoke mode (BENCH_SMOKE=1): "an hour" is a minute, one round.
 """
 import argparse
 import http.client as httpclient
@@ -27,7 +27,7 @@ from heatmaps_util import T0, build_archive, histogram, seed_latencies     # noq
 
 STRATA = str(Path(sys.executable).parent / "strata")
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
-SPAN = 300 if SMOKE else 3600
+SPAN = 60 if SMOKE else 3600
 ROUNDS = 1 if SMOKE else 3
 VIEWS = ["nfs.latency", "nfs.latency%5Bclient%5D", "nfs.size", "nfs.ops%5Bclient%5D"]
 CLIENTS = [f"10.0.0.{i}" for i in range(1, 9)]

@@ -409,6 +409,9 @@ async def _json_body(request) -> dict:
         body = await request.json()
     except web.HTTPRequestEntityTooLarge:
         raise
+    except RecursionError:
+        raise web.HTTPBadRequest(text=json.dumps({"error": "the request body is nested too deeply"}),
+                                 content_type="application/json") from None
     except (ValueError, UnicodeDecodeError):
         raise web.HTTPBadRequest(text=json.dumps({"error": "the request body is not JSON"}),
                                  content_type="application/json") from None
