@@ -22,6 +22,7 @@ ON_SCREEN = """return (() => {            // events in the heat map's cells, key
   let n = 0;
   heat.customdata.forEach(row => row.forEach(cell => { n += cell[2] || 0; }));
   return {events: n, keys: graph.map(t => t.name), title: views[0].div.layout.xaxis2.title.text,
+          heading: views[0].div.layout.title.text,
           last: views[0].times[views[0].times.length - 1], lastX: heat.x[heat.x.length - 1], refits: window.strataLive.refits};
 })()"""
 
@@ -58,6 +59,8 @@ def test_a_page_opened_idle_follows_the_load_in_another_zone(tmp_path, monkeypat
             assert 0.95 * count <= shown["events"] <= 1.05 * count, (shown["events"], count)
             assert shown["keys"] == ["127.0.0.1"], shown["keys"]
             assert shown["refits"] >= 1 and BROWSER_ZONE in shown["title"], shown
+            right = dt.datetime.fromtimestamp(shown["last"] + 1, ZoneInfo(BROWSER_ZONE)).strftime("%H:%M:%S %Z")
+            assert f"→ {right} (" in shown["heading"] or f" {right} (" in shown["heading"], shown["heading"]
             edge = dt.datetime.fromtimestamp(shown["last"] + 1, ZoneInfo(BROWSER_ZONE))   # a column's right edge
             assert shown["lastX"] == edge.strftime("%Y-%m-%dT%H:%M:%S"), (shown["lastX"], edge)
     finally:

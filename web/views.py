@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strata.heatmaps import figures, plot_heatmap, source, value_range
+from strata.heatmaps import describe, figures, plot_heatmap, source, value_range
 from strata.heatmaps.breakdown import OTHER, compute, to_json
 from strata.heatmaps.errors import ViewError as SourceError
 from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS
@@ -126,14 +126,16 @@ def _view(spec, src, keys) -> figures.View:
 
 
 def figure_for(spec, src, keys, qr, start, end):
-    """(plotly figure, live geometry) of one view: the figure model figures.build chooses."""
+    """(plotly figure, live geometry, the time range its title names: describe.time_range's
+    text) of one view: the figure model figures.build chooses."""
     try:
         model = figures.build(qr, start, end, _view(spec, src, keys), max_cols=MAX_COLS, ncells=CELLS)
     except SourceError as e:
         raise ViewError(str(e)) from None
+    named = describe.time_range(*model.span)
     if not isinstance(model, Grid):
         fig, scale = graphs.figure(model, spec)
-        return fig, {"type": "graph", "width": model.bins.width, "next": model.bins.end, "scale": scale,
+        return fig, named, {"type": "graph", "width": model.bins.width, "next": model.bins.end, "scale": scale,
                      "keys": [k for k in model.keys if k != OTHER], "lines": model.keys}
     grid = model
     fig = plot_heatmap.figure(grid)
@@ -142,22 +144,25 @@ def figure_for(spec, src, keys, qr, start, end):
         cell_h = (math.log10(grid.cells[-1]) - math.log10(grid.cells[0])) / CELLS
     else:
         cell_h = (grid.cells[-1] - grid.cells[0]) / CELLS
-    return fig, {"type": "heatmap", "width": grid.bins.width, "next": grid.bins.end, "scale": scale,
+    return fig, named, {"type": "heatmap", "width": grid.bins.width, "next": grid.bins.end, "scale": scale,
                  "unit": grid.unit, "label": label, "edges": grid.edges.tolist(), "cell_h": float(cell_h),
                  "axis": grid.axis, "keys": keys}
 
 
 def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
-    """{'figure', 'rows', 'live', 'start', 'end'}: the view over [start, end), at the level the
-    CLI would read (the finest that covers the range in MAX_COLS columns); rows: _counts_only."""
+    """{'figure', 'rows', 'live', 'start', 'end', 'title_range'}: the view over [start, end), at
+    the level the CLI would read (the finest that covers the range in MAX_COLS columns); rows:
+    _counts_only; title_range: the text of the title's time range (in the server's zone), which
+    the page writes again in the zone its user chose."""
     check_span(start, end)
     src, keys = _resolve(reader, spec.name, spec.compare)
     qr = _query(reader, src, start, end, choose_bins(start, end, 1, MAX_COLS).width)
-    fig, live = figure_for(spec, src, keys, qr, start, end)
+    fig, named, live = figure_for(spec, src, keys, qr, start, end)
     live.update(name=str(src.wanted), kind=src.info.kind, statistic=src.info.statistic,
                 breakdown=src.wanted.breakdown, unit=src.info.unit, level=qr.level, note=src.note)
     figure = in_unix_seconds(fig.to_plotly_json())
-    return {"figure": figure, "rows": _counts_only(figure), "live": live, "start": start, "end": end}
+    return {"figure": figure, "rows": _counts_only(figure), "live": live, "start": start, "end": end,
+            "title_range": named}
 
 
 def _counts_only(fig: dict) -> list | None:

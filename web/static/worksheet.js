@@ -35,6 +35,19 @@ function isoLocal(t) {                  // "YYYY-MM-DDTHH:MM:SS[.mmm]" in the ch
   const text = new Date(wall(t)).toISOString().replace("Z", "");
   return text.endsWith(".000") ? text.slice(0, -4) : text;
 }
+function zoneLabel(t) {                // "EST", "UTC", "GMT+5:30": the chosen zone at t
+  const parts = new Intl.DateTimeFormat("en-US", {timeZone: zoneName(), timeZoneName: "short"})
+    .formatToParts(new Date(t * 1000));
+  return (parts.find(p => p.type === "timeZoneName") || {}).value || zoneName();
+}
+// The title names its range as the server wrote it (describe.time_range, the server's zone):
+// written again in the chosen zone, ending where the view's columns end.
+function titled(v) {
+  const [t0, t1] = v.span, a = isoLocal(t0).replace("T", " "), b = isoLocal(t1).replace("T", " ");
+  const right = a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b;
+  const duration = (v.named.match(/\([^()]*\)$/) || [""])[0];
+  return v.title.replace(v.named, `${a} → ${right} ${zoneLabel(t1)} ${duration}`);
+}
 function unixOf(text) {                 // a wall-clock string of the axis, back to unix seconds
   const m = String(text).match(/^(\d+)-(\d+)-(\d+)(?:[ T](\d+):(\d+)(?::(\d+(?:\.\d*)?))?)?/);
   if (!m) return NaN;
@@ -161,6 +174,10 @@ function draw(v, a) {
   const axis = fig.layout.xaxis2 || {};
   if (axis.range) axis.range = axis.range.map(isoLocal);
   if (axis.title) axis.title.text = `time (${zoneName()})`;
+  v.title = fig.layout.title && fig.layout.title.text || "";
+  v.named = a.title_range || "";
+  v.span = [a.start, a.end];
+  if (v.named && v.title.includes(v.named)) fig.layout.title.text = titled(v);
   (fig.layout.shapes || []).forEach(sh => { if (sh.xref === "x2") { sh.x0 = isoLocal(sh.x0); sh.x1 = isoLocal(sh.x1); } });
   v.keep = v.times.length;
   v.xrange = fig.layout.xaxis2 && fig.layout.xaxis2.range ? fig.layout.xaxis2.range.slice() : undefined;
@@ -251,6 +268,11 @@ function addColumns(v, cols) {
     v.xrange = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
   }
   layout.xaxis2.range = v.xrange.slice();
+  if (v.named && v.times.length) {                 // the title's range follows the columns
+    const end = v.times[v.times.length - 1] + v.width;
+    v.span = [end - (v.span[1] - v.span[0]), end];
+    if (layout.title && v.title.includes(v.named)) layout.title.text = titled(v);
+  }
   redraw(v);
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times[v.times.length - 1];
