@@ -1,7 +1,8 @@
 """`strata web` sends less: plotly.js's cartesian bundle (built from the npm registry by
 web/web.mk), it and the views' JSON gzipped for a client that takes it (as they were for
 one that does not), and a heat map's hover data as counts with each row's bounds once,
-which the page puts back into every cell; the page draws heat maps and graphs with it."""
+which the page puts back into every cell; the page draws heat maps and graphs with it
+(at most 8 views: a 9th is refused in words)."""
 import base64
 import gzip
 import json
@@ -55,3 +56,11 @@ def test_assets_and_views_travel_gzipped(tmp_path):
                                        " return [r, cd[r][0], cd[r].length];")
             r, first, columns = cell
             assert columns == 120 and first[:2] == answer["rows"][r][:2] and first[2] > 0, cell
+            # a page follows at most 8 views live: a 9th is refused in words, not dropped in silence
+            page.get(state_url(base, {"views": [{"name": "nfs.ops[client]"}] * 9, "since": T0, "until": T0 + 120,
+                                      "live": False}))
+            assert plots_ready(page, 8) == [120] * 8
+            assert "the first 8 are shown" in page.find_element("id", "message").text
+            page.find_element("id", "add-view").click()
+            assert "remove one to add another" in page.find_element("id", "message").text
+            assert len(page.find_elements("css selector", ".plot")) == 8

@@ -6,6 +6,7 @@
 // is loaded again.
 "use strict";
 
+const MAX_VIEWS = 8;       // views one page follows live (the server's bound, web/limits.py)
 const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill", style: "", zone: "browser"};
 let state = readState();
 let views = [];            // {spec, div, live (geometry), start, times, ...}
@@ -120,8 +121,16 @@ function viewQuery(spec) {
   return q.toString() + "&" + rangeQuery();
 }
 
+function addView(spec) {
+  if (state.views.length >= MAX_VIEWS) { say(`at most ${MAX_VIEWS} views: remove one to add another`); return; }
+  state.views.push(spec);
+  load();
+}
+
 async function load() {
   const mine = ++generation;
+  const cut = state.views.length > MAX_VIEWS;
+  if (cut) state.views = state.views.slice(0, MAX_VIEWS);
   document.body.dataset.loads = generation;
   if (stream) { stream.close(); stream = null; }
   writeState();
@@ -145,7 +154,7 @@ async function load() {
     if (e) { v.div.textContent = v.spec.name + ": " + e.message; errors.push(e.message); continue; }
     draw(v, a);
   }
-  say(errors[0] || "");
+  say(errors[0] || (cut ? `at most ${MAX_VIEWS} views: the first ${MAX_VIEWS} are shown` : ""));
   document.body.dataset.views = views.filter(v => v.live).length;
   if (state.live) openStream();
 }
@@ -349,8 +358,7 @@ function filtered(target, key) {
 function onKey(ev, el) {
   const key = el.dataset.key;
   if (!ev.shiftKey) {
-    state.views.push({name: filtered(picked.target, key)});
-    load();
+    addView({name: filtered(picked.target, key)});
     return;
   }
   el.classList.toggle("picked");
@@ -359,8 +367,7 @@ function onKey(ev, el) {
   const at = state.views.findIndex(s => s.compare && s.name === picked.target && s.drill === picked.stamp);
   picked.stamp = picked.stamp || Date.now();
   const spec = {name: picked.target, compare: picked.keys.slice(), drill: picked.stamp};
-  if (at >= 0) state.views[at] = spec; else state.views.push(spec);
-  load();
+  if (at >= 0) { state.views[at] = spec; load(); } else addView(spec);
 }
 
 function onClick(v, ev) {
@@ -454,10 +461,7 @@ async function refreshWorksheets() {
 }
 
 function wire() {
-  document.getElementById("add-view").onclick = () => {
-    state.views.push({name: document.getElementById("dataset-pick").value});
-    load();
-  };
+  document.getElementById("add-view").onclick = () => addView({name: document.getElementById("dataset-pick").value});
   document.querySelectorAll("#spans button").forEach(b => b.onclick = () => {
     const wanted = +b.dataset.last;
     if (state.live || state.since === undefined) { state.last = wanted; }
