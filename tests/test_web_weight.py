@@ -61,6 +61,9 @@ def test_assets_and_views_travel_gzipped(tmp_path):
                                       "live": False}))
             assert plots_ready(page, 8) == [120] * 8
             assert "the first 8 are shown" in page.find_element("id", "message").text
+            buttons = page.execute_script("return Array.from(document.querySelectorAll('.modebar-btn'))"
+                                          ".map(b => b.getAttribute('data-attr') + '=' + b.getAttribute('data-val'))")
+            assert buttons and not {"dragmode=pan", "zoom=in", "zoom=out"} & set(buttons), buttons   # no drill by pan
             page.find_element("id", "add-view").click()
             assert "remove one to add another" in page.find_element("id", "message").text
             assert len(page.find_elements("css selector", ".plot")) == 8

@@ -192,7 +192,10 @@ function draw(v, a) {
   v.xrange = fig.layout.xaxis2 && fig.layout.xaxis2.range ? fig.layout.xaxis2.range.slice() : undefined;
   v.yrange = fig.layout.yaxis && fig.layout.yaxis.range ? fig.layout.yaxis.range.slice() : undefined;
   Plotly.newPlot(v.div, fig.data, fig.layout, {displaylogo: false, responsive: true,
-                                               modeBarButtonsToRemove: ["select2d", "lasso2d"]});
+                                               // a drag here drills down or zooms time (the page's own):
+                                               // plotly's pan and zoom buttons would start drill-downs
+                                               modeBarButtonsToRemove: ["select2d", "lasso2d", "pan2d", "zoomIn2d",
+                                                                        "zoomOut2d", "autoScale2d"]});
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times.length ? v.times[v.times.length - 1] : "";
   v.div.on("plotly_relayout", ev => onRelayout(v, ev));
