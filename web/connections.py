@@ -83,7 +83,7 @@ class Handshake(asyncio.Protocol):
     Connections takes the TLS transport over."""
 
     def __init__(self, connections: Connections, context):
-        self.connections, self.context, self.raw = connections, context, None
+        self.connections, self.context, self.raw, self.task = connections, context, None, None
         self.early, self.eof = [], False         # what arrived as the handshake ended, for the handler
 
     def connection_made(self, transport):
@@ -96,7 +96,7 @@ class Handshake(asyncio.Protocol):
             oldest.raw.abort()
             self.connections.dropped += 1
         pending[self] = time.monotonic()
-        asyncio.get_running_loop().create_task(self._shake())
+        self.task = asyncio.get_running_loop().create_task(self._shake())    # held: the loop keeps weak ones
 
     async def _shake(self):
         try:
