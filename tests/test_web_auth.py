@@ -2,6 +2,7 @@
 addresses) flood wrong passwords, a signed-in user's requests keep answering at once; an
 unknown user name takes as long as a known one; one address gets only a bounded number
 of checks in flight (429 past it)."""
+import asyncio
 import base64
 import http.client as httpclient
 import statistics
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from heatmaps_util import build_archive
-from strata.web.auth import PER_ADDRESS
+from strata.web.auth import PER_ADDRESS, Authenticator
 from web_util import web_server
 
 COST = 10                       # the cost htpasswd -B uses: about 0.1 s a check here
@@ -47,18 +48,41 @@ def connect(base, source="127.0.0.1"):
 
 
 def test_unknown_users_take_as_long_as_known_ones(served):
+    """Over HTTP, wall time: the fastest answer of each (noise only adds) within 30 % of the
+    other (without the dummy hash an unknown name answers in under 1 ms against 60 ms and
+    more: a ratio under 0.02). Other jobs on these 2 CPUs stretch single answers by
+    50-500 ms, so the issue's 10 ms is held in CPU time below."""
     conn = connect(served)
     known, unknown = [], []
-    for i in range(8):                     # alternating; the fastest of each: noise only adds
+    for i in range(8):                     # alternating, so that a busy spell slows both alike
         for user, times in (("ann", known), (f"nobody{i}", unknown)):
             status, seconds = timed_get(conn, basic(user, f"wrong{i}"))
             assert status == 401
             times.append(seconds)
     assert min(known) > 0.005, known       # bcrypt ran (a cost-10 check is far slower than this)
-    # the same time within 10 ms on a quiet machine; a loaded one (other jobs on these 2 CPUs)
-    # stretches every check alike, so the bound grows with them: a tenth of a known check.
-    # Without the dummy hash an unknown name takes under 1 ms against 60 ms and more.
-    assert abs(min(known) - min(unknown)) < max(0.010, 0.1 * min(known)), (known, unknown)
+    assert 0.7 < min(unknown) / min(known) < 1 / 0.7, (known, unknown)
+
+
+def test_unknown_users_cost_the_same_cpu_within_10ms():
+    """The server's check itself (Authenticator, real bcrypt at cost 10): the CPU time of a
+    wrong password for a known and for an unknown name, medians of 6 each, within 10 ms (CPU
+    time is what the check costs; a busy machine delays it but does not add to it)."""
+    users = {"ann": bcrypt.hashpw(b"secret", bcrypt.gensalt(COST))}
+    checker = Authenticator(users)
+
+    async def cpu(user, password) -> float:
+        start = time.process_time()
+        assert await checker.user(basic(user, password)["Authorization"], "127.0.0.1") is None
+        return time.process_time() - start
+    try:
+        known, unknown = [], []
+        for i in range(6):
+            known.append(asyncio.run(cpu("ann", f"wrong{i}")))
+            unknown.append(asyncio.run(cpu(f"nobody{i}", f"wrong{i}")))
+    finally:
+        checker.close()
+    assert statistics.median(known) > 0.02, known
+    assert abs(statistics.median(known) - statistics.median(unknown)) < 0.010, (known, unknown)
 
 
 def test_a_flood_of_wrong_passwords_leaves_signed_in_users_served(served):
