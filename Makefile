@@ -38,6 +38,7 @@ include collectors/features.mk
 include catalogue/catalogue.mk
 -include workloads/workloads.mk
 include prometheus/prometheus.mk
+include web/web.mk
 include bench/bench.mk
 include tests/tests.mk
 include contrib/install.mk
@@ -89,4 +90,4 @@ bench: test-deps
 	bash bench/run.sh
 
 clean:
-	rm -rf $(BUILD) prometheus/metrics_pb2.py
+	rm -rf $(BUILD) prometheus/metrics_pb2.py web/static/plotly-cartesian.min.js

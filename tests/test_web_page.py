@@ -68,6 +68,8 @@ def test_drag_clicks_and_a_copied_address(archive):
         # drag over the L2ARC band (128-260 us) from T0+60 to T0+180
         drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
         table = wait_js(page, "document.getElementById('drill-table')", what="the drill-down")
+        assert page.execute_script("const n = document.querySelector('.plotly-notifier');"        # no zoom toast
+                                   " return !n || getComputedStyle(n).display === 'none'")
         shown = {row[0]: int(row[1]) for row in page.execute_script(
             "return Array.from(document.querySelectorAll('#drill-table tr')).slice(1)"
             ".map(r => [r.cells[0].textContent, r.cells[1].textContent])")}
@@ -224,6 +226,10 @@ def test_hostile_requests_get_bounded_answers(archive):
         assert status == 400 and answer == {"error": "the request body is not JSON"}
         status, answer = http(base + "/api/drill", raw=b"[" * 200_000)
         assert status == 413
+        status, answer = http(base + "/api/drill", raw=b"[" * 30_000 + b"]" * 30_000)   # within the size bound
+        assert status == 400 and answer == {"error": "the request body is nested too deeply"}, (status, answer)
+        status, answer = http(base + "/api/worksheets/nope")
+        assert status == 400 and "no worksheet 'nope' in a.db" in answer["error"] and "/" not in answer["error"]
         status, answer = http(base + "/api/drill", {"view": {"name": "nfs.latency"}, "x0": "never"})
         assert status == 400 and "\n" not in answer["error"]
         on_axis = [time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) for t in (T0, T0 + SPAN)]

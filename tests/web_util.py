@@ -51,12 +51,17 @@ def web_server(archive, *args):
         errors.close()
 
 
-def http(url, body=None, auth=None, method=None, raw=None, timeout=20):
-    """(status, parsed JSON or text) of one request; body is sent as JSON, raw as bytes."""
+def http(url, body=None, auth=None, method=None, raw=None, timeout=20, headers=None):
+    """(status, parsed JSON or text) of one request; body is sent as JSON, raw as bytes, with
+    the Origin the page's own requests carry (headers: others, or None to leave one out)."""
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     req = urllib.request.Request(url, data=data, method=method)
     if data is not None:
-        req.add_header("Content-Type", "application/json")
+        parts = urllib.parse.urlsplit(url)
+        sent = {"Content-Type": "application/json", "Origin": f"{parts.scheme}://{parts.netloc}", **(headers or {})}
+        for name, value in sent.items():
+            if value is not None:
+                req.add_header(name, value)
     if auth:
         req.add_header("Authorization", "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
     try:

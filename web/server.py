@@ -6,8 +6,7 @@ Reads run in a small thread pool, each thread with its own read-only archive; ev
 answer is bounded (limits.py): a request past a bound gets one line and 4xx/503.
 """
 import asyncio
-import base64
-import binascii
+import gzip
 import hashlib
 import json
 import os
@@ -25,12 +24,15 @@ from strata.datasets.errors import ArchiveError
 from strata.heatmaps.errors import ViewError
 from strata.prometheus.reader import PrometheusReader
 
-from . import limits, views, worksheets
-from .connections import REQUEST_SECONDS, Connections
+from . import auth, limits, samesite, views, worksheets
+from .connections import Connections
 from .ticker import Ticker
 
 ASSETS = {"worksheet.js": "text/javascript", "worksheet.css": "text/css", "index.html": "text/html"}
-PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+# plotly.js's cartesian bundle where the build made it (web/web.mk), else plotly.py's full one
+PLOTLY_CARTESIAN = os.path.join(os.path.dirname(__file__), "static", "plotly-cartesian.min.js")
+PLOTLY_JS = PLOTLY_CARTESIAN if os.path.exists(PLOTLY_CARTESIAN) else \
+    os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 KEEPALIVE = 15.0     # seconds between comments on an idle live stream
 
 
@@ -112,6 +114,8 @@ class Worksheet:
         self.shared = {}                  # (view, after, now, generation) -> its columns' task
         self.ticker = Ticker(lambda: asyncio.get_running_loop().run_in_executor(self.pool, source.version))
         self.connections = None           # set by serve()
+        self.auth = auth.Authenticator(web_config.users if web_config else {})
+        self.plotly_gz = None             # plotly.min.js gzipped: its future, made at the first ask
 
     async def run(self, fn, *args):
         """fn(reader, *args) in the pool; one-line errors become 400."""
@@ -124,31 +128,27 @@ class Worksheet:
 
     # -- authentication and bounds ------------------------------------------------------------
 
-    def user(self, request) -> str | None:
-        """The authenticated user's name, '' when the server has no users, None when refused."""
-        if not self.web_config or not self.web_config.users:
-            return ""
-        kind, _, encoded = request.headers.get("Authorization", "").partition(" ")
-        if kind.lower() != "basic":
-            return None
-        try:
-            name, sep, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return name if sep and self.web_config.allows(name, password) else None
-
     @web.middleware
     async def guard(self, request, handler):
         if self.connections:
             self.connections.request(request)
-        if self.user(request) is None:
+        if request.method == "POST":            # before the password: a cross-site post costs no bcrypt
+            why = samesite.refused(request)
+            if why:
+                return _error(403, why)
+        try:
+            user = await self.auth.user(request.headers.get("Authorization", ""), request.remote)
+        except auth.Busy:
+            return web.json_response({"error": "busy: checking this address's passwords already"}, status=429,
+                                     headers={"Retry-After": "1"})
+        if user is None:
             return web.Response(status=401, text="authentication needed\n",
                                 headers={"WWW-Authenticate": 'Basic realm="strata"'})
         if self.busy >= limits.MAX_REQUESTS:
             return _error(503, "busy: too many requests at once")
         self.busy += 1
         try:
-            return await handler(request)
+            return _compressed(await handler(request))
         except web.HTTPException as e:
             if e.content_type == "application/json" or e.status < 400:
                 raise
@@ -177,8 +177,13 @@ class Worksheet:
     async def asset(self, request):
         name = request.match_info["name"]
         if name == "plotly.min.js":
-            return web.FileResponse(PLOTLY_JS, headers={"Content-Type": "text/javascript",
-                                                        "Cache-Control": "max-age=86400"})
+            headers = {"Content-Type": "text/javascript", "Cache-Control": "max-age=86400", "Vary": "Accept-Encoding"}
+            if "gzip" not in request.headers.get("Accept-Encoding", ""):
+                return web.FileResponse(PLOTLY_JS, headers=headers)
+            if self.plotly_gz is None:                 # compressed once, off the event loop
+                self.plotly_gz = asyncio.get_running_loop().run_in_executor(None, _gzip_file, PLOTLY_JS)
+            return web.Response(body=await asyncio.shield(self.plotly_gz),
+                                headers={**headers, "Content-Encoding": "gzip"})
         if name not in ASSETS:
             return _error(404, "no such asset")
         return self.asset_response(name)
@@ -188,7 +193,7 @@ class Worksheet:
     async def datasets(self, request):
         infos = await self.run(lambda r: [_listed(i) for i in r.datasets()])
         return web.json_response({"datasets": infos, "writable": bool(self.web_config and self.web_config.users)
-                                  and not self.source.url})
+                                  and not self.source.url, "zone": _zone_name()})
 
     async def view(self, request):
         q = request.query
@@ -230,9 +235,10 @@ class Worksheet:
             while True:
                 now = int(time.time())
                 for i, (spec, geometry) in enumerate(known):
-                    cols, after[i] = await self.columns(shared[i], spec, geometry, after[i], now)
+                    cols, after[i], refit = await self.columns(shared[i], spec, geometry, after[i], now)
                     if cols:
-                        await resp.write(f"data: {json.dumps({'i': i, 'cols': cols})}\n\n".encode())
+                        event = {'i': i, 'cols': cols, **({'refit': True} if refit else {})}
+                        await resp.write(f"data: {json.dumps(event)}\n\n".encode())
                         quiet = time.monotonic()
                 if time.monotonic() - quiet > KEEPALIVE:        # a comment keeps proxies from closing
                     await resp.write(b": idle\n\n")
@@ -259,7 +265,9 @@ class Worksheet:
         body = await _json_body(request)
         try:
             spec = views.ViewSpec.parse(body.get("view") or {})
-            x0, x1 = str(body["x0"]), str(body["x1"])
+            x0, x1 = body["x0"], body["x1"]
+            if not all(isinstance(x, (int, float, str)) for x in (x0, x1)):
+                raise TypeError("x0 and x1 are unix seconds")
             y0, y1 = float(body["y0"]), float(body["y1"])
             top = max(1, min(int(body.get("top", 8)), 50))
         except (KeyError, TypeError, ValueError, OverflowError) as e:
@@ -297,12 +305,13 @@ class Worksheet:
             with self.source.writer() as archive:
                 if action == "create":
                     return [archive.create(name).to_json()]
-                return [i.to_json() for i in archive.set_state([name], "active" if action == "resume"
-                                                               else "suspended")]
+                archive.set_state([name], "active" if action == "resume" else "suspended")
+                return [archive.dataset(name).to_json()]
         return web.json_response({"changed": await self.run(change)})
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=limits.MAX_BODY, middlewares=[self.guard])
+        app.on_response_prepare.append(samesite.add_headers)
         app.router.add_get("/", self.page)
         app.router.add_get("/static/{name}", self.asset)
         app.router.add_get("/api/datasets", self.datasets)
@@ -321,6 +330,7 @@ class Worksheet:
             await self.ticker.stop()
             self.pool.submit(self.source.close)
             self.pool.shutdown(wait=False, cancel_futures=True)
+            self.auth.close()
         app.on_startup.append(started)
         app.on_cleanup.append(stopped)
         return app
@@ -334,6 +344,20 @@ class _PlotlyJSON(json.JSONEncoder):
         return PlotlyJSONEncoder().default(o)
 
 
+def _compressed(response):
+    """A whole answer of some size gzipped (deflated) for a client that takes it (aiohttp
+    reads Accept-Encoding); streams and files go as they are."""
+    if type(response) is web.Response and response.body is not None and len(response.body) > 1024 \
+            and "Content-Encoding" not in response.headers:
+        response.enable_compression()
+    return response
+
+
+def _gzip_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return gzip.compress(f.read(), 6)
+
+
 def _listed(info) -> dict:
     """A dataset as the page lists it: the archive's JSON, or what a Prometheus server
     says of its series (no retention nor records of strata's own)."""
@@ -341,6 +365,17 @@ def _listed(info) -> dict:
         return info.to_json()
     return {"name": info.name, "statistic": info.statistic, "breakdown": info.breakdown or None,
             "kind": info.kind, "unit": info.unit, "state": info.state}
+
+
+def _zone_name() -> str:
+    """The server's time zone as the page's Intl names it (an IANA name), UTC when unknown."""
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        try:
+            name = os.readlink("/etc/localtime").split("zoneinfo/", 1)[1]
+        except (OSError, IndexError):
+            name = "UTC"
+    return name if "/" in name or name in ("UTC", "GMT") else "UTC"
 
 
 def _view_key(spec, geometry) -> str:
@@ -374,6 +409,9 @@ async def _json_body(request) -> dict:
         body = await request.json()
     except web.HTTPRequestEntityTooLarge:
         raise
+    except RecursionError:
+        raise web.HTTPBadRequest(text=json.dumps({"error": "the request body is nested too deeply"}),
+                                 content_type="application/json") from None
     except (ValueError, UnicodeDecodeError):
         raise web.HTTPBadRequest(text=json.dumps({"error": "the request body is not JSON"}),
                                  content_type="application/json") from None
@@ -389,10 +427,10 @@ async def serve(worksheet: Worksheet, host: str, port: int, tls=None, ready=None
     runner = web.AppRunner(worksheet.app(), handle_signals=False, access_log=None,
                            keepalive_timeout=15, max_line_size=8190, max_field_size=8190)
     await runner.setup()
-    worksheet.connections = Connections(runner.server, tls is not None)
+    worksheet.connections = Connections(runner.server)
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(worksheet.connections, host, port, ssl=tls, backlog=128,
-                                      ssl_handshake_timeout=REQUEST_SECONDS if tls else None)
+    factory = worksheet.connections.tls(tls) if tls else worksheet.connections
+    server = await loop.create_server(factory, host, port, backlog=128)
     reaper = loop.create_task(worksheet.connections.reap())
     if ready:
         ready(server.sockets[0].getsockname()[1])

@@ -8,13 +8,14 @@ for counters, gauges and compared keys); plot_heatmap draws heat maps, graphs.py
 page's graphs (plot_breakdown's series: stacked areas for counters by default). A drill-down reads as `strata breakdown --range` reads (source.query_window,
 figures.graph). Errors are ViewError, one line for the page.
 """
+import base64
 import datetime as dt
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from strata.heatmaps import figures, plot_heatmap, source, value_range
+from strata.heatmaps import describe, figures, plot_heatmap, source, value_range
 from strata.heatmaps.breakdown import OTHER, compute, to_json
 from strata.heatmaps.errors import ViewError as SourceError
 from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS
@@ -66,16 +67,39 @@ class ViewSpec:
         return cls(name, compare, axis, crop, style)
 
 
-def _local(t) -> str:
-    return dt.datetime.fromtimestamp(int(t)).isoformat()
-
-
-def parse_local(text: str) -> float:
-    """Unix seconds of a time on the page's axis (local time, as plot_heatmap draws it)."""
+def parse_time(value) -> float:
+    """Unix seconds of a time the page sends: a number (unix seconds, as the page sends
+    them), or an ISO time without zone (the server's local time, as the figures draw it)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ViewError("a time must be a finite number of unix seconds")
+        return float(value)
     try:
-        return dt.datetime.fromisoformat(str(text).strip()[:40]).timestamp()
+        return dt.datetime.fromisoformat(str(value).strip()[:40]).timestamp()
     except ValueError:
-        raise ViewError(f"not a time on the axis: {str(text)[:40]!r}") from None
+        raise ViewError(f"not a time on the axis: {str(value)[:40]!r}") from None
+
+
+def _epochs(values):
+    """The figures' times (datetimes in the server's zone) as unix seconds: what travels to
+    the page, which shows them in the zone its user chose."""
+    if isinstance(values, (list, tuple)):
+        return [v.timestamp() if isinstance(v, dt.datetime) else v for v in values]
+    return values.timestamp() if isinstance(values, dt.datetime) else values
+
+
+def in_unix_seconds(fig: dict) -> dict:
+    """A figure whose time axis (x2) holds unix seconds: the traces' x, its range, its shapes."""
+    for trace in fig.get("data", ()):
+        if trace.get("xaxis") == "x2" and "x" in trace:
+            trace["x"] = _epochs(trace["x"])
+    axis = fig.get("layout", {}).get("xaxis2", {})
+    if "range" in axis:
+        axis["range"] = _epochs(axis["range"])
+    for shape in fig.get("layout", {}).get("shapes", ()):
+        if shape.get("xref") == "x2":
+            shape["x0"], shape["x1"] = _epochs(shape.get("x0")), _epochs(shape.get("x1"))
+    return fig
 
 
 def _resolve(reader, name, keys=None):
@@ -102,14 +126,16 @@ def _view(spec, src, keys) -> figures.View:
 
 
 def figure_for(spec, src, keys, qr, start, end):
-    """(plotly figure, live geometry) of one view: the figure model figures.build chooses."""
+    """(plotly figure, live geometry, the time range its title names: describe.time_range's
+    text) of one view: the figure model figures.build chooses."""
     try:
         model = figures.build(qr, start, end, _view(spec, src, keys), max_cols=MAX_COLS, ncells=CELLS)
     except SourceError as e:
         raise ViewError(str(e)) from None
+    named = describe.time_range(*model.span)
     if not isinstance(model, Grid):
         fig, scale = graphs.figure(model, spec)
-        return fig, {"type": "graph", "width": model.bins.width, "next": model.bins.end, "scale": scale,
+        return fig, named, {"type": "graph", "width": model.bins.width, "next": model.bins.end, "scale": scale,
                      "keys": [k for k in model.keys if k != OTHER], "lines": model.keys}
     grid = model
     fig = plot_heatmap.figure(grid)
@@ -118,32 +144,56 @@ def figure_for(spec, src, keys, qr, start, end):
         cell_h = (math.log10(grid.cells[-1]) - math.log10(grid.cells[0])) / CELLS
     else:
         cell_h = (grid.cells[-1] - grid.cells[0]) / CELLS
-    return fig, {"type": "heatmap", "width": grid.bins.width, "next": grid.bins.end, "scale": scale,
+    return fig, named, {"type": "heatmap", "width": grid.bins.width, "next": grid.bins.end, "scale": scale,
                  "unit": grid.unit, "label": label, "edges": grid.edges.tolist(), "cell_h": float(cell_h),
                  "axis": grid.axis, "keys": keys}
 
 
 def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
-    """{'figure', 'live', 'start', 'end'}: the view over [start, end), at the level the CLI
-    would read (the finest that covers the range in MAX_COLS columns)."""
+    """{'figure', 'rows', 'live', 'start', 'end', 'title_range'}: the view over [start, end), at
+    the level the CLI would read (the finest that covers the range in MAX_COLS columns); rows:
+    _counts_only; title_range: the text of the title's time range (in the server's zone), which
+    the page writes again in the zone its user chose."""
     check_span(start, end)
     src, keys = _resolve(reader, spec.name, spec.compare)
     qr = _query(reader, src, start, end, choose_bins(start, end, 1, MAX_COLS).width)
-    fig, live = figure_for(spec, src, keys, qr, start, end)
+    fig, named, live = figure_for(spec, src, keys, qr, start, end)
     live.update(name=str(src.wanted), kind=src.info.kind, statistic=src.info.statistic,
                 breakdown=src.wanted.breakdown, unit=src.info.unit, level=qr.level, note=src.note)
-    return {"figure": fig.to_plotly_json(), "live": live, "start": start, "end": end}
+    figure = in_unix_seconds(fig.to_plotly_json())
+    return {"figure": figure, "rows": _counts_only(figure), "live": live, "start": start, "end": end,
+            "title_range": named}
+
+
+def _counts_only(fig: dict) -> list | None:
+    """The heat map's per-cell hover data cut to its counts; returned: each row's bounds
+    (the other fields of its cells, the same in every column), which the page puts back."""
+    for trace in fig.get("data", ()):
+        cells = trace.get("customdata")
+        if trace.get("type") != "heatmap" or not isinstance(cells, dict) or "bdata" not in cells:
+            continue
+        shape = tuple(int(n) for n in str(cells["shape"]).split(","))
+        if len(shape) != 3 or not shape[1]:
+            continue
+        array = np.frombuffer(base64.b64decode(cells["bdata"]), dtype=np.dtype(cells["dtype"])).reshape(shape)
+        counts = np.ascontiguousarray(array[:, :, 2])
+        trace["customdata"] = {"dtype": cells["dtype"], "bdata": base64.b64encode(counts.tobytes()).decode(),
+                               "shape": f"{shape[0]}, {shape[1]}"}
+        return np.delete(array[:, 0, :], 2, axis=1).tolist()
+    return None
 
 
 def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
-    """(columns, next): the view's columns from `after` (a column start) up to now, each
-    {'t', ...}; the last one may be partial (re-sent as it fills). `next` is the start of
-    the first column still to send."""
+    """(columns, next, refit): the view's columns from `after` (a column start) up to now,
+    each {'t' (unix seconds), ...}; the last one may be partial (re-sent as it fills). `next`
+    is the start of the first column still to send; refit is True when the columns hold what
+    the view's figure cannot show (values outside its axis, keys it has no line for): the
+    page loads that view again."""
     src, _ = _resolve(reader, spec.name, spec.compare)
     width = int(live["width"])
     after = after - after % width
     if now <= after:
-        return [], after
+        return [], after, False
     check_span(after, now)
     qr = _query(reader, src, after, now, width if width > 1 else None)
     bins = TimeBins(after, width, math.ceil((now - after) / width))
@@ -152,7 +202,7 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
         cols = (qr.times - bins.start) // width
         ok = (cols >= 0) & (cols < bins.ncols)
         present[cols[ok][qr.present[ok]]] = True
-    out = []
+    out, refit = [], False
     if live["type"] == "heatmap":
         edges = np.asarray(live["edges"], dtype=np.float64)
         row_h = np.diff(np.log10(edges)) if live["axis"] == "log" else np.diff(edges)
@@ -162,9 +212,12 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
         for c in np.flatnonzero(present):
             t = int(bins.start + c * width)
             z = [round(math.log10(v), 5) if v > 0 else None for v in density[:, c]]
-            out.append({"t": t, "x0": _local(t), "x1": _local(t + width), "z": z,
-                        "n": counts[:, c].astype(np.int64).tolist(), "total": int(hist[c].sum())})
+            n = counts[:, c].astype(np.int64)
+            out.append({"t": t, "z": z, "n": n.tolist(), "total": int(hist[c].sum())})
+            refit = refit or (spec.crop is None and int(n.sum()) < out[-1]["total"])   # outside the axis
     else:
+        shown = set(live["keys"])
+        refit = not spec.compare and len(shown) < graphs.TOP and any(k not in shown for k in qr.keys)
         have = [k for k in live["keys"] if k in qr.keys]
         b = compute(qr, bins.start, bins.end, max_cols=bins.ncols, top=max(len(have), 1), keys=have,
                     bins=bins) if have else None
@@ -174,7 +227,7 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
             for k in live["lines"]:
                 v = b.series[b.keys.index(k), c] if b is not None and k in b.keys else float("nan")
                 y.append(None if not np.isfinite(v) else float(v) / live["scale"])
-            out.append({"t": t, "x": dt.datetime.fromtimestamp(t + width / 2).isoformat(), "y": y})
+            out.append({"t": t, "y": y})
     # next: the last column sent when it may still fill, else the one after it; a column
     # still missing 5 s later is a gap, not waited for
     sent = np.flatnonzero(present)
@@ -183,17 +236,17 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
         last = int(bins.start + sent[-1] * width)
         nxt = last if last + width > now else last + width
     gap = (now - 5) - (now - 5) % width
-    return out, max(nxt, gap)
+    return out, max(nxt, gap), refit
 
 
-def drill(reader, spec: ViewSpec, x0: str, x1: str, lo: float, hi: float, top: int = 8) -> dict:
-    """The breakdown of the events inside a dragged rectangle (times on the page's axis,
-    values in the dataset's unit), read as `strata breakdown TARGET --range LO..HI --since S
+def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) -> dict:
+    """The breakdown of the events inside a dragged rectangle (times as parse_time reads
+    them, values in the dataset's unit), read as `strata breakdown TARGET --range LO..HI --since S
     --until E` reads it: the same source.query_window and figures.graph."""
     src, _ = _resolve(reader, spec.name)
     if src.info.kind != "heatmap":
         raise ViewError(f"{src.wanted} is a {src.info.kind}: drag over a heat map to break a band down")
-    t0, t1 = sorted((parse_local(x0), parse_local(x1)))
+    t0, t1 = sorted((parse_time(x0), parse_time(x1)))
     since, until = int(math.floor(t0)), int(math.ceil(t1))
     until = max(until, since + 1)
     check_span(since, until)

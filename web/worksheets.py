@@ -3,6 +3,7 @@ state as JSON, when saved; datasets/worksheets.py holds the table and the rule f
 name), created on the first save. It is an additive change to the archive's schema:
 readers that do not know it ignore it."""
 import json
+import os
 import time
 
 from strata.datasets import schema
@@ -42,9 +43,10 @@ def names(path: str) -> list:
 
 
 def load(path: str, name: str) -> dict:
-    """The state saved as `name`; ArchiveError naming the saved ones when there is none."""
+    """The state saved as `name`; ArchiveError naming the saved ones when there is none (and the
+    archive by its file name: a page's user is not told where the server keeps it)."""
     rows = _rows(path, "SELECT state FROM worksheets WHERE name = ?", (check_name(name),))
     if not rows:
         have = ", ".join(w["name"] for w in names(path)) or "none"
-        raise ArchiveError(f"no worksheet {name!r} in {path}; saved ones: {have}")
+        raise ArchiveError(f"no worksheet {name!r} in {os.path.basename(path)}; saved ones: {have}")
     return json.loads(rows[0][0])

@@ -1,16 +1,63 @@
 // The worksheet page: views (heat maps and graphs) on one time axis, their live columns
 // from /api/live (server-sent events), drag to drill down, click a time, the state in the
-// address (?s=JSON), named worksheets and the datasets' lifecycle.
+// address (?s=JSON), named worksheets and the datasets' lifecycle. Times travel as unix
+// seconds; the page shows them in the zone chosen (this browser's, the server's, UTC).
+// A live view whose new columns do not fit its figure (values outside its axis, new keys)
+// is loaded again.
 "use strict";
 
-const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill", style: ""};
+const MAX_VIEWS = 8;       // views one page follows live (the server's bound, web/limits.py)
+const DEFAULT = {views: [], last: 300, live: true, axis: "", crop: null, drag: "drill", style: "", zone: "browser"};
 let state = readState();
 let views = [];            // {spec, div, live (geometry), start, times, ...}
 let stream = null;
 let generation = 0;        // a newer load() makes older answers moot
 let picked = {target: null, keys: []};   // shift-clicked keys of the last drill-down
 let relayoutBusy = false;
-window.strataLive = {messages: 0, bytes: 0, largest: 0};
+let serverZone = "UTC";    // /api/datasets says
+window.strataLive = {messages: 0, bytes: 0, largest: 0, refits: 0};
+
+// -- time zones: unix seconds <-> the wall-clock strings plotly's date axis shows ------------
+
+const clocks = {};
+function zoneName() {
+  return state.zone === "UTC" ? "UTC" : state.zone === "server" ? serverZone
+    : Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+function wall(t) {                      // the wall clock of unix second t in the chosen zone, as UTC ms
+  const zone = zoneName();
+  const f = clocks[zone] || (clocks[zone] = new Intl.DateTimeFormat("en-US", {timeZone: zone, hourCycle: "h23",
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit"}));
+  const o = {};
+  for (const part of f.formatToParts(new Date(Math.floor(t) * 1000))) o[part.type] = +part.value;
+  return Date.UTC(o.year, o.month - 1, o.day, o.hour, o.minute, o.second) + Math.round((t - Math.floor(t)) * 1000);
+}
+function isoLocal(t) {                  // "YYYY-MM-DDTHH:MM:SS[.mmm]" in the chosen zone
+  const text = new Date(wall(t)).toISOString().replace("Z", "");
+  return text.endsWith(".000") ? text.slice(0, -4) : text;
+}
+function zoneLabel(t) {                // "EST", "UTC", "GMT+5:30": the chosen zone at t
+  const parts = new Intl.DateTimeFormat("en-US", {timeZone: zoneName(), timeZoneName: "short"})
+    .formatToParts(new Date(t * 1000));
+  return (parts.find(p => p.type === "timeZoneName") || {}).value || zoneName();
+}
+// The title names its range as the server wrote it (describe.time_range, the server's zone):
+// written again in the chosen zone, ending where the view's columns end.
+function titled(v) {
+  const [t0, t1] = v.span, a = isoLocal(t0).replace("T", " "), b = isoLocal(t1).replace("T", " ");
+  const right = a.slice(0, 10) === b.slice(0, 10) ? b.slice(11) : b;
+  const duration = (v.named.match(/\([^()]*\)$/) || [""])[0];
+  return v.title.replace(v.named, `${a} → ${right} ${zoneLabel(t1)} ${duration}`);
+}
+function unixOf(text) {                 // a wall-clock string of the axis, back to unix seconds
+  const m = String(text).match(/^(\d+)-(\d+)-(\d+)(?:[ T](\d+):(\d+)(?::(\d+(?:\.\d*)?))?)?/);
+  if (!m) return NaN;
+  const sec = +(m[6] || 0);
+  const w = Date.UTC(+m[1], +m[2] - 1, +m[3], +(m[4] || 0), +(m[5] || 0), Math.floor(sec)) / 1000 + (sec % 1);
+  let t = w - (wall(w) / 1000 - w);      // the zone's offset near the time, then at it
+  t = w - (wall(t) / 1000 - t);
+  return t;
+}
 
 function readState() {
   const s = new URLSearchParams(location.search).get("s");
@@ -74,8 +121,16 @@ function viewQuery(spec) {
   return q.toString() + "&" + rangeQuery();
 }
 
+function addView(spec) {
+  if (state.views.length >= MAX_VIEWS) { say(`at most ${MAX_VIEWS} views: remove one to add another`); return; }
+  state.views.push(spec);
+  load();
+}
+
 async function load() {
   const mine = ++generation;
+  const cut = state.views.length > MAX_VIEWS;
+  if (cut) state.views = state.views.slice(0, MAX_VIEWS);
   document.body.dataset.loads = generation;
   if (stream) { stream.close(); stream = null; }
   writeState();
@@ -99,7 +154,7 @@ async function load() {
     if (e) { v.div.textContent = v.spec.name + ": " + e.message; errors.push(e.message); continue; }
     draw(v, a);
   }
-  say(errors[0] || "");
+  say(errors[0] || (cut ? `at most ${MAX_VIEWS} views: the first ${MAX_VIEWS} are shown` : ""));
   document.body.dataset.views = views.filter(v => v.live).length;
   if (state.live) openStream();
 }
@@ -115,16 +170,32 @@ function draw(v, a) {
   fig.layout.margin = Object.assign({}, fig.layout.margin, {r: 150});   // one plot width for every view
   fig.data.forEach(tr => { if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left"}); });
   if (v.kind === "heatmap") {
-    const tr = fig.data[1];
-    v.times = tr.x.slice(0, -1).map(s => Date.parse(s) / 1000);
+    const tr = fig.data[1];                   // each cell's hover data: its row's bounds around its count
+    v.cell = a.rows ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
+                    : (r, n) => [tr.y[r], tr.y[r + 1], n];          // no column yet: the row's edges
+    if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
+    v.times = tr.x.slice(0, -1);
   } else {
-    v.times = (fig.data[0] ? fig.data[0].x : []).map(s => Date.parse(s) / 1000 - v.width / 2);
+    v.times = (fig.data[0] ? fig.data[0].x : []).map(t => t - v.width / 2);
   }
+  v.times = v.times.map(Number);
+  fig.data.forEach(tr => { if (tr.xaxis === "x2" && tr.x) tr.x = Array.from(tr.x, isoLocal); });
+  const axis = fig.layout.xaxis2 || {};
+  if (axis.range) axis.range = axis.range.map(isoLocal);
+  if (axis.title) axis.title.text = `time (${zoneName()})`;
+  v.title = fig.layout.title && fig.layout.title.text || "";
+  v.named = a.title_range || "";
+  v.span = [a.start, a.end];
+  if (v.named && v.title.includes(v.named)) fig.layout.title.text = titled(v);
+  (fig.layout.shapes || []).forEach(sh => { if (sh.xref === "x2") { sh.x0 = isoLocal(sh.x0); sh.x1 = isoLocal(sh.x1); } });
   v.keep = v.times.length;
   v.xrange = fig.layout.xaxis2 && fig.layout.xaxis2.range ? fig.layout.xaxis2.range.slice() : undefined;
   v.yrange = fig.layout.yaxis && fig.layout.yaxis.range ? fig.layout.yaxis.range.slice() : undefined;
   Plotly.newPlot(v.div, fig.data, fig.layout, {displaylogo: false, responsive: true,
-                                               modeBarButtonsToRemove: ["select2d", "lasso2d"]});
+                                               // a drag here drills down or zooms time (the page's own):
+                                               // plotly's pan and zoom buttons would start drill-downs
+                                               modeBarButtonsToRemove: ["select2d", "lasso2d", "pan2d", "zoomIn2d",
+                                                                        "zoomOut2d", "autoScale2d"]});
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times.length ? v.times[v.times.length - 1] : "";
   v.div.on("plotly_relayout", ev => onRelayout(v, ev));
@@ -145,9 +216,26 @@ function openStream() {
     const m = JSON.parse(ev.data);
     const v = ready[m.i];
     if (v && state.live) addColumns(v, m.cols);
+    if (v && state.live && m.refit) refit(v);
   };
   stream.onerror = () => { document.getElementById("status").textContent = "live: reconnecting"; };
   stream.onopen = () => { document.getElementById("status").textContent = "live"; };
+}
+
+// Load one view again (its axis, keys and title from the archive), at most every 3 s, then
+// follow all views from where each is.
+async function refit(v) {
+  if (v.refitting || Date.now() - (v.refitAt || 0) < 3000) return;
+  v.refitting = true;
+  v.refitAt = Date.now();
+  window.strataLive.refits += 1;
+  let a = null;
+  try { a = await api("/api/view?" + viewQuery(v.spec)); } catch (e) { say(e.message); }
+  v.refitting = false;
+  if (!a || !views.includes(v) || !state.live) return;
+  draw(v, a);
+  if (stream) { stream.close(); stream = null; }
+  openStream();
 }
 
 function addColumns(v, cols) {
@@ -159,9 +247,9 @@ function addColumns(v, cols) {
     if (v.kind === "heatmap") {
       const tr = data[1];
       if (append) {
-        tr.x.push(c.x1);
+        tr.x.push(isoLocal(c.t + v.width));
         tr.z.forEach((row, r) => row.push(c.z[r]));
-        tr.customdata.forEach((row, r) => row.push([row[0][0], row[0][1], c.n[r]]));
+        tr.customdata.forEach((row, r) => row.push(v.cell(r, c.n[r])));
         v.times.push(c.t);
       } else {
         tr.z.forEach((row, r) => { row[idx] = c.z[r]; });
@@ -169,7 +257,7 @@ function addColumns(v, cols) {
       }
     } else {
       data.forEach((tr, j) => {
-        if (append) { tr.x.push(c.x); tr.y.push(c.y[j]); } else { tr.y[idx] = c.y[j]; }
+        if (append) { tr.x.push(isoLocal(c.t + v.width / 2)); tr.y.push(c.y[j]); } else { tr.y[idx] = c.y[j]; }
       });
       if (append) v.times.push(c.t);
     }
@@ -192,6 +280,11 @@ function addColumns(v, cols) {
     v.xrange = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
   }
   layout.xaxis2.range = v.xrange.slice();
+  if (v.named && v.times.length) {                 // the title's range follows the columns
+    const end = v.times[v.times.length - 1] + v.width;
+    v.span = [end - (v.span[1] - v.span[0]), end];
+    if (layout.title && v.title.includes(v.named)) layout.title.text = titled(v);
+  }
   redraw(v);
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times[v.times.length - 1];
@@ -212,11 +305,6 @@ function redraw(v) {
   Plotly.react(v.div, v.div.data, v.div.layout);
 }
 
-function isoLocal(t) {
-  const d = new Date(t * 1000), p = n => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
-}
-
 // -- pointing --------------------------------------------------------------------------------
 
 function onRelayout(v, ev) {
@@ -224,7 +312,7 @@ function onRelayout(v, ev) {
   const x0 = ev["xaxis2.range[0]"], x1 = ev["xaxis2.range[1]"];
   if (x0 === undefined) return;
   if (state.drag === "zoom" || v.kind !== "heatmap") {        // zoom time: every view, from the archive
-    const t0 = Math.floor(Date.parse(x0) / 1000), t1 = Math.ceil(Date.parse(x1) / 1000);
+    const t0 = Math.floor(unixOf(x0)), t1 = Math.ceil(unixOf(x1));
     Object.assign(state, {live: false, since: t0, until: Math.max(t1, t0 + 1)});
     load();
     return;
@@ -246,7 +334,8 @@ async function drill(v, x0, x1, lo, hi) {
   box.innerHTML = "<h3>Drill-down</h3><p class='hint'>…</p>";
   let b;
   try {
-    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0, x1, y0: lo, y1: hi});
+    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0: unixOf(x0), x1: unixOf(x1),
+                                 y0: lo, y1: hi});
   } catch (e) {
     box.innerHTML = "<h3>Drill-down</h3>";
     say(e.message);
@@ -272,8 +361,7 @@ function filtered(target, key) {
 function onKey(ev, el) {
   const key = el.dataset.key;
   if (!ev.shiftKey) {
-    state.views.push({name: filtered(picked.target, key)});
-    load();
+    addView({name: filtered(picked.target, key)});
     return;
   }
   el.classList.toggle("picked");
@@ -282,14 +370,13 @@ function onKey(ev, el) {
   const at = state.views.findIndex(s => s.compare && s.name === picked.target && s.drill === picked.stamp);
   picked.stamp = picked.stamp || Date.now();
   const spec = {name: picked.target, compare: picked.keys.slice(), drill: picked.stamp};
-  if (at >= 0) state.views[at] = spec; else state.views.push(spec);
-  load();
+  if (at >= 0) { state.views[at] = spec; load(); } else addView(spec);
 }
 
 function onClick(v, ev) {
   const pt = ev.points && ev.points[0];
   if (!pt) return;
-  const t = Date.parse(String(pt.x)) / 1000;
+  const t = unixOf(pt.x);
   const lines = [];
   for (const w of views) {
     if (!w.times) continue;
@@ -324,6 +411,7 @@ function syncToolbar() {
   document.getElementById("crop").value = state.crop || "";
   document.getElementById("style").value = state.style || "";
   document.getElementById("drag").value = state.drag;
+  document.getElementById("zone").value = state.zone;
   document.querySelectorAll("#spans button").forEach(b => b.classList.toggle("on", +b.dataset.last === span()));
   document.getElementById("status").textContent = state.live ? "live" : "paused";
 }
@@ -339,6 +427,10 @@ function shift(by) {
 async function refreshDatasets() {
   let d;
   try { d = await api("/api/datasets"); } catch (e) { say(e.message); return; }
+  if (d.zone && d.zone !== serverZone) {
+    serverZone = d.zone;
+    if (state.zone === "server" && views.length) load();
+  }
   const pick = document.getElementById("dataset-pick");
   pick.innerHTML = d.datasets.map(i => `<option>${esc(i.name)}</option>`).join("");
   document.getElementById("ds-table").innerHTML = d.datasets.map(i =>
@@ -372,10 +464,7 @@ async function refreshWorksheets() {
 }
 
 function wire() {
-  document.getElementById("add-view").onclick = () => {
-    state.views.push({name: document.getElementById("dataset-pick").value});
-    load();
-  };
+  document.getElementById("add-view").onclick = () => addView({name: document.getElementById("dataset-pick").value});
   document.querySelectorAll("#spans button").forEach(b => b.onclick = () => {
     const wanted = +b.dataset.last;
     if (state.live || state.since === undefined) { state.last = wanted; }
@@ -393,6 +482,7 @@ function wire() {
   document.getElementById("crop").onchange = e => { state.crop = e.target.value || null; load(); };
   document.getElementById("style").onchange = e => { state.style = e.target.value; load(); };
   document.getElementById("drag").onchange = e => { state.drag = e.target.value; writeState(); };
+  document.getElementById("zone").onchange = e => { state.zone = e.target.value; load(); };
   document.getElementById("ws-save").onclick = async () => {
     const name = document.getElementById("ws-name").value;
     try { await api("/api/worksheets", {name, state}); say("saved " + name); refreshWorksheets(); }
