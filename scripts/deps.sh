@@ -66,6 +66,9 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm (web/web.mk packs plotly.js's cartesian bundle at build time): Debian's, unless the
+# machine has an npm of its own (a Node.js installed apart from Debian's is left as it is).
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then
