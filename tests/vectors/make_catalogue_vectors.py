@@ -19,6 +19,7 @@ STATISTICS = [
     ("l2arc.latency", "heatmap", "ns", "cache"), ("zil.latency", "heatmap", "ns", "cache"),
     ("disk.ops", "counter", "operations", "disk"), ("disk.latency", "heatmap", "ns", "disk"),
     ("disk.size", "heatmap", "bytes", "disk"), ("disk.offset", "heatmap", "bytes", "disk"),
+    ("disk.queue", "heatmap", "ns", "disk"),
     ("vdev.ops", "counter", "operations", "vdev"), ("vdev.latency", "heatmap", "ns", "vdev"),
     ("vdev.size", "heatmap", "bytes", "vdev"),
     ("wire.ops", "counter", "operations", "wire"), ("wire.latency", "heatmap", "ns", "wire"),
