@@ -107,15 +107,15 @@ static bool has_member(const struct btf *btf, const struct btf_type *s, const ch
 
 bool disk_btf_request_start(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	int id = btf ? btf__find_by_name_kind(btf, "request", BTF_KIND_STRUCT) : -1;
-	bool ok = false;
+	static int answer = -1; /* kept: the kernel's BTF does not change while the collector runs */
+	struct btf *btf;
+	int id;
 
-	if (id >= 0) {
-		const struct btf_type *t = btf__type_by_id(btf, (__u32)id);
-
-		ok = has_member(btf, t, "start_time_ns");
-	}
+	if (answer >= 0)
+		return answer;
+	btf = btf__load_vmlinux_btf();
+	id = btf ? btf__find_by_name_kind(btf, "request", BTF_KIND_STRUCT) : -1;
+	answer = id >= 0 && has_member(btf, btf__type_by_id(btf, (__u32)id), "start_time_ns");
 	btf__free(btf);
-	return ok;
+	return answer;
 }
