@@ -53,6 +53,7 @@ def window(mode, workload, path, work):
     before = owned(proc.pid)
     subprocess.run(["fio", "--name=fstier", f"--filename={path}", "--rw=randread", "--bs=4k", "--ioengine=psync",
                     f"--runtime={SECS}", "--time_based", "--size=64M", "--fadvise_hint=random",
+                    "--startdelay=2",  # the collector finds the new fio processes (--fs-comm) meanwhile
                     *WORKLOADS[workload]], check=True, stdout=subprocess.DEVNULL)
     after = owned(proc.pid)
     proc.stdin.close()
@@ -87,7 +88,8 @@ def main():
           f"{ROUNDS} rounds of {SECS:.0f} s, plain and tier alternating:")
     for w in WORKLOADS:
         plain, tier = samples[(w, "plain")], samples[(w, "tier")]
-        ratio, (lo, hi) = median_interval([t[0] / p[0] for p, t in zip(plain, tier)])
+        ratios = [t[0] / p[0] for p, t in zip(plain, tier) if p[0] and t[0]]  # windows where fio was followed
+        ratio, (lo, hi) = median_interval(ratios) if ratios else (float("nan"), (None, None))
         interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None else ""
         print(f"  {w:6s}: fs programs plain {statistics.median(p[0] for p in plain):5.0f} ns, "
               f"with tier {statistics.median(t[0] for t in tier):5.0f} ns (x{ratio:.2f}{interval}); "
