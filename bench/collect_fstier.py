@@ -24,10 +24,12 @@ from losses import median_interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS, SECS = int(os.environ.get("ROUNDS", 6)), float(os.environ.get("SECS", 3))
-if os.environ.get("BENCH_SMOKE") == "1":  # smoke mode (bench/run.sh): one short round
-    ROUNDS, SECS = 1, 1
 MODES = {"plain": "add l fs.latency op\n", "tier": "add l fs.latency op\nadd t fs.ops tier\n"}
 WORKLOADS = {"cached": [], "cold": ["--direct=1"]}
+FILE_MB = 64
+if os.environ.get("BENCH_SMOKE") == "1":  # smoke mode (bench/run.sh): one short round, the cold reads
+    ROUNDS, SECS, FILE_MB = 1, 1, 8
+    WORKLOADS = {"cold": WORKLOADS["cold"]}
 
 
 def owned(pid):
@@ -52,7 +54,7 @@ def window(mode, workload, path, work):
     time.sleep(1.5)  # loaded, verified, attached
     before = owned(proc.pid)
     subprocess.run(["fio", "--name=fstier", f"--filename={path}", "--rw=randread", "--bs=4k", "--ioengine=psync",
-                    f"--runtime={SECS}", "--time_based", "--size=64M", "--fadvise_hint=random",
+                    f"--runtime={SECS}", "--time_based", f"--size={path.stat().st_size}", "--fadvise_hint=random",
                     "--startdelay=2",  # the collector finds the new fio processes (--fs-comm) meanwhile
                     *WORKLOADS[workload]], check=True, stdout=subprocess.DEVNULL)
     after = owned(proc.pid)
@@ -77,7 +79,7 @@ def main():
         with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
             work = Path(tmp)
             path = work / "data"
-            path.write_bytes(os.urandom(64 << 20))
+            path.write_bytes(os.urandom(FILE_MB << 20))
             for r in range(ROUNDS):
                 for w in WORKLOADS:
                     for m in (list(MODES) if r % 2 == 0 else list(MODES)[::-1]):
