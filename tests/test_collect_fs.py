@@ -265,7 +265,7 @@ def test_each_read_is_tiered_disk_when_cold_and_cache_when_warm(ext4, workers, c
     its block from the device (disk), and right after, the same preads find it in the page
     cache (cache); /proc/diskstats counts the device reads of each pass. The tier programs
     are attached only while a dataset needs the tier."""
-    path, blocks = ext4 / "table1", 2048
+    path, blocks = ext4 / "table1", 1024
     path.write_bytes(os.urandom(blocks * 4096))
     os.sync()
     dev = mounted_device(ext4)
