@@ -6,8 +6,11 @@ or four disk datasets, the two attached in alternating order (the first program 
 tracepoint warms the request's cache lines for the second), runs fio SECS seconds and reads
 both collectors' BPF time per completion (issue + completion programs). Configurations
 rotate round by round; each window's strata/biolatency ratio is its own peer comparison.
-COLLECT_BINS="label=path ..." compares several collector builds (before/after) in one run.
-Needs root, fio and biolatency.   usage: [ROUNDS=N] [SECS=N] collect_bpfcost.py"""
+COLLECT_BINS="label=path ..." compares several collector builds (before/after) in one run;
+SETS="1 4 5" chooses the dataset sets (5: the four and disk.queue, which a build before
+disk.queue refuses, so leave it out there); BIOLATENCY="-D -Q" times biolatency's queued mode
+(insert to completion) as the peer instead.
+Needs root, fio and biolatency.   usage: [ROUNDS=N] [SECS=N] [SETS=..] collect_bpfcost.py"""
 import json
 import os
 import re
@@ -29,7 +32,11 @@ if os.environ.get("BENCH_SMOKE") == "1":  # smoke mode (bench/run.sh): one short
 DATASETS = {
     1: "add l disk.latency device\n",
     4: "add o disk.ops op\nadd l disk.latency device\nadd s disk.size op\nadd f disk.offset device\n",
+    5: "add o disk.ops op\nadd l disk.latency device\nadd s disk.size op\nadd f disk.offset device\n"
+       "add q disk.queue device\n",
 }
+SETS = [int(n) for n in os.environ.get("SETS", "1 4 5").split()]
+BIOLATENCY = os.environ.get("BIOLATENCY", "-D").split()
 
 
 def owned_runs(pid, pattern):
@@ -49,7 +56,7 @@ def owned_runs(pid, pattern):
 
 
 def start_biolatency():
-    return subprocess.Popen(["biolatency", "-D"], stdout=subprocess.DEVNULL)
+    return subprocess.Popen(["biolatency", *BIOLATENCY], stdout=subprocess.DEVNULL)
 
 
 def start_strata(binary, adds, work):
@@ -87,7 +94,7 @@ def main():
         return
     bins = dict(b.split("=", 1) for b in os.environ.get("COLLECT_BINS", "").split()) or \
         {"strata": str(ROOT / "build/bin/strata-collect")}
-    configs = [(label, n) for label in bins for n in DATASETS]
+    configs = [(label, n) for label in bins for n in SETS]
     was = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
     Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
     samples = {c: [] for c in configs}
@@ -105,7 +112,7 @@ def main():
             subprocess.run(["losetup", "-d", dev])
             Path("/proc/sys/kernel/bpf_stats_enabled").write_text(was)
     print(f"disk layer, fio randread 4k psync on a loop device, BPF ns per completion (issue + completion), "
-          f"{ROUNDS} rounds of {SECS:.0f} s; biolatency -D attached beside strata in every window:")
+          f"{ROUNDS} rounds of {SECS:.0f} s; biolatency {' '.join(BIOLATENCY)} attached beside strata in every window:")
     for (label, n), xs in samples.items():
         ratio, (lo, hi) = median_interval([s / b for s, b in xs])
         interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None else ""

@@ -160,6 +160,7 @@ struct agg_keyset_key {
 struct agg_event {
 	__u8 dims[AGG_DIM_COUNT][AGG_KEY_BYTES];
 	__u64 latency_ns;
+	__u64 queue_ns;   /* the time waited before service began (the *.queue statistics) */
 	__u64 bytes;
 	__u64 offset;
 	__u32 hits;
@@ -638,6 +639,9 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 		break;
 	case AGG_STAT_DISK_OFFSET:
 		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
+		break;
+	case AGG_STAT_DISK_QUEUE:
+		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->queue_ns), key, bd != AGG_DIM_NONE, 1);
 		break;
 	default: /* the latency statistics */
 		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->latency_ns), key, bd != AGG_DIM_NONE, 1);

@@ -93,6 +93,9 @@ KERNEL_FACTS = [  # helpers, maps and kfuncs strata-features asked the kernel fo
     ("bpf_loop", "bpf_loop helper", False, "wire layer's parser loop (Linux 5.17+; else bounded loops)"),
     ("task_storage", "task storage", False, "fs layer's syscall in flight (Linux 5.11+; else a hash by thread)"),
     ("rdonly_cast", "bpf_rdonly_cast kfunc", False, "fs layer's typed loads (Linux 6.2+; else helper reads)"),
+    ("disk_start", "block request start time", False,
+     "disk.queue from the request's own start_time_ns read at completion, to its issue; disk.latency from "
+     "issue to completion, paired by request at block_rq_issue (else no disk.queue)"),
     ("bpf_stats", "BPF run-time stats", False, "BPF ns per hit in bench/ (Linux 5.8+)"),
 ]
 

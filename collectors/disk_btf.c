@@ -1,6 +1,7 @@
 /* disk_btf.c — reads btf_trace_<tracepoint> prototypes from /sys/kernel/btf/vmlinux
  * (libbpf's BTF API) to find the struct request argument: block_rq_issue lost its
- * request_queue argument in Linux 5.11. Each tracepoint's answer is kept. */
+ * request_queue argument in Linux 5.11. Each tracepoint's answer is kept. Also says
+ * whether struct request carries the start time disk.queue reads. */
 #include <stdio.h>
 #include <string.h>
 #include <bpf/btf.h>
@@ -91,4 +92,30 @@ bool disk_btf_supported(char *why, size_t n)
 {
 	return disk_btf_request_arg("block_rq_issue", why, n) >= 0 &&
 	       disk_btf_request_arg("block_rq_complete", why, n) >= 0;
+}
+
+/* Whether struct s of btf has a member called name. */
+static bool has_member(const struct btf *btf, const struct btf_type *s, const char *name)
+{
+	const struct btf_member *m = btf_members(s);
+
+	for (int i = 0; i < btf_vlen(s); i++, m++)
+		if (strcmp(btf__name_by_offset(btf, m->name_off), name) == 0)
+			return true;
+	return false;
+}
+
+bool disk_btf_request_start(void)
+{
+	static int answer = -1; /* kept: the kernel's BTF does not change while the collector runs */
+	struct btf *btf;
+	int id;
+
+	if (answer >= 0)
+		return answer;
+	btf = btf__load_vmlinux_btf();
+	id = btf ? btf__find_by_name_kind(btf, "request", BTF_KIND_STRUCT) : -1;
+	answer = id >= 0 && has_member(btf, btf__type_by_id(btf, (__u32)id), "start_time_ns");
+	btf__free(btf);
+	return answer;
 }

@@ -11,5 +11,7 @@
 int disk_btf_request_arg(const char *tp, char *why, size_t n);
 /* Both block tracepoints present with a request argument. */
 bool disk_btf_supported(char *why, size_t n);
+/* struct request has start_time_ns, the start of disk.queue. */
+bool disk_btf_request_start(void);
 
 #endif

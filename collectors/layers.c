@@ -389,6 +389,8 @@ int layer_dataset_add(struct layer *L, const struct layer_config *lc, const stru
 		}
 	}
 	L->datasets++;
+	if (L->ops->refresh && layer_attached(L)) /* upkeep that follows the datasets (fs: its tier programs) */
+		L->ops->refresh(L, ignore, NULL);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
+#include "disk_btf.h"
 #include "features.skel.h"
 #include "kernel_features.h"
 #include "wire_tc.h"
@@ -128,6 +129,7 @@ int main(void)
 	fact("bpf_loop", kernel_has_bpf_loop(), "no bpf_loop helper (Linux 5.17+)", 0);
 	fact("task_storage", kernel_has_task_storage(), "no task storage for tracing (Linux 5.11+)", 0);
 	fact("rdonly_cast", kernel_has_kfunc("bpf_rdonly_cast"), "no bpf_rdonly_cast kfunc (Linux 6.2+)", 0);
+	fact("disk_start", disk_btf_request_start(), "struct request has no start_time_ns", 0);
 	fact("bpf_stats", bpf_stats(), "no BPF_ENABLE_STATS (Linux 5.8+)", 1);
 	printf("}\n");
 	return 0;

@@ -3,6 +3,7 @@
 
   open NAME PATH              open PATH read-only as NAME
   pread NAME COUNT SIZE SPAN  COUNT preads of SIZE bytes at SIZE-aligned random offsets below SPAN
+  sweep NAME SIZE SPAN        one pread of SIZE bytes at each SIZE-aligned offset below SPAN, shuffled
   random NAME                 posix_fadvise RANDOM (no readahead)
   close NAME
   comm TEXT                   rename this process (/proc/self/comm)
@@ -23,6 +24,12 @@ def main():
             fd, count, size, span = fds[args[0]], int(args[1]), int(args[2]), int(args[3])
             for _ in range(count):
                 os.pread(fd, size, rng.randrange(span // size) * size)
+        elif cmd == "sweep":
+            fd, size, span = fds[args[0]], int(args[1]), int(args[2])
+            offsets = list(range(0, span, size))
+            rng.shuffle(offsets)
+            for offset in offsets:
+                os.pread(fd, size, offset)
         elif cmd == "random":
             os.posix_fadvise(fds[args[0]], 0, 0, os.POSIX_FADV_RANDOM)
         elif cmd == "close":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collect_util import Collector, FsWorker, counter_totals, heatmap_totals, loop_device
+from collect_util import Collector, FsWorker, counter_totals, heatmap_totals, loop_device, process_links
 from strata.datasets import llhist
 
 
@@ -242,6 +242,58 @@ def test_page_cache_hits_and_disk_reads_are_two_bands(ext4, workers, collectors)
     # a page-cache hit takes a few microseconds, a read from the loop device tens or more
     assert above(warm, 20_000) < 300, warm
     assert above(cold, 20_000) > 1500, cold
+
+
+def mounted_device(mnt):
+    """The block device mounted on mnt ("/dev/loop3")."""
+    return subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(mnt)], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def device_reads(dev):
+    """Completed reads of block device dev (/proc/diskstats)."""
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        f = line.split()
+        if f[2] == Path(dev).name:
+            return int(f[3])
+    raise AssertionError(f"{dev} not in /proc/diskstats")
+
+
+@pytest.mark.view("fs")
+def test_each_read_is_tiered_disk_when_cold_and_cache_when_warm(ext4, workers, collectors):
+    """fs.ops[tier]: with readahead off, after drop_caches each 4k pread of a file must read
+    its block from the device (disk), and right after, the same preads find it in the page
+    cache (cache); /proc/diskstats counts the device reads of each pass. The tier programs
+    are attached only while a dataset needs the tier."""
+    path, blocks = ext4 / "table1", 1024
+    path.write_bytes(os.urandom(blocks * 4096))
+    os.sync()
+    dev = mounted_device(ext4)
+    subprocess.run(["blockdev", "--setra", "0", dev], check=True)
+    w = workers()
+    c = collectors("--fs-pid", w.pid)
+    c.add("plain", "fs.ops", "op")
+    c.wait_status(lambda s: "fs" in s["attached"])
+    links = len(process_links(c.proc.pid))
+    c.add("ops", "fs.ops", "tier", "op=pread64")  # attaches the tier programs, block I/O and iowait
+    assert len(process_links(c.proc.pid)) == links + 2
+    w.do(f"open t {path}")
+    w.do("random t")
+    passes = {}
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    for name in ("cold", "warm"):
+        seen, reads = len(c.data("ops")), device_reads(dev)
+        w.do(f"sweep t 4096 {blocks * 4096}")
+        c.flush_now()
+        passes[name] = counter_totals(c.data("ops")[seen:]), device_reads(dev) - reads
+    c.remove("ops")
+    c.wait_status()
+    assert len(process_links(c.proc.pid)) == links  # no tier dataset, no tier programs
+    print("fs.ops[tier] and device reads per pass:", passes)
+    (cold, cold_reads), (warm, warm_reads) = passes["cold"], passes["warm"]
+    assert sum(cold.values()) == sum(warm.values()) == blocks
+    assert cold.get("disk", 0) >= 0.99 * blocks and cold_reads >= 0.99 * blocks
+    assert warm.get("cache", 0) >= 0.99 * blocks and warm_reads <= 0.01 * blocks
 
 
 @pytest.fixture

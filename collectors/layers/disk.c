@@ -1,6 +1,7 @@
 /* disk.c — the disk layer: bpf/disk.bpf.c on the block tracepoints, tp_btf first and
  * raw_tp (the same code, untyped arguments) when the kernel refuses it; the request
- * argument's position comes from the kernel's BTF (disk_btf.c). */
+ * argument's position, and whether requests carry the start time disk.queue reads, come
+ * from the kernel's BTF (disk_btf.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,8 +14,13 @@
 
 static bool supported(const struct statistic *s, char *why, size_t n)
 {
-	(void)s;
-	return disk_btf_supported(why, n);
+	if (!disk_btf_supported(why, n))
+		return false;
+	if (s->agg_stat == AGG_STAT_DISK_QUEUE && !disk_btf_request_start()) {
+		snprintf(why, n, "the kernel's struct request has no start_time_ns, where disk.queue starts");
+		return false;
+	}
+	return true;
 }
 
 /* The requeue program (it only forgets requeued requests) is attached while the disk

@@ -1,7 +1,9 @@
 /* fs.c — the file-system layer: bpf/fs.bpf.c on the followed syscalls' entries and exits,
  * for the processes chosen on the command line (fs_processes.c), with the paths their
  * openat calls gave (fs_names.c). Loads the program set of the hook fs_hook.c chooses and
- * of the way this kernel lets programs read it (bpf/fs.bpf.c, enum fs_mode). */
+ * of the way this kernel lets programs read it (bpf/fs.bpf.c, enum fs_mode); attaches the
+ * tier programs (block I/O and iowait of the followed threads) only while the layer is
+ * attached and a dataset breaks down or filters by tier. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,13 +22,6 @@ static bool supported(const struct statistic *s, char *why, size_t n)
 	return fs_hook_choose(why, n) != FS_HOOK_AUTO;
 }
 
-/* Once per interval: the processes followed, and the paths their openat calls gave. */
-static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
-{
-	(void)L;
-	fs_refresh(report, ctx);
-	fs_names_drain();
-}
 
 /* The links of the loaded programs, shared by the layer's two probes (entry and exit:
  * the entry and exit programs go on and off together). */
@@ -35,7 +30,35 @@ static struct {
 	int nlinks;
 	int users;         /* probes attached */
 	enum fs_hook hook; /* the hook of the programs loaded */
+	struct bpf_link *tier[2]; /* the tier programs' links, while attached */
 } fs_links;
+
+static bool is_tier(const struct bpf_program *prog)
+{
+	return strncmp(bpf_program__name(prog), "fs_tier_", 8) == 0;
+}
+
+/* The tier programs attached exactly while the probes are and a slot needs the tier. */
+static void tier_sync(struct layer *L, layer_report_fn *report, void *ctx)
+{
+	struct fs_bpf *s = L->skel;
+	bool want = fs_links.users > 0 && (__atomic_load_n(L->dims, __ATOMIC_ACQUIRE) >> AGG_DIM_TIER & 1);
+	bool hashed = bpf_program__autoload(s->progs.fs_tier_bio_h);
+	struct bpf_program *progs[2] = { hashed ? s->progs.fs_tier_bio_h : s->progs.fs_tier_bio_r,
+					 hashed ? s->progs.fs_tier_wait_h : s->progs.fs_tier_wait_r };
+	char msg[160];
+
+	for (int i = 0; i < 2; i++) {
+		if (want && !fs_links.tier[i] && !(fs_links.tier[i] = bpf_program__attach(progs[i])) && report) {
+			snprintf(msg, sizeof(msg), "fs tier: cannot attach %s: %s", bpf_program__section_name(progs[i]),
+				 strerror(errno));
+			report(ctx, msg);
+		} else if (!want && fs_links.tier[i]) {
+			bpf_link__destroy(fs_links.tier[i]);
+			fs_links.tier[i] = NULL;
+		}
+	}
+}
 
 /* Whether prog belongs to the set of mode m (its name ends in _t, _r or _h) and hook (the
  * per-syscall tracepoints' programs are named fs_tp_*, fentry / fexit's fs_enter_* and
@@ -50,15 +73,33 @@ static bool in_set(const struct bpf_program *prog, int m, enum fs_hook hook)
 	       strncmp(name, prefix[hook], strlen(prefix[hook])) == 0;
 }
 
+/* Whether tier program prog is mode m's: _h for FS_HASHED, _r for the task storage modes. */
+static bool tier_in_set(const struct bpf_program *prog, int m)
+{
+	const char *name = bpf_program__name(prog);
+
+	return name[strlen(name) - 1] == (m == 2 ? 'h' : 'r');
+}
+
 static void detach(struct layer *L, struct probe *p)
 {
-	(void)L, (void)p;
+	(void)p;
 	if (--fs_links.users > 0)
 		return;
 	for (int i = 0; i < fs_links.nlinks; i++)
 		bpf_link__destroy(fs_links.links[i]);
 	fs_links.nlinks = 0;
 	fs_links.users = 0;
+	tier_sync(L, NULL, NULL);
+}
+
+/* Once per interval (and at each dataset added): the processes followed, the paths their
+ * openat calls gave, and the tier programs as the datasets want them. */
+static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
+{
+	fs_refresh(report, ctx);
+	fs_names_drain();
+	tier_sync(L, report, ctx);
 }
 
 static int attach(struct layer *L, struct probe *p, char *err, size_t n)
@@ -72,7 +113,7 @@ static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 	bpf_object__for_each_program(prog, s->obj) {
 		struct bpf_link *link;
 
-		if (!bpf_program__autoload(prog))
+		if (!bpf_program__autoload(prog) || is_tier(prog))
 			continue;
 		link = fs_links.nlinks < (int)(sizeof(fs_links.links) / sizeof(fs_links.links[0]))
 			       ? bpf_program__attach(prog) : (errno = E2BIG, NULL);
@@ -83,6 +124,7 @@ static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 		}
 		fs_links.links[fs_links.nlinks++] = link;
 	}
+	tier_sync(L, NULL, NULL);
 	return 0;
 }
 
@@ -110,7 +152,7 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 						      : 2;
 	fs_links.hook = hook;
 	bpf_object__for_each_program(prog, s->obj)
-		bpf_program__set_autoload(prog, in_set(prog, mode, hook));
+		bpf_program__set_autoload(prog, is_tier(prog) ? tier_in_set(prog, mode) : in_set(prog, mode, hook));
 	bpf_map__set_autocreate(s->maps.fs_pending, mode != 2);
 	bpf_map__set_autocreate(s->maps.fs_pending_tid, mode == 2);
 	s->rodata->agg_max_keys = cfg->max_keys;

@@ -19,6 +19,7 @@ STATISTICS = [
     ("l2arc.latency", "heatmap", "ns", "cache"), ("zil.latency", "heatmap", "ns", "cache"),
     ("disk.ops", "counter", "operations", "disk"), ("disk.latency", "heatmap", "ns", "disk"),
     ("disk.size", "heatmap", "bytes", "disk"), ("disk.offset", "heatmap", "bytes", "disk"),
+    ("disk.queue", "heatmap", "ns", "disk"),
     ("vdev.ops", "counter", "operations", "vdev"), ("vdev.latency", "heatmap", "ns", "vdev"),
     ("vdev.size", "heatmap", "bytes", "vdev"),
     ("wire.ops", "counter", "operations", "wire"), ("wire.latency", "heatmap", "ns", "wire"),
@@ -60,6 +61,7 @@ CLOSED = {
                          "missed": 6},
     ("l2arc.latency", "op"): {"read": 0, "write": 1},
     ("nfs.latency", "tier"): {"none": 0, "arc": 1, "l2arc": 2, "pool": 3, "zil": 4},
+    ("fs.ops", "tier"): {"cache": 5, "disk": 6},                      # page cache or block I/O in the op
     ("vdev.latency", "op"): {"read": 0, "write": 1, "flush": 2},       # STRATA_VDEV_*, engine/strata_probes.h
     # NFSv4 COMPOUNDs by main op: ops meaning an NFSv3 procedure share its key; others 0x40000 + opcode
     ("wire.ops", "op"): {"read": 6, "mnt": 0x10001, "compound": 0x40000,
