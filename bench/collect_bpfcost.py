@@ -11,7 +11,6 @@ SETS="1 4 5" chooses the dataset sets (5: the four and disk.queue, which a build
 disk.queue refuses, so leave it out there); BIOLATENCY="-D -Q" times biolatency's queued mode
 (insert to completion) as the peer instead.
 Needs root, fio and biolatency.   usage: [ROUNDS=N] [SECS=N] [SETS=..] collect_bpfcost.py"""
-import json
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bpf_programs import programs_of  # noqa: E402
 from losses import median_interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,17 +42,9 @@ BIOLATENCY = os.environ.get("BIOLATENCY", "-D").split()
 def owned_runs(pid, pattern):
     """(run count of the completion programs, run time of all programs) of pid's BPF
     programs whose name matches pattern."""
-    ours = set()
-    for f in Path(f"/proc/{pid}/fdinfo").iterdir():
-        try:
-            ours.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", f.read_text(), re.M))
-        except OSError:
-            pass
-    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
-                                      text=True).stdout)
-    mine = [p for p in progs if p.get("id") in ours and re.match(pattern, p.get("name", ""))]
-    return (sum(p.get("run_cnt", 0) for p in mine if "complete" in p["name"]),
-            sum(p.get("run_time_ns", 0) for p in mine))
+    mine = {name: stats for name, stats in programs_of(pid).items() if re.match(pattern, name)}
+    return (sum(cnt for name, (cnt, _) in mine.items() if "complete" in name),
+            sum(ns for _, ns in mine.values()))
 
 
 def start_biolatency():

@@ -8,9 +8,7 @@ per run. Two workloads: "cached" (the file in the page cache: the tier programs 
 the rest of the machine) and "cold" (O_DIRECT preads: every op issues a bio and waits).
 Figures as medians over rounds, and the tier/plain ratio of the fs programs' ns per op in
 the same round. Needs root and fio.   usage: [ROUNDS=N] [SECS=N] collect_fstier.py"""
-import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -20,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bpf_programs import programs_of  # noqa: E402
 from losses import median_interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,19 +31,6 @@ if os.environ.get("BENCH_SMOKE") == "1":  # smoke mode (bench/run.sh): one short
     WORKLOADS = {"cold": WORKLOADS["cold"]}
 
 
-def owned(pid):
-    """{program name: (run count, run time ns)} of pid's BPF programs."""
-    ids = set()
-    for f in Path(f"/proc/{pid}/fdinfo").iterdir():
-        try:
-            ids.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", f.read_text(), re.M))
-        except OSError:
-            pass
-    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
-                                      text=True).stdout)
-    return {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0)) for p in progs if p.get("id") in ids}
-
-
 def window(mode, workload, path, work):
     """(fs programs' ns per followed syscall, tier programs' ns per followed syscall, tier ns per run)."""
     proc = subprocess.Popen([str(ROOT / "build/bin/strata-collect"), "--fs-comm", "fio"], stdin=subprocess.PIPE,
@@ -52,12 +38,12 @@ def window(mode, workload, path, work):
     proc.stdin.write(MODES[mode])
     proc.stdin.flush()
     time.sleep(1.5)  # loaded, verified, attached
-    before = owned(proc.pid)
+    before = programs_of(proc.pid)
     subprocess.run(["fio", "--name=fstier", f"--filename={path}", "--rw=randread", "--bs=4k", "--ioengine=psync",
                     f"--runtime={SECS}", "--time_based", f"--size={path.stat().st_size}", "--fadvise_hint=random",
                     "--startdelay=2",  # the collector finds the new fio processes (--fs-comm) meanwhile
                     *WORKLOADS[workload]], check=True, stdout=subprocess.DEVNULL)
-    after = owned(proc.pid)
+    after = programs_of(proc.pid)
     proc.stdin.close()
     proc.wait(timeout=30)
     delta = {n: (after[n][0] - before.get(n, (0, 0))[0], after[n][1] - before.get(n, (0, 0))[1]) for n in after}
