@@ -56,10 +56,12 @@ def make_sides(specs: dict, server_export, repo, delays, scratch: Path) -> dict:
 
 def start_sides(prof, sides: dict, undo):
     """Starts both sides and their collectors, in a random order (so neither side is
-    always the one started first on a fresh machine), and waits for their first data."""
+    always the one started first on a fresh machine), and waits for their first data;
+    returns the order they were started in ("AB" or "BA")."""
     options = load_options(prof)
     wire = any(s.server for s in sides.values())
-    for s in random.sample(list(sides.values()), len(sides)):
+    order = random.sample(list(sides.values()), len(sides))
+    for s in order:
         if s.server:
             undo.callback(s.server.stop)
             s.server.start()
@@ -74,6 +76,7 @@ def start_sides(prof, sides: dict, undo):
         undo.callback(s.coll.stop)
     for s in sides.values():
         s.coll.wait_for_data(prof.datasets[0])
+    return "".join(s.name for s in order)
 
 
 def load_options(prof) -> dict:
