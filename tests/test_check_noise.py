@@ -106,3 +106,20 @@ def test_worse_and_better_are_left_as_judged():
         MetricResult("p50", 1.0, 1.05, 0.05, 0.01, 0.09, 0.001)]))], 0.02, 0.99)
     apply_floor(worse, 0.02)
     assert overall(worse) == "worse"
+
+
+def test_same_layout_turns_randomisation_off_for_the_processes_started_after():
+    """Two processes started after same_layout() map their stack at the same address
+    (a fresh interpreter in a child, so this test's own process is left as it was)."""
+    code = ("import subprocess\n"
+            "from strata.checks.layout import same_layout\n"
+            "assert same_layout()\n"
+            "maps = [subprocess.run(['grep', '-m1', 'stack', '/proc/self/maps'], capture_output=True, text=True).stdout"
+            " for _ in range(2)]\n"
+            "print(maps[0] == maps[1] and bool(maps[0]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "True", out.stderr
+    # without it, two processes draw two layouts
+    maps = [subprocess.run(["grep", "-m1", "stack", "/proc/self/maps"], capture_output=True, text=True).stdout
+            for _ in range(2)]
+    assert maps[0] != maps[1]
