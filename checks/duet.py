@@ -125,15 +125,15 @@ def measure(prof, sides: dict, settings: dict, threshold: float, undo) -> tuple:
     sending each pair to A first, the other to B first, so neither side is always the
     first server of a client), the profile's warm-up seconds, then the measured ones,
     the CPUs swapping roles every block (checks/placement.py); stops early once the
-    p50 is decided (checks/sequential.py). Returns (rotation, start, end, the loads'
-    reports, blocks planned)."""
+    p50 is decided (checks/sequential.py). Returns (rotation, the order the sides were
+    started in, start, end, the loads' reports, blocks planned)."""
     options = load_options(prof)
     options["threads"] = 1                        # one request in flight per client
     options["clients"] = settings["clients"]
     if options.get("rate"):
         options["rate"] = max(1, round(options["rate"] / 2))   # the two loads together give each side the rate
+    started = start_sides(prof, sides, undo)
     rotation = Rotation()
-    rotation.started = start_sides(prof, sides, undo)
     rotation.servers = [s.pid for s in sides.values()]
     pairs = [(sides["A"], sides["B"]), (sides["B"], sides["A"])]
     warm, seconds, block = max(prof.warmup, 1), settings["seconds"], settings["block_seconds"]
@@ -144,7 +144,7 @@ def measure(prof, sides: dict, settings: dict, threshold: float, undo) -> tuple:
     early = settings.get("early_stop", True)
     say("check ab", f"duet: {warm}s warm-up, then up to {blocks} blocks of {block}s, A and B at once, "
          f"{options['profile']} with two loads of {options['clients']} client(s) (one sends each pair to A "
-         f"first, one to B first) at {settings_rate(options)} reads/s per side" +
+         f"first, one to B first) at {rate_per_side(options)} reads/s per side" +
          (f", servers and loads swapping CPUs {rotation.cpus[0]} and {rotation.cpus[1]} every block (ABBA)"
           if rotation.cpus else "") + (", stopping early once decided" if early else ""))
     began = time.time()
@@ -179,10 +179,11 @@ def measure(prof, sides: dict, settings: dict, threshold: float, undo) -> tuple:
                         f"(alpha {alpha:g}) already decides {decided_at[done]!r}")
     for s in sides.values():
         s.coll.stop()
-    return rotation, start, end, sent, blocks
+    return rotation, started, start, end, sent, blocks
 
 
-def settings_rate(options: dict):
+def rate_per_side(options: dict):
+    """What each side gets from the two loads together (reads/s), or "any" without a cap."""
     return 2 * options["rate"] if options.get("rate") else "any"
 
 
@@ -224,7 +225,7 @@ def judge_duet(prof, archives: dict, block_seconds: int, threshold: float, confi
 
 def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path, keep: bool) -> tuple:
     """Duet mode end to end: (judged results, p99 series per block, report fields)."""
-    rotation, start, end, sent, planned = measure(prof, sides, settings, threshold, undo)
+    rotation, started, start, end, sent, planned = measure(prof, sides, settings, threshold, undo)
     archives = export(prof, sides, start, end, sent, outdir)
     block = settings["block_seconds"]
     results, series, lag = judge_duet(prof, archives, block, threshold, settings["confidence"],
@@ -238,7 +239,7 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
              f"interval is too narrow; use longer blocks (--block-seconds)")
     return results, series, {"design": "ab", "mode": "duet", "first_server": "both", "block_seconds": block,
                              "cpus": {**rotation.describe(), "swaps": rotation.swaps}, "blocks_planned": planned,
-                             "started": rotation.started,
+                             "started": started,
                              "sequential": {"method": "asymptotic confidence sequence (Waudby-Smith et al. 2024)",
                                             "alpha": round(1 - settings["confidence"], 6),
                                             "stopped_early": blocks < planned},

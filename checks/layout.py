@@ -8,9 +8,10 @@ moves one process's latency against another's by a constant for its whole life
 & Sweeney, "Producing wrong data without doing anything obviously wrong!",
 ASPLOS 2009); in a duet that is a B/A difference in every block, which the test
 over blocks cannot see. On this 2-CPU VM beside a one-CPU hog, A/A duet checks'
-p50 effects spread with a standard deviation of 3.6 % with randomisation and
-1.5 % without (bench/check_ab_power.py; README). The servers listen on loopback
-only, for the check's few minutes."""
+p50 effects spread with a standard deviation of 2.9 % (10 checks, up to 5.2 %)
+with randomisation and 1.5 % (6 checks, up to 2.1 %) without; what remains is
+the physical placement of each process's pages, which no flag fixes. The
+servers listen on loopback only, for the check's few minutes."""
 import ctypes
 
 ADDR_NO_RANDOMIZE = 0x0040000

@@ -43,7 +43,6 @@ class Rotation:
         self.servers, self.loads = [], []
         self.current = None
         self.swaps = 0
-        self.started = ""          # the order the sides were started in
 
     def placement(self, block: int) -> tuple:
         """(servers' CPU, loads' CPU) of a block."""
