@@ -14,10 +14,12 @@ strata-load, real probes and collectors.
   inside ±3 % (else "inconclusive", exit 3).
 
 Checks are few and short, so the test asserts only what survives a noisy
-machine. The runs go at once: each measures its own engines (probes follow their
+machine; they run beside a busy loop pinned to one CPU. The runs go at once: each measures its own engines (probes follow their
 pids), and the load one run adds falls on its neighbour's A and B alike."""
 import itertools
 import json
+import os
+import random
 import signal
 import subprocess
 import sys
@@ -99,10 +101,13 @@ def engine_bin(build_dir):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, engine_bin):
-    """All runs, started together: in each mode B with every NFS reply delayed, and the
-    same binary on both sides at confidence 0.99."""
+    """All runs, started together beside a busy loop pinned to one CPU (a neighbour that
+    loads one CPU only): in each mode B with every NFS reply delayed, and the same
+    binary on both sides at confidence 0.99."""
     base = tmp_path_factory.mktemp("check-ab")
     engines = ("--a", engine_bin, "--b", engine_bin)
+    hog = subprocess.Popen(["taskset", "-c", str(random.choice(sorted(os.sched_getaffinity(0)))),
+                            "sh", "-c", "while :; do :; done"])
     started = {"planted": start_check_ab(base / "planted", *engines, "--mode", "rounds",
                                          "--b-inject-delay", "nfs:40us", profile=ROUNDS_PROFILE),
                "same": start_check_ab(base / "same", *engines, "--mode", "rounds", "--confidence", "0.99",
@@ -113,6 +118,8 @@ def runs(tmp_path_factory, engine_bin):
     try:
         return {name: finish(proc, base / name) for name, proc in started.items()}
     finally:
+        hog.kill()
+        hog.wait()
         for proc in started.values():
             if proc.poll() is None:
                 proc.kill()
