@@ -6,7 +6,10 @@ of both designs, each measured in the same run:
   have the same engine binary on both sides (every "worse" is a false alarm),
   planted ones B's NFS replies delayed by --effect (default 5 %) of the median read
   latency, the median p50 of the first three duet A/A checks (every "worse" is a
-  detection); minutes per check, the p50 effect and the width of its interval,
+  detection; --effect 0.03,0.05 plants each); with --hog both, every check also
+  runs beside a busy loop pinned to one CPU, interleaved with the idle ones; the
+  verdicts (same, better, worse, inconclusive), the noise floor each check
+  reported against the A/A effects it saw, early stops; minutes per check, the p50 effect and the width of its interval,
   and for duet checks the lag-1 autocorrelation of the blocks' p50 ratios (how far
   the blocks, the test's unit, are from independent).
 - the stored-baseline mode (`strata check run`): --baselines runs stored first, then
@@ -18,7 +21,8 @@ of both designs, each measured in the same run:
 Needs root. Prints one line per check and a summary; --json FILE keeps them.
 Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [--rounds-aa 5]
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
-       [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab]
+       [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab] [--effect 0.03,0.05] [--hog both]
+       [--threshold 2%]
        .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): one duet A/A check on the profile cut to its shortest
 measurement.
@@ -83,25 +87,43 @@ def p50_read(report: dict) -> dict:
                 for m in r["metrics"] if m["metric"] == "p50")
 
 
-def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int) -> tuple:
+def start_hog():
+    """A busy loop pinned to one CPU drawn at random (a neighbour that loads one CPU only)."""
+    cpu = random.choice(sorted(os.sched_getaffinity(0)))
+    return subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+
+
+def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bool = False,
+             effect: float = 0.0) -> tuple:
     """One `strata check ab --mode MODE` (A/A, or B with `delay` ns planted in every NFS
-    reply); its archives are kept in work. Returns (row for the summary, report)."""
+    reply), beside a one-CPU hog when hog; its archives are kept in work. Returns (row
+    for the summary, report)."""
     extra = ["--rounds", str(args.rounds)] if args.rounds and mode == "rounds" else []
     extra += ["--seconds", str(args.seconds)] if args.seconds and mode == "duet" else []
+    extra += ["--threshold", args.threshold] if args.threshold else []
     planted = ["--b-inject-delay", f"nfs:{delay}ns"] if case == "planted" else []
     out = work / f"check{n:02d}-{mode}-{'aa' if case == 'A/A' else 'planted'}"
-    rc, rep, minutes, err = strata("check", "ab", "--profile", args.profile, "--mode", mode, "--a", ENGINE,
-                                   "--b", ENGINE, "--json", "-o", str(out), *planted, *extra)
+    hogging = start_hog() if hog else None
+    try:
+        rc, rep, minutes, err = strata("check", "ab", "--profile", args.profile, "--mode", mode, "--a", ENGINE,
+                                       "--b", ENGINE, "--json", "-o", str(out), *planted, *extra)
+    finally:
+        if hogging:
+            hogging.kill()
+            hogging.wait()
     if rep is None:
         raise SystemExit(f"check ab --mode {mode} failed (exit {rc}): {err}")
     p50 = p50_read(rep)
-    row = {"design": f"ab {mode}", "case": case, "verdict": rep["verdict"], "minutes": minutes,
-           "p50_ci95": list(interval95(out, mode)),
+    row = {"design": f"ab {mode}", "case": case if case == "A/A" else f"planted {effect:.0%}",
+           "hog": hog, "verdict": rep["verdict"], "minutes": minutes,
+           "p50_ci95": list(interval95(out, mode)), "noise_floor": rep.get("noise_floor"),
+           "blocks": rep.get("blocks"), "stopped_early": (rep.get("sequential") or {}).get("stopped_early"),
            "delay_ns": delay if case == "planted" else 0, "p50_effect": p50["effect"],
            "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep)}
     lag = f", lag-1 {rep['p50_lag1']:+.2f}" if rep.get("p50_lag1") is not None else ""
-    print(f"check {n:02d}: {mode} {case}: {rep['verdict']} ({minutes:.1f} min), p50 {pct(p50['effect'])} "
-          f"[{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} {row['worse']}", flush=True)
+    print(f"check {n:02d}: {mode} {row['case']}{' beside a hog' if hog else ''}: {rep['verdict']} "
+          f"({minutes:.1f} min), p50 {pct(p50['effect'])} [{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} "
+          f"{row['worse']}", flush=True)
     return row, rep
 
 
@@ -148,30 +170,35 @@ def interval95(folder: Path, mode: str) -> tuple:
 
 
 def ab_runs(args, work: Path, out: list) -> int:
-    """A/A and planted checks of both modes of `check ab`, interleaved in a random order
-    (after up to CALIBRATION duet A/A checks whose median p50 the planted delay is a share
-    of, unless --delay-ns is given); returns the planted delay in ns."""
-    plan = [(m, c) for m, aa, planted in (("duet", args.aa, args.planted),
-                                          ("rounds", args.rounds_aa, args.rounds_planted))
-            for c, k in (("A/A", aa), ("planted", planted)) for _ in range(k)]
-    delay = args.delay_ns
-    if not delay:
+    """A/A and planted checks of both modes of `check ab` (each planted effect of --effect,
+    each hog condition of --hog), interleaved in a random order (after up to CALIBRATION
+    idle duet A/A checks whose median p50 the planted delays are shares of, unless
+    --delay-ns is given); returns the first planted delay in ns."""
+    effects = [float(e) for e in str(args.effect).split(",")]
+    hogs = {"both": (False, True), "on": (True,), "off": (False,)}[args.hog]
+    plan = [(m, "A/A", 0.0, h) for m, k in (("duet", args.aa), ("rounds", args.rounds_aa)) for h in hogs
+            for _ in range(k)]
+    plan += [(m, "planted", e, h) for m, k in (("duet", args.planted), ("rounds", args.rounds_planted))
+             for e in effects for h in hogs for _ in range(k)]
+    p50 = None
+    if not args.delay_ns:
         p50s = []
-        for _ in range(min(CALIBRATION, plan.count(("duet", "A/A")))):
-            plan.remove(("duet", "A/A"))
+        for _ in range(min(CALIBRATION, sum(p[:2] == ("duet", "A/A") and not p[3] for p in plan))):
+            plan.remove(("duet", "A/A", 0.0, False))
             row, rep = ab_check(args, "duet", "A/A", 0, work, len(out))
             out.append(row)
             p50s.append(p50_of(rep, "baseline"))
         if not p50s:
             raise SystemExit("give --delay-ns, or --aa 1 or more to measure the p50 the delay is a share of")
-        delay = max(1, round(statistics.median(p50s) * args.effect))
-        print(f"planted delay: {delay} ns ({args.effect:.0%} of the median p50 of {len(p50s)} duet A/A checks, "
-              f"{statistics.median(p50s):.0f} ns)", flush=True)
+        p50 = statistics.median(p50s)
+        print(f"planted delays: {', '.join(f'{round(p50 * e)} ns ({e:.0%})' for e in effects)} of the median "
+              f"p50 of {len(p50s)} duet A/A checks, {p50:.0f} ns", flush=True)
     random.Random(args.seed).shuffle(plan)
-    for mode, case in plan:
-        row, _ = ab_check(args, mode, case, delay, work, len(out))
+    for mode, case, effect, hog in plan:
+        delay = args.delay_ns or max(1, round(p50 * effect))
+        row, _ = ab_check(args, mode, case, delay, work, len(out), hog, effect)
         out.append(row)
-    return delay
+    return args.delay_ns or max(1, round((p50 or 0) * effects[0]))
 
 
 def stored_runs(args, delay: int, work: Path, out: list):
@@ -219,11 +246,13 @@ def summary(out: list, work: Path | None = None):
                                             mode))
     print("\ndesign        case     worse/runs  minutes (median)  p50 effect (median)  p50 interval width, "
           "99% / 95% (median)")
-    keys = sorted({(r["design"], r["case"]) for r in out})
-    for design, case in keys:
-        rows = [r for r in out if r["design"] == design and r["case"] == case]
+    keys = sorted({(r["design"], r["case"], r.get("hog", False)) for r in out})
+    for design, case, hog in keys:
+        rows = [r for r in out if r["design"] == design and r["case"] == case and r.get("hog", False) == hog]
         worse = sum(r["verdict"] == "worse" for r in rows)
-        line = f"{design:13} {case:8} {worse:>3}/{len(rows):<6}  {statistics.median(r['minutes'] for r in rows):>4.1f}"
+        label = f"{case}{' +hog' if hog else ''}"
+        line = f"{design:13} {label:17} {worse:>3}/{len(rows):<6}  " \
+               f"{statistics.median(r['minutes'] for r in rows):>4.2f}"
         if "p50_ci" in rows[0]:
             width = known_median(width_of(r["p50_ci"]) for r in rows)
             line += (f"              {pct(known_median(r['p50_effect'] for r in rows))}"
@@ -231,6 +260,19 @@ def summary(out: list, work: Path | None = None):
             if all("p50_ci95" in r for r in rows):
                 line += f" / {pct(known_median(width_of(r['p50_ci95']) for r in rows), '')}"
         print(line)
+    for design, case, hog in keys:
+        rows = [r for r in out if r["design"] == design and r["case"] == case and r.get("hog", False) == hog
+                and "noise_floor" in r]
+        if rows:
+            counts = {v: sum(r["verdict"] == v for r in rows) for v in ("same", "better", "worse", "inconclusive")}
+            floors = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
+            seen = [abs(r["p50_effect"]) for r in rows if case == "A/A" and r["p50_effect"] is not None]
+            print(f"{design} {case}{' beside a hog' if hog else ''}: " +
+                  ", ".join(f"{k} {v}" for k, v in counts.items()) +
+                  (f"; noise floor median ±{statistics.median(floors):.2%}" if floors else "") +
+                  (f"; |A/A p50 effect| median {statistics.median(seen):.2%}, max {max(seen):.2%}" if seen else "") +
+                  f"; stopped early {sum(bool(r.get('stopped_early')) for r in rows)}/{len(rows)}; "
+                  f"seconds per check median {60 * statistics.median(r['minutes'] for r in rows):.0f}")
     for design in sorted({r["design"] for r in out if "p50_effect" in r}):
         rows = [r for r in out if r["design"] == design and r["case"] == "A/A"]
         rows = [r for r in rows if r["p50_effect"] is not None and None not in r["p50_ci"]]
@@ -255,7 +297,11 @@ def main():
     ap.add_argument("--seconds", type=int, help="measured seconds per duet check (default: the profile's)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the order the checks run in")
     ap.add_argument("--keep", help="keep every check's archives in this folder")
-    ap.add_argument("--effect", type=float, default=0.05, help="planted delay as a share of the baseline median")
+    ap.add_argument("--effect", default="0.05", help="planted delays as shares of the baseline median, "
+                    "comma-separated (e.g. 0.03,0.05)")
+    ap.add_argument("--hog", choices=("both", "on", "off"), default="off",
+                    help="check ab beside a busy loop pinned to one CPU: both (interleaved), on or off")
+    ap.add_argument("--threshold", help="check ab's threshold (default: the profile's)")
     ap.add_argument("--delay-ns", type=int, help="planted delay (default: --effect of the duet A/A p50)")
     ap.add_argument("--baselines", type=int, default=3, help="stored baseline runs")
     ap.add_argument("--one-threshold", default="25%", help="threshold of the one-baseline comparison")

@@ -7,6 +7,10 @@ against A, in one of two modes:
   archive per round, judged on the pairs of adjacent rounds. For builds that
   cannot run side by side.
 
+Either way the check's own p50 interval is its noise floor (checks/noise.py): a
+key is "same" only when that interval rules out a threshold-sized change, else
+"inconclusive" (exit 3) with one line saying why and what to do.
+
 Both engines run side by side for the whole check, each on its own fresh pool
 with its own collector (pointed at its pid), started in a random order
 (checks/sides.py). AbSettings gathers what the profile's [ab] table and the
@@ -26,8 +30,10 @@ from pathlib import Path
 from strata.checks import duet, profile, rounds, servers
 from strata.checks.baselines import parse_percent
 from strata.checks.errors import CheckError
-from strata.checks.report import Verdict
+from strata.checks.noise import advice, apply_floor
+from strata.checks.report import Verdict, overall
 from strata.checks.sides import make_sides
+from strata.lab.logs import say
 from strata.lab.teardown import Teardown
 
 
@@ -122,7 +128,10 @@ def run_ab(s: AbSettings) -> Verdict:
                                                   bool(s.output))
         except servers.ServerError as e:
             raise CheckError(str(e)) from None
-        extra = {**extra, "threshold": s.threshold, "confidence": s.design["confidence"],
+        floor = apply_floor(results, s.threshold)
+        if overall(results) == "inconclusive":
+            say("check ab", advice(floor, s.threshold, s.design["mode"]))
+        extra = {**extra, "noise_floor": floor, "threshold": s.threshold, "confidence": s.design["confidence"],
                  "correction": s.design["correction"], "b_inject_delay": s.delays}
         return Verdict(results, series, sides["A"].label, sides["B"].label,
                        "blocks" if s.duet else "rounds", extra)

@@ -3,7 +3,9 @@ Markdown step summary. Each takes the list of (dataset, KeyVerdict) pairs."""
 from dataclasses import asdict, dataclass, field
 from xml.etree import ElementTree as ET
 
-SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error"}
+SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error",
+          "inconclusive": "❔ inconclusive"}
+EXIT = {"worse": 1, "error": 2, "inconclusive": 3}   # else 0
 
 
 def json_body(results, baseline, candidate, extra: dict | None = None) -> dict:
@@ -19,7 +21,7 @@ def json_body(results, baseline, candidate, extra: dict | None = None) -> dict:
 
 def overall(results) -> str:
     verdicts = {v.verdict for _, v in results}
-    for worst in ("error", "worse", "better"):
+    for worst in ("error", "worse", "inconclusive", "better"):
         if worst in verdicts:
             return worst
     return "same"
@@ -32,7 +34,7 @@ def print_table(results, console, unit: str = "runs") -> None:
     table = Table(title="strata check", title_justify="left")
     for col in ("dataset", "key", "verdict", unit, "evidence"):
         table.add_column(col, overflow="fold")
-    colour = {"worse": "red", "better": "green", "same": "dim", "error": "yellow"}
+    colour = {"worse": "red", "better": "green", "same": "dim", "error": "yellow", "inconclusive": "yellow"}
     for dataset, v in results:
         table.add_row(dataset, v.key or "(all)", f"[{colour[v.verdict]}]{v.verdict}[/]",
                       f"{v.intervals[0]} / {v.intervals[1]}", v.reason)
@@ -42,13 +44,16 @@ def print_table(results, console, unit: str = "runs") -> None:
 def write_junit(results, path: str) -> None:
     suite = ET.Element("testsuite", name="strata check", tests=str(len(results)),
                        failures=str(sum(v.verdict == "worse" for _, v in results)),
-                       errors=str(sum(v.verdict == "error" for _, v in results)))
+                       errors=str(sum(v.verdict == "error" for _, v in results)),
+                       skipped=str(sum(v.verdict == "inconclusive" for _, v in results)))
     for dataset, v in results:
         case = ET.SubElement(suite, "testcase", classname=dataset, name=v.key or "(all)")
         if v.verdict == "worse":
             ET.SubElement(case, "failure", message=v.reason).text = v.reason
         elif v.verdict == "error":
             ET.SubElement(case, "error", message=v.reason).text = v.reason
+        elif v.verdict == "inconclusive":
+            ET.SubElement(case, "skipped", message=v.reason)
         else:
             ET.SubElement(case, "system-out").text = f"{v.verdict}: {v.reason}"
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
@@ -95,7 +100,8 @@ class Verdict:
 
 def emit(verdict: Verdict, to_json, junit: str | None, markdown: str | None) -> int:
     """Prints the verdict (a table, or to_json(json_body) when given), writes the JUnit and
-    Markdown files asked for, and returns the exit status: 0 same or better, 1 worse, 2 error."""
+    Markdown files asked for, and returns the exit status: 0 same or better, 1 worse, 2 error,
+    3 inconclusive (the check's noise floor could not rule out a threshold-sized change)."""
     if to_json:
         print(to_json(json_body(verdict.results, verdict.baseline, verdict.candidate, verdict.extra or None)))
     else:
@@ -105,5 +111,5 @@ def emit(verdict: Verdict, to_json, junit: str | None, markdown: str | None) -> 
         write_junit(verdict.results, junit)
     if markdown:
         write_markdown(verdict.results, markdown, verdict.series)
-    return {"worse": 1, "error": 2}.get(overall(verdict.results), 0)
+    return EXIT.get(overall(verdict.results), 0)
 

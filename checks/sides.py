@@ -9,6 +9,7 @@ from pathlib import Path
 
 from strata.checks import engines, servers
 from strata.checks.errors import CheckError
+from strata.checks.layout import same_layout
 from strata.datasets.archive import Archive
 from strata.lab.collect import Collection, create_datasets
 from strata.lab.load import Load, arguments
@@ -56,10 +57,16 @@ def make_sides(specs: dict, server_export, repo, delays, scratch: Path) -> dict:
 
 def start_sides(prof, sides: dict, undo):
     """Starts both sides and their collectors, in a random order (so neither side is
-    always the one started first on a fresh machine), and waits for their first data."""
+    always the one started first on a fresh machine) and with one address-space layout
+    (checks/layout.py), and waits for their first data;
+    returns the order they were started in ("AB" or "BA")."""
     options = load_options(prof)
+    if not same_layout():
+        say("check ab", "warning: cannot turn address-space randomisation off (personality), so each side keeps "
+                        "a layout of its own, which can move its latency by a few percent")
     wire = any(s.server for s in sides.values())
-    for s in random.sample(list(sides.values()), len(sides)):
+    order = random.sample(list(sides.values()), len(sides))
+    for s in order:
         if s.server:
             undo.callback(s.server.stop)
             s.server.start()
@@ -74,6 +81,7 @@ def start_sides(prof, sides: dict, undo):
         undo.callback(s.coll.stop)
     for s in sides.values():
         s.coll.wait_for_data(prof.datasets[0])
+    return "".join(s.name for s in order)
 
 
 def load_options(prof) -> dict:

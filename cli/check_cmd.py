@@ -1,7 +1,8 @@
 """`strata check`: did a change move the latency distribution? The commands only:
 the checks themselves are the library in checks/ (baselines.py: a candidate against
 stored runs; run.py: measure a profile, then that; ab.py: two builds side by side).
-Exit codes: 0 same or better, 1 regression, 2 error (one line on stderr).
+Exit codes: 0 same or better, 1 regression, 2 error (one line on stderr), 3 inconclusive
+(`check ab` only: its noise floor could not rule out a threshold-sized change).
 """
 import sys
 
@@ -159,6 +160,8 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
 @click.option("--block-seconds", type=click.IntRange(1, 3600), help="duet: seconds per block (default 1).")
 @click.option("--rounds", type=click.IntRange(6, 1000), help="rounds: rounds in all, even (default 24).")
 @click.option("--round-seconds", type=click.IntRange(2, 3600), help="rounds: measured seconds per round (default 5).")
+@click.option("--early-stop/--no-early-stop", default=None,
+              help="duet: stop once the p50 is decided (a confidence sequence at 1 - confidence; default on).")
 @click.option("--threshold", help="Smallest change that counts (default: the profile's [ab], 2%).")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.9999), help="Default: the profile's [ab], 0.99.")
 @click.option("--correction", type=click.Choice(CORRECTIONS), help="Multiple-comparison control (default bh).")
@@ -187,7 +190,14 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
     (wire.* datasets; the profile's nfs.ops/latency/size are read as wire.*).
     Duet mode needs {mountport} in each server's command or template.
 
-    Exits 0 when nothing got worse, 1 on a regression, 2 on an error.
+    The p50 interval is the check's noise floor: a key is "same" only when its
+    interval lies inside +-threshold, else "inconclusive" unless it is worse or
+    better. A duet stops early once a confidence sequence on the p50 (valid at
+    every block) already decides.
+
+    Exits 0 when nothing got worse, 1 on a regression, 2 on an error, 3 when
+    inconclusive (the floor is too high for the threshold: run longer or on a
+    quieter machine).
     """
     _writable_reports("check ab", junit, markdown)
     sides = {"A": (a_path, a_rev, a_server), "B": (b_path, b_rev, b_server)}

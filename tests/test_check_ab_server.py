@@ -117,9 +117,9 @@ def test_same_ganesha_on_both_sides_gives_a_verdict_from_wire_rounds(tmp_path, r
     # no warm-up second before each round: both ganeshas stay up, their files cached, all along
     proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA, "--json", "-o", "rounds",
                profile=PROFILE.replace("\nround_warmup = 1\n", "\nround_warmup = 0\n"))
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode in (0, 1, 3), proc.stderr
     report = json.loads(proc.stdout)
-    assert report["verdict"] in ("same", "better", "worse") and report["order"] == "ABBAAB"
+    assert report["verdict"] in ("same", "better", "worse", "inconclusive") and report["order"] == "ABBAAB"
     assert {r["dataset"] for r in report["results"]} == {"wire.latency[op]", "wire.ops[op]"}
     [lat] = [r for r in report["results"] if r["dataset"] == "wire.latency[op]" and r["key"] == "read"]
     assert lat["intervals"] == [3, 3]
@@ -143,14 +143,14 @@ def wire_reads_per_second(path) -> dict:
 
 def test_two_ganeshas_in_duet_mode_see_the_same_reads_each_second(tmp_path, rpcbind):
     proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA, "--mode", "duet", "--json", "-o", "duet")
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode in (0, 1, 3), proc.stderr
     report = json.loads(proc.stdout)
     assert report["mode"] == "duet" and report["blocks"] == 8
     [lat] = [r for r in report["results"] if r["dataset"] == "wire.latency[op]" and r["key"] == "read"]
     assert lat["intervals"] == [8, 8]
-    sent = json.loads((tmp_path / "duet" / "duet.load.json").read_text())
-    by_name = {c["name"]: c["ops"].get("read", 0) for c in sent["clients"]}
-    assert by_name["client-0"] == by_name["client-0-b"] > 0 and sent["errors"] == 0
+    for sent in json.loads((tmp_path / "duet" / "duet.load.json").read_text())["loads"]:   # A first, B first
+        by_name = {c["name"]: c["ops"].get("read", 0) for c in sent["clients"]}
+        assert by_name["client-0"] == by_name["client-0-b"] > 0 and sent["errors"] == 0
     a = wire_reads_per_second(tmp_path / report["archives"]["A"])
     b = wire_reads_per_second(tmp_path / report["archives"]["B"])
     assert a.keys() == b.keys() and len(a) == 8

@@ -1,0 +1,125 @@
+"""What keeps a `strata check ab` honest on a busy machine, on inputs whose truth is
+known: the duet's CPU rotation (ABBA, real re-pinning of a real process), the
+confidence sequence it stops on (its miscoverage over every look, simulated),
+and the noise floor that turns an undecided "same" into "inconclusive" (exit 3)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from strata.checks.compare import KeyVerdict, MetricResult, judge
+from strata.checks.noise import advice, apply_floor
+from strata.checks.placement import Rotation, swapped
+from strata.checks.report import EXIT, Verdict, emit, overall
+from strata.checks.sequential import MIN_BLOCKS, confidence_sequence, decided
+
+
+def test_rotation_is_abba_so_each_placement_holds_half_of_every_four_blocks():
+    pattern = [swapped(k) for k in range(16)]
+    assert pattern[:4] == [False, True, True, False]
+    for k in range(0, 16, 4):
+        assert sum(pattern[k:k + 4]) == 2
+    # a steady drift over four blocks lands on both placements alike: 0+3 == 1+2
+    assert sum(k for k in range(4) if swapped(k)) == sum(k for k in range(4) if not swapped(k))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to swap")
+def test_rotation_repins_real_processes_every_block():
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    load = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        r = Rotation()
+        r.servers, r.loads = [server.pid], [load.pid]
+        seen = []
+        for block in range(4):
+            r.place(block)
+            seen.append((os.sched_getaffinity(server.pid), os.sched_getaffinity(load.pid)))
+        a, b = r.cpus
+        assert seen == [({a}, {b}), ({b}, {a}), ({b}, {a}), ({a}, {b})]
+        assert r.swaps == 2 and r.describe()["rotation"] == "ABBA per block"
+    finally:
+        for p in (server, load):
+            p.kill()
+            p.wait()
+
+
+def test_confidence_sequence_keeps_its_error_rate_over_every_look():
+    """A/A blocks (mean 0), looked at after every block from MIN_BLOCKS to 60: the share
+    of checks whose sequence ever excludes 0 stays below alpha; a fixed 99 % normal
+    interval looked at as often misses far more."""
+    rng = np.random.default_rng(7)
+    alpha, planned, checks = 0.05, 60, 400
+    ever_cs = ever_fixed = 0
+    for _ in range(checks):
+        d = rng.standard_t(5, planned) * 0.01
+        missed_cs = missed_fixed = False
+        for n in range(MIN_BLOCKS, planned + 1):
+            _, lo, hi = confidence_sequence(d[:n], alpha, planned)
+            missed_cs |= lo > 0 or hi < 0
+            half = 1.96 * d[:n].std(ddof=1) / np.sqrt(n)
+            missed_fixed |= abs(d[:n].mean()) > half
+        ever_cs += missed_cs
+        ever_fixed += missed_fixed
+    assert ever_cs / checks <= alpha
+    assert ever_fixed / checks > ever_cs / checks + 0.05
+    assert confidence_sequence(np.zeros(MIN_BLOCKS - 1), alpha, planned) is None
+
+
+def test_decided_stops_on_a_clear_change_and_on_a_clear_same_only():
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 0.005, 40)
+    assert decided(np.log(1.05) + noise, 0.02, 0.01, 60) == "worse"
+    assert decided(np.log(0.95) + noise, 0.02, 0.01, 60) == "better"
+    assert decided(noise, 0.02, 0.01, 60) == "same"
+    assert decided(np.log(1.02) + noise, 0.02, 0.01, 60) is None        # at the threshold: keep measuring
+    assert decided(rng.normal(0, 0.05, 40), 0.02, 0.01, 60) is None     # too noisy to say "same"
+
+
+def _p50(effect, lo, hi):
+    kv = KeyVerdict("read", "same", (30, 30), [MetricResult("p50", 1.0, 1 + effect, effect, lo, hi, 0.5)])
+    return [("nfs.latency[op]", kv)]
+
+
+def test_same_needs_an_interval_inside_the_threshold_else_inconclusive(tmp_path):
+    narrow = judge(_p50(0.004, -0.002, 0.010), 0.02, 0.99)
+    assert apply_floor(narrow, 0.02) == pytest.approx(0.006) and overall(narrow) == "same"
+
+    wide = judge(_p50(0.004, -0.03, 0.04), 0.02, 0.99)          # floor ±3.6 % above a 2 % threshold
+    assert apply_floor(wide, 0.02) == pytest.approx(0.036)
+    assert overall(wide) == "inconclusive" and "noise floor ±3.6%" in wide[0][1].reason
+
+    straddling = judge(_p50(0.018, 0.012, 0.024), 0.02, 0.99)   # narrow, but a 2.4 % change is not ruled out
+    apply_floor(straddling, 0.02)
+    assert overall(straddling) == "inconclusive" and "reaches past" in straddling[0][1].reason
+
+    junit = tmp_path / "j.xml"
+    assert emit(Verdict(wide, {}, "A", "B", "blocks"), lambda body: "", str(junit), None) == EXIT["inconclusive"] == 3
+    assert 'skipped="1"' in junit.read_text() and "<skipped" in junit.read_text()
+    line = advice(0.036, 0.02, "duet")
+    assert "\n" not in line and "±3.6%" in line and "--seconds" in line
+
+
+def test_worse_and_better_are_left_as_judged():
+    worse = judge([("nfs.latency[op]", KeyVerdict("read", "same", (30, 30), [
+        MetricResult("p50", 1.0, 1.05, 0.05, 0.01, 0.09, 0.001)]))], 0.02, 0.99)
+    apply_floor(worse, 0.02)
+    assert overall(worse) == "worse"
+
+
+def test_same_layout_turns_randomisation_off_for_the_processes_started_after():
+    """Two processes started after same_layout() map their stack at the same address
+    (a fresh interpreter in a child, so this test's own process is left as it was)."""
+    code = ("import subprocess\n"
+            "from strata.checks.layout import same_layout\n"
+            "assert same_layout()\n"
+            "maps = [subprocess.run(['grep', '-m1', 'stack', '/proc/self/maps'], capture_output=True, text=True).stdout"
+            " for _ in range(2)]\n"
+            "print(maps[0] == maps[1] and bool(maps[0]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "True", out.stderr
+    # without it, two processes draw two layouts
+    maps = [subprocess.run(["grep", "-m1", "stack", "/proc/self/maps"], capture_output=True, text=True).stdout
+            for _ in range(2)]
+    assert maps[0] != maps[1]
