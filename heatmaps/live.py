@@ -46,7 +46,7 @@ def window(archive, heat, keys, clients, end: int, max_cols: int, ncells: int,
     qr = source.query(archive, heat, start, end, 1)
     selected = keys if not keys or set(keys) <= set(qr.keys) else []   # [] = that key is idle
     grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=selected,
-                      bins=bins, percentiles=(99.0,), axis=default_axis(qr.unit))
+                      bins=bins, percentiles=(99.0,), axis=default_axis(qr))
     b = None
     if clients:
         cq = source.query(archive, clients, start, end, 1)
