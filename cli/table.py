@@ -1,23 +1,29 @@
 """Tables and notes that fit the terminal's width: columns two spaces apart, the widest
 flexible columns narrowed until the table fits and their values wrapped inside them
-(after a comma or a space where there is one), free text wrapped with an indent. Nothing
-is cut: a narrow terminal gets more lines, not fewer facts."""
+(after a comma, a space, a slash or a bracket where there is one), free text wrapped with an indent. Nothing
+is cut: a narrow terminal gets more lines, not fewer facts. A pipe gets whole lines."""
+import os
 import re
 import shutil
+import sys
 import textwrap
 
 MIN_COLUMN = 8
+UNLIMITED = 10_000   # output to a pipe or file, no COLUMNS: lines as long as their values
 
 
 def width() -> int:
-    """The terminal's columns (COLUMNS first), 80 when there is no terminal."""
+    """The terminal's columns (COLUMNS first); UNLIMITED when stdout is no terminal and
+    COLUMNS is not set, so a script reading the output gets whole lines."""
+    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        return UNLIMITED
     return shutil.get_terminal_size((80, 24)).columns
 
 
 def _wrap(text: str, w: int) -> list:
-    """text in lines of at most w characters, broken after ',' or ' ' where possible."""
+    """text in lines of at most w characters, broken after ',', ' ', '/' or ']' where possible."""
     lines, line = [], ""
-    for piece in re.findall(r"[^, ]*[, ]?", text):
+    for piece in re.findall(r"[^, /\]]*[, /\]]?", text):
         while len(line) + len(piece) > w:
             if line:
                 lines.append(line.rstrip())
