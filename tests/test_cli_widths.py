@@ -1,6 +1,6 @@
 """Tables fit the terminal's width (COLUMNS=80): `datasets list`, `statistics` and
-`stream` wrap or cut values, never the time with its zone; at COLUMNS=20 `doctor` still
-shows each check's status. Table-driven: each case is a command, its width, and what must
+`stream` wrap or cut values, never the time with its zone (nor a heat map's header its
+time range); at COLUMNS=20 `doctor` still shows each check's status. Table-driven: each case is a command, its width, and what must
 still be read in its output."""
 import re
 
@@ -31,14 +31,17 @@ CASES = {
     "stream": (["stream", LONG, "nfs.ops[client]", "--since", str(T0), "--count", "1", "--utc"], 80,
                ["2025-11-22T08:00:00Z", "10.0.0.2", "30"]),
     "doctor": (["doctor"], 20, []),
+    "heatmap at 80": (["heatmap", LONG, "--since", str(T0), "--until", str(T0 + 5), "--utc"], 80, []),
+    "heatmap at 40": (["heatmap", LONG, "--since", str(T0), "--until", str(T0 + 5), "--utc"], 40, []),
 }
+RANGE = "2025-11-22 08:00:00 → 08:00:05 UTC (5s)"   # the heat map's header: cut the name, never this
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_output_fits_the_terminal(archive, case):
     args, columns, facts = CASES[case]
-    p = run_strata([*args, "--archive", str(archive)] if case in ("datasets list", "stream") else args,
-                   env_extra={"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"})
+    p = run_strata([*args, "--archive", str(archive)] if case != "statistics" and case != "doctor" else args,
+                   env_extra={"COLUMNS": str(columns), "LINES": "24", "NO_COLOR": "1", "TERM": "dumb"})
     assert p.returncode in ((0, 1) if case == "doctor" else (0,)), p.stderr
     lines = p.stdout.splitlines()
     assert lines and max(len(line) for line in lines) <= columns, "\n".join(x for x in lines if len(x) > columns)
@@ -50,6 +53,8 @@ def test_output_fits_the_terminal(archive, case):
     if case == "stream":
         times = [line.split()[0] for line in lines[1:]]
         assert times and all(t == "2025-11-22T08:00:00Z" for t in times), "a time or its zone was cut"
+    if case.startswith("heatmap"):
+        assert any(line.endswith(RANGE) for line in lines[:2]), lines[:2]
     if case == "doctor":
         statuses = [line for line in lines if re.search(r"│ (ok|FAIL|absent|\w+ing)\s*│?$", line)]
         assert len(statuses) >= 10, p.stdout
