@@ -123,7 +123,7 @@ class _Renderer:
         ctx = multiprocessing.get_context("fork")
         self.jobs, theirs = ctx.Pipe()
         self.browser = os.environ.get("BROWSER_PATH")
-        self.tmp = tempfile.mkdtemp(prefix="strata-render-")
+        self.tmp = tempfile.mkdtemp(prefix="strata-")   # short: Chromium puts a socket in it (108-byte paths)
         self.child = ctx.Process(target=_serve, args=(theirs, self.tmp))
         self.child.start()
         theirs.close()
