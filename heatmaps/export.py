@@ -104,6 +104,7 @@ def _serve(jobs, tmp):
     even from outside its own session; its temporary files and its browser's go under tmp."""
     die_with_parent(signal.SIGKILL)
     os.setsid()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})   # held by the parent at fork
     os.environ["TMPDIR"] = tmp
     tempfile.tempdir = None
     sys.argv = sys.argv[:1]
