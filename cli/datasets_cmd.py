@@ -5,6 +5,7 @@ import sys
 import click
 
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
+from strata.cli import table
 from strata.cli.output import check_archive_name, wrote
 from strata.datasets import cost, status, transfer
 from strata.datasets import salvage as salvage_
@@ -93,15 +94,14 @@ def list_(archive_path, as_json):
     for i, r in zip(infos, rates):
         rows.append((i.name, i.state, stamp(i.state_since),
                      _human_bytes(i.ondisk), i.retention.short(), _rate(r), f"{each[i.name]:.2f}%" if i.probe else "-"))
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-    click.echo(f"archive file: {_human_bytes(os.path.getsize(archive.path))} ({archive.path})")
-    click.echo(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)")
+    for line in table.lines(rows, flexible=(0, 4)):
+        click.echo(line)
+    click.echo(table.note(f"archive file: {_human_bytes(os.path.getsize(archive.path))} ({archive.path})"))
+    click.echo(table.note(f"probe cost: {total:.2f}% of one CPU ({len(probes)} probe(s); shared probes counted once)"))
     if collector:
-        click.echo(_collector_line(collector))
+        click.echo(table.note(_collector_line(collector)))
     for name, reason in why.items():
-        click.echo(f"{name} counts nothing: {reason}")
+        click.echo(table.note(f"{name} counts nothing: {reason}"))
 
 
 def _collector_line(s: dict) -> str:

@@ -255,7 +255,8 @@ def doctor(as_json):
 
         table = Table(title="strata doctor", title_justify="left")
         table.add_column("check", no_wrap=True)   # names never fold; min_width would crop the table at 80 columns
-        for col in ("status", "detail", "fix"):
+        table.add_column("status", no_wrap=True, min_width=6)   # "absent": the status shows at any width
+        for col in ("detail", "fix"):
             table.add_column(col, overflow="fold")
         for c in checks:
             shown = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")

@@ -26,6 +26,8 @@ def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, p
     Latency maps use a log y-axis by default: bands decades apart (memory,
     flash, disk) keep rows of their own whatever a few slow outliers do;
     --linear with --outliers 99.9 crops the top instead, and says what it cut.
+    Size and offset maps too where the values span 100x or more (4 KiB I/Os
+    beside MiB ones), a linear axis otherwise.
     Rows are unions of whole log-linear buckets chosen for the range shown.
     A name the archive does not hold is derived from one it does, and says so:
     nfs.latency[client=10.0.0.3] is key 10.0.0.3 of nfs.latency[client],

@@ -5,6 +5,7 @@ Each subcommand lives in its own module; COMMANDS maps its name to
 imports (plotly, numpy) never slow another down.
 """
 import importlib
+import signal
 import sys
 
 import click
@@ -87,7 +88,8 @@ def main():
     except click.ClickException as e:
         click.echo(f"strata: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):   # a second Ctrl-C while click unwinds the first
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("strata: aborted", err=True)
         sys.exit(130)
     except BrokenPipeError:

@@ -4,6 +4,7 @@ from dataclasses import asdict
 
 import click
 
+from strata.cli import table
 from strata.cli.archive_option import archive_errors
 from strata.lab.binaries import MissingBinary, find_binary
 from strata.datasets import catalogue
@@ -53,7 +54,6 @@ def statistics(as_json):
     for s in stats:
         ok = {True: "yes", False: f"no: {s.reason}", None: "unknown"}[s.supported]
         rows.append((s.statistic, s.unit, s.kind, ",".join(s.breakdowns) or "-", ok))
-    widths = [max(len(r[c]) for r in rows) for c in range(4)]
-    for r in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
+    for line in table.lines(rows, flexible=(3, 4)):
+        click.echo(line)
     click.echo(f"(from {source})")

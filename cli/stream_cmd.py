@@ -7,6 +7,7 @@ import time
 
 import click
 
+from strata.cli import table
 from strata.cli.archive_option import archive_option, open_archive
 from strata.cli.view_errors import user_errors
 from strata.heatmaps import json_out, source, stream_lines
@@ -50,7 +51,8 @@ def stream(ctx, datasets, since, count, top, fmt, as_json, as_csv, archive_path)
 
 def _follow(archive, sources, next_t, count, top, fmt, utc):
     """Prints each second of sources (derive.Source) from next_t on, once it is stored."""
-    width = max(len(str(s.wanted)) for s in sources)
+    width = stream_lines.fit([str(s.wanted) for s in sources], any(s.info.kind == "gauge" for s in sources),
+                             table.width(), utc)
     writer = csv.DictWriter(sys.stdout, stream_lines.COLUMNS, lineterminator="\n") if fmt == "csv" else None
     if fmt == "text":
         click.echo(stream_lines.text_header(width))

@@ -46,7 +46,7 @@ def heat_options(f):
     f = click.option("--outliers", type=click.FloatRange(0, 100, min_open=True, max_open=True), metavar="P",
                      help="Crop the y-axis at the P-th percentile (e.g. 99.9) and report what lies above.")(f)
     f = click.option("--log/--linear", "log_axis", default=None,
-                     help="Logarithmic or linear y-axis.  [default: log for latency, linear for size, offset]")(f)
+                     help="Logarithmic or linear y-axis.  [default: log for latency, and for size, offset spanning 100x or more]")(f)
     f = click.option("--ymin", metavar="VALUE", help="Bottom of the y-axis (default 0, or the data's lowest bucket on a log axis).")(f)
     return click.option("--ymax", default="auto", show_default=True, metavar="auto|VALUE",
                         help="Top of the y-axis: auto, or a value such as 10ms, 500us, 64KiB.")(f)

@@ -6,14 +6,25 @@ session (one Chromium) for the images of the process, so a process writing sever
 pays the browser's start once; it ends itself when idle. A Chromium that hangs (it
 does, rarely, on a loaded host) is killed with the child's whole process tree at a
 deadline and the export is tried once more with a new child, instead of blocking the
-command."""
+command.
+
+Interrupts: the child's session is out of reach of the terminal's Ctrl-C, so the
+parent ends it. The first SIGINT while an image is rendered raises KeyboardInterrupt and
+ignores the next ones until the renderer's tree is killed (no grace period: a browser
+asked to close can take seconds). Every temporary file of the renderer (kaleido's
+folder, Chromium's profile) is under one folder of its own, TMPDIR for the child, which
+the parent removes whenever it stops the renderer."""
 import asyncio
 import atexit
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from strata.datasets.parentdeath import die_with_parent
@@ -86,13 +97,16 @@ async def _serve_async(jobs):
                 jobs.send((_first_line(e), True))
 
 
-def _serve(jobs):
+def _serve(jobs, tmp):
     """Child: one kaleido session (one Chromium) rendering the parent's jobs in turn, each
     answered (None or why not, whether the session goes on); a browser that cannot start
     answers the next job and the child ends. It dies with the command (PR_SET_PDEATHSIG),
-    even from outside its own session."""
+    even from outside its own session; its temporary files and its browser's go under tmp."""
     die_with_parent(signal.SIGKILL)
     os.setsid()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})   # held by the parent at fork
+    os.environ["TMPDIR"] = tmp
+    tempfile.tempdir = None
     sys.argv = sys.argv[:1]
     try:
         asyncio.run(_serve_async(jobs))
@@ -110,7 +124,8 @@ class _Renderer:
         ctx = multiprocessing.get_context("fork")
         self.jobs, theirs = ctx.Pipe()
         self.browser = os.environ.get("BROWSER_PATH")
-        self.child = ctx.Process(target=_serve, args=(theirs,))
+        self.tmp = tempfile.mkdtemp(prefix="strata-")   # short: Chromium puts a socket in it (108-byte paths)
+        self.child = ctx.Process(target=_serve, args=(theirs, self.tmp))
         self.child.start()
         theirs.close()
         atexit.unregister(_stop_renderer)   # again, after multiprocessing's own exit hook, which
@@ -132,36 +147,61 @@ class _Renderer:
             pass
         try:
             if not self.jobs.poll(deadline):
-                self.stop(wait=0)
+                self.stop()
                 return f"no result within {deadline} s"
             why, going_on = self.jobs.recv()
             if not going_on:
-                self.stop(wait=0)
+                self.stop()
             return why
         except (EOFError, OSError):   # it died before saying why (killed, out of memory)
             self.child.join()
             return f"the renderer ended with status {self.child.exitcode}"
         except BaseException:         # Ctrl-C, SIGTERM: take the renderer and Chromium along
-            self.stop(wait=0)
+            self.stop()
             raise
         finally:
             self.last_used = time.monotonic()
 
-    def stop(self, wait: float = 5):
-        """Asks the child to close its browser (which removes its temporary profile), then
-        kills what is left of its tree after wait seconds."""
+    def stop(self):
+        """Kills the child's tree and removes its temporary folder, with SIGINT and SIGTERM
+        held until done (a second Ctrl-C cannot leave a browser or a folder behind)."""
         if self.stopped:
             return
-        self.stopped = True
-        if wait:
-            try:
-                self.jobs.send(None)
-            except OSError:
-                pass
-            self.child.join(wait)
-        _kill_tree(self.child.pid)
-        self.child.join()
-        self.jobs.close()
+        with _signals_held():
+            self.stopped = True
+            _kill_tree(self.child.pid)
+            self.child.join()
+            self.jobs.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@contextmanager
+def _signals_held():
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextmanager
+def _one_interrupt():
+    """In the main thread: the first SIGINT raises KeyboardInterrupt and the next ones are
+    ignored until the block has been left (its cleanup done); the handler is then restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 _renderer: _Renderer | None = None
@@ -172,14 +212,15 @@ def _render(fig, path, fmt, size, deadline):
     global _renderer
     if _renderer is None or not _renderer.usable():
         _stop_renderer()
-        _renderer = _Renderer()
+        with _signals_held():   # a Ctrl-C lands after the new child is known, so it is stopped
+            _renderer = _Renderer()
     return _renderer.render(fig, path, fmt, size, deadline)
 
 
 def _stop_renderer():
     global _renderer
     if _renderer is not None:
-        _renderer.stop(wait=0 if not _renderer.child.is_alive() else 5)
+        _renderer.stop()
         _renderer = None
 
 
@@ -232,10 +273,11 @@ def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE, deadline=EXPORT_DEADL
     """PNG or SVG via kaleido 1.x, driving Debian's Chromium unless BROWSER_PATH says otherwise."""
     if "BROWSER_PATH" not in os.environ and Path(CHROMIUM).exists():
         os.environ["BROWSER_PATH"] = CHROMIUM
-    for _ in range(EXPORT_ATTEMPTS):
-        why = _attempt(fig, path, fmt, size, deadline)
-        if why is None:
-            return
+    with _one_interrupt():
+        for _ in range(EXPORT_ATTEMPTS):
+            why = _attempt(fig, path, fmt, size, deadline)
+            if why is None:
+                return
     raise ExportError(f"cannot export {fmt.upper()} (kaleido/Chromium): {why}")
 
 

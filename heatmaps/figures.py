@@ -4,7 +4,8 @@
 - Heat-map statistics (latency, size, offset) give a heat map: a rebin.Grid, time x
   value, colour = count. Latency maps default to a log axis: the seed's bands (DRAM
   ~µs, flash ~100 µs, disk ~ms) keep rows of their own whatever a few slow outliers do
-  (bench/heatmap_default.py measures why).
+  (bench/heatmap_default.py measures why). Sizes and offsets too where the values shown
+  span two decades or more (4 KiB I/Os beside a few MiB ones); a linear one otherwise.
 - Counters and gauges give a graph: a breakdown.Breakdown, one series per key over time
   (ops/s for counters, the mean for gauges) and a top-N table; stacked areas per key, or a
   line per key to compare. A dataset without a breakdown is one series ("all").
@@ -15,6 +16,10 @@
     fig = build(qr, start, end, view, max_cols=400, ncells=120)   # Grid or Breakdown
 """
 from dataclasses import dataclass
+
+import numpy as np
+
+from strata.datasets import llhist
 
 from .breakdown import Breakdown, compute
 from .errors import ViewError, ViewUsageError
@@ -48,9 +53,23 @@ def shown_as(kind: str, view: View) -> str:
     return "heatmap" if kind == "heatmap" and not view.as_graph and view.value_range is None else "graph"
 
 
-def default_axis(unit: str) -> str:
-    """Log for times (bands decades apart), linear for sizes and offsets."""
-    return "log" if unit == "ns" else "linear"
+LOG_SPAN = 100   # bytes whose largest is this many times their smallest are drawn on a log axis
+
+
+def default_axis(qr) -> str:
+    """Log for times (bands decades apart), and for sizes and offsets whose values span
+    LOG_SPAN or more (on a linear axis the small ones would share its bottom row); else linear."""
+    if qr.unit == "ns":
+        return "log"
+    counts = np.asarray(qr.counts)
+    if counts.size == 0:
+        return "linear"
+    held = np.asarray(qr.buckets, dtype=np.int64)[counts.reshape(-1, counts.shape[-1]).sum(axis=0) > 0]
+    if len(held) == 0:
+        return "linear"
+    smallest = max(float(llhist.lower_bounds()[held[0]]), 1.0)
+    largest = float(llhist.upper_bounds()[held[-1]])
+    return "log" if largest >= LOG_SPAN * smallest else "linear"
 
 
 def default_style(kind: str, view: View) -> str:
@@ -65,7 +84,7 @@ def heat_map(qr, start: int, end: int, view: View, *, max_cols: int, ncells: int
     try:
         return build_grid(qr, start, end, max_cols=max_cols, ncells=ncells,
                           keys=list(view.keys) if view.keys else None,
-                          axis=view.axis or default_axis(qr.unit), ymin=view.ymin, ymax=view.ymax,
+                          axis=view.axis or default_axis(qr), ymin=view.ymin, ymax=view.ymax,
                           outliers=view.outliers, percentiles=view.percentiles)
     except KeyError as e:
         raise _no_key(qr, e.args[0]) from None

@@ -46,7 +46,7 @@ def window(archive, heat, keys, clients, end: int, max_cols: int, ncells: int,
     qr = source.query(archive, heat, start, end, 1)
     selected = keys if not keys or set(keys) <= set(qr.keys) else []   # [] = that key is idle
     grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=selected,
-                      bins=bins, percentiles=(99.0,), axis=default_axis(qr.unit))
+                      bins=bins, percentiles=(99.0,), axis=default_axis(qr))
     b = None
     if clients:
         cq = source.query(archive, clients, start, end, 1)
@@ -61,8 +61,27 @@ def snapshot(archive, heat, keys, clients, now: float, seconds: int) -> dict:
     return {"heatmap": grid_json.to_json(grid, qr), "clients": to_json(b) if b else None}
 
 
+MIN_WIDTH, MIN_HEIGHT = 60, term_heatmap.CHROME + 8   # below this the map and table wrap into noise
+
+
+def too_small(width: int, height: int) -> str:
+    """The screen of a terminal too small to draw in, each line within width."""
+    words = ["strata top:", "terminal too", "small", f"({width}x{height});", "needs at least",
+             f"{MIN_WIDTH}x{MIN_HEIGHT}:", "enlarge it", "(q quits)"]
+    lines = []
+    for w in words:
+        if lines and len(lines[-1]) + 1 + len(w) <= width:
+            lines[-1] += " " + w
+        else:
+            lines.append(w[:width])
+    return "\n".join(lines[:max(height, 1)])
+
+
 def frame(archive, heat, keys, clients, now: float, width: int, height: int, mode: str) -> str:
-    """The whole screen as text, newest complete second at the right edge."""
+    """The whole screen as text, newest complete second at the right edge; a terminal
+    under MIN_WIDTH x MIN_HEIGHT gets too_small's lines instead."""
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        return too_small(width, height)
     nrows = table_rows(height)
     table_lines = (nrows + 3) if clients else 1
     map_height = max(height - table_lines - 1, term_heatmap.CHROME + 4)

@@ -3,6 +3,7 @@ from a query at one-second resolution: ops/s (counters, heat maps), the p50, p99
 and p99.9 of heat maps in their unit, a gauge's value. Lines are records first
 (for JSON and CSV) and text second, so every format says the same."""
 import datetime as dt
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,14 +69,49 @@ def _second(qr, col) -> list:
     return rows
 
 
-def text_header(width_dataset: int) -> str:
-    return (f"{'TIME':<25} {'DATASET':<{width_dataset}} {'KEY':<16} {'OPS/S':>8} {'P50':>8} {'P99':>8} "
-            f"{'P99.9':>8} {'VALUE':>8}")
+@dataclass(frozen=True)
+class TextColumns:
+    """Widths of the text lines' time and name columns, and whether VALUE (gauges) is shown."""
+    dataset: int
+    key: int = 16
+    value: bool = True
+    time: int = 25
 
 
-def text_line(r: dict, utc: bool, width_dataset: int) -> str:
+NUMBER_WIDTH, MIN_DATASET, MIN_KEY = 8, len("DATASET"), 6
+
+
+def fit(names: list, gauges: bool, total: int, utc: bool) -> TextColumns:
+    """Columns for lines of at most total characters where the names allow: VALUE only when
+    a dataset is a gauge, then the dataset and key columns narrowed (to MIN_DATASET and MIN_KEY at least,
+    values cut with '…'); the time with its zone and the numbers are never cut."""
+    numbers = 4 + gauges
+    time_width = len(stamp(0, utc))
+    room = total - time_width - numbers * (NUMBER_WIDTH + 1) - 2
+    dataset, key = max(len(n) for n in names), 16
+    while dataset + key > room and (dataset > MIN_DATASET or key > MIN_KEY):
+        if (dataset >= key and dataset > MIN_DATASET) or key <= MIN_KEY:
+            dataset -= 1
+        else:
+            key -= 1
+    return TextColumns(dataset, key, gauges, time_width)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def text_header(cols: TextColumns) -> str:
+    value = f" {'VALUE':>8}" if cols.value else ""
+    return (f"{'TIME':<{cols.time}} {'DATASET':<{cols.dataset}} {'KEY':<{cols.key}} {'OPS/S':>8} {'P50':>8} {'P99':>8} "
+            f"{'P99.9':>8}{value}").rstrip()
+
+
+def text_line(r: dict, utc: bool, cols: TextColumns) -> str:
     def v(x):
         return "-" if x is None else format_value(x, r["unit"])
     ops = "-" if r["ops_per_s"] is None else format_count(r["ops_per_s"])
-    return (f"{stamp(r['time'], utc):<25} {r['dataset']:<{width_dataset}} {r['key'] or '-':<16} {ops:>8} "
-            f"{v(r['p50']):>8} {v(r['p99']):>8} {v(r['p99.9']):>8} {v(r['value']):>8}").rstrip()
+    value = f" {v(r['value']):>8}" if cols.value else ""
+    return (f"{stamp(r['time'], utc):<{cols.time}} {_cut(r['dataset'], cols.dataset):<{cols.dataset}} "
+            f"{_cut(r['key'] or '-', cols.key):<{cols.key}} {ops:>8} "
+            f"{v(r['p50']):>8} {v(r['p99']):>8} {v(r['p99.9']):>8}{value}").rstrip()

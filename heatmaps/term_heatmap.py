@@ -149,6 +149,18 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
 
 
+def _title(name: str, derived: str, when: str, width: int, bold: str, reset: str) -> list:
+    """The title line: the name (and how it is derived) and the time range with its zone;
+    the name is cut to leave the range whole, and where too little of it would remain
+    the range takes a line of its own."""
+    room = width - len(when) - 2
+    if len(name + derived) <= room:
+        return [f"{bold}{name}{reset}{derived}  {when}"]
+    if room >= 12:
+        return [f"{bold}{_fit(name + derived, room)}{reset}  {when}"]
+    return [f"{bold}{_fit(name + derived, width)}{reset}", _fit(when, width)]
+
+
 def render(grid, mode: str, width: int = 200) -> str:
     """The whole heat map as text with ANSI colours (mode truecolor/256) or plain (none);
     header lines are cut to `width` (the map itself was sized by geometry())."""
@@ -163,14 +175,13 @@ def render(grid, mode: str, width: int = 200) -> str:
     dim = palette.DIM if mode != "none" else ""
 
     name = describe.selection(grid.name, grid.keys)
-    head1 = bold + _fit(f"{name}{describe.derived(grid)}  {describe.time_range(*grid.span)}",
-                        width).replace(name, name + reset, 1)
+    head1 = _title(name, describe.derived(grid), describe.time_range(*grid.span), width, bold, reset)
     head2 = _fit(f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}", width)
     note = describe.cropped(grid)
     noun = event_noun(grid.statistic)
     quantity = quantity_name(grid.statistic, grid.unit)
     gaps = describe.outages(grid)
-    out = [head1, head2] + ([_fit(note, width)] if note else []) + ([_fit(gaps, width)] if gaps else [])
+    out = head1 + [head2] + ([_fit(note, width)] if note else []) + ([_fit(gaps, width)] if gaps else [])
     out.append(f"{dim}{(noun + '/s').rjust(PANEL)} {quantity.rjust(LABEL)}{reset}")
 
     if mode == "none":

@@ -62,3 +62,23 @@ def test_html_and_png_are_drawn_on_a_log_axis(archive, tmp_path):
     assert "(log scale)" in html.read_text()
     strata(archive, "--format", "png", "-o", str(png))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("sizes,axis", [
+    ((4096,) * 249 + (42 << 20,), "log"),      # 4 KiB I/Os and one of 42 MiB: 4 decades apart
+    ((4096, 8192, 16384), "linear"),           # within one decade and a half
+], ids=["decades", "narrow"])
+def test_sizes_get_a_log_axis_where_they_span_decades(tmp_path, sizes, axis):
+    """disk.size with 250 I/Os a second: on a linear axis up to 42 MiB every 4 KiB I/O
+    lands in the bottom row; the default puts them on rows of their own, --linear keeps
+    the linear axis."""
+    path = build_archive(tmp_path / "a.db", {"disk.size": lambda t: {"": histogram(list(sizes))}}, seconds=SECONDS)
+    run = lambda *a: json.loads(run_strata(["heatmap", "disk.size", *RANGE, "--archive", str(path), "--json", *a],
+                                           env_extra=TERMINAL).stdout)
+    doc = run()
+    assert doc["axis"] == axis
+    busy = [r for r, row in enumerate(doc["counts"]) if any(row)]
+    assert len(busy) == len(set(histogram(list(sizes))))
+    if axis == "log":
+        assert busy[0] > 0 and doc["edges"][busy[0]] >= 1024, "the 4 KiB I/Os share the bottom row"
+    assert run("--linear")["axis"] == "linear"

@@ -56,7 +56,7 @@ def test_export_replaces_the_file_whole_and_reuses_the_browser(tmp_path):
 def test_a_renderer_that_dies_silently_is_one_line(tmp_path, monkeypatch):
     """A renderer killed before it can say why (as by the OOM killer) is reported, not a traceback."""
     export._stop_renderer()   # the next image starts a renderer, which dies at once
-    monkeypatch.setattr(export, "_serve", lambda jobs: os.kill(os.getpid(), 9))
+    monkeypatch.setattr(export, "_serve", lambda jobs, tmp: os.kill(os.getpid(), 9))
     with pytest.raises(export.ExportError, match=r"the renderer ended with status -9$"):
         export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=10)
 
@@ -67,3 +67,57 @@ def test_a_browser_that_cannot_start_is_its_own_one_line(tmp_path, monkeypatch):
     with pytest.raises(export.ExportError, match=r"^cannot export PNG \(kaleido/Chromium\): Kaleido v1 and later "
                                                  r"requires Chrome to be installed"):
         export.write_image(go.Figure(), str(tmp_path / "map.png"), "png", deadline=20)
+
+
+def _render_started(tmp):
+    """True once the export's renderer has made its temporary folders (Chromium is starting)."""
+    return any(len(list(p.rglob("*"))) > 0 for p in tmp.iterdir()) if tmp.exists() else False
+
+
+@pytest.mark.parametrize("interrupts", [0, 1, 2])
+def test_ctrl_c_ends_an_export_at_once_and_leaves_no_temp_folders(tmp_path, request, interrupts):
+    """Ctrl-C (SIGINT to the terminal's process group) during a real heat map's PNG export:
+    one or two quick ones end it within seconds with the one-line "aborted", and the
+    renderer's temporary folders (Chromium's profile, kaleido's) are gone, as they are
+    after an export left alone (0)."""
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+    from heatmaps_util import STRATA, build_archive, histogram, seed_latencies
+
+    rng = np.random.default_rng(3)
+    archive = build_archive(tmp_path / "a.db", {"nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 50))}})
+    tmp = Path(tempfile.mkdtemp(prefix="st-"))   # short: Chromium's socket path must fit 108 bytes
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc = subprocess.Popen(STRATA + ["heatmap", "nfs.latency", "--archive", str(archive), "-o",
+                                      str(tmp_path / "map.png")], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if interrupts == 0:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and (tmp_path / "map.png").stat().st_size > 0, err
+        assert list(tmp.iterdir()) == [], "the renderer's temporary folders outlived the export"
+        return
+    deadline = time.monotonic() + 60
+    while not _render_started(tmp) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    time.sleep(0.3)
+    for _ in range(interrupts):
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+    sent = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"the export did not end within 10 s of {interrupts} Ctrl-C")
+    assert time.monotonic() - sent < 5
+    assert (proc.returncode, err.strip()) == (130, "strata: aborted")
+    assert list(tmp.iterdir()) == [], "the renderer's temporary folders outlived the export"
+    assert not (tmp_path / "map.png").exists()

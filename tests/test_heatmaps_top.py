@@ -75,3 +75,20 @@ def test_a_24_line_terminal_keeps_a_usable_map(archive, mode):
     map_lines = [line for line in lines if "│" in line or "┤" in line]
     assert len(lines) <= 24 and len(map_lines) >= live.MAP_LINES, text
     assert "10.0.0.3" in text                                   # the busiest client still listed
+
+
+@pytest.mark.parametrize("size", [(20, 10), (80, 12), (59, 40)])
+def test_a_terminal_too_small_says_so(archive, size):
+    """Below the minimum, top's screen is a "too small" note within the terminal, not a
+    map wrapped into garbage; at the minimum the frame fits."""
+    from strata.datasets.archive import Archive
+    from strata.heatmaps import live
+    width, height = size
+    with Archive.open(str(archive)) as a:
+        heat, keys, clients = live.pick_datasets(a, None, None)
+        small = live.frame(a, heat, keys, clients, time.time(), width, height, "none").split("\n")
+        least = live.frame(a, heat, keys, clients, time.time(), live.MIN_WIDTH, live.MIN_HEIGHT, "none").split("\n")
+    assert "too small" in " ".join(small) and f"{live.MIN_WIDTH}x{live.MIN_HEIGHT}" in " ".join(small)
+    assert len(small) <= height and max(map(len, small)) <= width, small
+    assert len(least) <= live.MIN_HEIGHT and max(map(len, least)) <= live.MIN_WIDTH, "\n".join(least)
+    assert "10.0.0.3" in "\n".join(least)

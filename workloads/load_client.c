@@ -16,6 +16,7 @@
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-portmap.h>
 #include "clock.h"
+#include "load_hints.h"
 
 #define CONNECT_TIMEOUT_S 10.0
 #define CALL_TIMEOUT_S    30.0
@@ -70,11 +71,13 @@ static void on_reply(struct rpc_context *rpc, int status, void *data, void *priv
 		if (nfsstat != 0 && !(nfsstat == NFS3ERR_NOENT && call->noent_ok)) {
 			call->ph->errors++;
 			if (call->proc == LOAD_PROC_MNT)
-				client_note_error(c, "mount %s: %s", c->export,
-						  mountstat3_to_str(nfsstat));
+				client_note_error(c, "mount %s: %s%s", c->export,
+						  mountstat3_to_str(nfsstat),
+						  load_hint_status(call->proc, nfsstat, c->o->netns));
 			else
-				client_note_error(c, "%s: %s", load_proc_name(call->proc),
-						  nfsstat3_to_str(nfsstat));
+				client_note_error(c, "%s: %s%s", load_proc_name(call->proc),
+						  nfsstat3_to_str(nfsstat),
+						  load_hint_status(call->proc, nfsstat, c->o->netns));
 		}
 	} else {
 		call->ph->errors++;
@@ -342,22 +345,24 @@ int portmap_lookup(const char *host, int *nfsport, int *mountport, char *err, si
 	int *ports[2] = { nfsport, mountport };
 	struct rpc_context *rpc = connect_to(host, 111, NULL, err, errlen);
 
-	if (!rpc)
+	if (!rpc) {
+		strncat(err, load_hint_portmap(), errlen - strlen(err) - 1);
 		return -1;
+	}
 	for (int i = 0; i < 2; i++) {
 		struct getport_state g = { 0 };
 
 		if (rpc_pmap2_getport_async(rpc, progs[i].prog, progs[i].vers, IPPROTO_TCP,
 					    on_getport, &g) != 0 ||
 		    wait_sync(rpc, &g.st, CALL_TIMEOUT_S) < 0) {
-			snprintf(err, errlen, "portmapper on %s: %s", host,
-				 g.st.msg[0] ? g.st.msg : rpc_get_error(rpc));
+			snprintf(err, errlen, "portmapper on %s: %s%s", host,
+				 g.st.msg[0] ? g.st.msg : rpc_get_error(rpc), load_hint_portmap());
 			rpc_destroy_context(rpc);
 			return -1;
 		}
 		if (g.port == 0 || g.port > 65535) {
-			snprintf(err, errlen, "portmapper on %s: %s over TCP is not registered",
-				 host, progs[i].name);
+			snprintf(err, errlen, "portmapper on %s: %s over TCP is not registered%s",
+				 host, progs[i].name, load_hint_portmap());
 			rpc_destroy_context(rpc);
 			return -1;
 		}

@@ -74,7 +74,7 @@ struct load_client {
 	int inflight;
 	bool broken;        /* connection unusable: stop issuing */
 	bool closing;       /* tearing down: replies are only freed */
-	char error[256];    /* first error seen */
+	char error[512];    /* first error seen, with what to do (load_hints.h) */
 	uint64_t rpc_failures; /* RPCs that got no reply (also in errors) */
 
 	/* run state */

@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 	struct load_opts o;
 	struct load_shared sh = { .o = &o, .stop = &stop_flag, .netns_block = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
-	char err[256];
+	char err[512];
 
 	load_opts_parse(argc, argv, &o);
 	sigaction(SIGINT, &sa, NULL);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "parse_duration.h"
 #include "parse_size.h"
 
 #define MAX_CLIENTS 1000
@@ -16,16 +17,58 @@
 #define MAX_THREADS 4096
 #define MAX_IO_SIZE (16u << 20)
 
-static const char USAGE[] =
+static const char HELP[] =
+	"strata-load: a multi-client NFSv3 load generator for any NFSv3 server (the strata\n"
+	"engine, Linux nfsd, nfs-ganesha). Each client is a thread with its own TCP connection\n"
+	"and AUTH_SYS uid (10000 + N) keeping --threads requests in flight; at the end it prints\n"
+	"one line (ops/s, MiB/s, errors), or a JSON report with per-op latencies (--json).\n"
+	"\n"
 	"usage: strata-load --server HOST [--nfsport P --mountport Q] --export /NAME\n"
 	"                   --profile randread|seqread|write|mixed|stepup|seed-l2arc\n"
 	"                   [--io-size 8k] [--files N] [--file-size SIZE | --working-set SIZE]\n"
-	"                   [--clients N] [--threads T] [--duration SECS] [--rate OPS]\n"
-	"                   [--stable unstable|data_sync|file_sync] [--step-interval SECS]\n"
-	"                   [--read-pct P] [--netns [--netns-delay SECS]] [--seed S] [--setup|--setup-only]\n"
+	"                   [--clients N] [--threads T] [--duration 10s] [--rate OPS]\n"
+	"                   [--stable unstable|data_sync|file_sync] [--step-interval 60s]\n"
+	"                   [--read-pct P] [--netns [--netns-delay 1s]] [--seed S] [--setup|--setup-only]\n"
 	"                   [--pair-nfsport P --pair-mountport Q [--pair-export /NAME]]\n"
 	"                   [--json FILE|-]\n"
-	"Sizes accept k/m/g suffixes (powers of 1024). See workloads/PROFILES.md.\n";
+	"\n"
+	"profiles (what each request stream does):\n"
+	"  randread    READ --io-size at a random aligned offset of a random file\n"
+	"  seqread     READ a file from start to end, then the next file\n"
+	"  write       streaming WRITEs with --stable; unstable ones COMMIT each finished file\n"
+	"  mixed       --read-pct (70) random READs, the rest random WRITEs with --stable\n"
+	"  stepup      randread, one stream per client more every --step-interval (60s)\n"
+	"  seed-l2arc  LOOKUP a random file, READ eight consecutive 128k blocks; 50 streams\n"
+	"\n"
+	"working set: --files (16) files load-0000000... of --file-size (8m) in the export's\n"
+	"root, or --working-set SIZE split over them. --setup creates the missing ones first\n"
+	"(the root must be writable by uid 10000+), --setup-only stops after that.\n"
+	"Sizes: 4096, 8k, 1m, 2g (powers of 1024). Durations: 10, 2s, 500ms, 1m.\n"
+	"Defaults: 1 client, 1 thread, 10s, 8k I/O.\n"
+	"\n"
+	"examples (one per profile):\n"
+	"  strata-load --server 127.0.0.1 --export /data --setup --profile randread --clients 4 --threads 8\n"
+	"  strata-load --server 127.0.0.1 --export /data --setup --profile seqread --io-size 1m --duration 30s\n"
+	"  strata-load --server 127.0.0.1 --export /data --setup --profile write --stable file_sync\n"
+	"  strata-load --server 127.0.0.1 --export /data --setup --profile mixed --read-pct 50 --rate 2000\n"
+	"  strata-load --server 127.0.0.1 --export /data --setup --profile stepup --step-interval 10s --duration 1m\n"
+	"  strata-load --server 127.0.0.1 --export /data --setup --profile seed-l2arc --clients 5\n"
+	"\n"
+	"pointing it at a server:\n"
+	"  strata engine  strata-engine serve --pool POOL --export 'data:mode=1777' registers\n"
+	"                 with rpcbind; with --no-rpcbind give the ports it prints at start\n"
+	"                 ('listening nfs=ADDR:P mount=ADDR:Q') as --nfsport P --mountport Q\n"
+	"  nfsd           a directory writable by uid 10000+ (chmod 1777) in /etc/exports, e.g.\n"
+	"                 '/srv/data 127.0.0.1(rw,insecure)', then --export /srv/data\n"
+	"                 (rpcbind, which nfsd needs anyway, gives the ports)\n"
+	"  nfs-ganesha    an EXPORT with Protocols = 3, Access_Type = RW and its Pseudo path as\n"
+	"                 --export; without rpcbind: --nfsport 2049 --mountport its MNT_Port\n"
+	"  --netns (root) gives each client its own address 10.213.B.N+1: the export must allow\n"
+	"                 10.213.0.0/16, e.g. on the engine\n"
+	"                 --export 'data:mode=1777,allow=127.0.0.0/8,allow=10.213.0.0/16'\n"
+	"\n"
+	"Exit status: 0, 1 when the run failed or any RPC failed (one line why), 2 for bad flags.\n"
+	"More: workloads/PROFILES.md.\n";
 
 static const char *const PROFILES[] = {
 	[PROFILE_NONE] = "none", [PROFILE_RANDREAD] = "randread",
@@ -71,7 +114,19 @@ static long parse_int(const char *flag, const char *s, long lo, long hi)
 	return v;
 }
 
+/* A duration option in seconds ("10", "2s", "500ms", "1m"; parse_duration.h) in lo..1e7. */
 static double parse_secs(const char *flag, const char *s, double lo)
+{
+	double v;
+
+	if (parse_duration_s(s, &v) < 0 || v < lo || v > 1e7)
+		die_usage("%s: expected a duration of at least %gs such as 10, 2s, 500ms or 1m, got '%s'",
+			  flag, lo, s);
+	return v;
+}
+
+/* A rate option: a number in lo..1e7. */
+static double parse_rate(const char *flag, const char *s, double lo)
 {
 	char *end;
 
@@ -161,7 +216,7 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 			have_threads = true;
 			break;
 		case O_DURATION: o->duration = parse_secs("--duration", optarg, 0.1); break;
-		case O_RATE: o->rate = parse_secs("--rate", optarg, 0.001); break;
+		case O_RATE: o->rate = parse_rate("--rate", optarg, 0.001); break;
 		case O_STABLE: o->stable = lookup_name("--stable", optarg, STABLES, 3); break;
 		case O_STEP: o->step_interval = parse_secs("--step-interval", optarg, 0.1); break;
 		case O_READPCT: o->read_pct = parse_int("--read-pct", optarg, 0, 100); break;
@@ -171,7 +226,7 @@ void load_opts_parse(int argc, char **argv, struct load_opts *o)
 		case O_SETUP: o->setup = true; break;
 		case O_SETUPONLY: o->setup = o->setup_only = true; break;
 		case O_JSON: o->json = optarg; break;
-		case O_HELP: fputs(USAGE, stdout); exit(0);
+		case O_HELP: fputs(HELP, stdout); exit(0);
 		case O_PAIR_NFSPORT: o->pair_nfsport = parse_int("--pair-nfsport", optarg, 1, 65535); break;
 		case O_PAIR_MOUNTPORT:
 			o->pair_mountport = parse_int("--pair-mountport", optarg, 1, 65535);
