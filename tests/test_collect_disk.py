@@ -115,7 +115,7 @@ def bucket_ns(buckets):
 
 @pytest.mark.view("disk")
 def test_disk_queue_and_latency_add_up_to_the_kernels_request_time(tmp_path):
-    """mq-deadline on a loop device, 256 direct reads in flight where its driver takes 128:
+    """mq-deadline on a loop device, 1024 direct reads, 256 in flight where its driver takes 128:
     the others wait in the scheduler. Each request's disk.queue (start_time_ns to issue) and
     disk.latency (issue to completion) add up to the time the kernel sums in read ticks, so
     their totals match /sys/block/DEV/stat's within the buckets' resolution, and every read
@@ -130,7 +130,7 @@ def test_disk_queue_and_latency_add_up_to_the_kernels_request_time(tmp_path):
             c.wait_status(lambda s: "disk" in s["attached"])
             reads0, ms0 = read_ticks(dev)
             subprocess.run(["fio", "--name=queued", f"--filename=/dev/{dev}", "--rw=randread", "--bs=4k",
-                            "--direct=1", "--ioengine=libaio", "--iodepth=256", "--runtime=1", "--time_based",
+                            "--direct=1", "--ioengine=libaio", "--iodepth=256", "--io_size=4M",
                             "--size=32M", "--output-format=terse"], check=True, capture_output=True)
             reads1, ms1 = read_ticks(dev)
             c.flush_now()
