@@ -9,6 +9,7 @@ open reads it whole."""
 import numpy as np
 
 from datasets_util import data_line, heat_second, rollups_against_seconds, second_records
+from strata.datasets import salvage, transfer
 from strata.datasets.archive import Archive
 from strata.datasets.collector import Collector
 
@@ -119,3 +120,24 @@ def test_suspend_resume_and_a_prune_of_the_seconds_keep_every_rollup_exact(tmp_p
         assert a.conn.execute("SELECT min(t) FROM records WHERE step = 1 AND dataset = 1").fetchone()[0] == T0 + 660
         assert rollups_against_seconds(a.conn, seen) > 0
         assert not any(ds == 2 and T0 + 200 <= t <= T0 + 240 for ds, t in seen)
+
+
+def test_copies_of_an_archive_with_open_periods_hold_them_whole(tmp_path):
+    """`datasets archive` and `verify --salvage` write the periods a collector left open as the
+    sums of their seconds; `import` carries them open, read whole."""
+    path = made(tmp_path)
+    c = collecting(path)
+    feed(c, T0, T0 + 100)
+    crash(c)
+    for out in (tmp_path / "x.db", tmp_path / "s.db"):
+        with Archive.open(path) as a:
+            if out.name == "x.db":
+                transfer.export(a, list(NAMES), str(out), say=lambda line: None)
+            else:
+                assert not salvage.salvage(path, str(out)).problems
+        with Archive.open(out) as copy:
+            assert rollups_against_seconds(copy.conn, second_records(copy.conn)) == 3 * (2 + 1 + 1)
+    with Archive.open(tmp_path / "i.db", readonly=False) as into:
+        transfer.import_from(into, path, say=lambda line: None)
+        assert into.conn.execute("SELECT count(*) FROM pending").fetchone()[0] > 0
+    assert open_periods_read_whole(str(tmp_path / "i.db"), T0 - T0 % 3600, T0 + 100) == 6
