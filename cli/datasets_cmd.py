@@ -200,7 +200,7 @@ def destroy(archive_path, name, yes):
 @archive_option
 @click.argument("name")
 @click.option("--older-than", "older", required=True, metavar="DURATION",
-              help="Delete data older than this (e.g. 7d, 12h).")
+              help="Delete data older than this (e.g. 7d, 12h, 1h30m).")
 @click.option("--level", type=click.Choice(LEVELS), default="hour", show_default=True,
               help="Coarsest level to prune; finer levels are pruned too (hour prunes all).")
 def prune(archive_path, name, older, level):

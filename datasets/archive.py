@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import catalogue, codec, names, reader, schema
+from . import catalogue, codec, names, periods, reader, schema
 from .errors import ArchiveError
 from .suggest import did_you_mean
 from .ingest import Ingestor
@@ -261,6 +261,7 @@ class Archive:
             c.execute("DELETE FROM records WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM keys WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM spans WHERE dataset = ?", (info.id,))
+            c.execute("DELETE FROM pending WHERE dataset = ?", (info.id,))
             c.execute("DELETE FROM datasets WHERE id = ?", (info.id,))
 
     def prune(self, name: str, older_than: int, level: str = "hour", now: int | None = None) -> int:
@@ -283,7 +284,9 @@ class Archive:
         return removed
 
     def _prune_level(self, info, level, cutoff) -> int:
-        """Delete the records of each step the level stores that lie wholly before cutoff."""
+        """Delete the records of each step the level stores that lie wholly before cutoff. The
+        second level's pending seconds before cutoff are first folded into their open periods'
+        records, and a period pruned from its level is no longer pending (periods.py)."""
         steps = STORED[level]
         before = " UNION ALL ".join("SELECT rowid FROM records WHERE dataset = ? AND step = ? AND t < ?"
                                     for _ in steps)
@@ -291,6 +294,11 @@ class Archive:
         removed = 0
         while True:  # small batches: the collector never waits long for the write lock
             with self.write() as c:
+                if level == "second":
+                    periods.fold(c, info.kind, info.id, cutoff)
+                else:
+                    c.execute(f"DELETE FROM pending WHERE dataset = ? AND step IN ({', '.join(map(str, steps))}) "
+                              "AND t + step <= ?", (info.id, cutoff))
                 n = c.execute(f"DELETE FROM records WHERE rowid IN ({before} LIMIT ?)",
                               (*bounds, PRUNE_BATCH)).rowcount
                 if n < PRUNE_BATCH:
@@ -344,7 +352,9 @@ class Archive:
                 if schema.has_spans(self.conn) else 0
         return float(np.sum(cells.count, dtype=np.float64)) / (len(rows) + spanned)
 
-    def ingestor(self) -> Ingestor:
+    def ingestor(self, flush_every: float | None = 0) -> Ingestor:
+        """The writer of collected seconds (datasets/ingest.py): rollups written at the end of
+        every transaction, or once flush_every seconds have passed (None: at period ends only)."""
         if self.readonly:
             raise ArchiveError(f"{self.path}: opened read-only")
-        return Ingestor(self.conn)
+        return Ingestor(self.conn, flush_every)

@@ -10,6 +10,9 @@ retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly;
 reload() (SIGHUP) runs the `on_reload` callback between two batches, without
 stopping the daemon, then applies the dataset changes it made at once.
 Given an openmetrics.Exposition, every second collected is added to it as well.
+Rollups are written once per period (datasets/ingest.py): when a period ends, every
+`flush_every` seconds (FLUSH_EVERY), for a dataset suspended or destroyed, and at stop;
+what a crash leaves pending is rebuilt from the stored seconds by the next start.
 
 Lifecycle commands beside the collector lose nothing and confuse nothing. Dataset ids
 are never reused (datasets/schema.py). Every write transaction first reads, under its
@@ -57,6 +60,7 @@ from .status import StatusFile, daemon_summary
 MAX_LINE = 16 << 20
 ERRORS_KEPT = 5     # problems the status file keeps (the last ones said)
 STEP_MS = 500       # a wall-clock advance this far from the monotonic one is a step
+FLUSH_EVERY = 60    # seconds between writes of the open ten-minute and hour records (and minutes)
 
 
 def control_line(info, key: str) -> str:
@@ -88,12 +92,13 @@ def _device_of(path):
 
 class Collector:
     def __init__(self, archive: Archive, command: list, log=None, poll: float = 1.0, prune_every: float = 60,
-                 exposition=None, on_reload=None, lock=None):
+                 exposition=None, on_reload=None, lock=None, flush_every: float | None = FLUSH_EVERY):
+        self.flush_every = flush_every
         self.archive, self.command, self.exposition, self.lock = archive, command, exposition, lock
         self.on_reload, self.reloading = on_reload, False
         self.log = log or (lambda msg: print(f"strata collect: {msg}", file=sys.stderr, flush=True))
         self.poll, self.prune_every = poll, prune_every
-        self.ingest = None if archive.readonly else archive.ingestor()   # None: not yet writable
+        self.ingest = None if archive.readonly else archive.ingestor(flush_every)   # None: not yet writable
         self.kinds = {}          # dataset id -> kind, for datasets added to the daemon
         self.infos = {}          # dataset id -> DatasetInfo
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
@@ -257,6 +262,7 @@ class Collector:
             self._same_file()
             with self.archive.guard(), self.ingest.transaction():
                 active = self._active()
+                self.ingest.close(set(self.ingest.latest) - set(active))   # suspended or destroyed
                 if self.held:
                     self.held.store(self.ingest, {ds: span for ds, span in self.held.spans.items()
                                                   if self._stored(active, ds, span.start)})
@@ -344,6 +350,16 @@ class Collector:
                  "per dataset spanning them")
         self._write_status()
 
+    def _flush(self):
+        """Write the open rollup periods (at stop); left pending, for the next start, if that fails."""
+        if self.ingest is None or self.fault or not self.ingest.open:
+            return
+        try:
+            with self.archive.guard(), self.ingest.transaction():
+                self.ingest.flush()
+        except ArchiveError as e:
+            self.log(f"{e}; the open minute, ten-minute and hour records are written at the next start")
+
     def unwritable(self, error):
         """The archive could not be opened for writing at start (Archive.open_for_collecting)."""
         self._hold([], error)
@@ -368,7 +384,7 @@ class Collector:
             self.log(f"{self.archive.path} was removed or replaced: made again with the "
                      f"{len(infos)} dataset(s) being collected")
         self.identity = self.archive.identity()
-        self.ingest = self.archive.ingestor()
+        self.ingest = self.archive.ingestor(self.flush_every)
         if self.lock:
             self.lock.renew()
 
@@ -447,7 +463,7 @@ class Collector:
         return 0
 
     def _shutdown(self):
-        """quit the daemon, archive its last lines, and make sure it is gone."""
+        """quit the daemon, archive its last lines and the open rollup periods, and make sure it is gone."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
@@ -470,6 +486,7 @@ class Collector:
             if self.held:
                 self.log(f"stopping with {self.held.seconds()} s of events the archive could not take; "
                          "they are lost")
+        self._flush()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

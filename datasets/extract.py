@@ -4,7 +4,8 @@ needs) and under a check's round archives (lab/window.py).
 
 extract() writes a fresh archive (same schema, rollback journal so it is one file) holding
 only the chosen datasets, atomically (temporary file, then rename), never over the archive
-it reads. attach() and has_spans() are the source side, shared with import.
+it reads, its rollup periods still open written whole. attach(), has_spans() and
+copy_pending() are the source side, shared with import.
 """
 import os
 import sqlite3
@@ -12,6 +13,7 @@ from urllib.parse import quote
 
 from . import schema
 from .archive import Archive
+from .ingest import Ingestor
 from .errors import ArchiveError
 
 
@@ -33,6 +35,14 @@ def attach(conn, path: str):
             conn.execute("DETACH DATABASE src")
             why = e
     raise schema.translate(path, why)
+
+
+def copy_pending(conn, dataset_from: str, dataset_to: str = "dataset"):
+    """Copy the attached source's pending rows (datasets/periods.py) of the datasets chosen by
+    `dataset_from` (an SQL condition on src.pending), under `dataset_to` (an SQL expression)."""
+    if schema.has_pending(conn, "src"):
+        conn.execute(f"INSERT INTO pending SELECT {dataset_to}, step, t, through FROM src.pending "
+                     f"WHERE {dataset_from}")
 
 
 def has_spans(conn) -> bool:
@@ -72,6 +82,8 @@ def extract(archive: Archive, which: list, dest: str, overwrite: bool = False, a
                      f"FROM src.records WHERE dataset IN ({ids}) ORDER BY dataset, step, t")
         if has_spans(conn):
             conn.execute(f"INSERT INTO spans SELECT * FROM src.spans WHERE dataset IN ({ids})")
+        copy_pending(conn, f"dataset IN ({ids})")
+        Ingestor(conn).recover()     # the open periods written whole: the file needs no collector
         if also:
             also(conn, {i.id for i in infos})
     return infos

@@ -21,7 +21,7 @@ what a rate is divided by.
 """
 import numpy as np
 
-from . import codec, collected, llhist, schema
+from . import codec, collected, llhist, periods, schema
 from .errors import ArchiveError
 from .query import QueryResult
 from .retention import LEVELS, STEP, TEN_MINUTES
@@ -124,12 +124,24 @@ def read_groups(conn, info, step: int, first: int, end: int) -> tuple:
 
 
 def read_ranges(conn, info, ranges: list) -> tuple:
-    """read_groups of each (step, first, end) in ranges (in time order), as one."""
-    rows = [r for step, first, end in ranges for r in conn.execute(
-        "SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? ORDER BY t",
-        (info.id, step, first, end)).fetchall()]
+    """read_groups of each (step, first, end) in ranges (in time order), as one. A period still
+    open is read as its record plus its pending seconds (datasets/periods.py)."""
+    rows = [r for step, first, end in ranges for r in _records(conn, info, step, first, end)]
     times = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     return times, codec.decode_groups(info.kind, [r[1] for r in rows])
+
+
+def _records(conn, info, step, first, end) -> list:
+    """(t, data) of the records of one step with first <= t < end, open periods rebuilt."""
+    rows = conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ? ORDER BY t",
+                        (info.id, step, first, end)).fetchall()
+    if step == 1:
+        return rows
+    rebuilt = {t: periods.rebuild(conn, info.kind, info.id, step, t, through).encode(info.kind)
+               for _, t, through in periods.pending_rows(conn, info.id, step, first, end)}
+    if not rebuilt:
+        return rows
+    return sorted([r for r in rows if r[0] not in rebuilt] + list(rebuilt.items()))
 
 
 def _ten_minutes_from(conn, dataset, t0) -> bool:

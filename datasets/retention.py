@@ -4,8 +4,8 @@ A retention is "all" (None) or at least N seconds, per level; coarser levels
 must keep data at least as long as finer ones. The default bounds every level
 (a week of seconds, 90 days of minutes, two years of hours), so an archive
 nobody tends stops growing: its size then follows the number of datasets and
-their breakdown keys (bounded by the collector), not the time it has run. Durations read and print as
-30s, 90m, 48h, 7d, 2w.
+their breakdown keys (bounded by the collector), not the time it has run. Durations print as
+30s, 90m, 48h, 7d, 2w, and read so or compound (1h30m) or as bare seconds (parse_duration).
 """
 import re
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ STORED = {"second": (1,), "minute": (60, 600), "hour": (3600,)}
 TEN_MINUTES = 600
 LEVEL_OF = {step: lv for lv, steps in STORED.items() for step in steps}
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+PARSE_UNITS = {**UNITS, "": 1, "sec": 1, "min": 60}
 LONGEST = 100 * 365 * 86400   # the longest duration a user may give (100 years), here and in views
 
 
@@ -29,17 +30,20 @@ def too_long(text: str) -> str:
 
 
 def parse_duration(text: str, allow_all: bool = True):
-    """Seconds in '7d', '48h', '90m', '30s', '2w'; None for 'all' (when allowed)."""
+    """Seconds in a duration, the one grammar of every command (`--last`, `--keep`, `prune
+    --older-than`): a number of seconds ('90'), or numbers each with a unit s (sec), m (min),
+    h, d or w, summed ('7d', '1h30m'); None for 'all' (when allowed)."""
     text = text.strip().lower()
     if allow_all and text == "all":
         return None
-    m = re.fullmatch(r"(\d+)([smhdw])", text)
-    if m and int(m.group(1)) == 0:
-        raise ArchiveError(f"{text!r} is no time at all: give a positive duration, e.g. 1h or 7d")
-    if not m:
-        raise ArchiveError(f"bad duration {text!r}: use a number and a unit s/m/h/d/w, e.g. 7d"
+    parts = re.findall(r"(\d+)\s*([a-z]*)", text)
+    if not parts or "".join(n + u for n, u in parts) != re.sub(r"\s+", "", text) or \
+            any(u not in PARSE_UNITS or (not u and len(parts) > 1) for _, u in parts):
+        raise ArchiveError(f"bad duration {text!r}: use numbers with units s/m/h/d/w, e.g. 7d or 1h30m"
                            + (", or 'all'" if allow_all else ""))
-    seconds = int(m.group(1)) * UNITS[m.group(2)]
+    seconds = sum(int(n) * PARSE_UNITS[u] for n, u in parts)
+    if seconds == 0:
+        raise ArchiveError(f"{text!r} is no time at all: give a positive duration, e.g. 1h or 7d")
     if seconds > LONGEST:
         raise ArchiveError(too_long(text) + (" (to keep everything: 'all')" if allow_all else ""))
     return seconds

@@ -3,7 +3,8 @@
 salvage(path, out) runs verify's checks (datasets/verify.py) and copies every dataset,
 key, record, span and worksheet that passed them, under the same ids and names, into a
 fresh archive at `out` (a rollback-journal file, like `strata datasets archive` writes):
-every readable, whole second, minute and hour is kept; a record stored twice keeps its
+every readable, whole second, minute and hour is kept (a period a collector had still open
+written as the sum of its record and its seconds kept); a record stored twice keeps its
 first copy. Every worksheet that passes is kept, whichever datasets survived: the file
 is the same archive, repaired.
 """
@@ -11,6 +12,7 @@ import os
 
 from . import schema, worksheets
 from .errors import ArchiveError
+from .ingest import Ingestor
 from .verify import DATASET_COLUMNS, Checker, Report
 
 
@@ -33,6 +35,9 @@ class _Sink:
     def span(self, ds, t, seconds, cause):
         self.conn.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?)", (ds, t, seconds, cause))
 
+    def pending(self, ds, step, t, through):
+        self.conn.execute("INSERT OR IGNORE INTO pending VALUES (?, ?, ?, ?)", (ds, step, t, through))
+
     def worksheet(self, name, state, saved):
         self.conn.execute(worksheets.TABLE)
         self.conn.execute("INSERT OR IGNORE INTO worksheets VALUES (?, ?, ?)", (name, state, saved))
@@ -51,4 +56,5 @@ def salvage(path: str, out: str) -> Report:
         report = Checker(path, _Sink(conn)).run()
         if report.newer:
             raise ArchiveError(report.problems[-1].split(": ", 1)[1])
+        Ingestor(conn).recover()     # rollup periods left open: written whole from the seconds kept
     return report

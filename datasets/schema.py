@@ -30,6 +30,11 @@ Tables:
             stepped back); cause 'stall', 'archive' or 'clock'. Added to format 1 without a version change:
             writers create it in an archive that lacks it, readers of an archive
             without it see no spans.
+  pending   (dataset, step, t) -> through: the rollup record of the period [t, t + step)
+            holds none of the period's stored seconds from `through` on (it is written once
+            per period: datasets/ingest.py, periods.py); its exact contents are that record
+            plus those seconds. Added to format 1 like spans; an older strata reading an
+            archive a collector is writing sees an open period's record as of its last flush.
 """
 import os
 import sqlite3
@@ -44,6 +49,10 @@ APPLICATION_ID = 0x53545241  # "STRA"
 SPANS = """CREATE TABLE IF NOT EXISTS spans(
   dataset INTEGER NOT NULL, t INTEGER NOT NULL, seconds INTEGER NOT NULL CHECK (seconds > 1),
   cause TEXT NOT NULL, PRIMARY KEY (dataset, t)
+) WITHOUT ROWID;"""
+PENDING = """CREATE TABLE IF NOT EXISTS pending(
+  dataset INTEGER NOT NULL, step INTEGER NOT NULL, t INTEGER NOT NULL, through INTEGER NOT NULL,
+  PRIMARY KEY (dataset, step, t)
 ) WITHOUT ROWID;"""
 VERSION = 1
 WAL_LIMIT = 16 << 20   # bytes the WAL file is cut back to after a checkpoint resets it
@@ -108,7 +117,7 @@ CREATE TRIGGER records_removed AFTER DELETE ON records BEGIN
   UPDATE usage SET rows = rows - 1, bytes = bytes - length(OLD.data)
   WHERE dataset = OLD.dataset AND step = OLD.step;
 END;
-""" + SPANS
+""" + SPANS + "\n" + PENDING
 
 
 def translate(path, e: Exception) -> ArchiveError:
@@ -250,6 +259,7 @@ def _validate_or_create(conn, path, readonly):
         conn.execute("PRAGMA journal_mode = WAL")
     if not readonly:
         conn.execute(SPANS)
+        conn.execute(PENDING)
         if not ids_never_reused(conn):
             _migrate_ids(conn)
 
@@ -270,7 +280,8 @@ def _migrate_ids(conn):
         if not ids_never_reused(conn):    # another writer may have done it meanwhile
             high = max(conn.execute(f"SELECT coalesce(max({col}), 0) FROM {table}").fetchone()[0]
                        for table, col in (("datasets", "id"), ("keys", "dataset"), ("records", "dataset"),
-                                          ("usage", "dataset"), ("spans", "dataset")))
+                                          ("usage", "dataset"), ("spans", "dataset"),
+                                          ("pending", "dataset")))
             conn.execute(DATASETS.replace("TABLE_NAME", "datasets_new"))
             conn.execute(f"INSERT INTO datasets_new ({DATASETS_COLUMNS}) SELECT {DATASETS_COLUMNS} FROM datasets")
             conn.execute("DROP TABLE datasets")     # its triggers go with it (no DELETE trigger runs)
@@ -289,6 +300,12 @@ def _migrate_ids(conn):
 def has_spans(conn) -> bool:
     """Whether the archive has the spans table (archives written before it have none)."""
     return conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'spans'").fetchone() is not None
+
+
+def has_pending(conn, schema_name: str = "main") -> bool:
+    """Whether the archive has the pending table (archives written before it have none)."""
+    return conn.execute(f"SELECT 1 FROM {schema_name}.sqlite_schema WHERE type = 'table' AND name = 'pending'"
+                        ).fetchone() is not None
 
 
 def initialise(conn, journal: str = "WAL"):

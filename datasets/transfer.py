@@ -116,6 +116,7 @@ def import_from(archive: Archive, src, say=None) -> list:
                 if extract.has_spans(c):
                     c.execute("INSERT INTO spans SELECT ?, t, seconds, cause FROM src.spans WHERE dataset = ?",
                               (new, d.id))
+                extract.copy_pending(c, f"dataset = {int(d.id)}", str(int(new)))
             renamed = worksheets.insert(c, sheets)
     finally:
         with archive.guard():

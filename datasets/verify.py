@@ -160,6 +160,7 @@ class Checker:
                     self._records(conn)
                     self._usage(conn)
                     self._spans(conn)
+                    self._pending(conn)
                     self._worksheets(conn)
         except (sqlite3.Error, UnicodeDecodeError) as e:
             r.add("sqlite", f"reading stopped: {e}")
@@ -385,6 +386,13 @@ class Checker:
         for ds, levels in short.items():
             self.report.add("usage", f"{self.datasets[ds][0]}: record(s) found whole of those counted: " +
                             ", ".join(f"{whole} of {rows} {LEVEL[step]}" for step, rows, whole in sorted(levels)))
+
+    def _pending(self, conn):
+        """Pass the rollup periods still open (datasets/periods.py) of the datasets read to the sink."""
+        if self.sink and schema.has_pending(conn):
+            for ds, step, t, through in conn.execute("SELECT dataset, step, t, through FROM pending"):
+                if ds in self.datasets and step in (60, 600, 3600) and t <= through <= t + step:
+                    self.sink.pending(ds, step, t, through)
 
     def _spans(self, conn):
         if not self.has_spans:

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "export.h"
-#include "net.h"
+#include "rpc_req.h"
 #include "objset.h"
 
 #define FH_SIZE 32

@@ -607,6 +607,67 @@ static void *feed_main(void *arg)
 	return NULL;
 }
 
+/* ---- rebuild ---- */
+
+/* Restores the entries of one verified log block, newest first, at the old
+ * end of the device's list; 0 if the rebuild must stop. */
+static int restore_block(void *ctx, const uint8_t *p, const struct l2_lbhdr *h)
+{
+	struct l2_rebuild_arg *a = ctx;
+	struct l2arc *l2 = a->l2;
+	struct l2dev *d = a->dev;
+	pthread_mutex_lock(&l2->lock);
+	if (l2->stop || l2->tomb_overflow) {
+		l2->st.l2_rebuild_aborts++;
+		pthread_mutex_unlock(&l2->lock);
+		return 0;
+	}
+	for (uint32_t i = h->nentries; i-- > 0;) {
+		struct l2_lbent e;
+		memcpy(&e, p + sizeof(*h) + i * sizeof(e), sizeof(e));
+		if (!l2_lbent_valid(d, &e, h->lpos, l2->cfg.max_buf) || l2_lookup(l2, e.key) != L2_NIL ||
+		    l2_stage_find(l2, e.key) || l2_tomb_has(l2, e.key))
+			continue;
+		struct l2hdr hdr = { .key = e.key, .ck = e.ck,
+				     .daddr = (uint32_t)(l2_phys(d, e.lpos) / L2_SECTOR),
+				     .lsize = e.lsize, .psize = e.psize_flags & 0xffffff,
+				     .flags = e.psize_flags >> 24 };
+		l2_hdr_add(l2, d, &hdr, 1);
+		l2->st.l2_rebuild_bufs++;
+	}
+	l2->st.l2_rebuild_log_blks++;
+	pthread_mutex_unlock(&l2->lock);
+	return 1;
+}
+
+/* Marks d rebuilt (ok: the chain was walked to its end) and wakes waiters. */
+static void rebuild_finish(struct l2arc *l2, struct l2dev *d, int ok)
+{
+	pthread_mutex_lock(&l2->lock);
+	if (ok)
+		l2->st.l2_rebuild_success++;
+	d->rebuilding = 0;
+	if (--l2->rebuilding == 0)
+		l2_tombs_clear(l2);
+	pthread_cond_broadcast(&l2->done_cv);
+	pthread_mutex_unlock(&l2->lock);
+}
+
+/* The rebuild thread of one device (arg: malloc'ed struct l2_rebuild_arg, freed here):
+ * the headers of its log chain restored, block after block. */
+static void *rebuild_main(void *arg)
+{
+	struct l2_rebuild_arg a = *(struct l2_rebuild_arg *)arg;
+	free(arg);
+	enum l2_walk end = l2_log_walk(a.dev, restore_block, &a);
+	if (end == L2_WALK_IO_ERROR)
+		__atomic_add_fetch(&a.l2->st.l2_rebuild_io_errors, 1, __ATOMIC_RELAXED);
+	else if (end == L2_WALK_BAD_BLOCK)
+		__atomic_add_fetch(&a.l2->st.l2_rebuild_lb_bad, 1, __ATOMIC_RELAXED);
+	rebuild_finish(a.l2, a.dev, end == L2_WALK_END);
+	return NULL;
+}
+
 /* ---- lifecycle ---- */
 
 struct l2arc *l2arc_create(const struct l2arc_config *cfg)
@@ -694,11 +755,11 @@ int l2arc_add_device(struct l2arc *l2, const char *path, uint64_t create_size, c
 		struct l2_rebuild_arg *a = malloc(sizeof(*a));
 		if (a) {
 			*a = (struct l2_rebuild_arg){ l2, d };
-			d->rebuild_thread_live = !pthread_create(&d->rebuild_thread, NULL, l2_rebuild_main, a);
+			d->rebuild_thread_live = !pthread_create(&d->rebuild_thread, NULL, rebuild_main, a);
 		}
 		if (!d->rebuild_thread_live) {
 			free(a);
-			l2_rebuild_finish(l2, d, 0);
+			rebuild_finish(l2, d, 0);
 		}
 	}
 	return 0;

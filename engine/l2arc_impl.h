@@ -168,10 +168,20 @@ int l2_sb_write(struct l2dev *d, const struct l2dev *snapshot);
  * *chain; *chain becomes the pointer to it.  Returns its size. */
 uint32_t l2_lb_encode(uint8_t *dst, const struct l2dev *d, uint64_t lpos,
 		      const struct l2_lbent *ents, uint32_t n, struct l2_lbptr *chain);
-/* Rebuild thread (arg: malloc'ed struct l2_rebuild_arg, freed by it). */
-void *l2_rebuild_main(void *arg);
-/* Marks d rebuilt (ok: the chain was walked to its end) and wakes waiters. */
-void l2_rebuild_finish(struct l2arc *l2, struct l2dev *d, int ok);
+/* Whether an entry of a log block living at lb_lpos is usable: in the device's
+ * valid window, before its log block, inside one lap of the ring. */
+int l2_lbent_valid(const struct l2dev *d, const struct l2_lbent *e, uint64_t lb_lpos, uint32_t max_buf);
+enum l2_walk {
+	L2_WALK_END,       /* the chain was walked to its end */
+	L2_WALK_STOPPED,   /* visit returned 0 */
+	L2_WALK_ASTRAY,    /* a pointer out of place (size, alignment, past the ring) */
+	L2_WALK_IO_ERROR,  /* a block could not be read */
+	L2_WALK_BAD_BLOCK, /* a block's checksum or header did not check out */
+};
+/* Walks d's log chain from its newest block back, calling visit with every
+ * block that checks out (p: the block, h: its header) until it returns 0. */
+enum l2_walk l2_log_walk(struct l2dev *d, int (*visit)(void *ctx, const uint8_t *p, const struct l2_lbhdr *h),
+			 void *ctx);
 
 struct l2_rebuild_arg { struct l2arc *l2; struct l2dev *dev; };
 

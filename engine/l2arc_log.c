@@ -1,8 +1,9 @@
 /* l2arc_log.c — the L2ARC's on-device metadata: the superblock at offset 0
  * (ring geometry, hand, evict position, newest log block) and the log blocks
  * written with every feed (headers of the buffers just written, each block
- * pointing to the previous one with its checksum), and the rebuild thread that
- * walks that chain from the newest block back to restore the headers. */
+ * pointing to the previous one with its checksum), and the walk of that chain
+ * from the newest block back that the rebuild (l2arc.c) restores headers from.
+ * It calls nothing of the cache above it. */
 #include "l2arc_impl.h"
 
 #include <stdlib.h>
@@ -91,9 +92,7 @@ uint32_t l2_lb_encode(uint8_t *dst, const struct l2dev *d, uint64_t lpos,
 	return size;
 }
 
-/* An entry of a log block living at lb_lpos is usable if it lies in the
- * device's valid window, before its log block, inside one lap of the ring. */
-static int entry_valid(const struct l2dev *d, const struct l2_lbent *e, uint64_t lb_lpos, uint32_t max_buf)
+int l2_lbent_valid(const struct l2dev *d, const struct l2_lbent *e, uint64_t lb_lpos, uint32_t max_buf)
 {
 	uint32_t psize = e->psize_flags & 0xffffff, flags = e->psize_flags >> 24;
 	if (!e->lsize || e->lsize > max_buf || !psize || psize > e->lsize || (flags & ~L2F_COMPRESSED) ||
@@ -105,70 +104,26 @@ static int entry_valid(const struct l2dev *d, const struct l2_lbent *e, uint64_t
 	return l2_phys(d, e->lpos) + asz <= d->ring_end;
 }
 
-/* Restores the entries of one verified log block, newest first, at the old
- * end of the device's list; 0 if the rebuild must stop. */
-static int restore_block(struct l2arc *l2, struct l2dev *d, const uint8_t *p, const struct l2_lbhdr *h)
+enum l2_walk l2_log_walk(struct l2dev *d, int (*visit)(void *ctx, const uint8_t *p, const struct l2_lbhdr *h),
+			 void *ctx)
 {
-	pthread_mutex_lock(&l2->lock);
-	if (l2->stop || l2->tomb_overflow) {
-		l2->st.l2_rebuild_aborts++;
-		pthread_mutex_unlock(&l2->lock);
-		return 0;
-	}
-	for (uint32_t i = h->nentries; i-- > 0;) {
-		struct l2_lbent e;
-		memcpy(&e, p + sizeof(*h) + i * sizeof(e), sizeof(e));
-		if (!entry_valid(d, &e, h->lpos, l2->cfg.max_buf) || l2_lookup(l2, e.key) != L2_NIL ||
-		    l2_stage_find(l2, e.key) || l2_tomb_has(l2, e.key))
-			continue;
-		struct l2hdr hdr = { .key = e.key, .ck = e.ck,
-				     .daddr = (uint32_t)(l2_phys(d, e.lpos) / L2_SECTOR),
-				     .lsize = e.lsize, .psize = e.psize_flags & 0xffffff,
-				     .flags = e.psize_flags >> 24 };
-		l2_hdr_add(l2, d, &hdr, 1);
-		l2->st.l2_rebuild_bufs++;
-	}
-	l2->st.l2_rebuild_log_blks++;
-	pthread_mutex_unlock(&l2->lock);
-	return 1;
-}
-
-void l2_rebuild_finish(struct l2arc *l2, struct l2dev *d, int ok)
-{
-	pthread_mutex_lock(&l2->lock);
-	if (ok)
-		l2->st.l2_rebuild_success++;
-	d->rebuilding = 0;
-	if (--l2->rebuilding == 0)
-		l2_tombs_clear(l2);
-	pthread_cond_broadcast(&l2->done_cv);
-	pthread_mutex_unlock(&l2->lock);
-}
-
-void *l2_rebuild_main(void *arg)
-{
-	struct l2_rebuild_arg a = *(struct l2_rebuild_arg *)arg;
-	free(arg);
-	struct l2arc *l2 = a.l2;
-	struct l2dev *d = a.dev;
 	uint32_t maxlb = l2_lb_bytes(L2_LB_MAX_ENTRIES);
 	uint8_t *buf = tierdev_alloc(maxlb + 2 * TIERDEV_ALIGN);
 	struct l2_lbptr ptr = d->head;
-	int ok = 1;
+	enum l2_walk end = L2_WALK_END;
 	/* The chain ends where a block falls out of the valid window. */
 	while (ptr.size && ptr.lpos >= d->evict_lpos && ptr.lpos <= d->hand_lpos &&
 	       ptr.size <= d->hand_lpos - ptr.lpos) {
 		uint64_t phys = l2_phys(d, ptr.lpos);
 		if (ptr.size < sizeof(struct l2_lbhdr) || ptr.size > maxlb || ptr.size % L2_SECTOR ||
 		    phys + ptr.size > d->ring_end) {
-			ok = 0;
+			end = L2_WALK_ASTRAY;
 			break;
 		}
 		uint64_t aoff = phys & ~(uint64_t)(TIERDEV_ALIGN - 1);
 		size_t span = tier_roundup(phys + ptr.size - aoff, TIERDEV_ALIGN);
 		if (tierdev_pread(&d->io, buf, span, aoff)) {
-			__atomic_add_fetch(&l2->st.l2_rebuild_io_errors, 1, __ATOMIC_RELAXED);
-			ok = 0;
+			end = L2_WALK_IO_ERROR;
 			break;
 		}
 		const uint8_t *p = buf + (phys - aoff);
@@ -179,17 +134,15 @@ void *l2_rebuild_main(void *arg)
 		if (!cksum_equal(&ck, &ptr.ck) || h.magic != L2_LB_MAGIC || h.guid != d->guid ||
 		    h.lpos != ptr.lpos || h.nentries > L2_LB_MAX_ENTRIES ||
 		    sizeof(h) + (uint64_t)h.nentries * sizeof(struct l2_lbent) > ptr.size) {
-			__atomic_add_fetch(&l2->st.l2_rebuild_lb_bad, 1, __ATOMIC_RELAXED);
-			ok = 0;
+			end = L2_WALK_BAD_BLOCK;
 			break;
 		}
-		if (!restore_block(l2, d, p, &h)) {
-			ok = 0;
+		if (!visit(ctx, p, &h)) {
+			end = L2_WALK_STOPPED;
 			break;
 		}
 		ptr = h.prev;
 	}
 	free(buf);
-	l2_rebuild_finish(l2, d, ok);
-	return NULL;
+	return end;
 }

@@ -2,7 +2,7 @@
 #ifndef ENGINE_MOUNT3_H
 #define ENGINE_MOUNT3_H
 
-#include "net.h"
+#include "rpc_req.h"
 
 /* Returns an accept_stat, or MOUNT3_DENIED: reply MSG_DENIED (AUTH_TOOWEAK). */
 int mount3_dispatch(struct rpc_req *r, struct xdr_out *o);

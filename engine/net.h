@@ -9,9 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "objset.h"
-#include "rpc.h"
-#include "xdr.h"
+#include "rpc_req.h"
 
 /* Largest record accepted: a 1 MiB WRITE plus RPC and NFS headers. */
 #define NET_MAX_RECORD (1024u * 1024u + 4096u)
@@ -37,23 +35,6 @@ struct net_limits {
 #define NET_LIMITS_DEFAULT { .max_conns = 4096, .max_conns_per_addr = 256, \
 	.record_mem = 64ull << 20, .reply_queue = 4ull << 20, .reply_mem = 128ull << 20, \
 	.record_timeout_ms = 30000, .idle_timeout_ms = 600000 }
-
-struct conn;
-
-struct rpc_req {
-	struct conn *conn;
-	const struct sockaddr_storage *client;
-	struct rpc_call call;
-	struct xdr_in args;
-	uint8_t *rec;
-	uint32_t reclen;
-	uint64_t start_ns;
-	/* filled by the procedure for the nfs_ops probe and the counters */
-	uint32_t status, bytes;
-	uint64_t file_id;
-	struct io_acct acct;
-	struct rpc_req *next;
-};
 
 /* Binds and listens on host:port (port 0 picks one); returns the fd, and the
  * bound address as "ADDR:PORT" in `bound`.  -1 with a message in err. */

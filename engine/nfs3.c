@@ -1134,6 +1134,11 @@ void nfs3_set_reply_delay(uint64_t ns)
 	__atomic_store_n(&reply_delay_ns, ns, __ATOMIC_RELAXED);
 }
 
+uint64_t nfs3_reply_delay(void)
+{
+	return __atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED);
+}
+
 static void reply_delay(void)
 {
 	uint64_t ns = __atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED);

@@ -16,8 +16,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "engine.h"
 #include "names.h"
+#include "nfs3.h"
 #include "tiers.h"
 #include "util.h"
 
@@ -115,7 +117,7 @@ char *stats_json(void)
 			(unsigned long long)ld(&p->vdevs[i].reads), (unsigned long long)ld(&p->vdevs[i].writes),
 			(unsigned long long)ld(&p->vdevs[i].flushes));
 	jprintf(&j, "]}\n");
-	char *tiers = tiers_stats_json();
+	char *tiers = tiers_stats_json(nfs3_reply_delay());
 	j.len -= 2; /* reopen the object: drop "}\n" */
 	jprintf(&j, ",%s}\n", tiers);
 	free(tiers);
@@ -150,7 +152,7 @@ static void serve_client(int fd)
 		out = names_removed_json();
 	} else if (!strncmp(line, "ctl ", 4)) {
 		char msg[256];
-		int rc = tiers_ctl(line + 4, msg, sizeof(msg));
+		int rc = engine_ctl(line + 4, msg, sizeof(msg));
 		char *esc = json_escaped(msg);
 		size_t cap = strlen(esc) + 16;
 		out = xmalloc(cap);

@@ -1,6 +1,6 @@
 /* tiers.c — wires the L2ARC, the ZIL and the device models into the running
  * engine (see tiers.h): set-up and replay at start, stable writes and COMMIT,
- * the run-time switches of `strata-engine ctl`, and their stats. */
+ * the switches `strata-engine ctl` sets (ctl.c), and their stats. */
 #include "tiers.h"
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include "devmodel.h"
 #include "engine.h"
 #include "l2arc.h"
-#include "nfs3.h"
+#include "nfsstat.h"
 #include "strata_probes.h"
 #include "util.h"
 #include "zil.h"
@@ -25,7 +25,7 @@ static struct {
 	struct zil *zil;
 	struct devmodel *vdev_model, *cache_model, *log_model;
 	char log_where[300];
-	uint64_t delay_l2arc, delay_pool, delay_zil, delay_nfs;
+	uint64_t delay_l2arc, delay_pool, delay_zil;
 } tg;
 
 /* "PATH[:SIZE]" -> path, size (0 when absent). */
@@ -244,83 +244,32 @@ uint32_t tiers_commit(struct object *o, struct io_acct *acct)
 		? NFS3ERR_IO : NFS3_OK;
 }
 
-/* ---- ctl ---- */
+/* ---- switches ---- */
 
-static int ctl_reply(char *out, size_t outsz, int rc, const char *fmt, const char *arg)
+struct l2arc *tiers_l2arc(void)
 {
-	snprintf(out, outsz, fmt, arg);
-	return rc;
+	return tg.l2;
 }
 
-static int on_off(const char *word, bool *v)
+int tiers_set_delay(const char *tier, uint64_t ns)
 {
-	if (!strcmp(word, "on"))
-		*v = true;
-	else if (!strcmp(word, "off"))
-		*v = false;
-	else
-		return -1;
-	return 0;
-}
-
-static int ctl_delay(const char *tier, const char *dur, char *out, size_t outsz)
-{
-	uint64_t ns;
-	if (parse_duration_ns(dur, &ns) || ns > 10ull * 1000000000ull)
-		return ctl_reply(out, outsz, -1, "bad delay '%s' (e.g. 50us, 2ms, 0; at most 10s)", dur);
 	if (!strcmp(tier, "l2arc")) {
 		if (!tg.l2)
-			return ctl_reply(out, outsz, -1, "%s", "no L2ARC: serve was started without --cache");
+			return -1;
 		l2arc_set_read_delay(tg.l2, ns);
 		tg.delay_l2arc = ns;
 	} else if (!strcmp(tier, "zil")) {
 		if (!tg.zil)
-			return ctl_reply(out, outsz, -1, "%s", "no intent log on this engine");
+			return -1;
 		zil_set_write_delay(tg.zil, ns);
 		tg.delay_zil = ns;
 	} else if (!strcmp(tier, "pool")) {
 		__atomic_store_n(&g_engine.pool->read_delay_ns, ns, __ATOMIC_RELAXED);
 		tg.delay_pool = ns;
-	} else if (!strcmp(tier, "nfs")) {
-		nfs3_set_reply_delay(ns);
-		tg.delay_nfs = ns;
 	} else {
-		return ctl_reply(out, outsz, -1, "unknown tier '%s' (l2arc, zil, pool or nfs)", tier);
+		return -2;
 	}
-	return ctl_reply(out, outsz, 0, "inject-delay %s", tier);
-}
-
-int tiers_ctl(const char *request, char *out, size_t outsz)
-{
-	char w[3][64] = { "", "", "" };
-	char extra[2];
-	int n = sscanf(request, "%63s %63s %63s %1s", w[0], w[1], w[2], extra);
-	bool v;
-	if (n >= 2 && !strcmp(w[0], "l2arc")) {
-		if (!tg.l2)
-			return ctl_reply(out, outsz, -1, "%s", "no L2ARC: serve was started without --cache");
-		if (n == 2 && !on_off(w[1], &v)) {
-			l2arc_set_enabled(tg.l2, v);
-			return ctl_reply(out, outsz, 0, "l2arc %s", w[1]);
-		}
-		if (n == 3 && !strcmp(w[1], "compress") && !on_off(w[2], &v)) {
-			l2arc_set_compress(tg.l2, v);
-			return ctl_reply(out, outsz, 0, "l2arc compress %s", w[2]);
-		}
-		return ctl_reply(out, outsz, -1, "%s", "usage: l2arc on|off, l2arc compress on|off");
-	}
-	if (n == 3 && !strcmp(w[0], "inject-delay"))
-		return ctl_delay(w[1], w[2], out, outsz);
-	if (n == 2 && !strcmp(w[0], "arc-max")) {
-		uint64_t size;
-		if (parse_size(w[1], &size) || size < (1u << 20))
-			return ctl_reply(out, outsz, -1, "bad size '%s' (at least 1M)", w[1]);
-		arc_set_max(g_engine.arc, size);
-		g_engine.arc_max = size;
-		return ctl_reply(out, outsz, 0, "arc-max %s", w[1]);
-	}
-	return ctl_reply(out, outsz, -1, "unknown request '%s' (l2arc on|off, l2arc compress on|off, "
-			 "inject-delay TIER DURATION, arc-max SIZE)", request);
+	return 0;
 }
 
 /* ---- stats ---- */
@@ -337,7 +286,7 @@ static void put_fields(char **s, size_t *len, const char *name, const char *lead
 	fclose(m);
 }
 
-char *tiers_stats_json(void)
+char *tiers_stats_json(uint64_t nfs_delay_ns)
 {
 	char *parts[5] = { 0 }, *s;
 	size_t len, np = 0;
@@ -380,7 +329,7 @@ char *tiers_stats_json(void)
 		"\"pool\":%llu,\"nfs\":%llu}}", tg.l2 ? (l2arc_enabled(tg.l2) ? "\"on\"" : "\"off\"") : "null",
 		tg.zil ? tg.log_where : "none", (unsigned long long)tg.delay_l2arc,
 		(unsigned long long)tg.delay_zil, (unsigned long long)tg.delay_pool,
-		(unsigned long long)tg.delay_nfs);
+		(unsigned long long)nfs_delay_ns);
 	for (size_t i = 0; i < np; i++) {
 		fprintf(m, ",%s", parts[i]);
 		free(parts[i]);

@@ -48,12 +48,14 @@ bool tiers_log_write(uint64_t objid, uint64_t off, uint32_t len, const void *dat
 /* COMMIT of o (no locks held): an nfsstat3; adds the tiers used to acct. */
 uint32_t tiers_commit(struct object *o, struct io_acct *acct);
 
-/* One `ctl` request ("l2arc on", "inject-delay l2arc 50us", ...): 0 with a
- * reply, or -1 with a one-line error, in out. */
-int tiers_ctl(const char *request, char *out, size_t outsz);
+/* The L2ARC (NULL: serve was started without --cache), for ctl.c's switches. */
+struct l2arc *tiers_l2arc(void);
+/* The fault-injection delay of tier "l2arc", "zil" or "pool": 0; -1 when this
+ * engine has no such tier, -2 for another name. */
+int tiers_set_delay(const char *tier, uint64_t ns);
 
 /* JSON members ("\"l2arc\":{...},\"zil\":{...},..."), without braces
- * around them; malloc'd. */
-char *tiers_stats_json(void);
+ * around them, the NFS reply delay (nfs3's) among the delays; malloc'd. */
+char *tiers_stats_json(uint64_t nfs_delay_ns);
 
 #endif

@@ -7,7 +7,8 @@ everything else is a plain count with SI suffixes (k, M, G).
 import math
 import re
 
-from strata.datasets.retention import LONGEST, too_long
+from strata.datasets import retention
+from strata.datasets.errors import ArchiveError
 
 TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 BYTE_UNITS = [(1024.0 ** 6, "EiB"), (1024.0 ** 5, "PiB"), (1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB"), (1.0, "B")]
@@ -23,7 +24,6 @@ _PARSE_SCALE = {
     "p": ("bytes", 1024 ** 5), "pib": ("bytes", 1024 ** 5), "pb": ("bytes", 1000 ** 5),
     "e": ("bytes", 1024 ** 6), "eib": ("bytes", 1024 ** 6), "eb": ("bytes", 1000 ** 6),
 }
-_DURATION_SCALE = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def family(unit: str) -> str:
@@ -119,24 +119,12 @@ def parse_value(text: str, unit: str) -> int:
 
 
 def parse_duration(text: str) -> int:
-    """'10m' -> 600, '1h30m' -> 5400, '90' -> 90 seconds."""
-    t = text.strip().lower()
-    if re.fullmatch(r"[0-9]+", t):
-        value = int(t)
-    else:
-        parts = re.findall(r"([0-9]+)\s*([a-z]+)", t)
-        if not parts or "".join(f"{n}{u}" for n, u in parts) != t.replace(" ", ""):
-            raise ValueError(f"not a duration: {text!r} (try 30s, 10m, 2h, 1d)")
-        value = 0
-        for n, u in parts:
-            if u not in _DURATION_SCALE:
-                raise ValueError(f"unknown duration unit {u!r} in {text!r}")
-            value += int(n) * _DURATION_SCALE[u]
-    if value <= 0:
-        raise ValueError(f"duration must be positive: {text!r}")
-    if value > LONGEST:
-        raise ValueError(too_long(text))
-    return value
+    """'10m' -> 600, '1h30m' -> 5400, '90' -> 90 seconds: retention.parse_duration's grammar
+    (one for every command), its refusal a ValueError."""
+    try:
+        return retention.parse_duration(text, allow_all=False)
+    except ArchiveError as e:
+        raise ValueError(str(e)) from None
 
 
 def format_duration(seconds: float) -> str:

@@ -1,5 +1,6 @@
 """Helpers for the datasets tests: collector-format JSON lines, the strata CLI and its
-one-line errors, a copy of a module's template archive per test, loop devices."""
+one-line errors, a copy of a module's template archive per test, loop devices, rollups
+checked against their seconds."""
 import json
 import os
 import shutil
@@ -9,7 +10,10 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from strata.datasets import codec
 
 STRATA = str(Path(sys.executable).parent / "strata")
 
@@ -73,3 +77,29 @@ def direct_writes(dev, count, bs=4096):
     """count O_DIRECT writes of bs bytes to a block device (dd)."""
     subprocess.run(["dd", "if=/dev/zero", f"of={dev}", f"bs={bs}", f"count={count}", "oflag=direct"],
                    capture_output=True, check=True)
+
+
+def second_records(conn) -> dict:
+    """{(dataset, t): data} of every second-level record of an archive connection."""
+    return {(ds, t): data for ds, t, data in conn.execute("SELECT dataset, t, data FROM records WHERE step = 1")}
+
+
+def rollups_against_seconds(conn, seen: dict) -> int:
+    """Check that every minute, ten-minute and hour record of the archive holds exactly the sum
+    of its seconds, `seen` ({(dataset, t): data}, second_records() taken before a prune, and
+    after) and that no period is left pending; returns the records checked."""
+    kinds = dict(conn.execute("SELECT id, kind FROM datasets"))
+    assert conn.execute("SELECT count(*) FROM pending").fetchone()[0] == 0
+    checked = 0
+    for ds, step, t, data in conn.execute("SELECT dataset, step, t, data FROM records WHERE step > 1").fetchall():
+        kind = kinds[ds]
+        got = codec.decode(kind, [data])
+        parts = [d for (d_ds, s), d in seen.items() if d_ds == ds and t <= s < t + step]
+        assert parts, f"dataset {ds}: a {step} s record at {t} over no second"
+        cells = codec.decode(kind, parts)
+        want = codec.combine(cells, np.zeros(len(cells), np.int64))
+        assert np.array_equal(got.key, want.key) and np.array_equal(got.bucket, want.bucket), (ds, step, t)
+        assert np.array_equal(got.count, want.count), (ds, step, t)
+        assert np.allclose(got.total, want.total), (ds, step, t)
+        checked += 1
+    return checked

@@ -6,6 +6,7 @@ from strata.datasets import codec, names, varint
 from strata.datasets.catalogue import by_name
 from strata.datasets.errors import ArchiveError
 from strata.datasets.retention import Retention, format_duration, parse_duration, parse_keep
+from strata.heatmaps import units
 
 STATS = by_name()
 
@@ -130,6 +131,12 @@ def test_retention_parsing_and_order():
         parse_keep(["second=all", "minute=1d"])
     with pytest.raises(ArchiveError, match="bad duration"):
         parse_duration("7 days")
+    # one grammar for every command: compound, bare seconds, as `--last` reads them
+    assert parse_duration("1h30m") == parse_duration("90m") == units.parse_duration("1h30m") == 5400
+    assert parse_duration("2d 12h") == 60 * 3600 and parse_duration("90") == 90
+    for bad in ("1h30", "h", "1x", "-5m", "1.5h"):
+        with pytest.raises(ArchiveError, match="bad duration"):
+            parse_duration(bad)
 
 
 @pytest.mark.parametrize("kind", codec.KINDS)

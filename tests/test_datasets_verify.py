@@ -25,9 +25,13 @@ def template(tmp_path_factory):
     path = tmp_path_factory.mktemp("template") / "a.db"
     with Archive.open(path, readonly=False) as a:
         d = a.create("nfs.latency[client]", now=T0)
-        c = Collector(a, command=[], log=lambda m: None)
+        # a transaction per second, each writing its rollups (flush_every=0): the page layout
+        # (records rewritten in place) the torn page below was chosen in
+        c = Collector(a, command=[], log=lambda m: None, flush_every=0)
         c.kinds = {d.id: "heatmap"}
-        c.handle([data_line(d.id, t, "heatmap", heat_second(t, 8)) for t in range(T0, T0 + N) if t != T0 + 5])
+        for t in range(T0, T0 + N):
+            if t != T0 + 5:
+                c.handle([data_line(d.id, t, "heatmap", heat_second(t, 8))])
         a.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return path
 

@@ -3,7 +3,7 @@
  * rest is zero).  The superblock's and the log blocks' checksums are made to
  * match first (walking the chain oldest block first), unless the fuzzer sets
  * bit 0 (superblock) or bit 1 (log blocks) of the superblock's head.pad, so
- * the rebuild reaches the entries.  Each run: rebuild (l2_rebuild_main), read
+ * the rebuild reaches the entries.  Each run: rebuild (l2arc.c rebuild_main over l2arc_log.c l2_log_walk), read
  * every key the seeds use, feed new buffers (log blocks, superblock), then
  * open the device again: if the first rebuild found no bad block, a rebuild
  * of what the feed just wrote must find none either.
