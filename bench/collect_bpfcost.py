@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bpf_programs import programs_of  # noqa: E402
+from bpfstats import programs_of  # noqa: E402
 from losses import median_interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
