@@ -1,10 +1,11 @@
 """The README's kernel table, written from the kernel matrix's results
 (build/vm/matrix/KERNEL.json) between its two marker lines; never by hand."""
 import json
+import re
 import time
 from pathlib import Path
 
-from . import matrix
+from . import kernels, matrix
 
 BEGIN, END = "<!-- kernel-table: begin (make test-kernels writes it) -->", "<!-- kernel-table: end -->"
 COLUMNS = matrix.VIEWS
@@ -33,14 +34,17 @@ def _nfsd_cell(r: dict) -> str:
 
 
 def _described(key: str) -> str:
-    """A kernel key as the table names it: "6.1 security build", "6.1 point release"."""
-    series, _, security = key.partition("-")
-    return f"{series} security build" if security else f"{series} point release"
+    """A kernel key as the table names it: "6.1 security build", "6.1 point release",
+    "6.12 from bookworm-backports"."""
+    series, suites = kernels.KERNELS[key]
+    if key.endswith("-security"):
+        return f"{series} security build"
+    return f"{series} from {suites[0]}" if suites[0].endswith("-backports") else f"{series} point release"
 
 
 def render() -> str:
     results = [json.loads(p.read_text()) for p in sorted(matrix.RESULTS.glob("*.json"))]
-    results.sort(key=lambda r: matrix.release_version(r["release"]))
+    results.sort(key=lambda r: tuple(int(n) for n in re.findall(r"\d+", r["release"])))
     lines = [BEGIN, "",
              "| kernel | " + " | ".join(COLUMNS + ["nfsd"]) + " | measured |",
              "|---|" + "---|" * (len(COLUMNS) + 2)]
