@@ -135,8 +135,11 @@ def test_a_collector_started_on_a_full_disk_collects_and_holds(loop, small_fs):
         daemon = daemon_pid(proc)
         wait_for(lambda: collector_state(archive) == "holding", what="the collector to hold")
         wait_for(lambda: attached(daemon), what="the disk probes to attach")
-        # the daemon's first status record follows the dataset's add: the dataset counts
+        # the daemon's first status record follows the dataset's add, whose probes attached in the
+        # interval in progress or an earlier one; that interval is partial (counted from its middle,
+        # stored by no one: collectors/FORMAT.md), the next whole: the writes wait for its start
         wait_for(lambda: (status.read(archive) or {}).get("daemon"), what="the daemon's first status")
+        time.sleep(1.1)   # one interval (1 s) and a margin: past its next boundary
         direct_writes(loop, 50)
         time.sleep(2)
         assert proc.poll() is None and not seconds(archive, ops, 0)
