@@ -143,7 +143,9 @@ def test_disk_queue_and_latency_add_up_to_the_kernels_request_time(tmp_path):
           f"{device_ns / 1e6:.0f} ms against the kernel's {kernel_ms} ms")
     assert reads1 - reads0 > 500 and abs(counted - (reads1 - reads0)) <= 0.01 * (reads1 - reads0)
     assert sum(queue.values()) == counted and sum(n for b, n in queue.items() if b > 0) == counted
-    assert abs((queue_ns + device_ns) / 1e6 - kernel_ms) <= 0.05 * kernel_ms
+    # within the buckets' resolution, and 10 us a request for where the tracepoints read the
+    # clock against where the kernel does (in a one-CPU emulated guest a request took 84 us)
+    assert abs((queue_ns + device_ns) / 1e6 - kernel_ms) <= 0.05 * kernel_ms + 0.01 * counted
 
 
 BIOLAT_LINE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)")
