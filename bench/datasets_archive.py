@@ -15,12 +15,10 @@ Usage: .venv/bin/python bench/datasets_archive.py [--days 7] [--keep FILE] [--be
 """
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +28,9 @@ import numpy as np
 
 from strata.datasets import codec
 from strata.datasets.archive import Archive
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revision import datasets_of  # noqa: E402
 from strata.datasets.collector import Collector
 from strata.datasets.retention import Retention
 
@@ -101,15 +102,8 @@ def best(fn, repeat=5):
 
 def archive_of(rev, folder):
     """The Archive class of git revision rev's datasets/, imported as a package of its own."""
-    tree = Path(folder, "before")
-    tree.mkdir()
-    tar = subprocess.run(["git", "-C", str(REPO), "archive", rev, "datasets"], capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=tar.stdout, check=True)
-    spec = importlib.util.spec_from_file_location("strata_before", tree / "datasets" / "__init__.py",
-                                                  submodule_search_locations=[str(tree / "datasets")])
-    sys.modules["strata_before"] = module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return importlib.import_module("strata_before.archive").Archive
+    package = datasets_of(rev, folder)
+    return importlib.import_module(package + ".archive").Archive
 
 
 def queries(path, info, now, span, before, folder):

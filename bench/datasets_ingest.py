@@ -15,11 +15,9 @@ Usage: .venv/bin/python bench/datasets_ingest.py [--before REV] [--keys 30,300,3
 """
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from strata.datasets.archive import Archive
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revision import datasets_of  # noqa: E402
 from strata.datasets.collector import Collector
 
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
@@ -39,16 +40,9 @@ NAMES = {"heatmap": "nfs.latency[client]", "counter": "nfs.ops[client]"}
 
 def package_of(rev, folder):
     """git revision rev's datasets/, imported as a package of its own (strata_before)."""
-    tree = Path(folder, "before")
-    tree.mkdir()
-    tar = subprocess.run(["git", "-C", str(REPO), "archive", rev, "datasets"], capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=tar.stdout, check=True)
-    spec = importlib.util.spec_from_file_location("strata_before", tree / "datasets" / "__init__.py",
-                                                  submodule_search_locations=[str(tree / "datasets")])
-    sys.modules["strata_before"] = module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return (importlib.import_module("strata_before.archive").Archive,
-            importlib.import_module("strata_before.collector").Collector)
+    package = datasets_of(rev, folder)
+    return (importlib.import_module(package + ".archive").Archive,
+            importlib.import_module(package + ".collector").Collector)
 
 
 def lines_of(kind, nkeys, seconds, rng):
