@@ -11,8 +11,6 @@ and stay under MAX_REQUEST bytes, and a whole exchange ends within
 EXCHANGE_SECONDS. Handshakes run in the connection's own thread, never in the
 accepting one; the collector's own thread only ever waits for a render's lock.
 """
-import base64
-import binascii
 import gzip
 import http.server
 import re
@@ -22,7 +20,7 @@ import threading
 import time
 
 from strata.prometheus.openmetrics import CONTENT_TYPE, Exposition
-from strata.prometheus.webconfig import WebConfig
+from strata.prometheus.webconfig import WebConfig, basic_credentials
 
 PROTOBUF_CONTENT_TYPE = ("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
                          "encoding=delimited")
@@ -142,14 +140,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _authorized(self) -> bool:
         if not self.web or not self.web.users:
             return True
-        kind, _, encoded = self.headers.get("Authorization", "").partition(" ")
-        if kind.lower() != "basic":
-            return False
-        try:
-            user, sep, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        return bool(sep) and self.web.allows(user, password)
+        credentials = basic_credentials(self.headers.get("Authorization", ""))
+        return credentials is not None and self.web.allows(*credentials)
 
     def log_message(self, *_):
         pass   # a scrape a second would flood the collector's log

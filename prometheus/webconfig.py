@@ -14,6 +14,8 @@ Relative paths are relative to the file. A key this build does not know, a file
 that cannot be read, a key without its certificate or a hash that is not bcrypt:
 one WebConfigError line naming it, before anything is served.
 """
+import base64
+import binascii
 import dataclasses
 import hashlib
 import os
@@ -43,7 +45,9 @@ class WebConfig:
 
     def allows(self, user: str, password: str) -> bool:
         """Whether the credentials match; bcrypt runs one check at a time (a flood of wrong
-        passwords costs one core at most), a match is remembered so scrapes pay it once."""
+        passwords costs one core at most), a match is remembered so scrapes pay it once. An
+        unknown name is checked against another user's hash, so its answer takes as long as
+        a known name's and does not tell which names exist."""
         if not self.users:
             return True
         digest = hashlib.sha256(f"{user}\0{password}".encode()).digest()
@@ -51,10 +55,22 @@ class WebConfig:
             return True
         stored = self.users.get(user)
         with self._hashing:
-            ok = bcrypt.checkpw(password.encode(), stored) if stored else False
+            ok = bcrypt.checkpw(password.encode(), stored or next(iter(self.users.values()))) and bool(stored)
         if ok and len(self._granted) < 1024:
             self._granted.add(digest)
         return ok
+
+
+def basic_credentials(header: str) -> tuple[str, str] | None:
+    """(name, password) from an `Authorization: Basic ...` header, None when it holds none."""
+    kind, _, encoded = header.partition(" ")
+    if kind.lower() != "basic":
+        return None
+    try:
+        name, sep, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return (name, password) if sep else None
 
 
 def load(path: str) -> WebConfig:

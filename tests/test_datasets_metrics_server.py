@@ -57,6 +57,24 @@ def get(url, web, user=None, password=None):
         return e.code, e.read()
 
 
+def test_an_unknown_name_costs_one_bcrypt_check_like_a_known_one(web, monkeypatch):
+    """A name that does not exist is checked against a real hash (so its answer takes as
+    long as a wrong password's and tells no one which names exist), and never let in; the
+    header parsing the metrics endpoint and `strata web` share refuses what is not Basic."""
+    from strata.prometheus.webconfig import basic_credentials
+    config = load(str(web / "web.yml"))
+    checks = []
+    real = bcrypt.checkpw
+    monkeypatch.setattr(bcrypt, "checkpw", lambda pw, h: checks.append(h) or real(pw, h))
+    assert not config.allows("nobody", PASSWORD) and not config.allows("prom", "wrong")
+    assert checks == [config.users["prom"]] * 2
+    assert config.allows("prom", PASSWORD)
+    encoded = base64.b64encode(f"prom:{PASSWORD}".encode()).decode()
+    assert basic_credentials(f"Basic {encoded}") == ("prom", PASSWORD)
+    for header in ("", "Bearer x", "Basic !!!", "Basic " + base64.b64encode(b"no-colon").decode()):
+        assert basic_credentials(header) is None, header
+
+
 BAD = [  # (web.yml text, what the one line says)
     ("tls_server_config: {cert_file: cert.pem}\n", "cert_file and key_file are both needed"),
     ("tls_server_config: {cert_file: nope.pem, key_file: key.pem}\n", "cannot load"),

@@ -6,7 +6,7 @@ import pytest
 from conftest import built
 from lifecycle_storm import run
 
-SEEDS = (1, 2, 101)     # 101 (before the disk reference joined the stream): a live `datasets verify` saw a commit between two of its reads
+SEEDS = (2, 101)        # seed 100 runs in bench/lifecycle_storm.py's smoke mode (tests/test_bench_smoke.py); 101 (before the disk reference joined the stream): a live `datasets verify` saw a commit between two of its reads
 SECONDS = 12
 
 

@@ -6,12 +6,12 @@ against a dummy hash of the users' cost, so its answer takes as long as a known 
 the same credentials asked at once share one check, and at most PER_ADDRESS different
 checks are in flight per client address (more: Busy, answered 429 at once)."""
 import asyncio
-import base64
-import binascii
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
 import bcrypt
+
+from strata.prometheus.webconfig import basic_credentials
 
 PER_ADDRESS = 2       # checks in flight per client address
 GRANTED = 1024        # credentials remembered
@@ -45,15 +45,10 @@ class Authenticator:
         proves none; Busy when `address` has PER_ADDRESS checks in flight already."""
         if not self.users:
             return ""
-        kind, _, encoded = header.partition(" ")
-        if kind.lower() != "basic":
+        credentials = basic_credentials(header)
+        if credentials is None:
             return None
-        try:
-            name, sep, password = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        if not sep:
-            return None
+        name, password = credentials
         digest = hashlib.sha256(f"{name}\0{password}".encode()).digest()
         if digest in self.granted:
             return name
