@@ -110,10 +110,7 @@ def _collector_line(s: dict) -> str:
         since = stamp(s.get("held_since") or s.get("since", 0))
         return (f"collector (pid {s.get('pid')}): holding the events since {since} in memory, the archive "
                 f"cannot be written: {s.get('problem')}")
-    dropped = s.get("dropped") or {}
-    gone = ("; records dropped, their dataset destroyed or suspended while collected: " +
-            ", ".join(f"{n} {k}" for k, n in sorted(dropped.items()))) if dropped else ""
-    return f"collector (pid {s.get('pid')}): writing every second{gone}"
+    return f"collector (pid {s.get('pid')}): writing every second"
 
 
 @datasets.command()

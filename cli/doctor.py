@@ -189,10 +189,6 @@ def check_collectors(now: float | None = None) -> list[Check]:
         name, archive = f"collector (pid {s.get('pid')})", s.get("archive")
         errors = s.get("errors") or []
         said = f"; last problems: {' | '.join(map(str, errors[-3:]))}" if errors else ""
-        dropped = s.get("dropped") or {}
-        if dropped:
-            said += "; records dropped (the dataset destroyed or suspended while collected): " + \
-                ", ".join(f"{n} {k}" for k, n in sorted(dropped.items()))
         collects = f"{s.get('datasets', '?')} dataset(s)"
         if s.get("state") == "holding":
             held = s.get("held_since") or s.get("since")

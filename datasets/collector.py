@@ -17,10 +17,11 @@ what a crash leaves pending is rebuilt from the stored seconds by the next start
 Lifecycle commands beside the collector lose nothing and confuse nothing. Dataset ids
 are never reused (datasets/schema.py). Every write transaction first reads, under its
 own write lock, which datasets are active now: a record of a dataset destroyed or
-suspended since the collector last looked is dropped, counted per dataset (the status
-file's `dropped`) and said once, never stored; so is a record reaching back to a
-suspend-and-resume the collector did not see (the dataset's state_since moved), and a
-level a prune has cut (its horizon) is not written again. A dataset the collector
+suspended since the collector last looked is not stored, only counted per dataset (the
+status file's `dropped`); so is a record reaching back to a suspend-and-resume the
+collector did not see (the dataset's state_since moved), and a level a prune has cut
+(its horizon) is not written again. A suspend, resume or destroy is said once, as one
+line for all the datasets it changed (`suspended 21 datasets: ...`). A dataset the collector
 removes and adds again gets a new daemon id (`ID.GENERATION`), so the daemon's lines
 still in the pipe from before the removal are told apart and dropped. A stored second is
 a whole second of an active dataset: the daemon's first record after an `add` covers only
@@ -104,6 +105,8 @@ class Collector:
         self.failed = set()      # ids the daemon refused (retried after the next dataset change)
         self.generation = {}     # dataset id -> times re-added (its daemon key: daemon_key())
         self.dropped = {}        # dataset name -> records dropped: destroyed or suspended meanwhile
+        self.known = set()       # ids of every dataset the archive held when the collector looked
+        self.resumed_unseen = []  # names suspended and resumed between two looks, said after the batch
         self.idle = False        # no active dataset (said once, until there is one again)
         self.warned = set()
         self.stopping = False
@@ -140,7 +143,17 @@ class Collector:
         every = self.archive.datasets()
         want = {d.id: d for d in every if d.state == "active"}
         collected = len(self.kinds)
-        for ds in [i for i in self.kinds if i not in want]:
+        held = {d.id for d in every}
+        gone = [i for i in self.kinds if i not in want]
+        came = [i for i in want if i not in self.kinds and i not in self.failed and
+                (i in self.infos or i in self.known)]
+        self._say_changes([self.infos[i].name for i in gone if i in held], "suspended",
+                          "no longer collected, what is stored is kept (`strata datasets resume` collects again)")
+        self._say_changes([self.infos[i].name for i in gone if i not in held], "destroyed",
+                          "no longer collected")
+        self._say_changes([want[i].name for i in came], "resumed", "collected again from the next second")
+        self.known = held
+        for ds in gone:
             self._send(f"remove {daemon_key(ds, self.generation.get(ds, 0))}")
             del self.kinds[ds]
             self.last.pop(ds, None)
@@ -150,13 +163,19 @@ class Collector:
                 self.kinds[ds], self.infos[ds] = info.kind, info
                 self._send(control_line(info, daemon_key(ds, self.generation.get(ds, 0))))
         self.failed &= set(want)
-        if not want and not self.idle:
+        if not want and not self.idle and not gone:   # a suspend or destroy of the last: said above
             suspended = len(every)
             self.log("no active dataset in the archive" + (f" ({suspended} suspended)" if suspended else "") +
                      ": collecting nothing until one is created or resumed (`strata datasets create NAME`)")
         self.idle = not want
         if len(self.kinds) != collected:
             self._write_status()
+
+    def _say_changes(self, names, act, what):
+        """One line for a lifecycle act on datasets (names), however many it changed."""
+        if names:
+            which = ", ".join(names) if len(names) <= 3 else f"{len(names)} datasets"
+            self.log(f"{act} {which}: {what}")
 
     def _warn_once(self, key, msg):
         if key not in self.warned:
@@ -186,7 +205,7 @@ class Collector:
                 if kind == "data":
                     ds, gen = parse_key(msg.get("id"))
                     if ds not in self.kinds or gen != self.generation.get(ds, 0):
-                        self._drop(ds, "removed")   # sent before the daemon read its `remove`
+                        self._drop(ds)   # sent before the daemon read its `remove`
                         continue
                     if msg.get("partial"):          # counted from the middle of its interval
                         continue
@@ -218,6 +237,9 @@ class Collector:
                 self._bad(e, raw)
         if records or self.held:
             self._archive(records)
+        self._say_changes(self.resumed_unseen, "resumed",
+                          "suspended and resumed before the collector looked; collected again from the resume")
+        self.resumed_unseen = []
 
     def _interval(self, msg):
         """The daemon's interval record: remembered for its data records; a step is said."""
@@ -301,28 +323,27 @@ class Collector:
         and has been since before start (a suspend and resume the collector did not see moved
         its state_since: what it collected up to then held suspended time). Counted if not."""
         if ds not in active:
-            self._drop(ds, "gone")
+            self._drop(ds)
             return False
         info = self.infos.get(ds)
         since = active[ds][0]
         if info is not None and since != info.state_since:
             if start <= since:
-                self._drop(ds, since)
+                if (ds, since) not in self.warned:
+                    self.warned.add((ds, since))
+                    self.resumed_unseen.append(info.name)
+                self._drop(ds)
                 return False
             self.infos[ds] = replace(info, state_since=since)
         return True
 
-    def _drop(self, ds, why):
-        """Count a record of dataset ds not stored (destroyed or suspended meanwhile); said once
-        per dataset and state change."""
+    def _drop(self, ds):
+        """Count a record of dataset ds not stored (destroyed or suspended meanwhile: what a
+        suspend means, said once by sync())."""
         info = self.infos.get(ds)
         if info is None:
             return     # not a dataset this collector added: a malformed id
         self.dropped[info.name] = self.dropped.get(info.name, 0) + 1
-        if (ds, why) not in self.warned:
-            self.warned.add((ds, why))
-            self.log(f"{info.name} was destroyed or suspended while being collected: its records from "
-                     "then on are dropped, not stored (counted in the status file's `dropped`)")
         self._write_status()
 
     def _hold(self, records, error):

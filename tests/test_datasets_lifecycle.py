@@ -48,7 +48,7 @@ def test_destroy_then_create_between_a_second_and_its_write(tmp_path):
     c.handle([data_line(old.id, T + 1, "heatmap", heat_second(T + 1))])   # written after the destroy
     assert records_of(path, old.id) == 0          # dropped, not stored as an orphan
     assert records_of(path, new.id) == 0
-    assert any("disk.latency[op]" in m and "dropped" in m for m in said), said
+    assert said == ["destroyed disk.latency[op]: no longer collected"]
     assert c.dropped == {"disk.latency[op]": 1}
     assert verify.check(path).problems == []
     # the collector goes on with the new dataset (it learnt of it in the same transaction)
@@ -80,6 +80,8 @@ def test_suspended_meanwhile_stores_nothing(tmp_path):
         got = dict(a.conn.execute("SELECT t, data FROM records WHERE dataset = ? AND step = 1", (ds.id,)))
     assert sorted(got) == [T, T + 4, T + 8]
     assert c.dropped == {"disk.ops[op]": 5}
+    assert [m.split(":")[0] for m in said] == ["resumed disk.ops[op]", "suspended disk.ops[op]",
+                                               "resumed disk.ops[op]"], said
     assert verify.check(path).problems == []
 
 
@@ -208,3 +210,28 @@ def test_destroy_then_create_under_a_real_collector(tmp_path):
     with Archive.open(path) as a:
         live = a.dataset(names[1]).id
         assert {r[0] for r in a.conn.execute("SELECT DISTINCT dataset FROM records")} == {live}
+
+
+def test_suspend_and_resume_of_many_said_once_as_what_they_are(tmp_path):
+    """`datasets suspend --all` on 21 datasets: one line, no word of records dropped, and
+    `datasets list`'s collector line stays one short line."""
+    from strata.cli.datasets_cmd import _collector_line
+    path = str(tmp_path / "a.db")
+    names = [f"nfs.ops[client=10.0.0.{i}]" for i in range(1, 22)]
+    with other(path) as a:
+        made = [a.create(n, now=T - 10) for n in names]
+    said = []
+    c = collecting(path, said)
+    c.handle([data_line(d.id, T, "counter", {"read": 1}) for d in made])
+    with other(path) as a:
+        a.set_state(names, "suspended", now=T + 1)
+    c.handle([data_line(d.id, T + 1, "counter", {"read": 1}) for d in made])   # in flight
+    assert said == ["suspended 21 datasets: no longer collected, what is stored is kept "
+                    "(`strata datasets resume` collects again)"]
+    line = _collector_line({"pid": 1, "state": "writing", "dropped": c.dropped})
+    assert len(c.dropped) == 21 and len(line) < 60 and "dropped" not in line, line
+    with other(path) as a:
+        a.set_state(names, "active", now=T + 3)
+    c.sync()
+    assert said[1:] == ["resumed 21 datasets: collected again from the next second"]
+    c.status.remove()
