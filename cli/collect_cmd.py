@@ -1,6 +1,7 @@
 """`strata collect`: the collection daemon's front end (runs strata-collect, fills the archive)."""
 import os
 import signal
+import subprocess
 from contextlib import contextmanager
 
 import click
@@ -193,6 +194,7 @@ def _collect(options, config, reread):
         if options["engine"] and options["engine_pid"]:
             raise click.UsageError("give --engine or --engine-pid, not both")
         command = [program] + collector_args(options)
+        _may_collect(program)
         listen = parse_address(metrics_address) if metrics_address else None
         try:
             web = load_web_config(options["web_config"]) if listen and options["web_config"] else None
@@ -225,6 +227,20 @@ def _collect(options, config, reread):
                 if server:
                     server.close()
     raise SystemExit(status)
+
+
+def _may_collect(program):
+    """Refuse at once, before the archive and its lock are made, when the daemon may not
+    load probes (it asks itself: file capabilities on the binary count)."""
+    r = subprocess.run([program, "--check-privileges"], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if r.returncode == 77:
+        why = r.stderr.strip().removeprefix("strata-collect: ") or "needs root"
+        raise _Refused(f"cannot collect: {why}; run it as root (sudo strata collect ...), or give the "
+                       f"daemon the capabilities once: sudo setcap cap_bpf,cap_perfmon+ep {program}")
+
+
+class _Refused(click.ClickException):
+    exit_code = 77     # EX_NOPERM, as strata-collect's own
 
 
 @contextmanager

@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	const struct layer_option *o;
 	int col = 0;
 
-	fprintf(f, "usage: strata-collect [--catalogue] [--interval SECONDS] [--max-keys N]");
+	fprintf(f, "usage: strata-collect [--catalogue] [--check-privileges] [--interval SECONDS] [--max-keys N]");
 	for (int i = 0; (o = layer_option_at(i)); i++) {
 		if (col == 0 || col + strlen(o->name) + strlen(o->arg) > 70) {
 			fprintf(f, "\n                     ");
@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		col += fprintf(f, " [--%s %s]", o->name, o->arg);
 	}
 	fprintf(f, "\nReads `add ID STATISTIC BREAKDOWN [FIELD=VALUE ...]`, `remove ID`, `quit` on stdin and\n"
-		   "writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n");
+		   "writes one JSON record per dataset per interval on stdout (collectors/FORMAT.md).\n"
+		   "--check-privileges: exit 0 if probes can be loaded, else 77 with the reason.\n");
 }
 
 static int die_usage(const char *msg, const char *arg)
@@ -157,6 +158,7 @@ static void options_table(struct option *opts)
 	static const struct option own[] = {
 		{ "catalogue", no_argument, NULL, 'c' },      { "interval", required_argument, NULL, 'i' },
 		{ "max-keys", required_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
+		{ "check-privileges", no_argument, NULL, 'p' },
 	};
 	const struct layer_option *o;
 	int n = 0;
@@ -173,7 +175,7 @@ int main(int argc, char **argv)
 	struct option opts[OPTIONS_MAX];
 	char why[256];
 	long interval = 1, max_keys = 1024;
-	bool catalogue = false;
+	bool catalogue = false, check_only = false;
 	struct collector c;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int opt, rc;
@@ -191,6 +193,9 @@ int main(int argc, char **argv)
 		case 'k':
 			if ((max_keys = option_long(optarg, 1, 65536)) < 0)
 				return die_usage("--max-keys needs a number 1-65536, not ", optarg);
+			break;
+		case 'p':
+			check_only = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -216,6 +221,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "strata-collect: %s\n", why);
 		return EXIT_NOPERM;
 	}
+	if (check_only)
+		return 0;
 	libbpf_set_print(libbpf_log);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

@@ -224,3 +224,17 @@ def test_a_collector_program_that_cannot_run_is_one_line_and_starts_nothing(tmp_
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"strata: Invalid value for --collector: {program} is not an executable file"], r.stderr
     assert not archive.exists() and not Path(f"{archive}.lock").exists()
+
+
+def test_without_privileges_the_reason_first_and_nothing_left(tmp_path):
+    """`strata collect` by a process that may not load probes (root with every capability
+    dropped, as a user without CAP_BPF and CAP_PERFMON): the reason and the fix are the
+    first line, exit 77, and no archive nor lock is made."""
+    archive = tmp_path / "n.db"
+    r = subprocess.run(["setpriv", "--bounding-set=-all", "--inh-caps=-all", STRATA, "collect", "--archive",
+                        str(archive)], capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"})
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 77 and len(lines) == 1, r.stderr
+    assert "needs root (or CAP_BPF and CAP_PERFMON)" in lines[0] and "setcap cap_bpf,cap_perfmon+ep" in lines[0]
+    assert list(tmp_path.iterdir()) == []
