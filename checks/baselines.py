@@ -9,6 +9,7 @@ from strata.checks.compare import KeyVerdict, align_buckets, interval_metric, ju
 from strata.checks.compare_runs import MIN_RUNS, compare_runs_counts, compare_runs_histograms
 from strata.checks.errors import CheckError
 from strata.checks.report import Verdict
+from strata.datasets import derive
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 
@@ -83,11 +84,23 @@ def few_baselines_warning(n: int, threshold: float) -> str | None:
             f"--baseline runs, or use `strata check ab`.")
 
 
+def _whole(path: str, name: str, side: str):
+    """All the data of dataset `name` in the archive at path: held, or derived from a dataset
+    it holds (datasets/derive.py: nfs.latency summed from nfs.latency[op])."""
+    with Archive.open(path) as ar:
+        try:
+            source = derive.resolve(ar, name)
+        except ArchiveError:
+            raise ArchiveError(f"dataset {name!r} is not in the {side} archive {path}, nor derivable from "
+                               "one it holds (a breakdown of it)") from None
+        return derive.reduce(ar.query_whole(source.info.name), source)
+
+
 def compare_archives(baselines: list, candidate: str, datasets, metrics, threshold, confidence,
                      correction="bh") -> Verdict:
     """The candidate archive judged against the baseline archives, over the datasets named
-    (default: every dataset all of them hold). ArchiveError for an unreadable archive or a
-    dataset one of them lacks."""
+    (default: every dataset all of them hold; a name given may be derived, as views derive it).
+    ArchiveError for an unreadable archive or a dataset one of them can neither read nor derive."""
     names_of = {}
     for path in [*baselines, candidate]:
         with Archive.open(path) as ar:
@@ -97,16 +110,8 @@ def compare_archives(baselines: list, candidate: str, datasets, metrics, thresho
         raise ArchiveError("the archives have no dataset in common")
     results, series = [], {}
     for name in names:
-        for path, have in names_of.items():
-            if name not in have:
-                side = "candidate" if path == candidate else "baseline"
-                raise ArchiveError(f"dataset {name!r} is not in the {side} archive {path}")
-        bases = []
-        for path in baselines:
-            with Archive.open(path) as ar:
-                bases.append(ar.query_whole(name))
-        with Archive.open(candidate) as ar:
-            cand = ar.query_whole(name)
+        bases = [_whole(path, name, "baseline") for path in baselines]
+        cand = _whole(candidate, name, "candidate")
         out, s = compare_dataset(name, bases, cand, metrics, threshold, confidence)
         results += out
         series.update(s)

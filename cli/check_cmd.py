@@ -4,6 +4,7 @@ stored runs; run.py: measure a profile, then that; ab.py: two builds side by sid
 Exit codes: 0 same or better, 1 regression, 2 error (one line on stderr), 3 inconclusive
 (`check ab` only: its noise floor could not rule out a threshold-sized change).
 """
+import os
 import sys
 
 import click
@@ -102,6 +103,10 @@ def check(ctx, baselines, candidate, datasets, metrics, threshold, confidence, c
     unknown = [m for m in metric_list if m not in METRICS]
     if unknown:
         raise click.BadParameter(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}", param_hint="--metric")
+
+    if any(os.path.exists(b) and os.path.exists(candidate) and os.path.samefile(b, candidate) for b in baselines):
+        say("check", f"warning: the candidate {candidate} is also a baseline: a run compared with itself is "
+                     "always 'same'; give the archive of another run as --candidate")
 
     def work():
         pct = parse_percent(threshold)

@@ -79,11 +79,28 @@ def cli():
     """
 
 
+def _elsewhere(e: click.NoSuchOption) -> str:
+    """For an option the command lacks but other commands have: the line naming them."""
+    here = " ".join(["strata"] + (e.ctx.command_path.split(" ")[1:] if e.ctx else []))
+    group = LazyGroup()
+    have = [f"`strata {name}`" for name in COMMANDS if f"strata {name}" != here and
+            any(e.option_name in p.opts + p.secondary_opts for p in group.get_command(None, name).params)]
+    if not have:
+        return ""
+    shown = have[:3] + ([f"{len(have) - 3} more"] if len(have) > 3 else [])
+    named = ", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0]
+    return (f"`{here}` has no option {e.option_name}; {named} "
+            f"{'has' if len(have) == 1 else 'have'} it (see {have[0].strip('`')} --help)")
+
+
 def main():
     """Console entry point: click errors become one line and exit 2."""
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.NoSuchOption as e:
+        click.echo(f"strata: {_elsewhere(e) or e.format_message()}", err=True)
         sys.exit(e.exit_code)
     except click.ClickException as e:
         click.echo(f"strata: {e.format_message()}", err=True)

@@ -40,12 +40,31 @@ def output_options(f):
                         help="Output format.  [default: -o's extension, else term]")(f)
 
 
+class _EitherFlag(click.Option):
+    """A --this/--that flag given both ways is refused as a conflict (click keeps the last)."""
+
+    def add_to_parser(self, parser, ctx):
+        self.multiple = True           # every occurrence kept, as a list
+        try:
+            super().add_to_parser(parser, ctx)
+        finally:
+            self.multiple = False
+
+    def consume_value(self, ctx, opts):
+        value, source = super().consume_value(ctx, opts)
+        if isinstance(value, list):
+            if len(set(value)) > 1:
+                raise click.UsageError(f"{self.opts[0]} and {self.secondary_opts[0]} conflict: give one", ctx)
+            value = value[0]
+        return value, source
+
+
 def heat_options(f):
     f = click.option("--rows", type=click.IntRange(2, 2000), help="Number of y cells (default: fit the terminal).")(f)
     f = click.option("--percentiles", default="", metavar="P,P,...", help="Overlay percentile lines, e.g. 50,99,99.9.")(f)
     f = click.option("--outliers", type=click.FloatRange(0, 100, min_open=True, max_open=True), metavar="P",
                      help="Crop the y-axis at the P-th percentile (e.g. 99.9) and report what lies above.")(f)
-    f = click.option("--log/--linear", "log_axis", default=None,
+    f = click.option("--log/--linear", "log_axis", default=None, cls=_EitherFlag,
                      help="Logarithmic or linear y-axis.  [default: log for latency, and for size, offset spanning 100x or more]")(f)
     f = click.option("--ymin", metavar="VALUE", help="Bottom of the y-axis (default 0, or the data's lowest bucket on a log axis).")(f)
     return click.option("--ymax", default="auto", show_default=True, metavar="auto|VALUE",

@@ -40,6 +40,11 @@ def parse(text: str, statistics: dict | None = None) -> DatasetName:
     statistic, pos, filters, breakdown = m.group(0), m.end(), {}, ""
     while pos < len(text):
         p = _PART.match(text, pos)
+        if not p and pos == m.end() and text[pos] != "[":      # in the statistic: a typo, a letter it cannot hold
+            head = text.split("[")[0]
+            raise ArchiveError(f"bad dataset name {text!r}: {head!r} is no statistic (a-z, 0-9, '.', '_')" +
+                               (did_you_mean(head, catalogue.load().by_name(), "strata statistics") or
+                                "; `strata statistics` lists them"))
         if not p:
             raise ArchiveError(f"bad dataset name {text!r}: cannot read {text[pos:]!r} "
                                "(expected [FIELD=VALUE] or [BREAKDOWN])")

@@ -31,6 +31,27 @@ static int on_off(const char *word, bool *v)
 	return 0;
 }
 
+/* What a delay of ns on tier set, in words ("inject-delay pool: 50us added to every I/O of pool");
+ * a bare number (seconds) is named as such. */
+static const char *delay_said(const char *tier, uint64_t ns, const char *dur)
+{
+	static char said[128];
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "s", 1000000000 }, { "ms", 1000000 }, { "us", 1000 }, { "ns", 1 },
+	};
+	size_t i = 0;
+	if (!ns) {
+		snprintf(said, sizeof(said), "inject-delay %s: cleared", tier);
+		return said;
+	}
+	while (ns % units[i].ns)
+		i++;
+	snprintf(said, sizeof(said), "inject-delay %s: %llu%s added to every %s%s%s", tier,
+		 (unsigned long long)(ns / units[i].ns), units[i].unit, strcmp(tier, "nfs") ? "I/O of " : "NFS reply", strcmp(tier, "nfs") ? tier : "",
+		 strspn(dur, "0123456789") == strlen(dur) ? " (a number without a unit is seconds)" : "");
+	return said;
+}
+
 static int ctl_delay(const char *tier, const char *dur, char *out, size_t outsz)
 {
 	uint64_t ns;
@@ -46,7 +67,7 @@ static int ctl_delay(const char *tier, const char *dur, char *out, size_t outsz)
 				 "no L2ARC: serve was started without --cache" : "no intent log on this engine");
 	if (rc)
 		return ctl_reply(out, outsz, -1, "unknown tier '%s' (l2arc, zil, pool or nfs)", tier);
-	return ctl_reply(out, outsz, 0, "inject-delay %s", tier);
+	return ctl_reply(out, outsz, 0, "%s", delay_said(tier, ns, dur));
 }
 
 int engine_ctl(const char *request, char *out, size_t outsz)

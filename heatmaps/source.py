@@ -150,7 +150,7 @@ def parse_time(text: str, now: int) -> int:
     m = re.fullmatch(r"-\s*(\S+)|(\S+)\s+ago", t)
     if m:
         return now - parse_duration(m.group(1) or m.group(2))
-    if re.fullmatch(r"[0-9]{9,11}", t):
+    if re.fullmatch(r"[0-9]{1,11}", t):       # unix seconds, 0 (1970) included, as dates from 1970 are
         return int(t)
     if re.fullmatch(r"[0-9]{1,2}:[0-9]{2}(:[0-9]{2})?", t):
         today = dt.datetime.fromtimestamp(now).date().isoformat()

@@ -279,8 +279,12 @@ def test_ctl_rejects_bad_requests_in_one_line(engine):
         assert p.returncode == 1 and why in p.stderr and p.stderr.count("\n") == 1, (req, p.stderr)
     p = subprocess.run([engine_binary(), "ctl", "--socket", str(engine.stats_socket), "inject-delay", "pool",
                         "20us"], capture_output=True, text=True, timeout=10)
-    assert p.returncode == 0
+    assert p.returncode == 0 and p.stdout.strip() == "inject-delay pool: 20us added to every I/O of pool", p.stdout
     assert engine.stats()["tiers"]["inject_delay_ns"]["pool"] == 20000
+    for dur, said in (("1", "1s added to every I/O of pool (a number without a unit is seconds)"), ("0", "cleared")):
+        p = subprocess.run([engine_binary(), "ctl", "--socket", str(engine.stats_socket), "inject-delay", "pool",
+                            dur], capture_output=True, text=True, timeout=10)
+        assert p.returncode == 0 and p.stdout.strip() == f"inject-delay pool: {said}", p.stdout
 
 
 def test_ctl_inject_delay_nfs_slows_every_reply(engine):

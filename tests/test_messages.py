@@ -151,3 +151,36 @@ def test_an_op_a_statistic_never_records_points_to_the_one_that_counts_it(tmp_pa
 ])
 def test_an_option_that_does_nothing_for_the_dataset_is_refused(archive, args, says):
     assert says in one_line(run(archive, *args), 2)
+
+
+SINCE = ["--since", str(T0), "--until", str(T0 + 30)]
+
+
+@pytest.mark.parametrize("args, code, said", [
+    (["heatmap", "nfs.lätency"], 1, "'nfs.lätency' is no statistic (a-z, 0-9, '.', '_'); did you mean nfs.latency"),
+    (["heatmap", "nfs.latency[client]", *SINCE, "--log", "--linear"], 2, "--log and --linear conflict: give one"),
+    (["show", "nfs.latency[client]", "--by", "op"], 2,
+     "`strata show` has no option --by; `strata breakdown` has it (see strata breakdown --help)"),
+    (["heatmap", "nfs.latency[client]", "--range", "1ms.."], 2, "`strata breakdown` has it"),
+    (["heatmap", "nfs.latency[client]", "--last", "101y"], 2, "use numbers with units s/m/h/d/w"),
+])
+def test_the_first_hours_poor_lines(archive, args, code, said):
+    """The audit's inputs (issue 47): one line that says what to do next."""
+    assert said in one_line(run(archive, *args), code)
+
+
+def test_since_zero_is_the_epoch_as_1973_is_a_date(archive):
+    for since in ("0", "1973-01-01"):
+        p = run(archive, "heatmap", "nfs.latency[client]", "--since", since, "--until", str(T0 + 30))
+        assert p.returncode == 0, (since, p.stderr)
+
+
+def test_check_same_file_said_and_a_summed_dataset_derived(archive, tmp_path):
+    p = run_strata(["check", "--baseline", str(archive), "--candidate", str(archive), "--dataset", "nfs.ops[client]"])
+    assert p.returncode == 0 and "the candidate" in p.stderr and "is also a baseline" in p.stderr, p.stderr
+    copy = tmp_path / "b.db"
+    copy.write_bytes(Path(archive).read_bytes())
+    p = run_strata(["check", "--baseline", str(archive), "--candidate", str(copy), "--dataset", "nfs.latency",
+                    "--json"])
+    assert p.returncode == 0, p.stderr
+    assert {(r["dataset"], r["verdict"]) for r in json.loads(p.stdout)["results"]} == {("nfs.latency", "same")}
