@@ -52,6 +52,12 @@ int export_parse(const char *spec, struct export *e, char *err, size_t errsz)
 		snprintf(err, errsz, "bad export name in '%s' (want NAME[:OPTIONS], NAME without '/')", spec);
 		return -1;
 	}
+	size_t word = strcspn(spec, " \t=,");
+	if (word < nlen) { /* options given without their ':' ("data mode=1777") */
+		snprintf(err, errsz, "bad export name in '%s': options follow the name after ':' "
+			 "(--export '%.*s:%s')", spec, (int)word, spec, spec + word + strspn(spec + word, " \t,"));
+		return -1;
+	}
 	memcpy(e->name, spec, nlen);
 	snprintf(e->path, sizeof(e->path), "/%s", e->name);
 	char *opts = xstrdup(colon ? colon + 1 : "");

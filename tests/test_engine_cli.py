@@ -36,6 +36,13 @@ def test_bad_input_gives_one_line_and_nonzero_exit(args):
     assert len(lines) == 1 and lines[0].startswith("strata-engine"), r.stderr
 
 
+def test_export_options_without_their_colon_are_refused_with_the_fix():
+    """`--export 'data mode=1777'`: one line giving the spelling that works, before any pool is opened."""
+    for spec in ("data mode=1777", "data,mode=1777"):
+        r = run("serve", "--pool", "/nonexistent/strata-vdev", "--export", spec)
+        assert r.returncode == 2 and r.stderr.strip().endswith("(--export 'data:mode=1777')"), r.stderr
+
+
 def test_occupied_port_and_foreign_file(tmp_path):
     pool = mkpool(tmp_path, nvdevs=1)
     busy = socket.socket()
