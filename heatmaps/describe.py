@@ -34,6 +34,14 @@ def totals(grid) -> str:
     return f"{format_count(grid.total)} {noun} · {format_count(grid.total / grid.seconds)} {noun}/s average"
 
 
+def whole_percentiles(grid) -> str:
+    """'p50 312µs · p99 1.98ms · p99.9 2ms over the range (selected keys)', or '' when empty."""
+    if not grid.whole:
+        return ""
+    said = " · ".join(f"{percentile_label(p)} {format_value(v, grid.unit)}" for p, v in grid.whole.items())
+    return f"{said} over the range" + (" (selected keys)" if grid.keys else "")
+
+
 def y_range(grid) -> str:
     """'linear 0–12ms (auto)' / 'log 1µs–10ms (set)'."""
     lo, hi = format_value(grid.edges[0], grid.unit), format_value(grid.edges[-1], grid.unit)

@@ -55,6 +55,7 @@ class Grid:
     spans: list = field(default_factory=list)        # (start, end, cause): outages collected as one record
     derived: str = ""                                # how the archive answered the name (QueryResult.derived)
     collected: int | None = None                     # seconds collected in the bins (None: not said)
+    whole: dict = field(default_factory=dict)        # p -> value over the whole range (WHOLE_PERCENTILES)
 
     @property
     def seconds(self) -> int:
@@ -64,6 +65,9 @@ class Grid:
     def row_counts(self) -> np.ndarray:
         """Events per row over the whole range (the side panel)."""
         return self.counts.sum(axis=1)
+
+
+WHOLE_PERCENTILES = (50.0, 99.0, 99.9)   # said in the header, over every event of the range
 
 
 def select_keys(qr, keys=None) -> np.ndarray:
@@ -252,4 +256,5 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
         percentiles={float(p): percentile_of(buckets, hist, float(p)) for p in percentiles},
         spans=list(getattr(qr, "spans", [])), derived=getattr(qr, "derived", ""),
         collected=None if seconds is None else int(seconds.sum()),
+        whole={p: float(percentile_of(buckets, hist_total, p)) for p in WHOLE_PERCENTILES} if hist_total.any() else {},
     )

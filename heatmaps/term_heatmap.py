@@ -16,7 +16,7 @@ from .units import event_noun, family, format_count, format_value, quantity_name
 PANEL = 7           # rate column width
 LABEL = 7           # y label width
 LEFT = PANEL + 1 + LABEL + 2   # "  12.3k 1.5ms ┤"
-CHROME = 8          # lines that are not map: header 2-3, panel header 1, axis 2, legend 1, prompt 1
+CHROME = 9          # lines that are not map: header 3-4 (title, totals, percentiles), panel header 1, axis 2, legend 1, prompt 1
 
 
 def geometry(width: int, height: int, mode: str, rows: int = None) -> tuple:
@@ -181,7 +181,9 @@ def render(grid, mode: str, width: int = 200) -> str:
     noun = event_noun(grid.statistic)
     quantity = quantity_name(grid.statistic, grid.unit)
     gaps = describe.outages(grid)
-    out = head1 + [head2] + ([_fit(note, width)] if note else []) + ([_fit(gaps, width)] if gaps else [])
+    spread = describe.whole_percentiles(grid)
+    out = head1 + [head2] + ([_fit(spread, width)] if spread else []) + ([_fit(note, width)] if note else []) + \
+        ([_fit(gaps, width)] if gaps else [])
     out.append(f"{dim}{(noun + '/s').rjust(PANEL)} {quantity.rjust(LABEL)}{reset}")
 
     if mode == "none":

@@ -26,17 +26,28 @@ def test_colour_modes_use_half_blocks(mode, escape):
     text = term_heatmap.render(grid((50, 99)), mode)
     assert escape in text and "▀" in text
     plain = [line for line in text.splitlines()]
-    assert len(plain) == 20 + 3 + 3           # 40 cells -> 20 lines, header 3, axis 2 + legend 1
+    assert len(plain) == 20 + 4 + 3           # 40 cells -> 20 lines, header 4, axis 2 + legend 1
     assert "━━\x1b[0m p50" in plain[-1]
     assert "(log)" in plain[-1]
 
 
 def test_plain_mode_uses_density_ramp():
     text = term_heatmap.render(grid(), "none")
-    body = [line.split("│", 1)[-1].split("┤", 1)[-1] for line in text.splitlines()[3:43]]
+    body = [line.split("│", 1)[-1].split("┤", 1)[-1] for line in text.splitlines()[4:44]]
     assert "\x1b" not in text and "▀" not in text
     assert set("".join(body)) <= set(" .:-=+*#%@")
     assert len(body) == 40
+
+
+def test_the_header_says_the_ranges_percentiles_as_one_line():
+    """p50, p99, p99.9 of every event in the range (as iostat and biolatency users read them)."""
+    rows = [(c, v, 1) for c in range(10) for v in [100_000] * 98 + [10_000_000] * 2]
+    g = build_grid(heatmap_result({"": rows}, 10, name="nfs.latency"), T0, T0 + 10, max_cols=10, ncells=20,
+                   axis="log")
+    line = term_heatmap.render(g, "none").splitlines()[2]
+    p50, p99, p999 = (float(w.split()[1].rstrip("µms")) for w in line.split(" over ")[0].split(" · "))
+    assert line.startswith("p50 ") and line.endswith(" over the range"), line
+    assert 100 <= p50 <= 110 and 10 <= p99 <= 11 and 10 <= p999 <= 11, line   # 100µs, 10ms, 10ms: in their bucket
 
 
 def _tmux(session, width, height, command):
