@@ -27,6 +27,7 @@ from strata.datasets.paths import default_archive
 PASSED_ON = {
     "engine": "--engine",
     "engine_pid": "--engine-pid",
+    "stats_socket": "--stats-socket",
     "wire_ifaces": "--wire-iface",
     "wire_ports": "--wire-port",
     "wire_hook": "--wire-hook",
@@ -80,6 +81,9 @@ class ListenAddress(click.ParamType):
                    "(default: the one strata-collect finds).")
 @click.option("--engine-pid", type=click.IntRange(min=1), metavar="PID",
               help="The one strata-engine process to probe (default: the newest one running).")
+@click.option("--stats-socket", metavar="PATH", type=click.Path(dir_okay=False),
+              help="The engine's stats socket, for one started with `serve --stats-socket PATH` "
+                   "(default: /run/strata/engine-PID.sock); its gauges (arc.size ...) are read there.")
 @click.option("--fs-pid", "fs_pids", type=click.IntRange(min=1), metavar="PID", multiple=True,
               help="A process whose file-system syscalls fs.* statistics follow (repeatable).")
 @click.option("--fs-comm", "fs_comms", metavar="NAME", multiple=True,

@@ -4,7 +4,7 @@
     datasets = ["nfs.latency[client]", "disk.latency[device]"]   # ensured active at start and on reload
     [retention]   second = "7d"  minute = "90d"  hour = "104w"     # of the datasets listed
     [metrics]     listen = ":9464"  digits = 2  schema = 4  top = 20  web_config = "/etc/strata/web.yml"
-    [collector]   program = ...  engine = ...  engine_pid = ...
+    [collector]   program = ...  engine = ...  engine_pid = ...  stats_socket = ...
     [wire]        interfaces = ["eth0"]  ports = [2049]  hook = "auto"
     [fs]          pids = [...]  comms = ["ganesha.nfsd"]  cgroup = ...  hook = "auto"
 
@@ -37,6 +37,7 @@ FLAGS = {
     "collector.program": "collector_bin",
     "collector.engine": "engine",
     "collector.engine_pid": "engine_pid",
+    "collector.stats_socket": "stats_socket",
     "wire.interfaces": "wire_ifaces",
     "wire.ports": "wire_ports",
     "wire.hook": "wire_hook",

@@ -151,6 +151,13 @@ pid_t engine_find_pid(const char *exe)
 	return best;
 }
 
+static const char *socket_given; /* --stats-socket: the engine's socket, not /run/strata/engine-PID.sock */
+
+void engine_stats_socket_use(const char *path)
+{
+	socket_given = path;
+}
+
 /* One request line to the stats socket of pid; the whole answer (malloc'ed, *len bytes, not
  * NUL-terminated), or NULL with a reason in why. */
 static char *request(pid_t pid, const char *line, size_t *len, char *why, size_t n)
@@ -163,12 +170,19 @@ static char *request(pid_t pid, const char *line, size_t *len, char *why, size_t
 	int fd;
 
 	*len = 0;
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "/run/strata/engine-%d.sock", (int)pid);
+	if (socket_given)
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_given);
+	else
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "/run/strata/engine-%d.sock", (int)pid);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
 	    connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, strerror(errno));
+		int e = errno;
+
+		snprintf(why, n, "engine stats socket %s: %s%s", addr.sun_path, strerror(e),
+			 e == ENOENT && !socket_given ? " (an engine serving with --stats-socket PATH: give "
+							"strata collect --stats-socket PATH)" : "");
 		goto fail;
 	}
 	/* one writev: a server that answers its first read and closes must not see a second write */

@@ -30,12 +30,14 @@ char *engine_exe_of(pid_t pid);
 /* The most recently started process running the executable exe (a realpath), or -1. */
 pid_t engine_find_pid(const char *exe);
 
-/* Samples the stats socket /run/strata/engine-<pid>.sock ("stats\n" -> one JSON object):
+/* Samples the stats socket /run/strata/engine-<pid>.sock, or --stats-socket's ("stats\n" -> JSON):
  * every numeric leaf one level under a top-level object becomes "group.leaf".
  * 0 on success, -1 with a reason in why. */
 int engine_stats_sample(pid_t pid, struct gauges *out, char *why, size_t n);
 /* Sends one request line to the stats socket of pid; its answer, one JSON object (json-c,
  * released with json_object_put), or NULL with a reason in why. */
+/* The engine's stats socket is PATH (its serve --stats-socket), not /run/strata/engine-PID.sock. */
+void engine_stats_socket_use(const char *path);
 struct json_object *engine_ask(pid_t pid, const char *line, char *why, size_t n);
 /* Value of gauge name in g, or -1 (not present). */
 int gauges_find(const struct gauges *g, const char *name, double *value);

@@ -38,8 +38,11 @@ def client_op_counts(report):
 
 @pytest.mark.view("nfs")
 def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
-    engine = Engine(engine_bin, tmp_path, "a")
-    c = Collector("--engine-pid", engine.pid)
+    """...and the gauges (arc.size) of an engine serving its stats on a socket of its own
+    (serve --stats-socket PATH) are read there (strata-collect --stats-socket PATH)."""
+    sock = tmp_path / "own-stats.sock"
+    engine = Engine(engine_bin, tmp_path, "a", extra=("--stats-socket", str(sock)))
+    c = Collector("--engine-pid", engine.pid, "--stats-socket", sock)
     try:
         c.add("op", "nfs.ops", "op")
         c.add("client", "nfs.ops", "client")

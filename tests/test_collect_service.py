@@ -201,6 +201,7 @@ def test_repeatable_flags_take_lists_and_the_command_line_wins():
         finally:
             path.unlink()
 
+    assert collector_args({"stats_socket": "/run/e.sock"}) == ["--stats-socket", "/run/e.sock"]
     assert run('[wire]\ninterfaces = ["eth0", "eth1"]\nports = 2049\n[fs]\ncgroup = "/a"\n') == \
         {"wire_ifaces": ("eth0", "eth1"), "wire_ports": (2049,), "fs_cgroup": "/a"}
     assert collector_args(run('[wire]\ninterfaces = ["eth0", "eth1"]\nports = 2049\n[fs]\ncgroup = "/a"\n')) == \

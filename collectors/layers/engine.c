@@ -1,5 +1,5 @@
 /* engine.c — the engine layer: its gauges, sampled from the engine's stats socket once
- * per interval; the engine's binary (--engine, --engine-pid, else strata-engine beside
+ * per interval (its --stats-socket, else /run/strata/engine-PID.sock); the engine's binary (--engine, --engine-pid, else strata-engine beside
  * this program) and its running process, followed across restarts; and, for the layers
  * on its USDT probes (usdt.h), attaching them to the binary or to the one process
  * followed, again after that process restarted. */
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/un.h>
 #include <bpf/libbpf.h>
 #include "emit.h"
 #include "engine_process.h"
@@ -42,6 +43,16 @@ static int pid_option(const char *arg, char *err, size_t n)
 		snprintf(err, n, "--engine-pid needs a process id, not %s", arg);
 		return -1;
 	}
+	return 0;
+}
+
+static int socket_option(const char *arg, char *err, size_t n)
+{
+	if (arg[0] != '/' || strlen(arg) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(err, n, "--stats-socket needs an absolute path shorter than 108 bytes, not %s", arg);
+		return -1;
+	}
+	engine_stats_socket_use(arg);
 	return 0;
 }
 
@@ -215,6 +226,7 @@ static void host_fields(FILE *out)
 static const struct layer_option options[] = {
 	{ "engine", "PATH", binary_option },
 	{ "engine-pid", "PID", pid_option },
+	{ "stats-socket", "PATH", socket_option },
 	{ NULL },
 };
 
