@@ -80,7 +80,10 @@ def cli():
 
 
 def _elsewhere(e: click.NoSuchOption) -> str:
-    """For an option the command lacks but other commands have: the line naming them."""
+    """For an option a command lacks but other commands have: the line naming them (the
+    commands are imported only on this error path)."""
+    if not e.ctx or not e.ctx.parent:
+        return ""       # strata's own options: no command's to point to
     here = " ".join(["strata"] + (e.ctx.command_path.split(" ")[1:] if e.ctx else []))
     group = LazyGroup()
     have = [f"`strata {name}`" for name in COMMANDS if f"strata {name}" != here and

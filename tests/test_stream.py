@@ -12,6 +12,7 @@ import pytest
 
 from heatmaps_util import STRATA, T0, build_archive, histogram, run_strata
 from strata.datasets.archive import Archive
+from strata.heatmaps import stream_lines
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def test_replay_text_names_the_zone(archive):
                     "--archive", str(archive)])
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0].split() == ["TIME", "DATASET", "KEY", "OPS/S", "P50", "P99", "P99.9"]   # VALUE: gauges only
+    assert lines[0].split() == ["TIME", "DATASET", "KEY", "OPS/S", "P50", "P99", "P99.9", "DEPTH"]  # VALUE: gauges
     first = [line.split() for line in lines[1:]]
     assert first[0][:4] == ["2025-11-22T08:00:00Z", "nfs.latency", "-", "100"]
     assert first[0][4].endswith("µs") and first[0][5].endswith("ms")            # p50 fast, p99 in the slow band
@@ -118,3 +119,26 @@ def test_csv_flag_as_readme_says(archive):
     for extra in (["--json"], ["--format", "json"]):
         p = run_strata([*base, "--csv", *extra])
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_iostat_columns_bytes_per_second_and_depth(tmp_path):
+    """iostat -x's rMB/s, wMB/s from disk.size[op] and aqu-sz from disk.queue + disk.latency
+    (Little's law), within llhist's 5%; at 80 columns in a local zone a gauge's line fits."""
+    path = build_archive(tmp_path / "io.db", {
+        "disk.size[op]": lambda t: {"read": histogram([4096] * 100), "write": histogram([65536] * 10)},
+        "disk.queue": lambda t: {"": histogram([1_000_000] * 100)},
+        "disk.latency": lambda t: {"": histogram([2_000_000] * 100)},
+        "arc.size": lambda t: {"": float(64 << 20)}}, seconds=3)
+    p = run_strata(["stream", "disk.size[op]", "disk.queue", "disk.latency", "--since", str(T0), "--count", "1",
+                    "--json", "--archive", str(path)])
+    got = {(d["dataset"], d["key"]): d for d in map(json.loads, p.stdout.splitlines())}
+    assert got[("disk.size[op]", "read")]["bytes_per_s"] == pytest.approx(409_600, rel=0.05)
+    assert got[("disk.size[op]", "write")]["bytes_per_s"] == pytest.approx(655_360, rel=0.05)
+    assert got[("disk.queue", "")]["in_flight"] + got[("disk.latency", "")]["in_flight"] == \
+        pytest.approx(0.3, rel=0.05) and got[("disk.queue", "")]["bytes_per_s"] is None
+    wide = stream_lines.fit(["disk.size[op]", "disk.queue"], False, 120, False, ["bytes", "in_flight"])
+    assert stream_lines.text_header(wide).split()[-2:] == ["BYTES/S", "DEPTH"]
+    p = run_strata(["stream", "arc.size", "disk.latency", "--since", str(T0), "--count", "1", "--archive", str(path)],
+                   env_extra={"COLUMNS": "80", "TZ": "Asia/Kolkata"})
+    lines = p.stdout.splitlines()
+    assert p.returncode == 0 and "+05:30" in lines[1] and max(map(len, lines)) <= 80, p.stdout
