@@ -1,6 +1,8 @@
 """The words around a heat map: title, time range, totals, crop and outage notes (all renderers)."""
 import time
 
+import numpy as np
+
 from .clock import zone
 from .units import event_noun, format_count, format_duration, format_value, quantity_name
 
@@ -40,6 +42,20 @@ def whole_percentiles(grid) -> str:
         return ""
     said = " · ".join(f"{percentile_label(p)} {format_value(v, grid.unit)}" for p, v in grid.whole.items())
     return f"{said} over the range" + (" (selected keys)" if grid.keys else "")
+
+
+def same_lines(b) -> str:
+    """'10.0.0.1 and 10.0.0.2 draw the same line (one hides the other)' for the keys of a line
+    graph whose series are equal, or ''."""
+    if b.style != "line":
+        return ""
+    twins = []
+    for i in range(len(b.keys)):
+        for j in range(i):
+            if np.array_equal(b.series[i], b.series[j], equal_nan=True):
+                twins.append(f"{b.keys[j] or '-'} and {b.keys[i] or '-'}")
+                break
+    return "; ".join(twins) + (" draw the same line (one hides the other)" if twins else "")
 
 
 def y_range(grid) -> str:

@@ -106,8 +106,9 @@ def _legend(b, mode: str, width: int) -> list:
 def graph(b, mode: str, width: int, nlines: int, style: str | None = None) -> list:
     """The graph lines: header, plot with y labels, time axis, legend (style: b.style by default)."""
     style = style or b.style
+    twins = describe.same_lines(b) if style == "line" else ""
     per_line = 1 if mode == "none" else 2
-    ncells = max(nlines, 4) * per_line
+    ncells = max(nlines - bool(twins), 4) * per_line
     cells, top = (cells_stacked if style == "stacked" else cells_lines)(b, ncells)
     if mode == "none":
         marks = [_plain_mark(b, i) for i in range(len(b.keys))]
@@ -123,7 +124,7 @@ def graph(b, mode: str, width: int, nlines: int, style: str | None = None) -> li
             f"{describe.time_range(*b.span)}",
             f"{describe.key_count(b)}{what} · {b.bins.width}s per column · {style}"
             + (f" · {format_count(b.total_events / b.seconds)} {noun}/s average"
-               if b.metric != "mean" else ""),
+               if b.metric != "mean" else "")] + ([twins] if twins else []) + [
             f"{what.rjust(LABEL + 1)}"]
     out = head
     for line, text in enumerate(body):

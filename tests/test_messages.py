@@ -184,3 +184,13 @@ def test_check_same_file_said_and_a_summed_dataset_derived(archive, tmp_path):
                     "--json"])
     assert p.returncode == 0, p.stderr
     assert {(r["dataset"], r["verdict"]) for r in json.loads(p.stdout)["results"]} == {("nfs.latency", "same")}
+
+
+def test_two_keys_drawing_the_same_line_are_noted(tmp_path):
+    path = build_archive(tmp_path / "twins.db", {"nfs.ops[client]": lambda t: {"10.0.0.1": 3, "10.0.0.2": 3,
+                                                                                "10.0.0.3": t % 5}}, seconds=10)
+    p = run(path, "show", "nfs.ops[client]", "--key", "10.0.0.1", "--key", "10.0.0.2", "--key", "10.0.0.3",
+            "--since", str(T0), "--until", str(T0 + 10), "--color", "none")
+    assert p.returncode == 0, p.stderr
+    notes = [line for line in p.stdout.splitlines() if "draw the same line" in line]
+    assert notes == ["10.0.0.1 and 10.0.0.2 draw the same line (one hides the other)"], p.stdout
