@@ -111,6 +111,7 @@ class Collector:
         self.warned = set()
         self.stopping = False
         self.proc = None
+        self.partial = b""       # the daemon's line read so far (no newline yet): finished by the next read
         self.records = 0
         self.last = {}           # dataset id -> the last second the daemon reported
         self.tick = None         # (t, mono_ms, step_ms) of the daemon's last interval record
@@ -220,7 +221,9 @@ class Collector:
                 elif kind == "interval":
                     self._interval(msg)
                 elif kind == "error":
-                    ds, _ = parse_key(msg.get("id", ""))
+                    ds, gen = parse_key(msg.get("id", ""))
+                    if ds in self.infos and (ds not in self.kinds or gen != self.generation.get(ds, 0)):
+                        continue    # of a dataset removed since (suspended, destroyed): moot
                     name = self.infos[ds].name if ds in self.infos else msg.get("id")
                     if ds in self.kinds:
                         del self.kinds[ds]
@@ -439,7 +442,7 @@ class Collector:
         out = self.proc.stdout.fileno()
         os.set_blocking(out, False)
         sel.register(out, selectors.EVENT_READ)
-        buf, next_poll, next_prune = b"", time.monotonic() + self.poll, time.monotonic()
+        next_poll, next_prune = time.monotonic() + self.poll, time.monotonic()
         while not self.stopping:
             for _ in sel.select(timeout=0.25):
                 chunk = os.read(out, 1 << 16)
@@ -447,11 +450,10 @@ class Collector:
                     code = self.proc.wait()
                     self.log(f"{self.command[0]} exited with status {code}")
                     return 1
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                if len(buf) > MAX_LINE:
+                *lines, self.partial = (self.partial + chunk).split(b"\n")
+                if len(self.partial) > MAX_LINE:
                     self._warn_once("long", "dropping an over-long collector line")
-                    buf = b""
+                    self.partial = b""
                 lines = [ln.decode(errors="replace") for ln in lines if ln.strip()]
                 if lines:
                     self.handle(lines)
@@ -501,7 +503,7 @@ class Collector:
                 rest = self.proc.stdout.read() if self.proc.poll() is not None else b""
             except OSError:
                 pass
-            lines = [ln.decode(errors="replace") for ln in rest.split(b"\n") if ln.strip()]
+            lines = [ln.decode(errors="replace") for ln in (self.partial + rest).split(b"\n") if ln.strip()]
             if lines or self.held:
                 self.handle(lines)
             if self.held:

@@ -5,6 +5,8 @@ with the other command run (on its own connection, as the CLI does) between the 
 second and the collector's write of it: the destroy-then-create race, made deterministic."""
 import os
 import sqlite3
+import sys
+import threading
 
 from datasets_util import data_line, heat_second
 from strata.datasets import schema, status, transfer, verify
@@ -235,3 +237,35 @@ def test_suspend_and_resume_of_many_said_once_as_what_they_are(tmp_path):
     c.sync()
     assert said[1:] == ["resumed 21 datasets: collected again from the next second"]
     c.status.remove()
+
+
+DAEMON = r"""
+import sys
+for line in sys.stdin:
+    if line.split()[0] == "remove":
+        print(json.dumps({"type": "error", "id": line.split()[1], "message": "no dataset with this id"}))
+        sys.stdout.write('{"type": "status", "errors": [], ')    # a line cut by the pipe
+        sys.stdout.flush()
+    if line.strip() == "quit":
+        break
+print('"waiting": []}', flush=True)
+"""
+
+
+def test_a_line_cut_at_stop_and_an_error_of_a_removed_dataset_are_not_said(tmp_path):
+    """A daemon line whose end comes only after `quit` is read whole; the daemon's error
+    about a dataset suspended meanwhile (moot) is not said."""
+    path = str(tmp_path / "a.db")
+    with other(path) as a:
+        a.create("disk.ops[op]", now=T - 10)
+    said = []
+    c = Collector(Archive.open(path, readonly=False), command=[sys.executable, "-c", "import json" + DAEMON],
+                  log=said.append, poll=0.2)
+    def suspend():
+        with other(path) as a:
+            a.set_state(["disk.ops[op]"], "suspended")
+    threading.Timer(0.6, suspend).start()
+    threading.Timer(1.5, c.stop).start()
+    assert c.run() == 0
+    assert said == ["suspended disk.ops[op]: no longer collected, what is stored is kept "
+                    "(`strata datasets resume` collects again)"], said
