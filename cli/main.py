@@ -28,6 +28,8 @@ COMMANDS = {
     "web": ("strata.cli.web_cmd:web", "Live worksheet in the browser: heat maps, graphs, drag to drill down."),
 }
 
+SLOW_TO_IMPORT = ("check", "web")   # scipy, aiohttp: asked for an option only when no other command has it
+
 
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module only when it runs."""
@@ -86,8 +88,11 @@ def _elsewhere(e: click.NoSuchOption) -> str:
         return ""       # strata's own options: no command's to point to
     here = " ".join(["strata"] + (e.ctx.command_path.split(" ")[1:] if e.ctx else []))
     group = LazyGroup()
-    have = [f"`strata {name}`" for name in COMMANDS if f"strata {name}" != here and
-            any(e.option_name in p.opts + p.secondary_opts for p in group.get_command(None, name).params)]
+
+    def having(names):
+        return [f"`strata {name}`" for name in names if f"strata {name}" != here and
+                any(e.option_name in p.opts + p.secondary_opts for p in group.get_command(None, name).params)]
+    have = having([n for n in COMMANDS if n not in SLOW_TO_IMPORT]) or having(SLOW_TO_IMPORT)
     if not have:
         return ""
     shown = have[:3] + ([f"{len(have) - 3} more"] if len(have) > 3 else [])
