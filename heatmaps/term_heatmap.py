@@ -16,7 +16,7 @@ from .units import event_noun, family, format_count, format_value, quantity_name
 PANEL = 7           # rate column width
 LABEL = 7           # y label width
 LEFT = PANEL + 1 + LABEL + 2   # "  12.3k 1.5ms ┤"
-CHROME = 9          # lines that are not map: header 3-4 (title, totals, percentiles), panel header 1, axis 2, legend 1, prompt 1
+CHROME = 9          # not map: header 3-4 (title, totals, percentiles), panel header 1, axis 2, legend 1, prompt 1
 
 
 def geometry(width: int, height: int, mode: str, rows: int = None) -> tuple:
