@@ -5,7 +5,7 @@ ENGINE_SRCS := main.c serve.c mkpool.c statcmd.c util.c xdr.c rpc.c net.c \
 	nfs3.c nfs3_attr.c mount3.c fh.c siphash.c export.c rpcbind.c pool.c cksum.c \
 	objset.c blkmap.c dir.c names.c meta.c txg.c stats.c probes.c arc.c arcsim.c arctrace.c \
 	tiers.c ctl.c l2arc.c l2arc_log.c zil.c devmodel.c tierdev.c devlock.c
-ENGINE_NET_SRCS := netloop.c netaddr.c # the front-end's event loop and its per-address table
+ENGINE_NET_SRCS := netloop.c netconn.c netaddr.c # the front-end's event loop, its connections, its per-address table
 ENGINE_SRCS += $(ENGINE_NET_SRCS)
 ENGINE_OBJ := $(OBJ)/engine
 ENGINE_OBJS := $(addprefix $(ENGINE_OBJ)/,$(ENGINE_SRCS:.c=.o))

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "nfs3.h"
+#include "nfsstat.h"
 #include "siphash.h"
 
 #define FH_MAGIC 0x53544648u /* "STFH" */

@@ -4,7 +4,7 @@
  * pointing to the previous one with its checksum), and the walk of that chain
  * from the newest block back that the rebuild (l2arc.c) restores headers from.
  * It calls nothing of the cache above it. */
-#include "l2arc_impl.h"
+#include "l2arc_log.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -40,8 +40,6 @@
 #include "strata_probes.h"
 #include "util.h"
 
-struct net_limits net_lim;
-
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cv, idle_cv;
@@ -94,18 +92,6 @@ int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, cha
 	return fd;
 }
 
-void conn_put(struct conn *c)
-{
-	pthread_mutex_lock(&c->lock);
-	int last = --c->refs == 0;
-	pthread_mutex_unlock(&c->lock);
-	if (!last)
-		return;
-	close(c->fd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-}
-
 /* Whether a worker may run the connection's next request (c->lock held): not
  * while its unsent replies and the largest replies of its running requests
  * could pass reply_queue (one request at a time always runs), nor add to its
@@ -135,37 +121,6 @@ void conn_schedule(struct conn *c)
 	else
 		pthread_cond_signal(&net.timer_cv); /* the only idle worker keeps the timer */
 	pthread_mutex_unlock(&net.lock);
-}
-
-void conn_fail(struct conn *c)
-{
-	if (c->closing)
-		return;
-	c->closing = 1;
-	shutdown(c->fd, SHUT_RDWR);
-}
-
-int conn_flush(struct conn *c)
-{
-	while (c->out) {
-		struct outbuf *b = c->out;
-		ssize_t w = send(c->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-		b->off += (size_t)w;
-		c->out_bytes -= (uint64_t)w;
-		GAUGE_SUB(queued_reply_bytes, (uint64_t)w);
-		conn_touch(c);
-		if (b->off == b->len) {
-			c->out = b->next;
-			if (!c->out)
-				c->out_tail = NULL;
-			free(b);
-		}
-	}
-	return 0;
 }
 
 /* Sends a reply, or what the socket does not take now joins the reply queue (c->lock
@@ -546,9 +501,8 @@ static void *worker(void *arg)
 	return arg;
 }
 
-int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim)
+int net_workers_start(int workers)
 {
-	net_lim = *lim;
 	pthread_condattr_t ca; /* work waits are timed on the probes' clock (wait_for_work) */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -567,12 +521,11 @@ int net_start(const int *listen_fds, int nfds, int workers, const struct net_lim
 		net.workers++;
 	}
 	pthread_attr_destroy(&attr);
-	return netloop_start(listen_fds, nfds);
+	return 0;
 }
 
-void net_stop(void)
+void net_workers_stop(void)
 {
-	netloop_stop_reading();
 	pthread_mutex_lock(&net.lock);
 	while (net.busy || net.rq_head)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
@@ -582,8 +535,10 @@ void net_stop(void)
 	while (net.exited < net.workers)
 		pthread_cond_wait(&net.idle_cv, &net.lock);
 	pthread_mutex_unlock(&net.lock);
-	netloop_quit();
-	/* Connections queued after the workers left: only their references remain. */
+}
+
+void net_workers_release(void)
+{
 	while (net.rq_head) {
 		struct conn *c = net.rq_head;
 		net.rq_head = c->rq_next;

@@ -9,32 +9,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "netlimits.h"
 #include "rpc_req.h"
-
-/* Largest record accepted: a 1 MiB WRITE plus RPC and NFS headers. */
-#define NET_MAX_RECORD (1024u * 1024u + 4096u)
-/* Reply buffer: a 1 MiB READ plus headers and attributes. */
-#define NET_REPLY_CAP (1024u * 1024u + 16384u)
-/* Largest record from an address no export allows (MOUNT and NULL fit). */
-#define NET_UNTRUSTED_RECORD 4096u
-/* Connections at once from one address no export allows, and from all such
- * addresses: at most max_conns / NET_UNTRUSTED_SHARE. */
-#define NET_UNTRUSTED_PER_ADDR 4u
-#define NET_UNTRUSTED_SHARE 8u
-
-/* What clients may hold; net_start takes them, serve sets them from flags. */
-struct net_limits {
-	uint32_t max_conns;          /* connections at once (lowered to fit RLIMIT_NOFILE) */
-	uint32_t max_conns_per_addr; /* from one client address */
-	uint64_t record_mem;         /* bytes of unfinished records, all connections */
-	uint64_t reply_queue;        /* unsent reply bytes at which a connection stops being read */
-	uint64_t reply_mem;          /* unsent reply bytes, all connections */
-	uint64_t record_timeout_ms;  /* a record's first byte to its last */
-	uint64_t idle_timeout_ms;    /* no byte moved and nothing running: closed */
-};
-#define NET_LIMITS_DEFAULT { .max_conns = 4096, .max_conns_per_addr = 256, \
-	.record_mem = 64ull << 20, .reply_queue = 4ull << 20, .reply_mem = 128ull << 20, \
-	.record_timeout_ms = 30000, .idle_timeout_ms = 600000 }
 
 /* Binds and listens on host:port (port 0 picks one); returns the fd, and the
  * bound address as "ADDR:PORT" in `bound`.  -1 with a message in err. */
@@ -45,11 +21,31 @@ int net_listen(const char *host, uint16_t port, char *bound, size_t boundsz, cha
  * With r->acct.nowait, 1 when the request would wait (nfs3_dispatch's
  * NFS3_WOULD_BLOCK, or a MOUNT call): nothing ran; it is to run without. */
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced);
-/* Starts the event loop (accepting on listen_fds) and `workers` workers. */
+/* Starts the event loop (accepting on listen_fds) and `workers` workers (netloop.c). */
 int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim);
 /* Stops accepting and reading, waits for queued and running requests, ends the
  * workers (the first to leave fires the pending strata:nfs_ops batch), gives
  * queued replies a moment to leave, then closes every connection. */
 void net_stop(void);
+
+/* The workers (net.c), as the event loop (netloop.c) drives them. */
+struct conn;
+/* Appends a runnable connection to the run queue unless it is there (c->lock held). */
+void conn_schedule(struct conn *c);
+/* Runs r (of c, c->lock not held) now if it needs no wait and c may take its reply:
+ * 0, r is done and freed, its reply gathered for net_inline_flush; -1: r is the
+ * caller's, for the workers.  Called on the loop's thread alone, as are the two below. */
+int net_inline_run(struct conn *c, struct rpc_req *r);
+/* Sends the gathered replies (c->lock not held). */
+void net_inline_flush(void);
+/* Fires the loop's probe batch if due (or `force`); returns the ms until it is due, -1: none. */
+int net_inline_tick(uint64_t now, int force);
+/* Starts `workers` workers; -1 if a thread could not be made. */
+int net_workers_start(int workers);
+/* Waits for queued and running requests, then ends the workers (the first to
+ * leave fires the pending strata:nfs_ops batch). */
+void net_workers_stop(void);
+/* Drops the connections queued after the workers left (only their references remain). */
+void net_workers_release(void);
 
 #endif

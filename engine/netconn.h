@@ -1,6 +1,6 @@
 /* netconn.h — a connection of the front-end as the workers (net.c) and the
  * event loop (netloop.c) share it: the record being read, queued requests,
- * unsent replies, references; and the calls between the two.  Private to them. */
+ * unsent replies, references; and what both do to it (netconn.c).  Private to them. */
 #ifndef ENGINE_NETCONN_H
 #define ENGINE_NETCONN_H
 
@@ -9,9 +9,13 @@
 #include <sys/socket.h>
 
 #include "engine.h"
-#include "net.h"
 #include "netaddr.h"
+#include "netlimits.h"
+#include "rpc_req.h"
 #include "util.h"
+
+#define CONN_MAX_INFLIGHT 64            /* queued + running requests per connection */
+#define CONN_MAX_REQ_BYTES (4u << 20)   /* bytes of queued request records per connection */
 
 struct outbuf {
 	struct outbuf *next;
@@ -49,38 +53,23 @@ struct conn {
 #define GAUGE(field) __atomic_load_n(&g_engine.ctr.field, __ATOMIC_RELAXED)
 
 extern struct net_limits net_lim; /* net_start's, max_conns fitted to the descriptor limit */
+/* The loop's epoll instance, and whether it still reads (set by netloop.c). */
+extern struct conn_poll {
+	int ep, stopping;
+} conn_poll;
 
 static inline void conn_touch(struct conn *c)
 {
 	__atomic_store_n(&c->last_active_ns, clock_mono_ns(), __ATOMIC_RELAXED);
 }
 
-/* net.c: references, the run queue and replies (c->lock held where said). */
+/* References, failure, replies and the epoll interest (c->lock held where said). */
 void conn_put(struct conn *c);
-/* Appends a runnable connection to the run queue unless it is there (c->lock held). */
-void conn_schedule(struct conn *c);
 /* Marks the connection for closing (c->lock held); the loop sees the hang-up and closes it. */
 void conn_fail(struct conn *c);
 /* Sends queued replies until the socket would block (c->lock held); -1: the connection failed. */
 int conn_flush(struct conn *c);
-
-/* net.c: requests run on the loop's thread, which alone calls these. */
-/* Runs r (of c, c->lock not held) now if it needs no wait and c may take its reply:
- * 0, r is done and freed, its reply gathered for net_inline_flush; -1: r is the
- * caller's, for the workers. */
-int net_inline_run(struct conn *c, struct rpc_req *r);
-/* Sends the gathered replies (c->lock not held). */
-void net_inline_flush(void);
-/* Fires the loop's probe batch if due (or `force`); returns the ms until it is due, -1: none. */
-int net_inline_tick(uint64_t now, int force);
-
-/* netloop.c: the epoll interest (c->lock held) and the loop's life. */
+/* Sets the epoll interest from the connection's state (c->lock held). */
 void conn_arm(struct conn *c);
-/* Starts the loop thread: accepting on listen_fds, reading every connection. */
-int netloop_start(const int *listen_fds, int nfds);
-/* No more accepting or reading. */
-void netloop_stop_reading(void);
-/* Gives unsent replies a moment, closes every connection, ends the loop thread. */
-void netloop_quit(void);
 
 #endif

@@ -8,7 +8,8 @@
  * connection that holds too many requests or unsent replies, and enforces
  * net_limits: connections in total and per address (an idle one makes room),
  * bytes of unfinished records, record and idle timeouts.  Everything here runs
- * on the loop's thread except conn_arm, netloop_stop_reading and netloop_quit. */
+ * on the loop's thread except net_start and net_stop, which start and end it
+ * and the workers (net.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,11 +26,10 @@
 #include "engine.h"
 #include "mount3.h"
 #include "netaddr.h"
+#include "net.h"
 #include "netconn.h"
 #include "util.h"
 
-#define CONN_MAX_INFLIGHT 64            /* queued + running requests per connection */
-#define CONN_MAX_REQ_BYTES (4u << 20)   /* bytes of queued request records per connection */
 #define MAX_FRAGMENTS 1024
 #define READ_CHUNK (256u << 10)         /* one recv into a record body */
 #define READ_PER_EVENT (1u << 20)       /* bytes read from one connection before the next */
@@ -43,14 +43,14 @@
 #define EV_WAKE 15                      /* epoll data below 16: a listener index, or the wake-up */
 
 static struct {
-	int ep, wakefd, reserve_fd, nlisten;
+	int wakefd, reserve_fd, nlisten;
 	int *listen_fds;
-	int stopping, quit;                   /* set by net_stop's thread */
+	int quit;                             /* set by net_stop's thread */
 	struct conn *conns;
 	uint32_t nconns, nuntrusted, nstarved, max_conns; /* max_conns: as configured, before fit_fd_limit */
 	uint64_t last_sweep_ns;
 	pthread_t thread;
-} loop = { .ep = -1, .wakefd = -1, .reserve_fd = -1 };
+} loop = { .wakefd = -1, .reserve_fd = -1 };
 
 static void wake_loop(void)
 {
@@ -63,27 +63,6 @@ static void wake_loop(void)
 static uint64_t since(uint64_t now, uint64_t t)
 {
 	return now > t ? now - t : 0;
-}
-
-/* Sets the epoll interest from the state (c->lock held): writable while replies
- * wait; readable unless stopping, waiting for record_mem, or holding its most
- * requests or unsent reply bytes. */
-void conn_arm(struct conn *c)
-{
-	if (c->closing)
-		return;
-	int backlog = c->out_bytes >= net_lim.reply_queue;
-	uint32_t want = c->out ? EPOLLOUT : 0;
-	if (!__atomic_load_n(&loop.stopping, __ATOMIC_RELAXED) && !c->starved && !backlog &&
-	    c->nreq + c->running < CONN_MAX_INFLIGHT && c->req_bytes < CONN_MAX_REQ_BYTES)
-		want |= EPOLLIN;
-	if (want == c->mask)
-		return;
-	if ((c->mask & EPOLLIN) && !(want & EPOLLIN) && backlog)
-		CTR_INC(net_backpressure);
-	c->mask = want;
-	struct epoll_event ev = { .events = want, .data.ptr = c };
-	epoll_ctl(loop.ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 static struct conn *graveyard; /* closed this round; their loop reference is dropped after it */
@@ -104,7 +83,7 @@ static void conn_close(struct conn *c)
 	if (c->closed)
 		return;
 	c->closed = 1;
-	epoll_ctl(loop.ep, EPOLL_CTL_DEL, c->fd, NULL);
+	epoll_ctl(conn_poll.ep, EPOLL_CTL_DEL, c->fd, NULL);
 	pthread_mutex_lock(&c->lock);
 	c->closing = 1;
 	for (struct rpc_req *r = c->reqs, *n; r; r = n) {
@@ -391,7 +370,7 @@ static void admit(int fd, const struct sockaddr_storage *ss)
 	c->last_active_ns = clock_mono_ns();
 	pthread_mutex_init(&c->lock, NULL);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-	if (epoll_ctl(loop.ep, EPOLL_CTL_ADD, fd, &ev)) {
+	if (epoll_ctl(conn_poll.ep, EPOLL_CTL_ADD, fd, &ev)) {
 		netaddr_put(a);
 		pthread_mutex_destroy(&c->lock);
 		free(c);
@@ -502,7 +481,7 @@ static void resume_starved(void)
 static void stop_reading(void)
 {
 	for (int i = 0; i < loop.nlisten; i++) {
-		epoll_ctl(loop.ep, EPOLL_CTL_DEL, loop.listen_fds[i], NULL);
+		epoll_ctl(conn_poll.ep, EPOLL_CTL_DEL, loop.listen_fds[i], NULL);
 		shutdown(loop.listen_fds[i], SHUT_RDWR);
 	}
 	for (struct conn *c = loop.conns; c; c = c->next) {
@@ -518,7 +497,7 @@ static void *event_loop(void *arg)
 	int stopped = 0, timeout = 100;
 	uint64_t quit_by = 0;
 	for (;;) {
-		int n = epoll_wait(loop.ep, evs, 256, timeout);
+		int n = epoll_wait(conn_poll.ep, evs, 256, timeout);
 		uint64_t now = clock_mono_ns();
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
@@ -551,7 +530,7 @@ static void *event_loop(void *arg)
 			if ((evs[i].events & EPOLLIN) && conn_read(c))
 				conn_close(c);
 		}
-		if (!stopped && __atomic_load_n(&loop.stopping, __ATOMIC_RELAXED)) {
+		if (!stopped && __atomic_load_n(&conn_poll.stopping, __ATOMIC_RELAXED)) {
 			stopped = 1;
 			stop_reading();
 		}
@@ -579,7 +558,8 @@ static void *event_loop(void *arg)
 	return arg;
 }
 
-int netloop_start(const int *listen_fds, int nfds)
+/* Starts the loop thread: accepting on listen_fds, reading every connection. */
+static int netloop_start(const int *listen_fds, int nfds)
 {
 	if (nfds >= EV_WAKE)
 		return -1;
@@ -588,32 +568,38 @@ int netloop_start(const int *listen_fds, int nfds)
 	loop.listen_fds = xcalloc((size_t)nfds, sizeof(int));
 	memcpy(loop.listen_fds, listen_fds, (size_t)nfds * sizeof(int));
 	loop.nlisten = nfds;
-	loop.ep = epoll_create1(EPOLL_CLOEXEC);
+	conn_poll.ep = epoll_create1(EPOLL_CLOEXEC);
 	loop.wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	loop.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (loop.ep < 0 || loop.wakefd < 0)
+	if (conn_poll.ep < 0 || loop.wakefd < 0)
 		return -1;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV_WAKE };
-	if (epoll_ctl(loop.ep, EPOLL_CTL_ADD, loop.wakefd, &ev))
+	if (epoll_ctl(conn_poll.ep, EPOLL_CTL_ADD, loop.wakefd, &ev))
 		return -1;
 	for (int i = 0; i < nfds; i++) {
 		fcntl(listen_fds[i], F_SETFL, fcntl(listen_fds[i], F_GETFL) | O_NONBLOCK);
 		ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = (uint64_t)i };
-		if (epoll_ctl(loop.ep, EPOLL_CTL_ADD, listen_fds[i], &ev))
+		if (epoll_ctl(conn_poll.ep, EPOLL_CTL_ADD, listen_fds[i], &ev))
 			return -1;
 	}
 	return pthread_create(&loop.thread, NULL, event_loop, NULL) ? -1 : 0;
 }
 
-void netloop_stop_reading(void)
+int net_start(const int *listen_fds, int nfds, int workers, const struct net_limits *lim)
 {
-	__atomic_store_n(&loop.stopping, 1, __ATOMIC_RELAXED);
-	wake_loop();
+	net_lim = *lim;
+	if (net_workers_start(workers))
+		return -1;
+	return netloop_start(listen_fds, nfds);
 }
 
-void netloop_quit(void)
+void net_stop(void)
 {
+	__atomic_store_n(&conn_poll.stopping, 1, __ATOMIC_RELAXED);
+	wake_loop();
+	net_workers_stop();
 	__atomic_store_n(&loop.quit, 1, __ATOMIC_RELAXED);
 	wake_loop();
 	pthread_join(loop.thread, NULL);
+	net_workers_release();
 }

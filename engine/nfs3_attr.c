@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "nfs3.h"
+#include "nfsstat.h"
 #include "util.h"
 
 /* The size a directory reports: grows with its entries. */

@@ -3,7 +3,7 @@
 # device access (tierdev.c), built from the sources under ASan+UBSan; they
 # join TEST_BINS.  (strata-engine links the same sources: engine.mk.)
 
-TIERS_HDRS := engine/tierdev.h engine/tierstats.h engine/l2arc.h engine/l2arc_impl.h engine/zil.h \
+TIERS_HDRS := engine/tierdev.h engine/tierstats.h engine/l2arc.h engine/l2arc_impl.h engine/l2arc_log.h engine/zil.h \
 	engine/devmodel.h engine/strata_probes.h engine/cksum.h engine/arc.h engine/unit_check.h
 TIERS_LIBS := $(shell pkg-config --libs liblz4) -lm
 TIERS_TESTOUT := $(BUILD)/tests

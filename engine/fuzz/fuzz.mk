@@ -21,7 +21,7 @@ LLVM_COV ?= llvm-cov-14
 FUZZ := $(BUILD)/fuzz
 FUZZ_TARGETS := rpc l2arc zil wire_ports
 # The engine objects each target links (beyond its harness).
-FUZZ_LIB_rpc := fuzz/xdr_mutator net netloop netaddr xdr rpc nfs3 nfs3_attr mount3 fh siphash export objset blkmap dir \
+FUZZ_LIB_rpc := fuzz/xdr_mutator net netloop netconn netaddr xdr rpc nfs3 nfs3_attr mount3 fh siphash export objset blkmap dir \
 	pool cksum util txg meta probes arc tiers l2arc l2arc_log zil devmodel tierdev devlock
 FUZZ_LIB_l2arc := fuzz/image l2arc l2arc_log cksum tierdev devlock devmodel probes util
 FUZZ_LIB_zil := fuzz/image zil cksum tierdev devlock devmodel probes util
