@@ -106,7 +106,7 @@ struct {
 } fs_pending_tid SEC(".maps");
 
 /* How the programs read the kernel, one set of programs each (the collector loads the
- * set the kernel allows, collectors/fs_layer.c):
+ * set the kernel allows, collectors/layers/fs.c):
  *   FS_TYPED   typed task pointer, typed loads through bpf_rdonly_cast (Linux 6.2+)
  *   FS_READ    typed task pointer, CO-RE helper reads below the fd table (5.11+)
  *   FS_HASHED  CO-RE helper reads throughout, fs_pending_tid for the syscall in flight */

@@ -13,7 +13,7 @@
  * fails ends at nfsd_read_err / nfsd_write_err instead and is not counted (its start is
  * overwritten by the thread's next one). raw_tp programs: the arguments are read as
  * words, the request through CO-RE helper reads (bpf/nfsd_request.h), so no module BTF is
- * needed; the collector attaches them together (collectors/nfsd_io.c). */
+ * needed; the collector attaches them together (collectors/layers/nfsd_io.c). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

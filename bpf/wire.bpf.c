@@ -26,7 +26,7 @@
  * (the common case: one call per send).
  *
  * The programs come in two trios from this one source (enum loop_kind), and the collector
- * loads the one the kernel allows (collectors/wire.c): with bpf_loop (Linux 5.17+), or
+ * loads the one the kernel allows (collectors/layers/wire.c): with bpf_loop (Linux 5.17+), or
  * bounded, for older kernels (5.10+), whose loops call global functions that keep the
  * walk's state in a per-CPU map (wire_walk_state) and find the connection again at each
  * step, as a global function before 5.12 takes no pointer but the context. */

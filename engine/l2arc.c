@@ -167,21 +167,13 @@ void l2_hdr_add(struct l2arc *l2, struct l2dev *d, const struct l2hdr *src, int 
  * is about to overwrite. */
 static void evict_region(struct l2arc *l2, struct l2dev *d, uint64_t lo, uint64_t hi)
 {
-	uint64_t start = clock_mono_ns(), bytes = 0, abytes = 0;
 	while (d->order_head != L2_NIL) {
 		struct l2hdr *h = l2_hdr(l2, d->order_head);
 		uint64_t off = (uint64_t)h->daddr * L2_SECTOR;
 		if (off < lo || off >= hi)
 			break;
-		bytes += h->lsize;
-		abytes += l2_asize(h->psize);
 		hdr_drop(l2, d->order_head);
 		l2->st.l2_evict_bufs++;
-	}
-	if (bytes && STRATA_PROBE_ENABLED(l2arc_evict)) {
-		struct strata_tier_io io = { .start_ns = start, .bytes = (uint32_t)bytes,
-					     .asize = (uint32_t)abytes, .count = 1 };
-		STRATA_PROBE(l2arc_evict, &io);
 	}
 }
 
@@ -455,122 +447,178 @@ static uint64_t build_batch(struct l2arc *l2, const struct l2dev *d, struct l2st
 	return cur;
 }
 
-/* One feed: returns the logical bytes written; *target gets the feed's target. */
-static uint64_t feed_once(struct l2arc *l2, uint64_t *target)
+/* One feed's batch, from staging to the device's index. */
+struct feed {
+	struct l2dev *d;
+	struct l2stage **batch;    /* staged copies taken, n of them */
+	uint32_t n;
+	uint64_t target;           /* asize bytes the feed aims at */
+	uint64_t bound, logical;   /* the batch's asize and logical bytes */
+	uint64_t L, P, total;      /* where it goes (logical, physical) and the bytes reserved there */
+	struct l2dev snap;         /* the device as the intent superblock records it */
+	uint8_t *buf;              /* the write: buffers and log blocks */
+	struct l2_lbent *ents;     /* each buffer's log entry */
+	struct l2_lbptr chain;     /* the newest log block once written */
+	uint32_t nlb;              /* log blocks written */
+	uint64_t len;              /* bytes written */
+};
+
+/* What one feed of d writes at most: write_max, plus write_boost until the ring
+ * has filled once, and never more than a quarter of the ring. */
+static uint64_t feed_target(const struct l2arc *l2, const struct l2dev *d)
 {
-	*target = 0;
-	pthread_mutex_lock(&l2->lock);
-	struct l2dev *d = l2->enabled && l2->stage_head ? pick_dev(l2) : NULL;
-	if (!d) {
-		pthread_mutex_unlock(&l2->lock);
-		return 0;
-	}
 	uint64_t tgt = l2->cfg.write_max + (d->filled ? 0 : l2->cfg.write_boost);
-	if (tgt > d->ring_len / 4)
-		tgt = d->ring_len / 4;
-	*target = tgt;
-	uint32_t n = 0, cap = 64;
-	struct l2stage **batch = malloc(cap * sizeof(*batch));
-	uint64_t bound = 0, logical = 0;
-	while (l2->stage_head && batch) {
+	return tgt > d->ring_len / 4 ? d->ring_len / 4 : tgt;
+}
+
+/* Takes staged copies, oldest first, up to the target (at least one) into the
+ * batch; each stays findable in the staged-key hash while in flight (l2->lock held). */
+static void take_batch(struct l2arc *l2, struct feed *f)
+{
+	uint32_t cap = 64;
+	f->batch = malloc(cap * sizeof(*f->batch));
+	while (l2->stage_head && f->batch) {
 		struct l2stage *s = l2->stage_head;
-		if (n && bound + l2_asize(s->size) > tgt)
+		if (f->n && f->bound + l2_asize(s->size) > f->target)
 			break;
-		if (n == cap) {
-			struct l2stage **nb = realloc(batch, 2 * cap * sizeof(*nb));
+		if (f->n == cap) {
+			struct l2stage **nb = realloc(f->batch, 2 * cap * sizeof(*nb));
 			if (!nb)
 				break;
-			batch = nb;
+			f->batch = nb;
 			cap *= 2;
 		}
 		stage_remove(l2, s);
-		uint32_t b = (uint32_t)(l2_key_hash(s->key) & (L2_STAGE_HASH - 1)); /* stays findable */
+		uint32_t b = (uint32_t)(l2_key_hash(s->key) & (L2_STAGE_HASH - 1));
 		s->hnext = l2->stage_hash[b];
 		l2->stage_hash[b] = s;
 		s->inflight = 1;
-		batch[n++] = s;
-		bound += l2_asize(s->size);
-		logical += s->size;
+		f->batch[f->n++] = s;
+		f->bound += l2_asize(s->size);
+		f->logical += s->size;
 	}
-	if (!n) {
-		pthread_mutex_unlock(&l2->lock);
-		free(batch);
-		return 0;
-	}
-	l2->feeding = 1;
-	uint32_t lbmax = (n + l2->cfg.log_entries - 1) / l2->cfg.log_entries;
-	uint64_t total = tier_roundup(bound + (uint64_t)lbmax * l2_lb_bytes(l2->cfg.log_entries), TIERDEV_ALIGN);
-	uint64_t L = d->hand_lpos, P = l2_phys(d, L);
-	if (P + total > d->ring_end) {
-		evict_region(l2, d, P, d->ring_end);
-		L += d->ring_end - P;
-		P = d->ring_start;
+}
+
+/* Reserves the batch's region at the device's hand (skipping to the next lap
+ * where it would cross the ring's end) and evicts what it overwrites (l2->lock held). */
+static void reserve_region(struct l2arc *l2, struct feed *f)
+{
+	struct l2dev *d = f->d;
+	uint32_t lbmax = (f->n + l2->cfg.log_entries - 1) / l2->cfg.log_entries;
+	f->total = tier_roundup(f->bound + (uint64_t)lbmax * l2_lb_bytes(l2->cfg.log_entries), TIERDEV_ALIGN);
+	f->L = d->hand_lpos;
+	f->P = l2_phys(d, f->L);
+	if (f->P + f->total > d->ring_end) {
+		evict_region(l2, d, f->P, d->ring_end);
+		f->L += d->ring_end - f->P;
+		f->P = d->ring_start;
 		d->filled = 1;
 	}
-	evict_region(l2, d, P, P + total);
-	if (L + total > d->ring_len && L + total - d->ring_len > d->evict_lpos)
-		d->evict_lpos = L + total - d->ring_len;
+	evict_region(l2, d, f->P, f->P + f->total);
+	if (f->L + f->total > d->ring_len && f->L + f->total - d->ring_len > d->evict_lpos)
+		d->evict_lpos = f->L + f->total - d->ring_len;
 	d->evict_gen++;
-	struct l2dev snap = *d;
-	snap.hand_lpos = L;
-	pthread_mutex_unlock(&l2->lock);
+	f->snap = *d;
+	f->snap.hand_lpos = f->L;
+}
 
-	uint64_t start = clock_mono_ns();
-	int err = l2_sb_write(d, &snap); /* intent: the region below evict_lpos is going */
-	uint8_t *buf = tierdev_alloc(total);
-	struct l2_lbent *ents = malloc(n * sizeof(*ents));
-	struct l2_lbptr chain = snap.head;
-	uint32_t nlb = 0;
-	uint64_t len = 0;
-	if (!ents)
+/* Records the intent in the superblock, lays the batch out and writes it
+ * (l2->lock not held); 0 or a negative errno. */
+static int write_batch(struct l2arc *l2, struct feed *f)
+{
+	int err = l2_sb_write(f->d, &f->snap); /* intent: the region below evict_lpos is going */
+	f->buf = tierdev_alloc(f->total);
+	f->ents = malloc(f->n * sizeof(*f->ents));
+	f->chain = f->snap.head;
+	if (!f->ents)
 		err = -ENOMEM;
-	if (!err) {
-		len = tier_roundup(build_batch(l2, d, batch, n, L, buf, ents, &chain, &nlb), TIERDEV_ALIGN);
-		uint64_t t0 = clock_mono_ns();
-		err = tierdev_pwrite(&d->io, buf, len, P);
-		devmodel_service(l2->model, DEVMODEL_WRITE, P, (uint32_t)len, clock_mono_ns() - t0);
-	}
+	if (err)
+		return err;
+	f->len = tier_roundup(build_batch(l2, f->d, f->batch, f->n, f->L, f->buf, f->ents, &f->chain, &f->nlb),
+			      TIERDEV_ALIGN);
+	uint64_t t0 = clock_mono_ns();
+	err = tierdev_pwrite(&f->d->io, f->buf, f->len, f->P);
+	devmodel_service(l2->model, DEVMODEL_WRITE, f->P, (uint32_t)f->len, clock_mono_ns() - t0);
+	return err;
+}
 
-	pthread_mutex_lock(&l2->lock);
-	for (uint32_t j = 0; j < n; j++) {
-		struct l2stage *s = batch[j];
+/* Indexes the written buffers (those not cancelled meanwhile) and moves the
+ * hand past them; after an error, past the whole region (l2->lock held). */
+static void index_batch(struct l2arc *l2, struct feed *f, int err)
+{
+	struct l2dev *d = f->d;
+	for (uint32_t j = 0; j < f->n; j++) {
+		struct l2stage *s = f->batch[j];
 		stage_unhash(l2, s);
 		if (err || s->cancelled)
 			continue;
-		struct l2hdr h = { .key = s->key, .ck = ents[j].ck,
-				   .daddr = (uint32_t)((P + (ents[j].lpos - L)) / L2_SECTOR),
-				   .lsize = s->size, .psize = ents[j].psize_flags & 0xffffff,
-				   .flags = ents[j].psize_flags >> 24 };
+		const struct l2_lbent *e = &f->ents[j];
+		struct l2hdr h = { .key = s->key, .ck = e->ck,
+				   .daddr = (uint32_t)((f->P + (e->lpos - f->L)) / L2_SECTOR),
+				   .lsize = s->size, .psize = e->psize_flags & 0xffffff,
+				   .flags = e->psize_flags >> 24 };
 		l2_hdr_add(l2, d, &h, 0);
 		l2->st.l2_writes_sent++;
 	}
 	if (err) {
 		l2->st.l2_writes_error++;
-		d->hand_lpos = L + total; /* skip the region; the chain goes around it */
+		d->hand_lpos = f->L + f->total; /* skip the region; the chain goes around it */
 	} else {
-		d->head = chain;
-		d->hand_lpos = L + len;
+		d->head = f->chain;
+		d->hand_lpos = f->L + f->len;
 		l2->st.l2_feeds++;
-		l2->st.l2_write_bytes += len;
-		l2->st.l2_log_blk_writes += nlb;
+		l2->st.l2_write_bytes += f->len;
+		l2->st.l2_log_blk_writes += f->nlb;
 	}
-	snap = *d;
+}
+
+static void feed_free(struct feed *f)
+{
+	for (uint32_t j = 0; j < f->n; j++)
+		free(f->batch[j]);
+	free(f->batch);
+	free(f->ents);
+	free(f->buf);
+}
+
+/* One feed: returns the logical bytes written; *target gets the feed's target. */
+static uint64_t feed_once(struct l2arc *l2, uint64_t *target)
+{
+	struct feed f = { 0 };
+	pthread_mutex_lock(&l2->lock);
+	f.d = l2->enabled && l2->stage_head ? pick_dev(l2) : NULL;
+	if (f.d) {
+		f.target = feed_target(l2, f.d);
+		take_batch(l2, &f);
+	}
+	*target = f.target;
+	if (!f.n) {
+		pthread_mutex_unlock(&l2->lock);
+		free(f.batch);
+		return 0;
+	}
+	l2->feeding = 1;
+	reserve_region(l2, &f);
+	pthread_mutex_unlock(&l2->lock);
+
+	uint64_t start = clock_mono_ns();
+	int err = write_batch(l2, &f);
+
+	pthread_mutex_lock(&l2->lock);
+	index_batch(l2, &f, err);
+	struct l2dev snap = *f.d;
 	l2->feeding = 0;
 	pthread_mutex_unlock(&l2->lock);
 	if (!err)
-		l2_sb_write(d, &snap);
+		l2_sb_write(f.d, &snap);
 
 	if (STRATA_PROBE_ENABLED(l2arc_write)) {
-		struct strata_tier_io io = { .start_ns = start, .bytes = (uint32_t)logical,
-					     .asize = (uint32_t)len, .error = err, .count = 1 };
+		struct strata_tier_io io = { .start_ns = start, .bytes = (uint32_t)f.logical,
+					     .asize = (uint32_t)f.len, .error = err, .count = 1 };
 		STRATA_PROBE(l2arc_write, &io);
 	}
-	for (uint32_t j = 0; j < n; j++)
-		free(batch[j]);
-	free(batch);
-	free(ents);
-	free(buf);
-	return err ? 0 : logical;
+	feed_free(&f);
+	return err ? 0 : f.logical;
 }
 
 static void deadline_after(struct timespec *ts, uint32_t ms)

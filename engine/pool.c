@@ -374,14 +374,12 @@ int pool_ensure_secret(struct pool *p, char *err, size_t errsz)
 static int vdev_io(struct pool *p, uint32_t vdev, uint64_t off, void *buf, uint32_t len, int op)
 {
 	struct strata_vdev_io io;
-	int traced = STRATA_PROBE_ENABLED(vdev_io_start) || STRATA_PROBE_ENABLED(vdev_io_done);
+	int traced = STRATA_PROBE_ENABLED(vdev_io_done);
 	if (vdev >= p->nvdevs || off + len > p->vdevs[vdev].size)
 		return -EINVAL;
-	if (traced) {
+	if (traced)
 		io = (struct strata_vdev_io){ .start_ns = clock_mono_ns(), .offset = off,
 			.size = len, .vdev = vdev, .op = (uint32_t)op };
-		STRATA_PROBE(vdev_io_start, &io);
-	}
 	int fd = p->vdevs[vdev].fd, err = 0;
 	size_t done = 0;
 	struct devmodel *model = p->vdevs[vdev].model;
@@ -435,12 +433,10 @@ int pool_flush(struct pool *p)
 	int err = 0;
 	for (uint32_t i = 0; i < p->nvdevs; i++) {
 		struct strata_vdev_io io;
-		int traced = STRATA_PROBE_ENABLED(vdev_io_start) || STRATA_PROBE_ENABLED(vdev_io_done);
-		if (traced) {
+		int traced = STRATA_PROBE_ENABLED(vdev_io_done);
+		if (traced)
 			io = (struct strata_vdev_io){ .start_ns = clock_mono_ns(), .vdev = i,
 				.op = STRATA_VDEV_FLUSH };
-			STRATA_PROBE(vdev_io_start, &io);
-		}
 		int e = fdatasync(p->vdevs[i].fd) ? -errno : 0;
 		__atomic_add_fetch(&p->vdevs[i].flushes, 1, __ATOMIC_RELAXED);
 		devmodel_service(p->vdevs[i].model, DEVMODEL_FLUSH, 0, 0, 0);

@@ -10,11 +10,9 @@
  * Provider name: "strata".  Probes:
  *   nfs_ops(struct strata_nfs_batch *)    a batch of 1..STRATA_NFS_BATCH completed
  *                                         NFS/MOUNT operations (see below)
- *   vdev_io_start(struct strata_vdev_io *) before a vdev pread/pwrite
- *   vdev_io_done(struct strata_vdev_io *)  after it (latency_ns filled in)
+ *   vdev_io_done(struct strata_vdev_io *)  after a vdev pread/pwrite/fdatasync
  *   l2arc_read(struct strata_tier_io *)    after an L2ARC device read
  *   l2arc_write(struct strata_tier_io *)   after an L2ARC feed write
- *   l2arc_evict(struct strata_tier_io *)   when L2ARC headers are dropped
  *   zil_commit(struct strata_tier_io *)    after a ZIL commit is durable
  * Every struct starts with start_ns (CLOCK_MONOTONIC, the clock
  * bpf_ktime_get_ns() reads); the probe fires at completion, so
@@ -81,7 +79,7 @@ struct strata_nfs_batch {
 struct strata_vdev_io {
 	__u64 start_ns;
 	__u64 offset;     /* bytes */
-	__u64 latency_ns; /* 0 at start; total incl. device model at done */
+	__u64 latency_ns; /* the whole I/O, the device model's delay included */
 	__u32 size;       /* bytes */
 	__u32 vdev;       /* vdev index in the pool */
 	__u32 op;         /* STRATA_VDEV_* */
@@ -111,11 +109,9 @@ struct strata_tier_io {
 #define STRATA_SEM(name) extern unsigned short strata_##name##_semaphore
 #endif
 STRATA_SEM(nfs_ops);
-STRATA_SEM(vdev_io_start);
 STRATA_SEM(vdev_io_done);
 STRATA_SEM(l2arc_read);
 STRATA_SEM(l2arc_write);
-STRATA_SEM(l2arc_evict);
 STRATA_SEM(zil_commit);
 #undef STRATA_SEM
 
