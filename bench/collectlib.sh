@@ -18,6 +18,7 @@ stats_was=""
 collect_cleanup() {
 	[ -n "$collect_pid" ] && kill "$collect_pid" 2>/dev/null || true
 	[ -n "$engine_pid" ] && kill "$engine_pid" 2>/dev/null && wait "$engine_pid" 2>/dev/null || true
+	for s in "${saved_servers[@]}"; do kill "${s%% *}" 2>/dev/null || true; done
 	[ -n "$rpcbind_pid" ] && kill "$rpcbind_pid" 2>/dev/null || true
 	[ -n "$stats_was" ] && sysctl -qw kernel.bpf_stats_enabled="$stats_was"
 	rm -rf "$work"
@@ -30,16 +31,25 @@ bpf_stats_on() {
 	sysctl -qw kernel.bpf_stats_enabled=1
 }
 
+# engine_start [NAME]: a private engine (ENGINE_BIN, default this tree's) on ephemeral
+# ports; NAME keeps a second one's files apart (server_save and server[C] switch between them)
 engine_start() {
-	cp "${ENGINE_BIN:-build/bin/strata-engine}" "$work/strata-engine" # private inode: nobody else's probes land in ours
-	"$work/strata-engine" mkpool "$work/pool" --size 512m > /dev/null
-	"$work/strata-engine" serve --pool "$work/pool" --export /export:mode=1777 --listen 127.0.0.1:0 \
-		--port-file "$work/ports" > "$work/engine.log" 2>&1 &
+	local n=${1:-}
+	cp "${ENGINE_BIN:-build/bin/strata-engine}" "$work/strata-engine$n" # private inode: nobody else's probes land in ours
+	"$work/strata-engine$n" mkpool "$work/pool$n" --size 512m > /dev/null
+	"$work/strata-engine$n" serve --pool "$work/pool$n" --export /export:mode=1777 --listen 127.0.0.1:0 \
+		--port-file "$work/ports$n" > "$work/engine$n.log" 2>&1 &
 	engine_pid=$!
-	for _ in $(seq 100); do [ -s "$work/ports" ] && break; sleep 0.1; done
-	mount_port=$(sed -E 's/.*mount=[0-9.]+:([0-9]+).*/\1/' "$work/ports")
-	nfs_port=$(sed -E 's/.*nfs=[0-9.]+:([0-9]+).*/\1/' "$work/ports")
+	for _ in $(seq 100); do [ -s "$work/ports$n" ] && break; sleep 0.1; done
+	mount_port=$(sed -E 's/.*mount=[0-9.]+:([0-9]+).*/\1/' "$work/ports$n")
+	nfs_port=$(sed -E 's/.*nfs=[0-9.]+:([0-9]+).*/\1/' "$work/ports$n")
 }
+
+# server_save NAME / server_use NAME: the current server (pid, ports) kept under NAME, and
+# made current again (its pid is killed on exit)
+declare -A saved_servers=()
+server_save() { saved_servers[$1]="$engine_pid $nfs_port $mount_port"; }
+server_use() { read -r engine_pid nfs_port mount_port <<< "${saved_servers[$1]}"; }
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -77,10 +87,10 @@ ganesha_start() {
 }
 
 # randread SECONDS OPTION...: the benchmarks' load, 8 KiB random reads from 4 clients of
-# 8 threads each, with more strata-load options
+# 8 threads each, with more strata-load options (and $LOAD_ARGS's)
 randread() {
 	build/bin/strata-load --server 127.0.0.1 --nfsport "$nfs_port" --mountport "$mount_port" --export "$export_path" \
-		--profile randread --io-size 8k --clients 4 --threads 8 --duration "$@"
+		--profile randread --io-size 8k --clients 4 --threads 8 ${LOAD_ARGS:-} --duration "$@"
 }
 
 # load SECONDS [--setup]: prints total ops/s
@@ -89,9 +99,10 @@ load() {
 		python3 -c 'import json,sys; print(round(json.load(sys.stdin)["ops_per_sec"]["total"]))'
 }
 
-# engine_cpu_ns: CPU time of all the server's threads so far (schedstat, ns), probes included
+# engine_cpu_ns [PID]: CPU time of all the threads of the server (or PID) so far (schedstat,
+# ns), the BPF programs its probes run included
 engine_cpu_ns() {
-	cat /proc/"$engine_pid"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
+	cat /proc/"${1:-$engine_pid}"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # load_cost SECONDS: prints "OPS_PER_SEC ENGINE_NS_PER_OP" for one load run
@@ -150,8 +161,9 @@ print(sum(p.get("run_cnt", 0) for p in ps), sum(p.get("run_time_ns", 0) for p in
 
 # Configurations of paired_rounds and toggled_load: want[C] the add commands that switch C's datasets on,
 # progs[C] the name pattern of the BPF programs C costs; chan[C] the file descriptor of the
-# collector that takes C's commands (default 3, collect_start's) and owner[C] its pid.
-declare -A want=() progs=() chan=() owner=()
+# collector that takes C's commands (default 3, collect_start's) and owner[C] its pid;
+# server[C] the server_save name of the server C loads (paired_rounds; default the current).
+declare -A want=() progs=() chan=() owner=() server=()
 # stats[C]=0: toggled_load runs C's windows with the kernel's BPF statistics off, as a host
 # runs by default (they time every program run, which costs each run two clock reads)
 declare -A stats=()
@@ -165,9 +177,10 @@ switch_off() {
 # seconds per configuration, in an order rotated each round (this VM's speed drifts by tens
 # of percent over a minute; each configuration is compared with the first one, no
 # datasets, of its own round). Appends "ROUND CONFIG OPS_PER_SEC ENGINE_NS_PER_OP BPF_RUNS
-# BPF_NS" lines to $work/results.
+# BPF_NS COLLECTOR_NS" lines to $work/results (COLLECTOR_NS: the CPU time of C's collector
+# during the load, from schedstat).
 paired_rounds() {
-	local rounds=$1 secs=$2 r i cfg prev n0 t0 n1 t1 ops nsop pid
+	local rounds=$1 secs=$2 r i cfg prev n0 t0 n1 t1 ops nsop pid k0 k1
 	shift 2
 	local configs=("$@")
 	prev=${configs[0]}
@@ -177,12 +190,15 @@ paired_rounds() {
 			switch_off "$prev"
 			printf "${want[$cfg]}" >&"${chan[$cfg]:-3}"
 			prev=$cfg
+			[ -n "${server[$cfg]:-}" ] && server_use "${server[$cfg]}"
 			pid=${owner[$cfg]:-$collect_pid}
 			sleep 0.5
 			read -r n0 t0 < <(bpf_runs "${progs[$cfg]}" "$pid")
+			k0=$(engine_cpu_ns "$pid")
 			read -r ops nsop < <(load_cost "$secs")
+			k1=$(engine_cpu_ns "$pid")
 			read -r n1 t1 < <(bpf_runs "${progs[$cfg]}" "$pid")
-			echo "$r $cfg $ops $nsop $((n1 - n0)) $((t1 - t0))" >> "$work/results"
+			echo "$r $cfg $ops $nsop $((n1 - n0)) $((t1 - t0)) $((k1 - k0))" >> "$work/results"
 		done
 	done
 	switch_off "$prev"
