@@ -37,7 +37,7 @@ engine_start() {
 	local n=${1:-}
 	cp "${ENGINE_BIN:-build/bin/strata-engine}" "$work/strata-engine$n" # private inode: nobody else's probes land in ours
 	"$work/strata-engine$n" mkpool "$work/pool$n" --size 512m > /dev/null
-	"$work/strata-engine$n" serve --pool "$work/pool$n" --export /export:mode=1777 --listen 127.0.0.1:0 \
+	"$work/strata-engine$n" serve --pool "$work/pool$n" --export "${ENGINE_EXPORT:-/export:mode=1777}" --listen 127.0.0.1:0 \
 		--port-file "$work/ports$n" > "$work/engine$n.log" 2>&1 &
 	engine_pid=$!
 	for _ in $(seq 100); do [ -s "$work/ports$n" ] && break; sleep 0.1; done
