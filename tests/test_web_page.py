@@ -21,6 +21,7 @@ from selenium.webdriver.support.ui import Select
 
 from datasets_util import strata
 from strata.datasets.archive import Archive
+from strata.heatmaps.units import format_count
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
 from strata.web.connections import MAX_CONNECTIONS
 from web_util import browser, drag_heatmap, http, plots_ready, sse_stream, state_url, wait_js, web_server
@@ -83,6 +84,24 @@ def test_drag_clicks_and_a_copied_address(archive):
         assert cli.returncode == 0, cli.stderr
         expected = {r["key"]: r["events"] for r in json.loads(cli.stdout)["table"]}
         assert shown == expected and set(shown) == set(CLIENTS) and min(shown.values()) > 0
+        # the band is in the address: Back takes it off the page, Forward asks for it again
+        band = page_state(page)["band"]
+        assert band["name"] == "nfs.latency[client]" and abs(band["t0"] - (T0 + 60)) <= 2 and band["lo"] < 128_000
+        page.back()
+        wait_js(page, "!document.getElementById('drill-table')", what="the drill-down gone")
+        assert "band" not in page_state(page)
+        page.forward()
+        wait_js(page, "document.getElementById('drill-table')", what="the drill-down again")
+        plots_ready(page, 2)
+        # a drag narrower than plotly's 8 px: the column pressed broken down, the y axis kept
+        drag_heatmap(page, 0, T0 + 100, T0 + 100, 100_000, 400_000)
+        wait_js(page, f"(() => {{ const t = document.getElementById('drill-table');"
+                      f" return t && +t.dataset.until - +t.dataset.since === 1; }})()", what="one column's drill-down")
+        assert page.execute_script("const v = views[0]; return JSON.stringify(v.div.layout.yaxis.range)"
+                                   " === JSON.stringify(v.yrange)")
+        # the page's counts read as the files' (units.format_count; an exact tie may round the other way)
+        numbers = [0, 0.0004, 0.0123, 2.5, 7, 45.26, 987, 1234, 45_600_000, 999_999]
+        assert page.execute_script("return arguments[0].map(formatCount)", numbers) == [format_count(n) for n in numbers]
 
         # click a key: its own view; shift-click two: one graph comparing them
         keys = page.find_elements("css selector", "#drill-table .key")
@@ -102,11 +121,29 @@ def test_drag_clicks_and_a_copied_address(archive):
         assert compared["name"] == "nfs.latency[client]" and compared["compare"] == [k.text for k in keys[1:3]]
         assert page.execute_script("return document.querySelectorAll('.plot')[3].data.length") == 2
 
-        # click a time: every view's value at that second
-        page.execute_script("document.getElementById('drag').value = 'drill'")
-        drag_heatmap(page, 0, T0 + 100, T0 + 100, 200_000, 200_000)     # a click, no drag
-        rows = wait_js(page, "document.querySelectorAll('#at-table tr').length", what="the selected time")
-        assert rows >= 4
+        # a zoom in time is a step Back undoes
+        Select(page.find_element("id", "drag")).select_by_value("zoom")
+        before, columns = page_state(page), plots_ready(page, 4)
+        drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
+        wait_js(page, "(() => { const p = Array.from(document.querySelectorAll('.plot'));"
+                      " return p.length === 4 && p.every(d => +d.dataset.columns && +d.dataset.columns < 200); })()",
+                what="the zoomed views")
+        assert abs(page_state(page)["since"] - (T0 + 60)) <= 2
+        page.back()
+        wait_js(page, f"document.querySelectorAll('.plot').length === 4 && +document.querySelector('.plot')"
+                      f".dataset.columns === {SPAN}", what="the views before the zoom")
+        assert page_state(page) == before and plots_ready(page, 4) == columns
+        Select(page.find_element("id", "drag")).select_by_value("drill")
+
+        # click a time, over an empty cell (the top of the latency axis): every view's value at
+        # that second, with its unit
+        top = page.execute_script("const v = views[0]; return Math.pow(10, v.yrange[1] - 0.02) * v.live.scale")
+        drag_heatmap(page, 0, T0 + 100, T0 + 100, top, top)     # a click, no drag
+        rows = wait_js(page, "document.querySelectorAll('#at-table tr').length >= 4 && "
+                             "Array.from(document.querySelectorAll('#at-table tr')).map(r => r.cells[2].textContent)",
+                       what="the selected time")
+        assert rows[0] == "ops" and "ops/s" in rows[1:], rows
+        assert abs(page_state(page)["at"] - (T0 + 100)) <= 1
 
         # the address reopens the same worksheet in a fresh browser
         link, state = page.current_url, page_state(page)
@@ -115,6 +152,8 @@ def test_drag_clicks_and_a_copied_address(archive):
         fresh.get(link.replace(link.split("/?")[0], base))
         assert plots_ready(fresh, 4) == columns
         assert page_state(fresh) == state
+        wait_js(fresh, "document.getElementById('drill-table') && document.getElementById('at-table')",
+                what="the band and the selected time again")
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
 // The worksheet page: views (heat maps and graphs) on one time axis, their live columns
 // from /api/live (server-sent events), drag to drill down, click a time, the state in the
-// address (?s=JSON), named worksheets and the datasets' lifecycle. Times travel as unix
+// address (?s=JSON: the drilled band and the selected time too; a zoom or a drill-down is a
+// step Back undoes), named worksheets and the datasets' lifecycle. Times travel as unix
 // seconds; the page shows them in the zone chosen (this browser's, the server's, UTC).
-// A live view whose new columns do not fit its figure (values outside its axis, new keys)
+// A live heat map's title totals and its side panel (events/s per row) follow its columns;
+// a live view whose new columns do not fit its figure (values outside its axis, new keys)
 // is loaded again.
 "use strict";
 
@@ -59,16 +61,36 @@ function unixOf(text) {                 // a wall-clock string of the axis, back
   return t;
 }
 
+// heatmaps/units.py format_count: 987, 1.23k, 45.6M; 2.5; 0.0123; 3.2e-7
+const SI = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"], [1, ""]];
+function trimmed(x, sig) {
+  if (x === 0) return "0";
+  const text = x.toFixed(Math.max(sig - 1 - Math.floor(Math.log10(Math.abs(x))), 0));
+  return text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
+}
+function formatCount(n) {
+  const a = Math.abs(n);
+  if (n === 0) return "0";
+  if (a < 0.001) { const [m, e] = n.toExponential(1).split("e"); return m.replace(/\.?0+$/, "") + "e" + (+e); }
+  if (a < 0.1) return trimmed(n, 3);
+  if (a < 10 && n !== Math.trunc(n)) return n.toFixed(2).replace(/0+$/, "").replace(/\.$/, "");
+  if (a < 1000) return n === Math.trunc(n) || a >= 100 ? n.toFixed(0) : n.toFixed(1).replace(/0+$/, "").replace(/\.$/, "");
+  const [scale, suffix] = SI.find(([s]) => a >= s);
+  return trimmed(n / scale, 3) + suffix;
+}
+
 function readState() {
   const s = new URLSearchParams(location.search).get("s");
   if (!s) return Object.assign({}, DEFAULT);
   try { return Object.assign({}, DEFAULT, JSON.parse(s)); } catch (e) { return Object.assign({}, DEFAULT); }
 }
 
-function writeState() {
+function writeState(step) {               // step: a new entry in the history (Back returns to this one)
   const url = "?s=" + encodeURIComponent(JSON.stringify(state));
-  history.replaceState(null, "", url);
+  if (url === location.search) return;
+  if (step) history.pushState(null, "", url); else history.replaceState(null, "", url);
 }
+window.addEventListener("popstate", () => { state = readState(); load(); });
 
 function say(text) { document.getElementById("message").textContent = text || ""; }
 
@@ -127,13 +149,13 @@ function addView(spec) {
   load();
 }
 
-async function load() {
+async function load(step) {
   const mine = ++generation;
   const cut = state.views.length > MAX_VIEWS;
   if (cut) state.views = state.views.slice(0, MAX_VIEWS);
   document.body.dataset.loads = generation;
   if (stream) { stream.close(); stream = null; }
-  writeState();
+  writeState(step);
   syncToolbar();
   const box = document.getElementById("views");
   box.innerHTML = "";
@@ -156,6 +178,7 @@ async function load() {
   }
   say(errors[0] || (cut ? `at most ${MAX_VIEWS} views: the first ${MAX_VIEWS} are shown` : ""));
   document.body.dataset.views = views.filter(v => v.live).length;
+  restorePointing();
   if (state.live) openStream();
 }
 
@@ -163,6 +186,7 @@ function draw(v, a) {
   const fig = unpack(a.figure);
   v.live = a.live; v.width = a.live.width; v.start = a.start; v.end = a.end;
   v.kind = a.live.type;
+  v.label = a.live.label || "";
   fig.layout.dragmode = "zoom";
   fig.layout.datarevision = 0;
   fig.layout.autosize = true;
@@ -174,7 +198,10 @@ function draw(v, a) {
     v.cell = a.rows ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
                     : (r, n) => [tr.y[r], tr.y[r + 1], n];          // no column yet: the row's edges
     if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
+    tr.hoverongaps = true;                    // an empty cell is a time too (its count reads 0)
     v.times = tr.x.slice(0, -1);
+    v.totals = a.totals && {text: a.totals.text, noun: a.totals.noun, span: a.totals.span,
+                            columns: a.totals.columns.slice(), seconds: a.totals.seconds && a.totals.seconds.slice()};
   } else {
     v.times = (fig.data[0] ? fig.data[0].x : []).map(t => t - v.width / 2);
   }
@@ -199,7 +226,6 @@ function draw(v, a) {
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times.length ? v.times[v.times.length - 1] : "";
   v.div.on("plotly_relayout", ev => onRelayout(v, ev));
-  v.div.on("plotly_click", ev => onClick(v, ev));
 }
 
 // -- live ------------------------------------------------------------------------------------
@@ -251,9 +277,11 @@ function addColumns(v, cols) {
         tr.z.forEach((row, r) => row.push(c.z[r]));
         tr.customdata.forEach((row, r) => row.push(v.cell(r, c.n[r])));
         v.times.push(c.t);
+        if (v.totals) { v.totals.columns.push(c.total); if (v.totals.seconds) v.totals.seconds.push(c.s || 0); }
       } else {
         tr.z.forEach((row, r) => { row[idx] = c.z[r]; });
         tr.customdata.forEach((row, r) => { row[idx][2] = c.n[r]; });
+        if (v.totals) { v.totals.columns[idx] = c.total; if (v.totals.seconds) v.totals.seconds[idx] = c.s || 0; }
       }
     } else {
       data.forEach((tr, j) => {
@@ -267,6 +295,7 @@ function addColumns(v, cols) {
     if (v.kind === "heatmap") {
       const tr = data[1];
       tr.x.shift(); tr.z.forEach(row => row.shift()); tr.customdata.forEach(row => row.shift());
+      if (v.totals) { v.totals.columns.shift(); if (v.totals.seconds) v.totals.seconds.shift(); }
     } else {
       data.forEach(tr => { tr.x.shift(); tr.y.shift(); });
     }
@@ -280,20 +309,42 @@ function addColumns(v, cols) {
     v.xrange = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
   }
   layout.xaxis2.range = v.xrange.slice();
+  if (v.totals) retotal(v);
   if (v.named && v.times.length) {                 // the title's range follows the columns
     const end = v.times[v.times.length - 1] + v.width;
     v.span = [end - (v.span[1] - v.span[0]), end];
-    if (layout.title && v.title.includes(v.named)) layout.title.text = titled(v);
   }
+  if (layout.title) layout.title.text = v.named && v.title.includes(v.named) ? titled(v) : v.title;
   redraw(v);
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times[v.times.length - 1];
 }
 
+// A heat map's totals as describe.totals writes them, over the columns shown, and its side
+// panel's events/s per row (the seconds collected, else the span: timebins.rate_seconds).
+function retotal(v) {
+  const t = v.totals, sum = list => list.reduce((a, b) => a + b, 0);
+  const total = sum(t.columns), seconds = Math.max(t.seconds ? sum(t.seconds) : t.span, 1);
+  const text = total ? `${formatCount(total)} ${t.noun} · ${formatCount(total / seconds)} ${t.noun}/s average`
+                     : `no ${t.noun} in this range`;
+  if (text !== t.text && v.title.includes(t.text)) v.title = v.title.replace(t.text, text);
+  t.text = text;
+  v.total = total;
+  const side = v.div.data[0], cells = v.div.data[1].customdata;
+  if (side && side.x && side.x.length === 2 * cells.length) {
+    side.x = cells.flatMap(row => { const r = row.reduce((a, c) => a + (c[2] || 0), 0) / seconds; return [r, r]; });
+  }
+}
+
 // A redraw while the user drags would cancel the drag: held until the button is up.
 let dragging = false;
-document.addEventListener("mousedown", () => { dragging = true; }, true);
-document.addEventListener("mouseup", () => setTimeout(() => {   // after plotly's own mouseup
+let pressed = null;        // where the button went down: a click, or the time of a drag too narrow for plotly
+document.addEventListener("mousedown", ev => {
+  dragging = true;
+  pressed = {x: ev.clientX, y: ev.clientY, view: views.find(w => w.div.contains(ev.target))};
+}, true);
+document.addEventListener("mouseup", ev => setTimeout(() => {   // after plotly's own mouseup
+  if (pressed && pressed.view && views.includes(pressed.view)) onClick(pressed.view, ev);
   dragging = false;
   views.filter(v => v.pending).forEach(redraw);
 }, 0));
@@ -307,35 +358,83 @@ function redraw(v) {
 
 // -- pointing --------------------------------------------------------------------------------
 
+function timeAt(v, clientX) {            // the unix second under a pixel of view v's time axis
+  const x = v.div._fullLayout && v.div._fullLayout.xaxis2;
+  if (!x) return NaN;
+  const px = clientX - v.div.getBoundingClientRect().left - x._offset;
+  return px < 0 || px > x._length ? NaN : unixOf(x.p2d(px));
+}
+
+function column(v, t) {                  // the start of view v's column holding second t, or undefined
+  return v.times && v.times.find(s => t >= s && t < s + v.width);
+}
+
 function onRelayout(v, ev) {
   if (relayoutBusy) return;
   const x0 = ev["xaxis2.range[0]"], x1 = ev["xaxis2.range[1]"];
-  if (x0 === undefined) return;
-  if (state.drag === "zoom" || v.kind !== "heatmap") {        // zoom time: every view, from the archive
-    const t0 = Math.floor(unixOf(x0)), t1 = Math.ceil(unixOf(x1));
-    Object.assign(state, {live: false, since: t0, until: Math.max(t1, t0 + 1)});
-    load();
+  let y0 = ev["yaxis.range[0]"], y1 = ev["yaxis.range[1]"];
+  if (x0 === undefined && y0 === undefined) {
+    if (ev["yaxis2.range[0]"] !== undefined && !relayoutBusy) {     // a graph's y-zoom: put back
+      relayoutBusy = true;
+      Plotly.relayout(v.div, {"yaxis2.autorange": true}).then(() => { relayoutBusy = false; });
+    }
     return;
   }
-  let y0 = ev["yaxis.range[0]"], y1 = ev["yaxis.range[1]"];
-  relayoutBusy = true;                                          // put the axes back, mark the rectangle
+  if (x0 !== undefined && (state.drag === "zoom" || v.kind !== "heatmap")) {    // zoom time: every view
+    const t0 = Math.floor(unixOf(x0)), t1 = Math.ceil(unixOf(x1));
+    Object.assign(state, {live: false, since: t0, until: Math.max(t1, t0 + 1)});
+    load(true);
+    return;
+  }
+  let t0 = unixOf(x0), t1 = unixOf(x1);
+  if (x0 === undefined) {             // narrower than plotly's 8 px: a y-zoom, put back; on a heat map, a
+    const at = column(v, pressed ? timeAt(v, pressed.x) : NaN);     // drill-down of the column pressed
+    relayoutBusy = true;
+    Plotly.relayout(v.div, {"yaxis.range": v.yrange.slice()}).then(() => { relayoutBusy = false; });
+    if (state.drag === "zoom" || v.kind !== "heatmap" || at === undefined) return;
+    [t0, t1] = [at, at + v.width];
+  }
   if (y0 === undefined) { y0 = v.yrange[0]; y1 = v.yrange[1]; }      // a flat drag: every value
   if (v.live.axis === "log") { y0 = Math.pow(10, y0); y1 = Math.pow(10, y1); }   // axis ranges are logs
-  views.forEach(w => { w.shapes = []; });
-  v.shapes = [{type: "rect", xref: "x2", yref: "y", x0, x1, y0, y1, line: {color: "#00a", width: 2},
-               fillcolor: "rgba(0,0,170,0.08)"}];
-  const back = {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice(), shapes: v.shapes};
-  Plotly.relayout(v.div, back).then(() => { relayoutBusy = false; });
-  drill(v, x0, x1, y0 * v.live.scale, y1 * v.live.scale);
+  state.band = {name: v.spec.name, t0, t1, lo: y0 * v.live.scale, hi: y1 * v.live.scale};
+  writeState(true);
+  band(v, state.band);
 }
 
-async function drill(v, x0, x1, lo, hi) {
+// The rectangle of a band on view v, and its drill-down.
+function band(v, b) {
+  views.forEach(w => { w.shapes = (w.shapes || []).filter(s => s.type !== "rect"); });
+  v.shapes = v.shapes.concat([{type: "rect", xref: "x2", yref: "y", x0: isoLocal(b.t0), x1: isoLocal(b.t1),
+    y0: b.lo / v.live.scale, y1: b.hi / v.live.scale, line: {color: "#00a", width: 2}, fillcolor: "rgba(0,0,170,0.08)"}]);
+  views.forEach(w => {
+    relayoutBusy = true;
+    const back = w === v ? {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice()} : {};
+    Plotly.relayout(w.div, Object.assign(back, {shapes: w.shapes})).then(() => { relayoutBusy = false; });
+  });
+  const asked = JSON.stringify(b);
+  if (asked !== drilled) { drilled = asked; drill(v, b.t0, b.t1, b.lo, b.hi); }
+}
+
+// After a load: the band and the selected time the address holds (a band drilled already is
+// not asked again); without them, the panels' hints.
+let drilled = "";
+function restorePointing() {
+  const v = state.band && views.find(w => w.kind === "heatmap" && w.spec.name === state.band.name);
+  if (v) band(v, state.band);
+  else {
+    drilled = "";
+    document.getElementById("drill").innerHTML = "<h3>Drill-down</h3><p class='hint'>Drag a rectangle on a heat map.</p>";
+  }
+  if (state.at !== undefined) selectTime(state.at);
+  else document.getElementById("at").innerHTML = "<h3>Selected time</h3><p class='hint'>Click a time on a view.</p>";
+}
+
+async function drill(v, t0, t1, lo, hi) {
   const box = document.getElementById("drill");
   box.innerHTML = "<h3>Drill-down</h3><p class='hint'>…</p>";
   let b;
   try {
-    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0: unixOf(x0), x1: unixOf(x1),
-                                 y0: lo, y1: hi});
+    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0: t0, x1: t1, y0: lo, y1: hi});
   } catch (e) {
     box.innerHTML = "<h3>Drill-down</h3>";
     say(e.message);
@@ -373,30 +472,42 @@ function onKey(ev, el) {
   if (at >= 0) { state.views[at] = spec; load(); } else addView(spec);
 }
 
+// A click (the button up within 4 px of where it went down) anywhere on a view's time axis,
+// an empty cell or a gap included: every view's values at that time.
 function onClick(v, ev) {
-  const pt = ev.points && ev.points[0];
-  if (!pt) return;
-  const t = unixOf(pt.x);
+  if (!pressed || Math.abs(ev.clientX - pressed.x) > 4 || Math.abs(ev.clientY - pressed.y) > 4) return;
+  const y = v.div._fullLayout && v.div._fullLayout.yaxis;
+  const py = ev.clientY - v.div.getBoundingClientRect().top - (y ? y._offset : 0);
+  const t = timeAt(v, ev.clientX);
+  if (!y || py < 0 || py > y._length || !isFinite(t)) return;
+  state.at = Math.floor(t);
+  writeState();
+  selectTime(state.at);
+}
+
+function selectTime(t) {
   const lines = [];
   for (const w of views) {
-    if (!w.times) continue;
-    let i = w.times.findIndex(s => t >= s && t < s + w.width);
-    if (i < 0) continue;
-    const data = w.div.data;
+    const at = column(w, t);
+    if (at === undefined) continue;
+    const i = w.times.indexOf(at), data = w.div.data;
     if (w.kind === "heatmap") {
       const n = data[1].customdata.reduce((s, row) => s + (row[i][2] || 0), 0);
-      lines.push(`<tr><td>${esc(w.spec.name)}</td><td class="value">${n}</td><td>events</td></tr>`);
+      const noun = w.totals ? w.totals.noun : "events";
+      lines.push(`<tr><td>${esc(w.spec.name)}</td><td class="value">${n.toLocaleString("en-US")}</td>` +
+                 `<td>${esc(noun)}${w.width > 1 ? ` in ${w.width} s` : ""}</td></tr>`);
     } else {
       data.forEach(tr => lines.push(`<tr><td>${esc(w.spec.name)} ${esc(tr.name)}</td>` +
-        `<td class="value">${tr.y[i] === null ? "–" : Number(tr.y[i]).toPrecision(4)}</td><td></td></tr>`));
+        `<td class="value">${tr.y[i] === null || tr.y[i] === undefined ? "–" : formatCount(Number(tr.y[i]))}</td>` +
+        `<td>${esc(w.label)}</td></tr>`));
     }
     w.shapes = (w.shapes || []).filter(s => s.type !== "line").concat([{type: "line", xref: "x2", yref: "paper",
-      x0: isoLocal(w.times[i]), x1: isoLocal(w.times[i]), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]);
+      x0: isoLocal(at), x1: isoLocal(at), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]);
     relayoutBusy = true;
     Plotly.relayout(w.div, {shapes: w.shapes}).then(() => { relayoutBusy = false; });
   }
-  document.getElementById("at").innerHTML = `<h3>Selected time: ${esc(isoLocal(Math.floor(t)))}</h3>` +
-    `<table id="at-table">${lines.join("")}</table>`;
+  document.getElementById("at").innerHTML = `<h3>Selected time: ${esc(isoLocal(t).replace("T", " "))} ` +
+    `${esc(zoneLabel(t))}</h3><table id="at-table">${lines.join("")}</table>`;
 }
 
 function esc(s) {
@@ -421,7 +532,7 @@ function shift(by) {
   const width = span();
   const until = Math.floor((state.live || state.since === undefined ? Date.now() / 1000 : state.until) + by * width);
   Object.assign(state, {live: false, since: until - width, until});
-  load();
+  load(true);
 }
 
 async function refreshDatasets() {
@@ -469,14 +580,14 @@ function wire() {
     const wanted = +b.dataset.last;
     if (state.live || state.since === undefined) { state.last = wanted; }
     else { const mid = (state.since + state.until) / 2; state.since = Math.floor(mid - wanted / 2); state.until = state.since + wanted; }
-    load();
+    load(true);
   });
   document.getElementById("back").onclick = () => shift(-0.5);
   document.getElementById("forward").onclick = () => shift(0.5);
   document.getElementById("live").onclick = () => {
     if (state.live) { const now = Math.floor(Date.now() / 1000); Object.assign(state, {live: false, since: now - state.last, until: now}); }
     else { state.last = span(); Object.assign(state, {live: true}); delete state.since; delete state.until; }
-    load();
+    load(true);
   };
   document.getElementById("axis").onchange = e => { state.axis = e.target.value; load(); };
   document.getElementById("crop").onchange = e => { state.crop = e.target.value || null; load(); };
