@@ -38,6 +38,7 @@ def archive(tmp_path_factory):
     return build_archive(tmp_path_factory.mktemp("web") / "a.db", {
         "nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 120))},
         "nfs.latency[client]": per_client,
+        "nfs.latency[op]": lambda t: {"read": histogram(seed_latencies(rng, 30)), "write": histogram(seed_latencies(rng, 10))},
         "nfs.ops[client]": lambda t: {c: 40 * (i + 1) for i, c in enumerate(CLIENTS)},
     }, seconds=SPAN)
 
@@ -84,6 +85,29 @@ def test_drag_clicks_and_a_copied_address(archive):
         assert cli.returncode == 0, cli.stderr
         expected = {r["key"]: r["events"] for r in json.loads(cli.stdout)["table"]}
         assert shown == expected and set(shown) == set(CLIENTS) and min(shown.values()) > 0
+        # the same band by another field the archive holds, as `strata breakdown` counts it, then by client again
+        Select(page.find_element("id", "drill-by")).select_by_visible_text("op")
+        by_op = wait_js(page, "(() => { const t = document.getElementById('drill-table');"
+                              " return t && t.dataset.target === 'nfs.latency[op]' && Array.from(t.rows).slice(1)"
+                              ".map(r => [r.cells[0].textContent, +r.cells[1].textContent]); })()", what="by op")
+        cli = strata("breakdown", "nfs.latency[op]", "--range", text, "--since", since, "--until", until, "--json",
+                     "--archive", str(archive))
+        assert dict(by_op) == {r["key"]: r["events"] for r in json.loads(cli.stdout)["table"]} and len(by_op) == 2
+        assert page_state(page)["band"]["by"] == "op"
+        page.back()                                     # Back: by client again
+        wait_js(page, "(() => { const t = document.getElementById('drill-table');"
+                      " return t && t.dataset.target === 'nfs.latency[client]'; })()", what="by client again")
+        plots_ready(page, 2)
+        # CSV of the drill-down and of the views, as shown: the graph's per-client rates, the map's events
+        drill_csv = page.execute_script("return document.getElementById('drill-csv') !== null")
+        graph_csv, heat_csv, on_map = page.execute_script(
+            "return [csvText(viewRows(views[1])), csvText(viewRows(views[0])), views[0].div.data[1].customdata"
+            ".reduce((s, row) => s + row.reduce((a, c) => a + c[2], 0), 0)]")
+        graph_rows = [line.split(",") for line in graph_csv.splitlines()]
+        rates = {f"{c} (ops/s)": 40.0 * (i + 1) for i, c in enumerate(CLIENTS)}
+        assert drill_csv and graph_rows[0][:2] == ["unix", "time (UTC)"] and len(graph_rows) == SPAN + 1
+        assert all(dict(zip(graph_rows[0][2:], map(float, r[2:]))) == rates for r in graph_rows[1:]), graph_rows[:2]
+        assert sum(int(line.rsplit(",", 1)[1]) for line in heat_csv.splitlines()[1:]) == on_map > 0
         # the band is in the address: Back takes it off the page, Forward asks for it again
         band = page_state(page)["band"]
         assert band["name"] == "nfs.latency[client]" and abs(band["t0"] - (T0 + 60)) <= 2 and band["lo"] < 128_000
@@ -134,6 +158,18 @@ def test_drag_clicks_and_a_copied_address(archive):
                       f".dataset.columns === {SPAN}", what="the views before the zoom")
         assert page_state(page) == before and plots_ready(page, 4) == columns
         Select(page.find_element("id", "drag")).select_by_value("drill")
+        # a range typed in (the browser's zone, as chosen by default)
+        for field, t in (("from", T0 + 30), ("until", T0 + 150)):
+            box = page.find_element("id", field)
+            box.clear()
+            box.send_keys(_local(t))
+        page.find_element("id", "range").click()
+        wait_js(page, "(() => { const p = Array.from(document.querySelectorAll('.plot'));"
+                      " return p.length === 4 && p.every(d => +d.dataset.columns === 120); })()", what="the range typed")
+        assert (page_state(page)["since"], page_state(page)["until"]) == (T0 + 30, T0 + 150)
+        page.back()
+        plots_ready(page, 4)
+        assert page_state(page) == dict(before, drag="drill")
 
         # click a time, over an empty cell (the top of the latency axis): every view's value at
         # that second, with its unit
@@ -288,7 +324,7 @@ def test_hostile_requests_get_bounded_answers(archive):
             slow.append(sock)
         try:
             status, answer = http(base + "/api/datasets", timeout=10)
-            assert status == 200 and len(answer["datasets"]) == 3               # still answering
+            assert status == 200 and len(answer["datasets"]) == 4               # still answering
             sockets = open_sockets(base.pid)
             assert sockets <= MAX_CONNECTIONS + 8, sockets                        # bounded
         finally:
@@ -349,6 +385,10 @@ def test_a_drag_on_a_filtered_view_stays_within_its_key(archive):
         assert status == 200, one
     per_client = {r["key"]: r["events"] for r in whole["table"]}
     assert one["target"] == f"nfs.latency[client={CLIENTS[1]}]" and one["events"] == per_client[CLIENTS[1]] > 0
+    assert whole["choices"] == ["client", "op"]
+    with web_server(archive) as base:
+        status, answer = http(base + "/api/drill", dict(band, view={"name": "nfs.latency"}, by="size"))
+    assert status == 400 and "no breakdown of nfs.latency by 'size': it has client, op" in answer["error"], answer
     assert [r["events"] for r in one["table"]] == [per_client[CLIENTS[1]]], one["table"]
     cli = strata("breakdown", one["target"], "--range", one["range"], "--since", str(one["since"]),
                  "--until", str(one["until"]), "--json", "--archive", str(archive))

@@ -270,9 +270,12 @@ class Worksheet:
                 raise TypeError("x0 and x1 are unix seconds")
             y0, y1 = float(body["y0"]), float(body["y1"])
             top = max(1, min(int(body.get("top", 8)), 50))
+            by = body.get("by")
+            if by is not None and not isinstance(by, str):
+                raise TypeError("by is a field name")
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             return _error(400, f"a drill-down needs view, x0, x1, y0, y1 ({e})")
-        return web.json_response(await self.run(views.drill, spec, x0, x1, y0, y1, top))
+        return web.json_response(await self.run(views.drill, spec, x0, x1, y0, y1, top, by))
 
     # -- worksheets and datasets ----------------------------------------------------------------
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from strata.datasets import derive, names
+from strata.datasets.errors import ArchiveError
 from strata.heatmaps import describe, figures, plot_heatmap, source, value_range
 from strata.heatmaps.breakdown import OTHER, compute, to_json
 from strata.heatmaps.errors import ViewError as SourceError
@@ -252,10 +254,25 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     return out, max(nxt, gap), refit
 
 
-def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) -> dict:
+def breakdowns(reader, src) -> list:
+    """The fields the archive can break a view's events down by, within its filters (as
+    source.drill_target tries them, clients first): the page's "break down by" choice."""
+    wanted = src.wanted
+    out = []
+    for by in source.breakdown_fields(names.DatasetName(wanted.statistic, wanted.filters, None)):
+        try:
+            derive.resolve(reader, str(names.DatasetName(wanted.statistic, wanted.filters, by)))
+        except ArchiveError:
+            continue
+        out.append(by)
+    return out
+
+
+def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by: str | None = None) -> dict:
     """The breakdown of the events inside a dragged rectangle (times as parse_time reads
-    them, values in the dataset's unit), read as `strata breakdown TARGET --range LO..HI --since S
-    --until E` reads it: the same source.query_window and figures.graph."""
+    them, values in the dataset's unit), by `by` (one of breakdowns(); None: source.drill_target's
+    choice), read as `strata breakdown TARGET --range LO..HI --since S --until E` reads it: the
+    same source.query_window and figures.graph. Its 'choices': the other fields it can be broken down by."""
     src, _ = _resolve(reader, spec.name)
     if src.info.kind != "heatmap":
         raise ViewError(f"{src.wanted} is a {src.info.kind}: drag over a heat map to break a band down")
@@ -267,7 +284,12 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) ->
         raise ViewError("a drill-down's values must be finite numbers")
     lo, hi = sorted((max(float(lo), 0.0), max(float(hi), 0.0)))
     text = f"{int(math.floor(lo))}..{max(int(math.ceil(hi)), int(math.floor(lo)) + 1)}"
-    target = source.drill_target(reader, src)
+    choices = breakdowns(reader, src)
+    if by is not None and by not in choices:
+        raise ViewError(f"the archive holds no breakdown of {src.wanted} by {str(by)[:40]!r}: "
+                        f"it has {', '.join(choices) or 'none'}")
+    target = source.drill_target(reader, src) if by is None else \
+        str(names.DatasetName(src.wanted.statistic, src.wanted.filters, by))
     if target is None:
         raise ViewError(f"the archive holds no breakdown of {src.wanted}: create e.g. "
                         f"{src.info.statistic}[client] to break its bands down")
@@ -284,6 +306,6 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) ->
     except SourceError as e:
         raise ViewError(str(e)) from None
     out = {k: v for k, v in to_json(b).items() if k not in ("times", "series")}
-    out.update(target=target, since=since, until=until, range=text, label=selected.label(),
+    out.update(target=target, since=since, until=until, range=text, label=selected.label(), choices=choices,
                command=f"strata breakdown '{target}' --range {text} --since {since} --until {until}")
     return out

@@ -1,7 +1,8 @@
 // The worksheet page: views (heat maps and graphs) on one time axis, their live columns
 // from /api/live (server-sent events), drag to drill down, click a time, the state in the
 // address (?s=JSON: the drilled band and the selected time too; a zoom or a drill-down is a
-// step Back undoes), named worksheets and the datasets' lifecycle. Times travel as unix
+// step Back undoes), a band broken down by any field the archive holds, CSV of a view or a
+// drill-down, a time range typed in, named worksheets and the datasets' lifecycle. Times travel as unix
 // seconds; the page shows them in the zone chosen (this browser's, the server's, UTC).
 // A live heat map's title totals and its side panel (events/s per row) follow its columns;
 // a live view whose new columns do not fit its figure (values outside its axis, new keys)
@@ -162,8 +163,13 @@ async function load(step) {
   views = state.views.map((spec, i) => {
     const el = document.createElement("div");
     el.className = "view";
-    el.innerHTML = '<button class="close" title="remove this view">×</button><div class="plot"></div>';
+    el.innerHTML = '<button class="close" title="remove this view">×</button>' +
+                   '<button class="csv" title="this view\'s columns as CSV">CSV</button><div class="plot"></div>';
     el.querySelector(".close").onclick = () => { state.views.splice(i, 1); load(); };
+    el.querySelector(".csv").onclick = () => {
+      const v = views[i];
+      if (v && v.times) download(`${v.spec.name} ${v.span[0]}-${v.span[1]}.csv`, viewRows(v));
+    };
     box.appendChild(el);
     return {spec, div: el.querySelector(".plot"), index: i};
   });
@@ -412,7 +418,7 @@ function band(v, b) {
     Plotly.relayout(w.div, Object.assign(back, {shapes: w.shapes})).then(() => { relayoutBusy = false; });
   });
   const asked = JSON.stringify(b);
-  if (asked !== drilled) { drilled = asked; drill(v, b.t0, b.t1, b.lo, b.hi); }
+  if (asked !== drilled) { drilled = asked; drill(v, b); }
 }
 
 // After a load: the band and the selected time the address holds (a band drilled already is
@@ -429,12 +435,13 @@ function restorePointing() {
   else document.getElementById("at").innerHTML = "<h3>Selected time</h3><p class='hint'>Click a time on a view.</p>";
 }
 
-async function drill(v, t0, t1, lo, hi) {
+async function drill(v, asked) {
   const box = document.getElementById("drill");
   box.innerHTML = "<h3>Drill-down</h3><p class='hint'>…</p>";
   let b;
   try {
-    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0: t0, x1: t1, y0: lo, y1: hi});
+    b = await api("/api/drill", Object.assign({view: {name: v.spec.name, axis: state.axis}, x0: asked.t0, x1: asked.t1,
+                                               y0: asked.lo, y1: asked.hi}, asked.by ? {by: asked.by} : {}));
   } catch (e) {
     box.innerHTML = "<h3>Drill-down</h3>";
     say(e.message);
@@ -450,6 +457,18 @@ async function drill(v, t0, t1, lo, hi) {
     `<table id="drill-table" data-since="${b.since}" data-until="${b.until}" data-range="${esc(b.range)}" ` +
     `data-target="${esc(b.target)}"><tr><th>${esc(b.by)}</th><th>events</th><th>share</th><th>of key</th></tr>` +
     rows + `</table><p class="cmd">${esc(b.command)}</p>`;
+  if (b.choices && b.choices.length > 1) {        // break the band down by another field the archive holds
+    box.querySelector("h3").insertAdjacentHTML("afterend", `<label>break down by <select id="drill-by">` +
+      b.choices.map(f => `<option${f === b.by ? " selected" : ""}>${esc(f)}</option>`).join("") + "</select></label>");
+    box.querySelector("#drill-by").onchange = e => {
+      state.band = Object.assign({}, state.band, {by: e.target.value});
+      writeState(true);
+      band(v, state.band);
+    };
+  }
+  box.querySelector("h3").insertAdjacentHTML("beforeend", ' <button id="drill-csv" title="the table as CSV">CSV</button>');
+  box.querySelector("#drill-csv").onclick = () => download(`${b.target} ${b.range} ${b.since}-${b.until}.csv`,
+    [[b.by, "events", "share %", "of key %"]].concat(b.table.map(r => [r.key, r.events, r.share, r.of_key])));
   box.querySelectorAll(".key").forEach(el => el.addEventListener("click", ev => onKey(ev, el)));
 }
 
@@ -510,6 +529,37 @@ function selectTime(t) {
     `${esc(zoneLabel(t))}</h3><table id="at-table">${lines.join("")}</table>`;
 }
 
+// -- CSV -------------------------------------------------------------------------------------
+
+function csvText(rows) {
+  const cell = c => c === null || c === undefined ? "" : /[",\n]/.test(String(c)) ? `"${String(c).replace(/"/g, '""')}"` : String(c);
+  return rows.map(r => r.map(cell).join(",")).join("\n") + "\n";
+}
+function download(name, rows) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([csvText(rows)], {type: "text/csv"}));
+  a.download = name.replace(/[\/\\:*?"<>|\s]+/g, "_");
+  document.body.appendChild(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+// A view's columns as shown: a heat map's non-empty cells (each column's time, the cell's
+// bounds, its events), a graph's keys side by side; times as unix seconds and UTC.
+function viewRows(v) {
+  const utc = t => new Date(t * 1000).toISOString().replace(".000Z", "Z"), data = v.div.data;
+  if (v.kind === "heatmap") {
+    const unit = v.live.label || v.live.unit, noun = v.totals ? v.totals.noun : "events";
+    const rows = [["unix", "time (UTC)", `from (${unit})`, `to (${unit})`, noun]];
+    v.times.forEach((t, i) => data[1].customdata.forEach(row => {
+      if (row[i][2]) rows.push([t, utc(t), row[i][0], row[i][1], row[i][2]]);
+    }));
+    return rows;
+  }
+  const rows = [["unix", "time (UTC)"].concat(data.map(tr => `${tr.name} (${v.label})`))];
+  v.times.forEach((t, i) => rows.push([t, utc(t)].concat(data.map(tr => tr.y[i]))));
+  return rows;
+}
+
 function esc(s) {
   return String(s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
@@ -525,6 +575,10 @@ function syncToolbar() {
   document.getElementById("zone").value = state.zone;
   document.querySelectorAll("#spans button").forEach(b => b.classList.toggle("on", +b.dataset.last === span()));
   document.getElementById("status").textContent = state.live ? "live" : "paused";
+  if (!state.live && state.since !== undefined) {
+    document.getElementById("from").value = isoLocal(state.since).replace("T", " ");
+    document.getElementById("until").value = isoLocal(state.until).replace("T", " ");
+  }
 }
 function span() { return state.live || state.since === undefined ? state.last : state.until - state.since; }
 
@@ -582,6 +636,12 @@ function wire() {
     else { const mid = (state.since + state.until) / 2; state.since = Math.floor(mid - wanted / 2); state.until = state.since + wanted; }
     load(true);
   });
+  document.getElementById("range").onclick = () => {      // a range typed in, in the zone chosen
+    const t0 = unixOf(document.getElementById("from").value), t1 = unixOf(document.getElementById("until").value);
+    if (!(t1 > t0)) { say("a range: from and until as YYYY-MM-DD HH:MM[:SS], until after from"); return; }
+    Object.assign(state, {live: false, since: Math.floor(t0), until: Math.ceil(t1)});
+    load(true);
+  };
   document.getElementById("back").onclick = () => shift(-0.5);
   document.getElementById("forward").onclick = () => shift(0.5);
   document.getElementById("live").onclick = () => {
