@@ -184,12 +184,16 @@ def test_drag_clicks_and_a_copied_address(archive):
         # the address reopens the same worksheet in a fresh browser
         link, state = page.current_url, page_state(page)
         columns = plots_ready(page, 4)
-    with web_server(archive) as base, browser() as fresh:
+    with web_server(archive) as base, browser() as fresh:            # a browser that prefers a dark scheme
+        fresh.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme",
+                                                                             "value": "dark"}]})
         fresh.get(link.replace(link.split("/?")[0], base))
         assert plots_ready(fresh, 4) == columns
         assert page_state(fresh) == state
         wait_js(fresh, "document.getElementById('drill-table') && document.getElementById('at-table')",
                 what="the band and the selected time again")
+        assert fresh.execute_script("return [getComputedStyle(document.body).backgroundColor, "
+                                    "views.map(v => v.div.layout.paper_bgcolor)]") == ["rgb(23, 24, 28)", ["#17181c"] * 4]
 
 
 @pytest.fixture

@@ -188,8 +188,20 @@ async function load(step) {
   if (state.live) openStream();
 }
 
+// A browser that prefers a dark scheme: the figures' paper, text and grid in dark colours.
+const DARK = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+function darkened(layout) {
+  Object.assign(layout, {paper_bgcolor: "#17181c", plot_bgcolor: "#17181c"});
+  layout.font = Object.assign({}, layout.font, {color: "#ddd"});
+  for (const key of Object.keys(layout).filter(k => /^[xy]axis\d*$/.test(k))) {
+    Object.assign(layout[key], {gridcolor: "#333", linecolor: "#666", zerolinecolor: "#444"});
+  }
+  if (layout.title && layout.title.text) layout.title.text = layout.title.text.replace(/color:#555/g, "color:#aaa");
+}
+
 function draw(v, a) {
   const fig = unpack(a.figure);
+  if (DARK) darkened(fig.layout);
   v.live = a.live; v.width = a.live.width; v.start = a.start; v.end = a.end;
   v.kind = a.live.type;
   v.label = a.live.label || "";
