@@ -2,7 +2,8 @@
 maps and graphs on one time axis; a dragged rectangle over the L2ARC band gives the same
 per-client counts as `strata breakdown --range`; click and shift-click add views; a copied
 address (and a saved worksheet, `--open`) reopens the same worksheet; writes need a signed-in
-user; hostile requests get bounded one-line answers."""
+user; hostile requests get bounded one-line answers, and a server without users on loopback
+answers only loopback names (DNS rebinding)."""
 import base64
 import http.client as httpclient
 import json
@@ -320,6 +321,14 @@ def test_hostile_requests_get_bounded_answers(archive):
         status, answer = http(base + "/api/view?name=nfs.nothing")
         assert status == 400 and "no dataset nfs.nothing" in answer["error"]
         assert http(base + "/api/live?ids=deadbeef&after=1")[0] == 404
+        # no users, on loopback: a page of another name resolved to it (DNS rebinding) reads nothing
+        port = base.rsplit(":", 1)[1]
+        for name, expected in (("rebound.example", 403), ("localhost", 200), ("127.0.0.1", 200)):
+            conn = httpclient.HTTPConnection("127.0.0.1", int(port), timeout=10)
+            conn.request("GET", "/api/datasets", headers={"Host": f"{name}:{port}"})
+            r = conn.getresponse()
+            answer = r.read().decode()
+            assert r.status == expected and (expected == 200 or "rebound.example" in answer), (name, r.status, answer)
 
         slow = []                                  # 500 clients that never finish their request
         for _ in range(500):

@@ -132,6 +132,9 @@ class Worksheet:
     async def guard(self, request, handler):
         if self.connections:
             self.connections.request(request)
+        why = None if self.web_config and self.web_config.users else samesite.foreign_host(request)
+        if why:                                 # no password to ask: only loopback names are served
+            return _error(403, why)
         if request.method == "POST":            # before the password: a cross-site post costs no bcrypt
             why = samesite.refused(request)
             if why:
