@@ -92,6 +92,14 @@ def test_new_seconds_reach_the_page_within_2s(tmp_path):
             plots_ready(page, 3)
             loads = page.execute_script("return document.body.dataset.loads")
             loaded = page.execute_script("return views[0].totals.text")
+            # a live column's cells are coloured from its counts as the figure colours a loaded one
+            worst, cells = page.execute_script("""const v = views[0], tr = v.div.data[1]; let worst = 0, cells = 0;
+                tr.x.slice(0, -1).forEach((_, i) => v.zOf(tr.customdata.map(row => row[i][2])).forEach((z, r) => {
+                  const want = tr.z[r][i], empty = want === null || want === undefined || Number.isNaN(want);
+                  cells += z !== null;
+                  worst = Math.max(worst, (z === null) !== empty ? 1 : empty ? 0 : Math.abs(z - want)); }));
+                return [worst, cells];""")
+            assert cells > 0 and worst < 1e-4, (worst, cells)
             delays, seen = [], set()
             end = time.time() + 8
             while time.time() < end:                     # each second the collector writes ...

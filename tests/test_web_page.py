@@ -373,7 +373,7 @@ def test_live_columns_survive_a_writer_restart(tmp_path):
                 time.sleep(1.0)
             got = [b"" for _ in pages]
             deadline = time.time() + 5
-            while time.time() < deadline and not all(all(f'"t": {t}'.encode() in g for t in written) for g in got):
+            while time.time() < deadline and not all(all(f'"t":{t},'.encode() in g for t in written) for g in got):
                 for i, sock in enumerate(pages):
                     sock.settimeout(0.1)
                     try:
@@ -381,7 +381,7 @@ def test_live_columns_survive_a_writer_restart(tmp_path):
                     except socket.timeout:
                         pass
             for g in got:
-                assert all(f'"t": {t}'.encode() in g for t in written), (written, g[-300:])
+                assert all(f'"t":{t},'.encode() in g for t in written), (written, g[-300:])
         finally:
             for sock in pages:
                 sock.close()

@@ -241,7 +241,7 @@ class Worksheet:
                     cols, after[i], refit = await self.columns(shared[i], spec, geometry, after[i], now)
                     if cols:
                         event = {'i': i, 'cols': cols, **({'refit': True} if refit else {})}
-                        await resp.write(f"data: {json.dumps(event)}\n\n".encode())
+                        await resp.write(f"data: {json.dumps(event, separators=(',', ':'))}\n\n".encode())
                         quiet = time.monotonic()
                 if time.monotonic() - quiet > KEEPALIVE:        # a comment keeps proxies from closing
                     await resp.write(b": idle\n\n")

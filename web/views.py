@@ -197,8 +197,8 @@ def _counts_only(fig: dict) -> list | None:
 
 def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     """(columns, next, refit): the view's columns from `after` (a column start) up to now,
-    each {'t' (unix seconds), ...} (a heat map's: 'z' its cells, 'n' their events, 'total' all its
-    events, 's' its collected seconds or None); the last one may be partial (re-sent as it fills). `next`
+    each {'t' (unix seconds), ...} (a heat map's: 'n' its rows' events, from which the page colours
+    the cells as the figure does, 'total' all its events, 's' its collected seconds or None); the last one may be partial (re-sent as it fills). `next`
     is the start of the first column still to send; refit is True when the columns hold what
     the view's figure cannot show (values outside its axis, keys it has no line for): the
     page loads that view again."""
@@ -218,16 +218,13 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     out, refit = [], False
     if live["type"] == "heatmap":
         edges = np.asarray(live["edges"], dtype=np.float64)
-        row_h = np.diff(np.log10(edges)) if live["axis"] == "log" else np.diff(edges)
         hist = column_histograms(qr, bins) if len(qr.buckets) else np.zeros((bins.ncols, 0), np.uint64)
         counts, _, _ = row_counts(hist, np.asarray(qr.buckets, np.int64), edges)
-        density = counts * (live["cell_h"] / row_h)[:, None]
         seconds = collected_seconds(qr, bins)
         for c in np.flatnonzero(present):
             t = int(bins.start + c * width)
-            z = [round(math.log10(v), 5) if v > 0 else None for v in density[:, c]]
             n = counts[:, c].astype(np.int64)
-            out.append({"t": t, "z": z, "n": n.tolist(), "total": int(hist[c].sum()),
+            out.append({"t": t, "n": n.tolist(), "total": int(hist[c].sum()),
                         "s": None if seconds is None else int(seconds[c])})
             refit = refit or (spec.crop is None and int(n.sum()) < out[-1]["total"])   # outside the axis
     else:

@@ -218,6 +218,10 @@ function draw(v, a) {
     if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
     tr.hoverongaps = true;                    // an empty cell is a time too (its count reads 0)
     v.times = tr.x.slice(0, -1);
+    // a live column's rows' events coloured as plot_heatmap colours them: log10 of the count per cell height
+    const edges = a.live.edges.map(e => a.live.axis === "log" ? Math.log10(e) : e);
+    const perCell = edges.slice(1).map((e, r) => a.live.cell_h / (e - edges[r]));
+    v.zOf = n => n.map((c, r) => c > 0 ? Math.log10(c * perCell[r]) : null);
     v.totals = a.totals && {text: a.totals.text, noun: a.totals.noun, span: a.totals.span,
                             columns: a.totals.columns.slice(), seconds: a.totals.seconds && a.totals.seconds.slice()};
   } else {
@@ -289,15 +293,15 @@ function addColumns(v, cols) {
     const append = idx < 0;
     if (append && v.times.length && c.t < v.times[v.times.length - 1]) continue;
     if (v.kind === "heatmap") {
-      const tr = data[1];
+      const tr = data[1], z = v.zOf(c.n);
       if (append) {
         tr.x.push(isoLocal(c.t + v.width));
-        tr.z.forEach((row, r) => row.push(c.z[r]));
+        tr.z.forEach((row, r) => row.push(z[r]));
         tr.customdata.forEach((row, r) => row.push(v.cell(r, c.n[r])));
         v.times.push(c.t);
         if (v.totals) { v.totals.columns.push(c.total); if (v.totals.seconds) v.totals.seconds.push(c.s || 0); }
       } else {
-        tr.z.forEach((row, r) => { row[idx] = c.z[r]; });
+        tr.z.forEach((row, r) => { row[idx] = z[r]; });
         tr.customdata.forEach((row, r) => { row[idx][2] = c.n[r]; });
         if (v.totals) { v.totals.columns[idx] = c.total; if (v.totals.seconds) v.totals.seconds[idx] = c.s || 0; }
       }
