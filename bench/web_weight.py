@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
 """Benchmark of what `strata web` costs a page, this tree against other revisions (--before
-REV, e.g. main, or the revision before the live page's security and weight work), the
-servers alternating round by round on the same archives:
+REV, e.g. main, or the revision before the live page's security and weight work; unpacked by
+bench/revstrata.py), the servers alternating round by round on the same archives:
 
 - first load: bytes on the wire (headers and bodies as they travel) of the page, its assets
   and 4 views x 1 h (nfs.latency, nfs.latency[client], nfs.size, nfs.ops[client]) as a
   browser asks (Accept-Encoding: gzip); for this tree also without gzip;
 - first draw of those 4 views in headless chromium: cold (a fresh browser, nothing cached)
-  and warm (the same page again, the median of 2);
+  and warm (the same page again, the median of 2; of 1 in smoke mode);
 - live, a writer adding one second per second as the collector does, on an archive of the
   last hour: bytes on the wire per live second of a page of 1 view and of 4 views, and the
   server's CPU per viewer (a page of the 4 views) above the same server idle, over --seconds.
 
 Usage: .venv/bin/python bench/web_weight.py [--before REV ...] [--rounds 2] [--seconds 60]
-Smoke mode (BENCH_SMOKE=1): "an hour" is a minute, one round, 2 s of live.
+Smoke mode (BENCH_SMOKE=1): "an hour" is a minute, one round, 1 s of live.
 """
 import argparse
 import http.client as httpclient
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from heatmaps_util import T0, build_archive, histogram, seed_latencies     # noqa: E402
 from strata.datasets.archive import Archive                                 # noqa: E402
-from web_before import strata_of                                             # noqa: E402
+from revstrata import strata_of                                              # noqa: E402
 from web_live import Page, Records, cpu_seconds, write_seconds              # noqa: E402
 from web_util import browser, plots_ready, state_url                        # noqa: E402
 
@@ -43,7 +43,7 @@ SMOKE = os.environ.get("BENCH_SMOKE") == "1"
 SPAN = 60 if SMOKE else 3600
 VIEWS = ["nfs.latency", "nfs.latency%5Bclient%5D", "nfs.size", "nfs.ops%5Bclient%5D"]
 LIVE_VIEWS = ["nfs.latency", "nfs.latency[client]", "nfs.size", "nfs.ops[client]"]   # web_live's datasets
-IDLE = 2 if SMOKE else 15          # seconds of the idle server's CPU
+IDLE = 1 if SMOKE else 15          # seconds of the idle server's CPU
 SETTLE = 1 if SMOKE else 3         # seconds from a page's stream opening to the measure
 CLIENTS = [f"10.0.0.{i}" for i in range(1, 9)]
 FIRST_LOAD = ["/", "/static/worksheet.css", "/static/plotly.min.js", "/static/worksheet.js", "/api/datasets",
@@ -109,7 +109,7 @@ class Server:
                  "until": T0 + SPAN, "live": False}
         times = []
         with browser() as page:
-            for _ in range(3):
+            for _ in range(2 if SMOKE else 3):
                 page.get("about:blank")
                 t = time.perf_counter()
                 page.get(state_url(self.base, state))
@@ -170,7 +170,7 @@ def main():
     ap.add_argument("--before", action="append", default=[], metavar="REV",
                     help="another git revision measured against this tree (repeatable)")
     ap.add_argument("--rounds", type=int, default=1 if SMOKE else 2)
-    ap.add_argument("--seconds", type=int, default=2 if SMOKE else 60, help="seconds of live measured per viewer")
+    ap.add_argument("--seconds", type=int, default=1 if SMOKE else 60, help="seconds of live measured per viewer")
     args = ap.parse_args()
     records = Records()
     with tempfile.TemporaryDirectory() as folder:

@@ -1,7 +1,7 @@
-"""Another git revision's `strata`, runnable beside this tree's: the revision's Python
-packages unpacked under a folder, with plotly.js's cartesian bundle this tree built where
-that revision serves one, and a launcher that imports them in place of this tree's
-(the venv's editable install is taken out of the import path)."""
+"""Another git revision's `strata` (bench/web_weight.py --before), runnable beside this
+tree's: the revision's Python packages unpacked under a folder, with plotly.js's cartesian
+bundle this tree built where that revision serves one, and a launcher that imports them in
+place of this tree's (the venv's editable install is taken out of the import path)."""
 import shutil
 import subprocess
 import sys
