@@ -197,11 +197,12 @@ def _counts_only(fig: dict) -> list | None:
 
 def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     """(columns, next, refit): the view's columns from `after` (a column start) up to now,
-    each {'t' (unix seconds), ...} (a heat map's: 'n' its rows' events, from which the page colours
-    the cells as the figure does, 'total' all its events, 's' its collected seconds or None); the last one may be partial (re-sent as it fills). `next`
-    is the start of the first column still to send; refit is True when the columns hold what
-    the view's figure cannot show (values outside its axis, keys it has no line for): the
-    page loads that view again."""
+    each {'t' (unix seconds), ...} (a heat map's: 'n' its rows' events, from which the page
+    colours the cells as the figure does, 'total' all its events, 's' its collected seconds or
+    None); the last one may be partial (re-sent as it fills). `next` is the start of the
+    first column still to send; refit is True when the columns hold what the view's figure
+    cannot show (values outside its axis, keys it has no line for): the page loads that view
+    again."""
     src, _ = _resolve(reader, spec.name, spec.compare)
     width = int(live["width"])
     after = after - after % width
@@ -269,7 +270,7 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by
     """The breakdown of the events inside a dragged rectangle (times as parse_time reads
     them, values in the dataset's unit), by `by` (one of breakdowns(); None: source.drill_target's
     choice), read as `strata breakdown TARGET --range LO..HI --since S --until E` reads it: the
-    same source.query_window and figures.graph. Its 'choices': the other fields it can be broken down by."""
+    same source.query_window and figures.graph. The answer's 'choices': breakdowns()."""
     src, _ = _resolve(reader, spec.name)
     if src.info.kind != "heatmap":
         raise ViewError(f"{src.wanted} is a {src.info.kind}: drag over a heat map to break a band down")

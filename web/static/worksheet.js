@@ -548,7 +548,8 @@ function selectTime(t) {
 // -- CSV -------------------------------------------------------------------------------------
 
 function csvText(rows) {
-  const cell = c => c === null || c === undefined ? "" : /[",\n]/.test(String(c)) ? `"${String(c).replace(/"/g, '""')}"` : String(c);
+  const cell = c => c === null || c === undefined ? ""
+    : /[",\n]/.test(String(c)) ? `"${String(c).replace(/"/g, '""')}"` : String(c);
   return rows.map(r => r.map(cell).join(",")).join("\n") + "\n";
 }
 function download(name, rows) {
