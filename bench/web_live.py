@@ -95,11 +95,12 @@ def get_json(url):
 
 
 class Page(threading.Thread):
-    """What an open page asks of the server: the 4 views, then their live stream."""
+    """What an open page asks of the server: its views (the 4 VIEWS unless said) over the
+    last `last` seconds, then their live stream."""
 
-    def __init__(self, base):
+    def __init__(self, base, views=VIEWS, last=HOUR):
         super().__init__(daemon=True)
-        self.base, self.received, self.view_bytes = base, bytearray(), 0
+        self.base, self.views, self.last, self.received, self.view_bytes = base, views, last, bytearray(), 0
         self.stop, self.streaming, self.error = False, False, None
 
     def run(self):
@@ -110,8 +111,8 @@ class Page(threading.Thread):
 
     def _run(self):
         ids, after = [], []
-        for name in VIEWS:
-            v, size = get_json(f"{self.base}/api/view?name={urllib.request.quote(name)}&last={HOUR}")
+        for name in self.views:
+            v, size = get_json(f"{self.base}/api/view?name={urllib.request.quote(name)}&last={self.last}")
             self.view_bytes += size
             ids.append(v["live"]["id"])
             after.append(v["live"]["next"] - v["live"]["width"])

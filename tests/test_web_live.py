@@ -91,6 +91,15 @@ def test_new_seconds_reach_the_page_within_2s(tmp_path):
             page.get(state_url(base, state))
             plots_ready(page, 3)
             loads = page.execute_script("return document.body.dataset.loads")
+            loaded = page.execute_script("return views[0].totals.text")
+            # a live column's cells are coloured from its counts as the figure colours a loaded one
+            worst, cells = page.execute_script("""const v = views[0], tr = v.div.data[1]; let worst = 0, cells = 0;
+                tr.x.slice(0, -1).forEach((_, i) => v.zOf(tr.customdata.map(row => row[i][2])).forEach((z, r) => {
+                  const want = tr.z[r][i], empty = want === null || want === undefined || Number.isNaN(want);
+                  cells += z !== null;
+                  worst = Math.max(worst, (z === null) !== empty ? 1 : empty ? 0 : Math.abs(z - want)); }));
+                return [worst, cells];""")
+            assert cells > 0 and worst < 1e-4, (worst, cells)
             delays, seen = [], set()
             end = time.time() + 8
             while time.time() < end:                     # each second the collector writes ...
@@ -105,6 +114,14 @@ def test_new_seconds_reach_the_page_within_2s(tmp_path):
                 time.sleep(0.05)
             assert len(delays) >= 4 and max(delays) <= 2.0, delays
             assert page.execute_script("return document.body.dataset.loads") == loads   # never loaded again
+            # the heat map's title totals followed its columns: the server's, for the same columns
+            now = page.execute_script("const v = views[0]; return {columns: v.totals.columns, text: v.totals.text,"
+                                      " title: v.div.layout.title.text, t0: v.times[0], n: v.times.length}")
+            status, fresh = http(base + f"/api/view?name=nfs.latency&axis=log&since={now['t0']}"
+                                        f"&until={now['t0'] + now['n']}")
+            settled = now["n"] - 6                      # the newest columns may still fill
+            assert status == 200 and now["columns"][:settled] == fresh["totals"]["columns"][:settled]
+            assert now["text"] != loaded and now["text"] in now["title"] and " ops · " in now["text"], (loaded, now)
             sizes = page.execute_script("return window.strataLive")
             assert sizes["messages"] >= 3 * 4 and sizes["largest"] < 8000, sizes       # columns, not maps
             # pause: the page stops moving; live again: it catches up

@@ -2,7 +2,8 @@
 maps and graphs on one time axis; a dragged rectangle over the L2ARC band gives the same
 per-client counts as `strata breakdown --range`; click and shift-click add views; a copied
 address (and a saved worksheet, `--open`) reopens the same worksheet; writes need a signed-in
-user; hostile requests get bounded one-line answers."""
+user; hostile requests get bounded one-line answers, and a server without users on loopback
+answers only loopback names (DNS rebinding)."""
 import base64
 import http.client as httpclient
 import json
@@ -21,6 +22,7 @@ from selenium.webdriver.support.ui import Select
 
 from datasets_util import strata
 from strata.datasets.archive import Archive
+from strata.heatmaps.units import format_count
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
 from strata.web.connections import MAX_CONNECTIONS
 from web_util import browser, drag_heatmap, http, plots_ready, sse_stream, state_url, wait_js, web_server
@@ -37,6 +39,7 @@ def archive(tmp_path_factory):
     return build_archive(tmp_path_factory.mktemp("web") / "a.db", {
         "nfs.latency": lambda t: {"": histogram(seed_latencies(rng, 120))},
         "nfs.latency[client]": per_client,
+        "nfs.latency[op]": lambda t: {"read": histogram(seed_latencies(rng, 30)), "write": histogram(seed_latencies(rng, 10))},
         "nfs.ops[client]": lambda t: {c: 40 * (i + 1) for i, c in enumerate(CLIENTS)},
     }, seconds=SPAN)
 
@@ -83,6 +86,47 @@ def test_drag_clicks_and_a_copied_address(archive):
         assert cli.returncode == 0, cli.stderr
         expected = {r["key"]: r["events"] for r in json.loads(cli.stdout)["table"]}
         assert shown == expected and set(shown) == set(CLIENTS) and min(shown.values()) > 0
+        # the same band by another field the archive holds, as `strata breakdown` counts it, then by client again
+        Select(page.find_element("id", "drill-by")).select_by_visible_text("op")
+        by_op = wait_js(page, "(() => { const t = document.getElementById('drill-table');"
+                              " return t && t.dataset.target === 'nfs.latency[op]' && Array.from(t.rows).slice(1)"
+                              ".map(r => [r.cells[0].textContent, +r.cells[1].textContent]); })()", what="by op")
+        cli = strata("breakdown", "nfs.latency[op]", "--range", text, "--since", since, "--until", until, "--json",
+                     "--archive", str(archive))
+        assert dict(by_op) == {r["key"]: r["events"] for r in json.loads(cli.stdout)["table"]} and len(by_op) == 2
+        assert page_state(page)["band"]["by"] == "op"
+        page.back()                                     # Back: by client again
+        wait_js(page, "(() => { const t = document.getElementById('drill-table');"
+                      " return t && t.dataset.target === 'nfs.latency[client]'; })()", what="by client again")
+        plots_ready(page, 2)
+        # CSV of the drill-down and of the views, as shown: the graph's per-client rates, the map's events
+        drill_csv = page.execute_script("return document.getElementById('drill-csv') !== null")
+        graph_csv, heat_csv, on_map = page.execute_script(
+            "return [csvText(viewRows(views[1])), csvText(viewRows(views[0])), views[0].div.data[1].customdata"
+            ".reduce((s, row) => s + row.reduce((a, c) => a + c[2], 0), 0)]")
+        graph_rows = [line.split(",") for line in graph_csv.splitlines()]
+        rates = {f"{c} (ops/s)": 40.0 * (i + 1) for i, c in enumerate(CLIENTS)}
+        assert drill_csv and graph_rows[0][:2] == ["unix", "time (UTC)"] and len(graph_rows) == SPAN + 1
+        assert all(dict(zip(graph_rows[0][2:], map(float, r[2:]))) == rates for r in graph_rows[1:]), graph_rows[:2]
+        assert sum(int(line.rsplit(",", 1)[1]) for line in heat_csv.splitlines()[1:]) == on_map > 0
+        # the band is in the address: Back takes it off the page, Forward asks for it again
+        band = page_state(page)["band"]
+        assert band["name"] == "nfs.latency[client]" and abs(band["t0"] - (T0 + 60)) <= 2 and band["lo"] < 128_000
+        page.back()
+        wait_js(page, "!document.getElementById('drill-table')", what="the drill-down gone")
+        assert "band" not in page_state(page)
+        page.forward()
+        wait_js(page, "document.getElementById('drill-table')", what="the drill-down again")
+        plots_ready(page, 2)
+        # a drag narrower than plotly's 8 px: the column pressed broken down, the y axis kept
+        drag_heatmap(page, 0, T0 + 100, T0 + 100, 100_000, 400_000)
+        wait_js(page, f"(() => {{ const t = document.getElementById('drill-table');"
+                      f" return t && +t.dataset.until - +t.dataset.since === 1; }})()", what="one column's drill-down")
+        assert page.execute_script("const v = views[0]; return JSON.stringify(v.div.layout.yaxis.range)"
+                                   " === JSON.stringify(v.yrange)")
+        # the page's counts read as the files' (units.format_count; an exact tie may round the other way)
+        numbers = [0, 0.0004, 0.0123, 2.5, 7, 45.26, 987, 1234, 45_600_000, 999_999]
+        assert page.execute_script("return arguments[0].map(formatCount)", numbers) == [format_count(n) for n in numbers]
 
         # click a key: its own view; shift-click two: one graph comparing them
         keys = page.find_elements("css selector", "#drill-table .key")
@@ -102,19 +146,55 @@ def test_drag_clicks_and_a_copied_address(archive):
         assert compared["name"] == "nfs.latency[client]" and compared["compare"] == [k.text for k in keys[1:3]]
         assert page.execute_script("return document.querySelectorAll('.plot')[3].data.length") == 2
 
-        # click a time: every view's value at that second
-        page.execute_script("document.getElementById('drag').value = 'drill'")
-        drag_heatmap(page, 0, T0 + 100, T0 + 100, 200_000, 200_000)     # a click, no drag
-        rows = wait_js(page, "document.querySelectorAll('#at-table tr').length", what="the selected time")
-        assert rows >= 4
+        # a zoom in time is a step Back undoes
+        Select(page.find_element("id", "drag")).select_by_value("zoom")
+        before, columns = page_state(page), plots_ready(page, 4)
+        drag_heatmap(page, 0, T0 + 60, T0 + 180, 100_000, 400_000)
+        wait_js(page, "(() => { const p = Array.from(document.querySelectorAll('.plot'));"
+                      " return p.length === 4 && p.every(d => +d.dataset.columns && +d.dataset.columns < 200); })()",
+                what="the zoomed views")
+        assert abs(page_state(page)["since"] - (T0 + 60)) <= 2
+        page.back()
+        wait_js(page, f"document.querySelectorAll('.plot').length === 4 && +document.querySelector('.plot')"
+                      f".dataset.columns === {SPAN}", what="the views before the zoom")
+        assert page_state(page) == before and plots_ready(page, 4) == columns
+        Select(page.find_element("id", "drag")).select_by_value("drill")
+        # a range typed in (the browser's zone, as chosen by default)
+        for field, t in (("from", T0 + 30), ("until", T0 + 150)):
+            box = page.find_element("id", field)
+            box.clear()
+            box.send_keys(_local(t))
+        page.find_element("id", "range").click()
+        wait_js(page, "(() => { const p = Array.from(document.querySelectorAll('.plot'));"
+                      " return p.length === 4 && p.every(d => +d.dataset.columns === 120); })()", what="the range typed")
+        assert (page_state(page)["since"], page_state(page)["until"]) == (T0 + 30, T0 + 150)
+        page.back()
+        plots_ready(page, 4)
+        assert page_state(page) == dict(before, drag="drill")
+
+        # click a time, over an empty cell (the top of the latency axis): every view's value at
+        # that second, with its unit
+        top = page.execute_script("const v = views[0]; return Math.pow(10, v.yrange[1] - 0.02) * v.live.scale")
+        drag_heatmap(page, 0, T0 + 100, T0 + 100, top, top)     # a click, no drag
+        rows = wait_js(page, "document.querySelectorAll('#at-table tr').length >= 4 && "
+                             "Array.from(document.querySelectorAll('#at-table tr')).map(r => r.cells[2].textContent)",
+                       what="the selected time")
+        assert rows[0] == "ops" and "ops/s" in rows[1:], rows
+        assert abs(page_state(page)["at"] - (T0 + 100)) <= 1
 
         # the address reopens the same worksheet in a fresh browser
         link, state = page.current_url, page_state(page)
         columns = plots_ready(page, 4)
-    with web_server(archive) as base, browser() as fresh:
+    with web_server(archive) as base, browser() as fresh:            # a browser that prefers a dark scheme
+        fresh.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme",
+                                                                             "value": "dark"}]})
         fresh.get(link.replace(link.split("/?")[0], base))
         assert plots_ready(fresh, 4) == columns
         assert page_state(fresh) == state
+        wait_js(fresh, "document.getElementById('drill-table') && document.getElementById('at-table')",
+                what="the band and the selected time again")
+        assert fresh.execute_script("return [getComputedStyle(document.body).backgroundColor, "
+                                    "views.map(v => v.div.layout.paper_bgcolor)]") == ["rgb(23, 24, 28)", ["#17181c"] * 4]
 
 
 @pytest.fixture
@@ -241,6 +321,14 @@ def test_hostile_requests_get_bounded_answers(archive):
         status, answer = http(base + "/api/view?name=nfs.nothing")
         assert status == 400 and "no dataset nfs.nothing" in answer["error"]
         assert http(base + "/api/live?ids=deadbeef&after=1")[0] == 404
+        # no users, on loopback: a page of another name resolved to it (DNS rebinding) reads nothing
+        port = base.rsplit(":", 1)[1]
+        for name, expected in (("rebound.example", 403), ("localhost", 200), ("127.0.0.1", 200)):
+            conn = httpclient.HTTPConnection("127.0.0.1", int(port), timeout=10)
+            conn.request("GET", "/api/datasets", headers={"Host": f"{name}:{port}"})
+            r = conn.getresponse()
+            answer = r.read().decode()
+            assert r.status == expected and (expected == 200 or "rebound.example" in answer), (name, r.status, answer)
 
         slow = []                                  # 500 clients that never finish their request
         for _ in range(500):
@@ -249,7 +337,7 @@ def test_hostile_requests_get_bounded_answers(archive):
             slow.append(sock)
         try:
             status, answer = http(base + "/api/datasets", timeout=10)
-            assert status == 200 and len(answer["datasets"]) == 3               # still answering
+            assert status == 200 and len(answer["datasets"]) == 4               # still answering
             sockets = open_sockets(base.pid)
             assert sockets <= MAX_CONNECTIONS + 8, sockets                        # bounded
         finally:
@@ -285,7 +373,7 @@ def test_live_columns_survive_a_writer_restart(tmp_path):
                 time.sleep(1.0)
             got = [b"" for _ in pages]
             deadline = time.time() + 5
-            while time.time() < deadline and not all(all(f'"t": {t}'.encode() in g for t in written) for g in got):
+            while time.time() < deadline and not all(all(f'"t":{t},'.encode() in g for t in written) for g in got):
                 for i, sock in enumerate(pages):
                     sock.settimeout(0.1)
                     try:
@@ -293,7 +381,7 @@ def test_live_columns_survive_a_writer_restart(tmp_path):
                     except socket.timeout:
                         pass
             for g in got:
-                assert all(f'"t": {t}'.encode() in g for t in written), (written, g[-300:])
+                assert all(f'"t":{t},'.encode() in g for t in written), (written, g[-300:])
         finally:
             for sock in pages:
                 sock.close()
@@ -310,6 +398,10 @@ def test_a_drag_on_a_filtered_view_stays_within_its_key(archive):
         assert status == 200, one
     per_client = {r["key"]: r["events"] for r in whole["table"]}
     assert one["target"] == f"nfs.latency[client={CLIENTS[1]}]" and one["events"] == per_client[CLIENTS[1]] > 0
+    assert whole["choices"] == ["client", "op"]
+    with web_server(archive) as base:
+        status, answer = http(base + "/api/drill", dict(band, view={"name": "nfs.latency"}, by="size"))
+    assert status == 400 and "no breakdown of nfs.latency by 'size': it has client, op" in answer["error"], answer
     assert [r["events"] for r in one["table"]] == [per_client[CLIENTS[1]]], one["table"]
     cli = strata("breakdown", one["target"], "--range", one["range"], "--since", str(one["since"]),
                  "--until", str(one["until"]), "--json", "--archive", str(archive))

@@ -5,7 +5,15 @@ application/json sent by the page's own origin (refused(): a reason, or None).
 A browser sends Origin with every POST (and Sec-Fetch-Site with every request); a
 form or a text/plain fetch from another site is refused before it reaches a handler,
 and a JSON body from another site needs a CORS preflight this server never grants.
-A POST that names neither (curl, scripts) is refused too: they send Origin as a page would."""
+A POST that names neither (curl, scripts) is refused too: they send Origin as a page would.
+
+What the origin rule does not cover is a page of another site whose name was made to
+resolve to this server's address (DNS rebinding): to the browser it is that site's own
+origin, Origin and Host agree, and no token would help (the page could read it). The
+browser does not send its remembered credentials to the other name, so a server with
+users answers it 401; a server without users, served on loopback, answers only requests
+that name a loopback host (foreign_host())."""
+import ipaddress
 
 # plotly draws with inline styles and data: images; every script is a file of this server
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
@@ -26,6 +34,25 @@ def refused(request) -> str | None:
     if request.headers.get("Sec-Fetch-Site") in ("same-origin", "none"):
         return None
     return "a request without Origin: send Origin as the page does"
+
+
+def foreign_host(request) -> str | None:
+    """Why a request to a server listening on loopback names another host (None: it does not)."""
+    sock = request.transport.get_extra_info("sockname") if request.transport else None
+    try:
+        if not sock or not ipaddress.ip_address(sock[0]).is_loopback:
+            return None
+    except ValueError:
+        return None
+    name = (request.url.host or "").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return None
+    try:
+        if ipaddress.ip_address(name).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return f"served on loopback: ask for it as localhost or 127.0.0.1, not {name[:60]!r}"
 
 
 async def add_headers(_request, response):

@@ -132,6 +132,9 @@ class Worksheet:
     async def guard(self, request, handler):
         if self.connections:
             self.connections.request(request)
+        why = None if self.web_config and self.web_config.users else samesite.foreign_host(request)
+        if why:                                 # no password to ask: only loopback names are served
+            return _error(403, why)
         if request.method == "POST":            # before the password: a cross-site post costs no bcrypt
             why = samesite.refused(request)
             if why:
@@ -238,7 +241,7 @@ class Worksheet:
                     cols, after[i], refit = await self.columns(shared[i], spec, geometry, after[i], now)
                     if cols:
                         event = {'i': i, 'cols': cols, **({'refit': True} if refit else {})}
-                        await resp.write(f"data: {json.dumps(event)}\n\n".encode())
+                        await resp.write(f"data: {json.dumps(event, separators=(',', ':'))}\n\n".encode())
                         quiet = time.monotonic()
                 if time.monotonic() - quiet > KEEPALIVE:        # a comment keeps proxies from closing
                     await resp.write(b": idle\n\n")
@@ -270,9 +273,12 @@ class Worksheet:
                 raise TypeError("x0 and x1 are unix seconds")
             y0, y1 = float(body["y0"]), float(body["y1"])
             top = max(1, min(int(body.get("top", 8)), 50))
+            by = body.get("by")
+            if by is not None and not isinstance(by, str):
+                raise TypeError("by is a field name")
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             return _error(400, f"a drill-down needs view, x0, x1, y0, y1 ({e})")
-        return web.json_response(await self.run(views.drill, spec, x0, x1, y0, y1, top))
+        return web.json_response(await self.run(views.drill, spec, x0, x1, y0, y1, top, by))
 
     # -- worksheets and datasets ----------------------------------------------------------------
 

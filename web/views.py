@@ -15,12 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from strata.datasets import derive, names
+from strata.datasets.errors import ArchiveError
 from strata.heatmaps import describe, figures, plot_heatmap, source, value_range
 from strata.heatmaps.breakdown import OTHER, compute, to_json
 from strata.heatmaps.errors import ViewError as SourceError
-from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS
+from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS, y_axis
 from strata.heatmaps.rebin import Grid, column_histograms, row_counts
-from strata.heatmaps.timebins import TimeBins, choose_bins
+from strata.heatmaps.timebins import TimeBins, choose_bins, collected_seconds
+from strata.heatmaps.units import event_noun
 
 from . import graphs
 from .limits import CELLS, MAX_COLS, MAX_KEYS, LimitError, check_span
@@ -126,8 +129,9 @@ def _view(spec, src, keys) -> figures.View:
 
 
 def figure_for(spec, src, keys, qr, start, end):
-    """(plotly figure, live geometry, the time range its title names: describe.time_range's
-    text) of one view: the figure model figures.build chooses."""
+    """(plotly figure, the time range its title names: describe.time_range's text, live
+    geometry, what the page keeps up to date from the live columns: `totals`) of one view:
+    the figure model figures.build chooses."""
     try:
         model = figures.build(qr, start, end, _view(spec, src, keys), max_cols=MAX_COLS, ncells=CELLS)
     except SourceError as e:
@@ -136,7 +140,8 @@ def figure_for(spec, src, keys, qr, start, end):
     if not isinstance(model, Grid):
         fig, scale = graphs.figure(model, spec)
         return fig, named, {"type": "graph", "width": model.bins.width, "next": model.bins.end, "scale": scale,
-                     "keys": [k for k in model.keys if k != OTHER], "lines": model.keys}
+                     "keys": [k for k in model.keys if k != OTHER], "lines": model.keys,
+                     "label": y_axis(model)[1]}, None
     grid = model
     fig = plot_heatmap.figure(grid)
     scale, label = plot_heatmap.display_scale(float(grid.edges[-1]), grid.unit)
@@ -144,25 +149,32 @@ def figure_for(spec, src, keys, qr, start, end):
         cell_h = (math.log10(grid.cells[-1]) - math.log10(grid.cells[0])) / CELLS
     else:
         cell_h = (grid.cells[-1] - grid.cells[0]) / CELLS
+    seconds = collected_seconds(qr, grid.bins)
+    totals = {"text": describe.totals(grid), "noun": event_noun(grid.statistic),
+              "columns": grid.column_totals.tolist(), "span": grid.span[1] - grid.span[0],
+              "seconds": None if seconds is None else seconds.astype(int).tolist()}
     return fig, named, {"type": "heatmap", "width": grid.bins.width, "next": grid.bins.end, "scale": scale,
                  "unit": grid.unit, "label": label, "edges": grid.edges.tolist(), "cell_h": float(cell_h),
-                 "axis": grid.axis, "keys": keys}
+                 "axis": grid.axis, "keys": keys}, totals
 
 
 def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
-    """{'figure', 'rows', 'live', 'start', 'end', 'title_range'}: the view over [start, end), at
-    the level the CLI would read (the finest that covers the range in MAX_COLS columns); rows:
-    _counts_only; title_range: the text of the title's time range (in the server's zone), which
-    the page writes again in the zone its user chose."""
+    """{'figure', 'rows', 'live', 'start', 'end', 'title_range', 'totals'}: the view over [start,
+    end), at the level the CLI would read (the finest that covers the range in MAX_COLS columns);
+    rows: _counts_only; title_range: the text of the title's time range (in the server's zone),
+    which the page writes again in the zone its user chose; totals (heat maps; None for graphs):
+    the title's totals text, the event noun, each column's events and collected seconds (None
+    when the reader does not say) and the span, from which the page writes the totals again as
+    live columns arrive."""
     check_span(start, end)
     src, keys = _resolve(reader, spec.name, spec.compare)
     qr = _query(reader, src, start, end, choose_bins(start, end, 1, MAX_COLS).width)
-    fig, named, live = figure_for(spec, src, keys, qr, start, end)
+    fig, named, live, totals = figure_for(spec, src, keys, qr, start, end)
     live.update(name=str(src.wanted), kind=src.info.kind, statistic=src.info.statistic,
                 breakdown=src.wanted.breakdown, unit=src.info.unit, level=qr.level, note=src.note)
     figure = in_unix_seconds(fig.to_plotly_json())
     return {"figure": figure, "rows": _counts_only(figure), "live": live, "start": start, "end": end,
-            "title_range": named}
+            "title_range": named, "totals": totals}
 
 
 def _counts_only(fig: dict) -> list | None:
@@ -185,10 +197,12 @@ def _counts_only(fig: dict) -> list | None:
 
 def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     """(columns, next, refit): the view's columns from `after` (a column start) up to now,
-    each {'t' (unix seconds), ...}; the last one may be partial (re-sent as it fills). `next`
-    is the start of the first column still to send; refit is True when the columns hold what
-    the view's figure cannot show (values outside its axis, keys it has no line for): the
-    page loads that view again."""
+    each {'t' (unix seconds), ...} (a heat map's: 'n' its rows' events, from which the page
+    colours the cells as the figure does, 'total' all its events, 's' its collected seconds or
+    None); the last one may be partial (re-sent as it fills). `next` is the start of the
+    first column still to send; refit is True when the columns hold what the view's figure
+    cannot show (values outside its axis, keys it has no line for): the page loads that view
+    again."""
     src, _ = _resolve(reader, spec.name, spec.compare)
     width = int(live["width"])
     after = after - after % width
@@ -205,15 +219,14 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     out, refit = [], False
     if live["type"] == "heatmap":
         edges = np.asarray(live["edges"], dtype=np.float64)
-        row_h = np.diff(np.log10(edges)) if live["axis"] == "log" else np.diff(edges)
         hist = column_histograms(qr, bins) if len(qr.buckets) else np.zeros((bins.ncols, 0), np.uint64)
         counts, _, _ = row_counts(hist, np.asarray(qr.buckets, np.int64), edges)
-        density = counts * (live["cell_h"] / row_h)[:, None]
+        seconds = collected_seconds(qr, bins)
         for c in np.flatnonzero(present):
             t = int(bins.start + c * width)
-            z = [round(math.log10(v), 5) if v > 0 else None for v in density[:, c]]
             n = counts[:, c].astype(np.int64)
-            out.append({"t": t, "z": z, "n": n.tolist(), "total": int(hist[c].sum())})
+            out.append({"t": t, "n": n.tolist(), "total": int(hist[c].sum()),
+                        "s": None if seconds is None else int(seconds[c])})
             refit = refit or (spec.crop is None and int(n.sum()) < out[-1]["total"])   # outside the axis
     else:
         shown = set(live["keys"])
@@ -239,10 +252,25 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     return out, max(nxt, gap), refit
 
 
-def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) -> dict:
+def breakdowns(reader, src) -> list:
+    """The fields the archive can break a view's events down by, within its filters (as
+    source.drill_target tries them, clients first): the page's "break down by" choice."""
+    wanted = src.wanted
+    out = []
+    for by in source.breakdown_fields(names.DatasetName(wanted.statistic, wanted.filters, None)):
+        try:
+            derive.resolve(reader, str(names.DatasetName(wanted.statistic, wanted.filters, by)))
+        except ArchiveError:
+            continue
+        out.append(by)
+    return out
+
+
+def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by: str | None = None) -> dict:
     """The breakdown of the events inside a dragged rectangle (times as parse_time reads
-    them, values in the dataset's unit), read as `strata breakdown TARGET --range LO..HI --since S
-    --until E` reads it: the same source.query_window and figures.graph."""
+    them, values in the dataset's unit), by `by` (one of breakdowns(); None: source.drill_target's
+    choice), read as `strata breakdown TARGET --range LO..HI --since S --until E` reads it: the
+    same source.query_window and figures.graph. The answer's 'choices': breakdowns()."""
     src, _ = _resolve(reader, spec.name)
     if src.info.kind != "heatmap":
         raise ViewError(f"{src.wanted} is a {src.info.kind}: drag over a heat map to break a band down")
@@ -254,7 +282,12 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) ->
         raise ViewError("a drill-down's values must be finite numbers")
     lo, hi = sorted((max(float(lo), 0.0), max(float(hi), 0.0)))
     text = f"{int(math.floor(lo))}..{max(int(math.ceil(hi)), int(math.floor(lo)) + 1)}"
-    target = source.drill_target(reader, src)
+    choices = breakdowns(reader, src)
+    if by is not None and by not in choices:
+        raise ViewError(f"the archive holds no breakdown of {src.wanted} by {str(by)[:40]!r}: "
+                        f"it has {', '.join(choices) or 'none'}")
+    target = source.drill_target(reader, src) if by is None else \
+        str(names.DatasetName(src.wanted.statistic, src.wanted.filters, by))
     if target is None:
         raise ViewError(f"the archive holds no breakdown of {src.wanted}: create e.g. "
                         f"{src.info.statistic}[client] to break its bands down")
@@ -271,6 +304,6 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8) ->
     except SourceError as e:
         raise ViewError(str(e)) from None
     out = {k: v for k, v in to_json(b).items() if k not in ("times", "series")}
-    out.update(target=target, since=since, until=until, range=text, label=selected.label(),
+    out.update(target=target, since=since, until=until, range=text, label=selected.label(), choices=choices,
                command=f"strata breakdown '{target}' --range {text} --since {since} --until {until}")
     return out

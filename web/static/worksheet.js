@@ -1,8 +1,11 @@
 // The worksheet page: views (heat maps and graphs) on one time axis, their live columns
 // from /api/live (server-sent events), drag to drill down, click a time, the state in the
-// address (?s=JSON), named worksheets and the datasets' lifecycle. Times travel as unix
+// address (?s=JSON: the drilled band and the selected time too; a zoom or a drill-down is a
+// step Back undoes), a band broken down by any field the archive holds, CSV of a view or a
+// drill-down, a time range typed in, named worksheets and the datasets' lifecycle. Times travel as unix
 // seconds; the page shows them in the zone chosen (this browser's, the server's, UTC).
-// A live view whose new columns do not fit its figure (values outside its axis, new keys)
+// A live heat map's title totals and its side panel (events/s per row) follow its columns;
+// a live view whose new columns do not fit its figure (values outside its axis, new keys)
 // is loaded again.
 "use strict";
 
@@ -59,16 +62,36 @@ function unixOf(text) {                 // a wall-clock string of the axis, back
   return t;
 }
 
+// heatmaps/units.py format_count: 987, 1.23k, 45.6M; 2.5; 0.0123; 3.2e-7
+const SI = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"], [1, ""]];
+function trimmed(x, sig) {
+  if (x === 0) return "0";
+  const text = x.toFixed(Math.max(sig - 1 - Math.floor(Math.log10(Math.abs(x))), 0));
+  return text.includes(".") ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
+}
+function formatCount(n) {
+  const a = Math.abs(n);
+  if (n === 0) return "0";
+  if (a < 0.001) { const [m, e] = n.toExponential(1).split("e"); return m.replace(/\.?0+$/, "") + "e" + (+e); }
+  if (a < 0.1) return trimmed(n, 3);
+  if (a < 10 && n !== Math.trunc(n)) return n.toFixed(2).replace(/0+$/, "").replace(/\.$/, "");
+  if (a < 1000) return n === Math.trunc(n) || a >= 100 ? n.toFixed(0) : n.toFixed(1).replace(/0+$/, "").replace(/\.$/, "");
+  const [scale, suffix] = SI.find(([s]) => a >= s);
+  return trimmed(n / scale, 3) + suffix;
+}
+
 function readState() {
   const s = new URLSearchParams(location.search).get("s");
   if (!s) return Object.assign({}, DEFAULT);
   try { return Object.assign({}, DEFAULT, JSON.parse(s)); } catch (e) { return Object.assign({}, DEFAULT); }
 }
 
-function writeState() {
+function writeState(step) {               // step: a new entry in the history (Back returns to this one)
   const url = "?s=" + encodeURIComponent(JSON.stringify(state));
-  history.replaceState(null, "", url);
+  if (url === location.search) return;
+  if (step) history.pushState(null, "", url); else history.replaceState(null, "", url);
 }
+window.addEventListener("popstate", () => { state = readState(); load(); });
 
 function say(text) { document.getElementById("message").textContent = text || ""; }
 
@@ -127,21 +150,26 @@ function addView(spec) {
   load();
 }
 
-async function load() {
+async function load(step) {
   const mine = ++generation;
   const cut = state.views.length > MAX_VIEWS;
   if (cut) state.views = state.views.slice(0, MAX_VIEWS);
   document.body.dataset.loads = generation;
   if (stream) { stream.close(); stream = null; }
-  writeState();
+  writeState(step);
   syncToolbar();
   const box = document.getElementById("views");
   box.innerHTML = "";
   views = state.views.map((spec, i) => {
     const el = document.createElement("div");
     el.className = "view";
-    el.innerHTML = '<button class="close" title="remove this view">×</button><div class="plot"></div>';
+    el.innerHTML = '<button class="close" title="remove this view">×</button>' +
+                   '<button class="csv" title="this view\'s columns as CSV">CSV</button><div class="plot"></div>';
     el.querySelector(".close").onclick = () => { state.views.splice(i, 1); load(); };
+    el.querySelector(".csv").onclick = () => {
+      const v = views[i];
+      if (v && v.times) download(`${v.spec.name} ${v.span[0]}-${v.span[1]}.csv`, viewRows(v));
+    };
     box.appendChild(el);
     return {spec, div: el.querySelector(".plot"), index: i};
   });
@@ -156,13 +184,27 @@ async function load() {
   }
   say(errors[0] || (cut ? `at most ${MAX_VIEWS} views: the first ${MAX_VIEWS} are shown` : ""));
   document.body.dataset.views = views.filter(v => v.live).length;
+  restorePointing();
   if (state.live) openStream();
+}
+
+// A browser that prefers a dark scheme: the figures' paper, text and grid in dark colours.
+const DARK = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+function darkened(layout) {
+  Object.assign(layout, {paper_bgcolor: "#17181c", plot_bgcolor: "#17181c"});
+  layout.font = Object.assign({}, layout.font, {color: "#ddd"});
+  for (const key of Object.keys(layout).filter(k => /^[xy]axis\d*$/.test(k))) {
+    Object.assign(layout[key], {gridcolor: "#333", linecolor: "#666", zerolinecolor: "#444"});
+  }
+  if (layout.title && layout.title.text) layout.title.text = layout.title.text.replace(/color:#555/g, "color:#aaa");
 }
 
 function draw(v, a) {
   const fig = unpack(a.figure);
+  if (DARK) darkened(fig.layout);
   v.live = a.live; v.width = a.live.width; v.start = a.start; v.end = a.end;
   v.kind = a.live.type;
+  v.label = a.live.label || "";
   fig.layout.dragmode = "zoom";
   fig.layout.datarevision = 0;
   fig.layout.autosize = true;
@@ -174,7 +216,14 @@ function draw(v, a) {
     v.cell = a.rows ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
                     : (r, n) => [tr.y[r], tr.y[r + 1], n];          // no column yet: the row's edges
     if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
+    tr.hoverongaps = true;                    // an empty cell is a time too (its count reads 0)
     v.times = tr.x.slice(0, -1);
+    // a live column's rows' events coloured as plot_heatmap colours them: log10 of the count per cell height
+    const edges = a.live.edges.map(e => a.live.axis === "log" ? Math.log10(e) : e);
+    const perCell = edges.slice(1).map((e, r) => a.live.cell_h / (e - edges[r]));
+    v.zOf = n => n.map((c, r) => c > 0 ? Math.log10(c * perCell[r]) : null);
+    v.totals = a.totals && {text: a.totals.text, noun: a.totals.noun, span: a.totals.span,
+                            columns: a.totals.columns.slice(), seconds: a.totals.seconds && a.totals.seconds.slice()};
   } else {
     v.times = (fig.data[0] ? fig.data[0].x : []).map(t => t - v.width / 2);
   }
@@ -199,7 +248,6 @@ function draw(v, a) {
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times.length ? v.times[v.times.length - 1] : "";
   v.div.on("plotly_relayout", ev => onRelayout(v, ev));
-  v.div.on("plotly_click", ev => onClick(v, ev));
 }
 
 // -- live ------------------------------------------------------------------------------------
@@ -245,15 +293,17 @@ function addColumns(v, cols) {
     const append = idx < 0;
     if (append && v.times.length && c.t < v.times[v.times.length - 1]) continue;
     if (v.kind === "heatmap") {
-      const tr = data[1];
+      const tr = data[1], z = v.zOf(c.n);
       if (append) {
         tr.x.push(isoLocal(c.t + v.width));
-        tr.z.forEach((row, r) => row.push(c.z[r]));
+        tr.z.forEach((row, r) => row.push(z[r]));
         tr.customdata.forEach((row, r) => row.push(v.cell(r, c.n[r])));
         v.times.push(c.t);
+        if (v.totals) { v.totals.columns.push(c.total); if (v.totals.seconds) v.totals.seconds.push(c.s || 0); }
       } else {
-        tr.z.forEach((row, r) => { row[idx] = c.z[r]; });
+        tr.z.forEach((row, r) => { row[idx] = z[r]; });
         tr.customdata.forEach((row, r) => { row[idx][2] = c.n[r]; });
+        if (v.totals) { v.totals.columns[idx] = c.total; if (v.totals.seconds) v.totals.seconds[idx] = c.s || 0; }
       }
     } else {
       data.forEach((tr, j) => {
@@ -267,6 +317,7 @@ function addColumns(v, cols) {
     if (v.kind === "heatmap") {
       const tr = data[1];
       tr.x.shift(); tr.z.forEach(row => row.shift()); tr.customdata.forEach(row => row.shift());
+      if (v.totals) { v.totals.columns.shift(); if (v.totals.seconds) v.totals.seconds.shift(); }
     } else {
       data.forEach(tr => { tr.x.shift(); tr.y.shift(); });
     }
@@ -280,20 +331,42 @@ function addColumns(v, cols) {
     v.xrange = [isoLocal(v.times[0]), isoLocal(v.times[v.times.length - 1] + v.width)];
   }
   layout.xaxis2.range = v.xrange.slice();
+  if (v.totals) retotal(v);
   if (v.named && v.times.length) {                 // the title's range follows the columns
     const end = v.times[v.times.length - 1] + v.width;
     v.span = [end - (v.span[1] - v.span[0]), end];
-    if (layout.title && v.title.includes(v.named)) layout.title.text = titled(v);
   }
+  if (layout.title) layout.title.text = v.named && v.title.includes(v.named) ? titled(v) : v.title;
   redraw(v);
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times[v.times.length - 1];
 }
 
+// A heat map's totals as describe.totals writes them, over the columns shown, and its side
+// panel's events/s per row (the seconds collected, else the span: timebins.rate_seconds).
+function retotal(v) {
+  const t = v.totals, sum = list => list.reduce((a, b) => a + b, 0);
+  const total = sum(t.columns), seconds = Math.max(t.seconds ? sum(t.seconds) : t.span, 1);
+  const text = total ? `${formatCount(total)} ${t.noun} · ${formatCount(total / seconds)} ${t.noun}/s average`
+                     : `no ${t.noun} in this range`;
+  if (text !== t.text && v.title.includes(t.text)) v.title = v.title.replace(t.text, text);
+  t.text = text;
+  v.total = total;
+  const side = v.div.data[0], cells = v.div.data[1].customdata;
+  if (side && side.x && side.x.length === 2 * cells.length) {
+    side.x = cells.flatMap(row => { const r = row.reduce((a, c) => a + (c[2] || 0), 0) / seconds; return [r, r]; });
+  }
+}
+
 // A redraw while the user drags would cancel the drag: held until the button is up.
 let dragging = false;
-document.addEventListener("mousedown", () => { dragging = true; }, true);
-document.addEventListener("mouseup", () => setTimeout(() => {   // after plotly's own mouseup
+let pressed = null;        // where the button went down: a click, or the time of a drag too narrow for plotly
+document.addEventListener("mousedown", ev => {
+  dragging = true;
+  pressed = {x: ev.clientX, y: ev.clientY, view: views.find(w => w.div.contains(ev.target))};
+}, true);
+document.addEventListener("mouseup", ev => setTimeout(() => {   // after plotly's own mouseup
+  if (pressed && pressed.view && views.includes(pressed.view)) onClick(pressed.view, ev);
   dragging = false;
   views.filter(v => v.pending).forEach(redraw);
 }, 0));
@@ -307,35 +380,84 @@ function redraw(v) {
 
 // -- pointing --------------------------------------------------------------------------------
 
+function timeAt(v, clientX) {            // the unix second under a pixel of view v's time axis
+  const x = v.div._fullLayout && v.div._fullLayout.xaxis2;
+  if (!x) return NaN;
+  const px = clientX - v.div.getBoundingClientRect().left - x._offset;
+  return px < 0 || px > x._length ? NaN : unixOf(x.p2d(px));
+}
+
+function column(v, t) {                  // the start of view v's column holding second t, or undefined
+  return v.times && v.times.find(s => t >= s && t < s + v.width);
+}
+
 function onRelayout(v, ev) {
   if (relayoutBusy) return;
   const x0 = ev["xaxis2.range[0]"], x1 = ev["xaxis2.range[1]"];
-  if (x0 === undefined) return;
-  if (state.drag === "zoom" || v.kind !== "heatmap") {        // zoom time: every view, from the archive
-    const t0 = Math.floor(unixOf(x0)), t1 = Math.ceil(unixOf(x1));
-    Object.assign(state, {live: false, since: t0, until: Math.max(t1, t0 + 1)});
-    load();
+  let y0 = ev["yaxis.range[0]"], y1 = ev["yaxis.range[1]"];
+  if (x0 === undefined && y0 === undefined) {
+    if (ev["yaxis2.range[0]"] !== undefined && !relayoutBusy) {     // a graph's y-zoom: put back
+      relayoutBusy = true;
+      Plotly.relayout(v.div, {"yaxis2.autorange": true}).then(() => { relayoutBusy = false; });
+    }
     return;
   }
-  let y0 = ev["yaxis.range[0]"], y1 = ev["yaxis.range[1]"];
-  relayoutBusy = true;                                          // put the axes back, mark the rectangle
+  if (x0 !== undefined && (state.drag === "zoom" || v.kind !== "heatmap")) {    // zoom time: every view
+    const t0 = Math.floor(unixOf(x0)), t1 = Math.ceil(unixOf(x1));
+    Object.assign(state, {live: false, since: t0, until: Math.max(t1, t0 + 1)});
+    load(true);
+    return;
+  }
+  let t0 = unixOf(x0), t1 = unixOf(x1);
+  if (x0 === undefined) {             // narrower than plotly's 8 px: a y-zoom, put back; on a heat map, a
+    const at = column(v, pressed ? timeAt(v, pressed.x) : NaN);     // drill-down of the column pressed
+    relayoutBusy = true;
+    Plotly.relayout(v.div, {"yaxis.range": v.yrange.slice()}).then(() => { relayoutBusy = false; });
+    if (state.drag === "zoom" || v.kind !== "heatmap" || at === undefined) return;
+    [t0, t1] = [at, at + v.width];
+  }
   if (y0 === undefined) { y0 = v.yrange[0]; y1 = v.yrange[1]; }      // a flat drag: every value
   if (v.live.axis === "log") { y0 = Math.pow(10, y0); y1 = Math.pow(10, y1); }   // axis ranges are logs
-  views.forEach(w => { w.shapes = []; });
-  v.shapes = [{type: "rect", xref: "x2", yref: "y", x0, x1, y0, y1, line: {color: "#00a", width: 2},
-               fillcolor: "rgba(0,0,170,0.08)"}];
-  const back = {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice(), shapes: v.shapes};
-  Plotly.relayout(v.div, back).then(() => { relayoutBusy = false; });
-  drill(v, x0, x1, y0 * v.live.scale, y1 * v.live.scale);
+  state.band = {name: v.spec.name, t0, t1, lo: y0 * v.live.scale, hi: y1 * v.live.scale};
+  writeState(true);
+  band(v, state.band);
 }
 
-async function drill(v, x0, x1, lo, hi) {
+// The rectangle of a band on view v, and its drill-down.
+function band(v, b) {
+  views.forEach(w => { w.shapes = (w.shapes || []).filter(s => s.type !== "rect"); });
+  v.shapes = v.shapes.concat([{type: "rect", xref: "x2", yref: "y", x0: isoLocal(b.t0), x1: isoLocal(b.t1),
+    y0: b.lo / v.live.scale, y1: b.hi / v.live.scale, line: {color: "#00a", width: 2}, fillcolor: "rgba(0,0,170,0.08)"}]);
+  views.forEach(w => {
+    relayoutBusy = true;
+    const back = w === v ? {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice()} : {};
+    Plotly.relayout(w.div, Object.assign(back, {shapes: w.shapes})).then(() => { relayoutBusy = false; });
+  });
+  const asked = JSON.stringify(b);
+  if (asked !== drilled) { drilled = asked; drill(v, b); }
+}
+
+// After a load: the band and the selected time the address holds (a band drilled already is
+// not asked again); without them, the panels' hints.
+let drilled = "";
+function restorePointing() {
+  const v = state.band && views.find(w => w.kind === "heatmap" && w.spec.name === state.band.name);
+  if (v) band(v, state.band);
+  else {
+    drilled = "";
+    document.getElementById("drill").innerHTML = "<h3>Drill-down</h3><p class='hint'>Drag a rectangle on a heat map.</p>";
+  }
+  if (state.at !== undefined) selectTime(state.at);
+  else document.getElementById("at").innerHTML = "<h3>Selected time</h3><p class='hint'>Click a time on a view.</p>";
+}
+
+async function drill(v, asked) {
   const box = document.getElementById("drill");
   box.innerHTML = "<h3>Drill-down</h3><p class='hint'>…</p>";
   let b;
   try {
-    b = await api("/api/drill", {view: {name: v.spec.name, axis: state.axis}, x0: unixOf(x0), x1: unixOf(x1),
-                                 y0: lo, y1: hi});
+    b = await api("/api/drill", Object.assign({view: {name: v.spec.name, axis: state.axis}, x0: asked.t0, x1: asked.t1,
+                                               y0: asked.lo, y1: asked.hi}, asked.by ? {by: asked.by} : {}));
   } catch (e) {
     box.innerHTML = "<h3>Drill-down</h3>";
     say(e.message);
@@ -351,6 +473,18 @@ async function drill(v, x0, x1, lo, hi) {
     `<table id="drill-table" data-since="${b.since}" data-until="${b.until}" data-range="${esc(b.range)}" ` +
     `data-target="${esc(b.target)}"><tr><th>${esc(b.by)}</th><th>events</th><th>share</th><th>of key</th></tr>` +
     rows + `</table><p class="cmd">${esc(b.command)}</p>`;
+  if (b.choices && b.choices.length > 1) {        // break the band down by another field the archive holds
+    box.querySelector("h3").insertAdjacentHTML("afterend", `<label>break down by <select id="drill-by">` +
+      b.choices.map(f => `<option${f === b.by ? " selected" : ""}>${esc(f)}</option>`).join("") + "</select></label>");
+    box.querySelector("#drill-by").onchange = e => {
+      state.band = Object.assign({}, state.band, {by: e.target.value});
+      writeState(true);
+      band(v, state.band);
+    };
+  }
+  box.querySelector("h3").insertAdjacentHTML("beforeend", ' <button id="drill-csv" title="the table as CSV">CSV</button>');
+  box.querySelector("#drill-csv").onclick = () => download(`${b.target} ${b.range} ${b.since}-${b.until}.csv`,
+    [[b.by, "events", "share %", "of key %"]].concat(b.table.map(r => [r.key, r.events, r.share, r.of_key])));
   box.querySelectorAll(".key").forEach(el => el.addEventListener("click", ev => onKey(ev, el)));
 }
 
@@ -373,30 +507,74 @@ function onKey(ev, el) {
   if (at >= 0) { state.views[at] = spec; load(); } else addView(spec);
 }
 
+// A click (the button up within 4 px of where it went down) anywhere on a view's time axis,
+// an empty cell or a gap included: every view's values at that time.
 function onClick(v, ev) {
-  const pt = ev.points && ev.points[0];
-  if (!pt) return;
-  const t = unixOf(pt.x);
+  if (!pressed || Math.abs(ev.clientX - pressed.x) > 4 || Math.abs(ev.clientY - pressed.y) > 4) return;
+  const y = v.div._fullLayout && v.div._fullLayout.yaxis;
+  const py = ev.clientY - v.div.getBoundingClientRect().top - (y ? y._offset : 0);
+  const t = timeAt(v, ev.clientX);
+  if (!y || py < 0 || py > y._length || !isFinite(t)) return;
+  state.at = Math.floor(t);
+  writeState();
+  selectTime(state.at);
+}
+
+function selectTime(t) {
   const lines = [];
   for (const w of views) {
-    if (!w.times) continue;
-    let i = w.times.findIndex(s => t >= s && t < s + w.width);
-    if (i < 0) continue;
-    const data = w.div.data;
+    const at = column(w, t);
+    if (at === undefined) continue;
+    const i = w.times.indexOf(at), data = w.div.data;
     if (w.kind === "heatmap") {
       const n = data[1].customdata.reduce((s, row) => s + (row[i][2] || 0), 0);
-      lines.push(`<tr><td>${esc(w.spec.name)}</td><td class="value">${n}</td><td>events</td></tr>`);
+      const noun = w.totals ? w.totals.noun : "events";
+      lines.push(`<tr><td>${esc(w.spec.name)}</td><td class="value">${n.toLocaleString("en-US")}</td>` +
+                 `<td>${esc(noun)}${w.width > 1 ? ` in ${w.width} s` : ""}</td></tr>`);
     } else {
       data.forEach(tr => lines.push(`<tr><td>${esc(w.spec.name)} ${esc(tr.name)}</td>` +
-        `<td class="value">${tr.y[i] === null ? "–" : Number(tr.y[i]).toPrecision(4)}</td><td></td></tr>`));
+        `<td class="value">${tr.y[i] === null || tr.y[i] === undefined ? "–" : formatCount(Number(tr.y[i]))}</td>` +
+        `<td>${esc(w.label)}</td></tr>`));
     }
     w.shapes = (w.shapes || []).filter(s => s.type !== "line").concat([{type: "line", xref: "x2", yref: "paper",
-      x0: isoLocal(w.times[i]), x1: isoLocal(w.times[i]), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]);
+      x0: isoLocal(at), x1: isoLocal(at), y0: 0, y1: 1, line: {color: "#c00", width: 1}}]);
     relayoutBusy = true;
     Plotly.relayout(w.div, {shapes: w.shapes}).then(() => { relayoutBusy = false; });
   }
-  document.getElementById("at").innerHTML = `<h3>Selected time: ${esc(isoLocal(Math.floor(t)))}</h3>` +
-    `<table id="at-table">${lines.join("")}</table>`;
+  document.getElementById("at").innerHTML = `<h3>Selected time: ${esc(isoLocal(t).replace("T", " "))} ` +
+    `${esc(zoneLabel(t))}</h3><table id="at-table">${lines.join("")}</table>`;
+}
+
+// -- CSV -------------------------------------------------------------------------------------
+
+function csvText(rows) {
+  const cell = c => c === null || c === undefined ? ""
+    : /[",\n]/.test(String(c)) ? `"${String(c).replace(/"/g, '""')}"` : String(c);
+  return rows.map(r => r.map(cell).join(",")).join("\n") + "\n";
+}
+function download(name, rows) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([csvText(rows)], {type: "text/csv"}));
+  a.download = name.replace(/[\/\\:*?"<>|\s]+/g, "_");
+  document.body.appendChild(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+// A view's columns as shown: a heat map's non-empty cells (each column's time, the cell's
+// bounds, its events), a graph's keys side by side; times as unix seconds and UTC.
+function viewRows(v) {
+  const utc = t => new Date(t * 1000).toISOString().replace(".000Z", "Z"), data = v.div.data;
+  if (v.kind === "heatmap") {
+    const unit = v.live.label || v.live.unit, noun = v.totals ? v.totals.noun : "events";
+    const rows = [["unix", "time (UTC)", `from (${unit})`, `to (${unit})`, noun]];
+    v.times.forEach((t, i) => data[1].customdata.forEach(row => {
+      if (row[i][2]) rows.push([t, utc(t), row[i][0], row[i][1], row[i][2]]);
+    }));
+    return rows;
+  }
+  const rows = [["unix", "time (UTC)"].concat(data.map(tr => `${tr.name} (${v.label})`))];
+  v.times.forEach((t, i) => rows.push([t, utc(t)].concat(data.map(tr => tr.y[i]))));
+  return rows;
 }
 
 function esc(s) {
@@ -414,6 +592,10 @@ function syncToolbar() {
   document.getElementById("zone").value = state.zone;
   document.querySelectorAll("#spans button").forEach(b => b.classList.toggle("on", +b.dataset.last === span()));
   document.getElementById("status").textContent = state.live ? "live" : "paused";
+  if (!state.live && state.since !== undefined) {
+    document.getElementById("from").value = isoLocal(state.since).replace("T", " ");
+    document.getElementById("until").value = isoLocal(state.until).replace("T", " ");
+  }
 }
 function span() { return state.live || state.since === undefined ? state.last : state.until - state.since; }
 
@@ -421,7 +603,7 @@ function shift(by) {
   const width = span();
   const until = Math.floor((state.live || state.since === undefined ? Date.now() / 1000 : state.until) + by * width);
   Object.assign(state, {live: false, since: until - width, until});
-  load();
+  load(true);
 }
 
 async function refreshDatasets() {
@@ -469,14 +651,20 @@ function wire() {
     const wanted = +b.dataset.last;
     if (state.live || state.since === undefined) { state.last = wanted; }
     else { const mid = (state.since + state.until) / 2; state.since = Math.floor(mid - wanted / 2); state.until = state.since + wanted; }
-    load();
+    load(true);
   });
+  document.getElementById("range").onclick = () => {      // a range typed in, in the zone chosen
+    const t0 = unixOf(document.getElementById("from").value), t1 = unixOf(document.getElementById("until").value);
+    if (!(t1 > t0)) { say("a range: from and until as YYYY-MM-DD HH:MM[:SS], until after from"); return; }
+    Object.assign(state, {live: false, since: Math.floor(t0), until: Math.ceil(t1)});
+    load(true);
+  };
   document.getElementById("back").onclick = () => shift(-0.5);
   document.getElementById("forward").onclick = () => shift(0.5);
   document.getElementById("live").onclick = () => {
     if (state.live) { const now = Math.floor(Date.now() / 1000); Object.assign(state, {live: false, since: now - state.last, until: now}); }
     else { state.last = span(); Object.assign(state, {live: true}); delete state.since; delete state.until; }
-    load();
+    load(true);
   };
   document.getElementById("axis").onchange = e => { state.axis = e.target.value; load(); };
   document.getElementById("crop").onchange = e => { state.crop = e.target.value || null; load(); };
