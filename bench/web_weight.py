@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of what `strata web` costs a page, this tree against other revisions (--before
 REV, e.g. main, or the revision before the live page's security and weight work; unpacked by
-bench/revstrata.py), the servers alternating round by round on the same archives:
+bench/revision.py), the servers alternating round by round on the same archives:
 
 - first load: bytes on the wire (headers and bodies as they travel) of the page, its assets
   and 4 views x 1 h (nfs.latency, nfs.latency[client], nfs.size, nfs.ops[client]) as a
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from heatmaps_util import T0, build_archive, histogram, seed_latencies     # noqa: E402
 from strata.datasets.archive import Archive                                 # noqa: E402
-from revstrata import strata_of                                              # noqa: E402
+from revision import strata_of                                                # noqa: E402
 from web_live import Page, Records, cpu_seconds, write_seconds              # noqa: E402
 from web_util import browser, plots_ready, state_url                        # noqa: E402
 
