@@ -8,8 +8,9 @@ from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import draw_graph, graph_options, output_options, refuse_unused, time_options
 from strata.datasets import catalogue, names
-from strata.heatmaps import figures, source, value_range
+from strata.heatmaps import figures, value_range
 from strata.heatmaps.errors import ViewUsageError
+from strata.views import lookup, times
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
 
@@ -19,20 +20,20 @@ def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
     breakdown stays. Without --by, a name without a breakdown is shown whole (one series),
     or, drilling with --range, by the first breakdown of it the archive holds (within its
     filters: a key with no finer breakdown is its own events)."""
-    parsed = source.parse_name(reader, text)
-    fields = source.breakdown_fields(parsed)
+    parsed = lookup.parse_name(reader, text)
+    fields = lookup.breakdown_fields(parsed)
     if parsed.breakdown:
         if by and by != parsed.breakdown:
             raise ViewUsageError(f"{text} is broken down by {parsed.breakdown}, not {by}")
         return str(parsed)
     if not by:
         if drill:
-            return source.drill_target(reader, source.resolve(reader, text)[0]) or str(parsed)
+            return lookup.drill_target(reader, lookup.resolve(reader, text)[0]) or str(parsed)
         return str(parsed)
     filtered = dict(parsed.filters)
     if by in filtered:
         raise ViewUsageError(f"{parsed} holds only {by}={filtered[by]}"
-                             + source.breakdown_hint(reader, parsed, "; break it down by another field: {}"))
+                             + lookup.breakdown_hint(reader, parsed, "; break it down by another field: {}"))
     if by not in fields:
         raise ViewUsageError(f"{parsed.statistic} cannot be broken down by {by}; "
                              + (f"--by {'|'.join(fields)}" if fields else "it has no breakdown: "
@@ -86,10 +87,10 @@ def breakdown(ctx, dataset, by, keys, style, top, csv_table, percentile, range_t
     if raw:
         raise click.UsageError("--raw adds a heat map's llhist buckets to its --json; a breakdown has none")
     with user_errors():
-        span = source.time_range(last, since, until)
+        span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             name = dataset_name(reader, dataset, by, range_text is not None)
-            src, keys = source.resolve(reader, name, keys)
+            src, keys = lookup.resolve(reader, name, keys)
             if src.info.kind != "heatmap":
                 refuse_unused(ctx, ("percentile",), f"{src.wanted}, a {src.info.kind} (it picks the percentile "
                               "per key of a latency, size or offset statistic)")

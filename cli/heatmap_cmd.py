@@ -6,8 +6,8 @@ from strata.cli.archive_option import archive_option, open_archive, prometheus_o
 from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import draw_heatmap, heat_options, heat_view, output_options, time_options
-from strata.heatmaps import source
 from strata.heatmaps.errors import ViewError
+from strata.views import lookup, times
 
 
 @click.command("heatmap")
@@ -39,9 +39,9 @@ def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, p
     """
     fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
-        span = source.time_range(last, since, until)
+        span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
-            src, keys = source.resolve(reader, dataset, keys)
+            src, keys = lookup.resolve(reader, dataset, keys)
             if src.info.kind != "heatmap":
                 raise ViewError(f"{src.wanted} is a {src.info.kind}, drawn as a graph over time: "
                                 f"strata show '{src.wanted}'")

@@ -7,7 +7,8 @@ from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import (GRAPH_ONLY, HEAT_ONLY, draw_graph, draw_heatmap, graph_options, heat_options,
                               heat_view, output_options, refuse_unused, time_options)
-from strata.heatmaps import figures, source
+from strata.heatmaps import figures
+from strata.views import lookup, times
 
 
 @click.command("show")
@@ -35,9 +36,9 @@ def show(ctx, dataset, last, since, until, keys, style, top, csv_table, ymax, ym
     """
     fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
-        span = source.time_range(last, since, until)
+        span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
-            src, keys = source.resolve(reader, dataset, keys)
+            src, keys = lookup.resolve(reader, dataset, keys)
             if src.info.kind == "heatmap":
                 refuse_unused(ctx, GRAPH_ONLY, f"{src.wanted}, a heat map (a graph per key: strata breakdown)")
                 view = heat_view(src.info.unit, keys, ymax, ymin, log_axis, outliers, percentiles)

@@ -10,7 +10,8 @@ import click
 from strata.cli import table
 from strata.cli.archive_option import archive_option, open_archive
 from strata.cli.view_errors import user_errors
-from strata.heatmaps import json_out, source, stream_lines
+from strata.heatmaps import json_out, stream_lines
+from strata.views import lookup, times, window
 
 LAG_S = 2   # a second is printed once the collector (writing every second) has had time to store it
 
@@ -46,9 +47,9 @@ def stream(ctx, datasets, since, count, top, fmt, as_json, as_csv, archive_path)
     fmt = flag or fmt
     now = int(time.time())
     with user_errors():
-        start = source.time_range(None, since, None, now=now)[0] if since is not None else now - LAG_S
+        start = times.time_range(None, since, None, now=now)[0] if since is not None else now - LAG_S
     with open_archive(archive_path) as archive, user_errors():
-        sources = [source.resolve(archive, name)[0] for name in datasets]
+        sources = [lookup.resolve(archive, name)[0] for name in datasets]
         for s in sources:     # a derived name says so, as show/heatmap/breakdown do; stdout stays the data's
             if s.note:
                 click.echo(f"strata stream: {s.wanted}: {s.note}", err=True)
@@ -70,7 +71,7 @@ def _follow(archive, sources, next_t, count, top, fmt, utc):
             ready = int(time.time()) - LAG_S + 1            # seconds before this are complete
             upto = min(ready, next_t + (count - printed if count else ready))
             if upto > next_t:
-                queried = [source.query(archive, s, next_t, upto, 1) for s in sources]
+                queried = [window.query(archive, s, next_t, upto, 1) for s in sources]
                 for t in range(next_t, upto):
                     for qr in queried:
                         for r in stream_lines.records(qr, t, t + 1, top):

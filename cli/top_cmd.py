@@ -18,8 +18,9 @@ import click
 from strata.datasets.errors import ArchiveError
 from strata.cli.archive_option import archive_option, open_archive
 from strata.cli.view_errors import user_errors
-from strata.heatmaps import json_out, live, termcaps
+from strata.heatmaps import json_out, termcaps
 from strata.heatmaps.errors import ViewError
+from strata.views import live
 
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
 LEAVE = "\x1b[0m\x1b[?25h\x1b[?1049l"

@@ -7,9 +7,10 @@ import sys
 import click
 
 from strata.cli.output import emit_text, write_figure
-from strata.heatmaps import figures, grid_json, json_out, outage_marks, source, table_csv, termcaps
+from strata.heatmaps import figures, grid_json, json_out, outage_marks, table_csv, termcaps
 from strata.heatmaps.errors import ViewUsageError
 from strata.heatmaps.units import parse_value
+from strata.views import lookup, window
 
 FORMATS = ("term", "html", "png", "svg", "json", "csv")
 
@@ -139,7 +140,7 @@ def _where(archive_path, prometheus_url) -> list:
 def _drill_command(reader, src, start, end, where) -> str | None:
     """`strata breakdown DATASET --since S --until E [--archive A]` for the dataset that
     breaks src's name down (itself when it has a breakdown), or None."""
-    target = source.drill_target(reader, src)
+    target = lookup.drill_target(reader, src)
     if target is None:
         return None
     return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
@@ -165,7 +166,7 @@ def draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_pat
     else:
         from strata.heatmaps import plot_heatmap
         max_cols, ncells = plot_heatmap.HTML_MAX_COLS, rows or plot_heatmap.HTML_CELLS
-    qr, start, end = source.query_window(reader, src, start, end, max_cols, explicit)
+    qr, start, end = window.query_window(reader, src, start, end, max_cols, explicit)
     drill = (_drill_command(reader, src, start, end, _where(archive_path, prometheus_url))
              if fmt == "html" else None)
     grid = figures.heat_map(qr, start, end, view, max_cols=max_cols, ncells=ncells)
@@ -197,7 +198,7 @@ def draw_graph(reader, src, view, span, fmt, output, colour, stem="graph", csv_t
         max_cols = width - term_breakdown.LEFT - 1
     else:
         from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS as max_cols
-    qr, start, end = source.query_window(reader, src, start, end, max_cols, explicit)
+    qr, start, end = window.query_window(reader, src, start, end, max_cols, explicit)
     b = figures.graph(qr, start, end, view, max_cols=max_cols)
     if as_json:
         from strata.heatmaps.breakdown import to_json

@@ -314,7 +314,11 @@ class Archive:
 
     def query(self, name: str, start: int, end: int, resolution: int | None = None):
         """Data of dataset `name` over [start, end) as a QueryResult (datasets/query.py)."""
-        info = self.dataset(name)
+        return self.read(self.dataset(name), start, end, resolution)
+
+    def read(self, info: DatasetInfo, start: int, end: int, resolution: int | None = None):
+        """query() of a dataset already found (a DatasetInfo of datasets()): its row is not
+        read again."""
         with self.guard():
             return reader.query(self.conn, info, start, end, resolution)
 

@@ -60,11 +60,12 @@ def candidates(infos: list, wanted: names.DatasetName) -> list:
     return [s for _, s in sorted(out, key=lambda o: (o[0], o[1].info.created))]
 
 
-def resolve(reader, text: str) -> Source:
-    """The Source answering dataset name `text`; ArchiveError naming what the archive holds
-    and how to get the dataset otherwise."""
-    wanted = names.parse(text)
-    infos = reader.datasets()
+def resolve(reader, text, infos: list | None = None) -> Source:
+    """The Source answering dataset name `text` (or a DatasetName already parsed) among
+    infos (reader.datasets(), read here when not given); ArchiveError naming what the
+    archive holds and how to get the dataset otherwise."""
+    wanted = text if isinstance(text, names.DatasetName) else names.parse(text)
+    infos = reader.datasets() if infos is None else infos
     found = candidates(infos, wanted)
     if found and found[0].how == "key":
         _check_key(found[0])
@@ -129,5 +130,6 @@ def reduce(qr, source: Source):
 
 
 def query(reader, source: Source, start: int, end: int, resolution: int | None = None):
-    """QueryResult of source.wanted over [start, end), read from source.info."""
-    return reduce(reader.query(source.info.name, start, end, resolution), source)
+    """QueryResult of source.wanted over [start, end), read from source.info (its row not
+    read again)."""
+    return reduce(reader.read(source.info, start, end, resolution), source)

@@ -16,14 +16,17 @@ from strata.heatmaps import clock, export, plot_breakdown, plot_heatmap, term_br
 from strata.heatmaps.breakdown import compute
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.timebins import choose_bins
+from strata.views import lookup, window
 
 CROP = 99.5          # outliers above this percentile are cut off the linear maps' y-range
 GAUGES = ("arc.size", "l2arc.size")
 
 
-def query(archive, name, start, end, max_cols):
-    """name over [start, end) in bins wide enough for max_cols columns."""
-    return archive.query(name, start, end, choose_bins(start, end, 1, max_cols).width)
+def query(archive, name, start, end, max_cols=None):
+    """name over [start, end) read as every command reads it (views/), in bins wide enough
+    for max_cols columns (the finest level's without)."""
+    resolution = choose_bins(start, end, 1, max_cols).width if max_cols else None
+    return window.query(archive, lookup.resolve(archive, name)[0], start, end, resolution)
 
 
 def _grids(archive, start, end, facts, max_cols, ncells, axis):
@@ -49,7 +52,7 @@ def by_client(archive, name, start, end, max_cols):
 def _cache_figure(archive, start, end) -> go.Figure:
     fig = go.Figure()
     for name, colour in zip(GAUGES, ("#4e79a7", "#e15759")):
-        qr = archive.query(name, start, end)
+        qr = query(archive, name, start, end)
         values = qr.values[0] if qr.values.size else np.full(len(qr.times), np.nan)
         label = name if np.isfinite(values).any() else f"{name} (no data: no L2ARC)"
         fig.add_trace(go.Scatter(x=[dt.datetime.fromtimestamp(int(t)) for t in qr.times], y=values / 2**20,

@@ -1,1 +1,1 @@
-"""strata.heatmaps — re-binning and renderers."""
+"""strata.heatmaps — re-binning, figures and renderers of a QueryResult (views/ reads it)."""

@@ -1,4 +1,4 @@
-"""Units: format values for axes and tables, parse user-given values and durations.
+"""Units: format values for axes and tables, parse user-given values (durations: views/times.py).
 
 Latency is stored in nanoseconds and shown as ns / µs / ms / s; sizes and
 offsets are stored in bytes and shown in binary units (KiB, MiB, ...);
@@ -6,9 +6,6 @@ everything else is a plain count with SI suffixes (k, M, G).
 """
 import math
 import re
-
-from strata.datasets import retention
-from strata.datasets.errors import ArchiveError
 
 TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 BYTE_UNITS = [(1024.0 ** 6, "EiB"), (1024.0 ** 5, "PiB"), (1024.0 ** 4, "TiB"), (1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB"), (1.0, "B")]
@@ -116,15 +113,6 @@ def parse_value(text: str, unit: str) -> int:
     if not math.isfinite(number * scale):
         raise ValueError(f"{text.strip()}: too large")
     return int(round(number * scale))
-
-
-def parse_duration(text: str) -> int:
-    """'10m' -> 600, '1h30m' -> 5400, '90' -> 90 seconds: retention.parse_duration's grammar
-    (one for every command), its refusal a ValueError."""
-    try:
-        return retention.parse_duration(text, allow_all=False)
-    except ArchiveError as e:
-        raise ValueError(str(e)) from None
 
 
 def format_duration(seconds: float) -> str:

@@ -136,7 +136,10 @@ class PrometheusReader:
         return native_reader.parse(result, start - step, step, n + 1, info.name)
 
     def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
-        info = self.dataset(name)
+        return self.read(self.dataset(name), start, end, resolution)
+
+    def read(self, info: DatasetInfo, start: int, end: int, resolution: int | None = None) -> QueryResult:
+        """query() of a dataset already found (a DatasetInfo of datasets())."""
         step = max(1, int(resolution or 1))
         start -= start % step
         n = max(1, -(-(end - start) // step))

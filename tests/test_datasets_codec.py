@@ -6,7 +6,7 @@ from strata.datasets import codec, names, varint
 from strata.datasets.catalogue import by_name
 from strata.datasets.errors import ArchiveError
 from strata.datasets.retention import Retention, format_duration, parse_duration, parse_keep
-from strata.heatmaps import units
+from strata.views import times
 
 STATS = by_name()
 
@@ -132,7 +132,7 @@ def test_retention_parsing_and_order():
     with pytest.raises(ArchiveError, match="bad duration"):
         parse_duration("7 days")
     # one grammar for every command: compound, bare seconds, as `--last` reads them
-    assert parse_duration("1h30m") == parse_duration("90m") == units.parse_duration("1h30m") == 5400
+    assert parse_duration("1h30m") == parse_duration("90m") == times.parse_duration("1h30m") == 5400
     assert parse_duration("2d 12h") == 60 * 3600 and parse_duration("90") == 90
     for bad in ("1h30", "h", "1x", "-5m", "1.5h"):
         with pytest.raises(ArchiveError, match="bad duration"):

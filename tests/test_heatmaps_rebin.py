@@ -7,7 +7,8 @@ from heatmaps_util import T0, heatmap_result
 from strata.datasets import llhist
 from strata.heatmaps.rebin import build_grid, percentile_of
 from strata.heatmaps.timebins import choose_bins, sum_columns
-from strata.heatmaps.units import format_value, parse_duration, parse_value
+from strata.heatmaps.units import format_value, parse_value
+from strata.views.times import parse_duration
 
 EDGES = set(float(llhist.lower(b)) for b in range(llhist.NBUCKETS)) | {float(llhist.upper(llhist.NBUCKETS - 1))}
 

@@ -67,7 +67,7 @@ def test_top_refreshes_and_quits_cleanly(archive, quit_key):
 def test_a_24_line_terminal_keeps_a_usable_map(archive, mode):
     """The frame fits 24 lines and keeps at least 8 lines of map above a shorter client table."""
     from strata.datasets.archive import Archive
-    from strata.heatmaps import live
+    from strata.views import live
     with Archive.open(str(archive)) as a:
         heat, keys, clients = live.pick_datasets(a, None, None)
         text = live.frame(a, heat, keys, clients, time.time(), 100, 24, mode)
@@ -82,7 +82,7 @@ def test_a_terminal_too_small_says_so(archive, size):
     """Below the minimum, top's screen is a "too small" note within the terminal, not a
     map wrapped into garbage; at the minimum the frame fits."""
     from strata.datasets.archive import Archive
-    from strata.heatmaps import live
+    from strata.views import live
     width, height = size
     with Archive.open(str(archive)) as a:
         heat, keys, clients = live.pick_datasets(a, None, None)

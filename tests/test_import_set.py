@@ -57,3 +57,49 @@ def test_import_set_follows_relative_and_module_imports():
     files = import_set("strata.datasets.reader")
     assert {"datasets/codec.py", "datasets/varint.py", "datasets/query.py"} <= files
     assert not any(f.startswith(("cli/", "checks/", "lab/")) for f in files)
+
+
+PACKAGES = ("datasets", "prometheus", "checks", "lab", "heatmaps", "views", "demos", "cli", "web")
+
+
+def import_graph() -> dict:
+    """{file: strata files it imports} for every module of the project's packages (an import
+    inside a function counts too)."""
+    return {f.relative_to(REPO).as_posix(): {g.relative_to(REPO).as_posix() for g in imported_files(f)}
+            for p in PACKAGES for f in sorted((REPO / p).glob("*.py"))}
+
+
+def test_no_import_cycle_in_any_package():
+    graph = import_graph()
+    done, path, cycles = set(), [], []
+
+    def visit(f):
+        if f in path:
+            cycles.append(path[path.index(f):] + [f])
+            return
+        if f in done:
+            return
+        path.append(f)
+        for g in sorted(graph.get(f, ())):
+            if not g.endswith("__init__.py"):
+                visit(g)
+        path.pop()
+        done.add(f)
+
+    for f in graph:
+        visit(f)
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_layers_import_downward():
+    """cli/ and web/ over views/ (the read path) over heatmaps/ (figures) over datasets/;
+    heatmaps/ takes from datasets/ only the QueryResult and llhist's buckets."""
+    below = {"datasets": ("cli/", "web/", "views/", "heatmaps/", "demos/", "checks/", "lab/"),
+             "heatmaps": ("cli/", "web/", "views/", "demos/", "prometheus/"),
+             "views": ("cli/", "web/", "demos/")}
+    wrong = [f"{f} imports {g}" for f, gs in import_graph().items() for g in gs
+             if g.startswith(below.get(f.split("/")[0], ()))]
+    wrong += [f"{f} imports {g}" for f, gs in import_graph().items() if f.startswith("heatmaps/") for g in gs
+              if g.startswith("datasets/") and g not in ("datasets/__init__.py", "datasets/query.py",
+                                                             "datasets/llhist.py", "datasets/parentdeath.py")]
+    assert not wrong, "\n".join(wrong)

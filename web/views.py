@@ -5,7 +5,7 @@ columns that arrived after a second, and the drill-down of a dragged rectangle.
 figure_for() is the one place that draws a view: heatmaps/figures.py chooses the figure
 model by the dataset's kind (a heat map for latency, size and offset statistics, a graph
 for counters, gauges and compared keys); plot_heatmap draws heat maps, graphs.py the
-page's graphs (plot_breakdown's series: stacked areas for counters by default). A drill-down reads as `strata breakdown --range` reads (source.query_window,
+page's graphs (plot_breakdown's series: stacked areas for counters by default). A drill-down reads as `strata breakdown --range` reads (window.query_window,
 figures.graph). Errors are ViewError, one line for the page.
 """
 import base64
@@ -17,13 +17,14 @@ import numpy as np
 
 from strata.datasets import derive, names
 from strata.datasets.errors import ArchiveError
-from strata.heatmaps import describe, figures, plot_heatmap, source, value_range
+from strata.heatmaps import describe, figures, plot_heatmap, value_range
 from strata.heatmaps.breakdown import OTHER, compute, to_json
 from strata.heatmaps.errors import ViewError as SourceError
 from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS, y_axis
 from strata.heatmaps.rebin import Grid, column_histograms, row_counts
 from strata.heatmaps.timebins import TimeBins, choose_bins, collected_seconds
 from strata.heatmaps.units import event_noun
+from strata.views import lookup, window
 
 from . import graphs
 from .limits import CELLS, MAX_COLS, MAX_KEYS, LimitError, check_span
@@ -108,14 +109,14 @@ def in_unix_seconds(fig: dict) -> dict:
 def _resolve(reader, name, keys=None):
     """(derive.Source, keys or None) of a dataset name, as the CLI resolves it."""
     try:
-        return source.resolve(reader, name, list(keys) if keys else None)
+        return lookup.resolve(reader, name, list(keys) if keys else None)
     except SourceError as e:
         raise ViewError(str(e)) from None
 
 
 def _query(reader, src, start, end, resolution):
     try:
-        return source.query(reader, src, start, end, resolution)
+        return window.query(reader, src, start, end, resolution)
     except SourceError as e:
         raise ViewError(str(e)) from None
 
@@ -254,10 +255,10 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
 
 def breakdowns(reader, src) -> list:
     """The fields the archive can break a view's events down by, within its filters (as
-    source.drill_target tries them, clients first): the page's "break down by" choice."""
+    lookup.drill_target tries them, clients first): the page's "break down by" choice."""
     wanted = src.wanted
     out = []
-    for by in source.breakdown_fields(names.DatasetName(wanted.statistic, wanted.filters, None)):
+    for by in lookup.breakdown_fields(names.DatasetName(wanted.statistic, wanted.filters, None)):
         try:
             derive.resolve(reader, str(names.DatasetName(wanted.statistic, wanted.filters, by)))
         except ArchiveError:
@@ -268,9 +269,9 @@ def breakdowns(reader, src) -> list:
 
 def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by: str | None = None) -> dict:
     """The breakdown of the events inside a dragged rectangle (times as parse_time reads
-    them, values in the dataset's unit), by `by` (one of breakdowns(); None: source.drill_target's
+    them, values in the dataset's unit), by `by` (one of breakdowns(); None: lookup.drill_target's
     choice), read as `strata breakdown TARGET --range LO..HI --since S --until E` reads it: the
-    same source.query_window and figures.graph. The answer's 'choices': breakdowns()."""
+    same window.query_window and figures.graph. The answer's 'choices': breakdowns()."""
     src, _ = _resolve(reader, spec.name)
     if src.info.kind != "heatmap":
         raise ViewError(f"{src.wanted} is a {src.info.kind}: drag over a heat map to break a band down")
@@ -286,7 +287,7 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by
     if by is not None and by not in choices:
         raise ViewError(f"the archive holds no breakdown of {src.wanted} by {str(by)[:40]!r}: "
                         f"it has {', '.join(choices) or 'none'}")
-    target = source.drill_target(reader, src) if by is None else \
+    target = lookup.drill_target(reader, src) if by is None else \
         str(names.DatasetName(src.wanted.statistic, src.wanted.filters, by))
     if target is None:
         raise ViewError(f"the archive holds no breakdown of {src.wanted}: create e.g. "
@@ -299,7 +300,7 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by
     view = figures.View(as_graph=True, top=top, percentile=99.0, value_range=selected,
                         by=tsrc.wanted.breakdown)
     try:
-        qr, since, until = source.query_window(reader, tsrc, since, until, BREAKDOWN_MAX_COLS, True)
+        qr, since, until = window.query_window(reader, tsrc, since, until, BREAKDOWN_MAX_COLS, True)
         b = figures.graph(qr, since, until, view, max_cols=BREAKDOWN_MAX_COLS)
     except SourceError as e:
         raise ViewError(str(e)) from None

@@ -1,14 +1,18 @@
 """One frame of `strata top`: a scrolling heat map (one column per second, newest
-at the right) above a table of the busiest clients, sized to the terminal."""
+at the right) above a table of the busiest clients, sized to the terminal: the names
+resolved once (views/lookup.py), each frame's seconds read by their Source."""
 import time
 
-from . import grid_json, palette, source, term_breakdown, term_heatmap
-from .breakdown import compute, to_json
-from .clock import zone
-from .errors import ViewError
-from .figures import default_axis
-from .rebin import build_grid
-from .timebins import choose_bins
+from strata.heatmaps import grid_json, palette, term_breakdown, term_heatmap
+from strata.heatmaps.breakdown import compute, to_json
+from strata.heatmaps.clock import zone
+from strata.heatmaps.errors import ViewError
+from strata.heatmaps.figures import default_axis
+from strata.heatmaps.rebin import build_grid
+from strata.heatmaps.timebins import choose_bins
+
+from .lookup import resolve
+from .window import query
 
 TABLE_ROWS = 6      # table rows at most: a 24-line terminal keeps 3, so the map keeps 8 lines
 MAP_LINES = 8       # map lines kept at least before the table gives up rows
@@ -20,7 +24,7 @@ def pick_datasets(archive, heat_name, clients_name) -> tuple:
     if heat_name is None:
         heat_name = next((n for n in ("nfs.latency", "nfs.latency[client]") if n in infos),
                          next((n for n, i in infos.items() if i.kind == "heatmap"), "nfs.latency"))
-    heat, keys = source.resolve(archive, heat_name)
+    heat, keys = resolve(archive, heat_name)
     if heat.info.kind != "heatmap":
         raise ViewError(f"{heat.wanted} is a {heat.info.kind}, not a heat-map statistic "
                         f"(its graph: strata show '{heat.wanted}')")
@@ -28,7 +32,7 @@ def pick_datasets(archive, heat_name, clients_name) -> tuple:
         clients_name = next((n for n in ("nfs.ops[client]", "nfs.latency[client]") if n in infos), None)
         if clients_name is None:
             return heat, keys, None
-    clients, _ = source.resolve(archive, clients_name)
+    clients, _ = resolve(archive, clients_name)
     return heat, keys, clients
 
 
@@ -43,13 +47,13 @@ def window(archive, heat, keys, clients, end: int, max_cols: int, ncells: int,
     """(grid, its QueryResult, clients Breakdown or None) of the max_cols seconds before end."""
     bins = choose_bins(end - max_cols, end, 1, max_cols)
     start = bins.start
-    qr = source.query(archive, heat, start, end, 1)
+    qr = query(archive, heat, start, end, 1)
     selected = keys if not keys or set(keys) <= set(qr.keys) else []   # [] = that key is idle
     grid = build_grid(qr, start, end, max_cols=max_cols, ncells=ncells, keys=selected,
                       bins=bins, percentiles=(99.0,), axis=default_axis(qr))
     b = None
     if clients:
-        cq = source.query(archive, clients, start, end, 1)
+        cq = query(archive, clients, start, end, 1)
         b = compute(cq, start, end, max_cols=max_cols, top=max(nrows - 1, 1), by=clients.wanted.breakdown)
     return grid, qr, b
 
