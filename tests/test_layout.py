@@ -16,11 +16,16 @@ ALLOWED = {
     "prometheus": {"datasets"},
     "lab": {"datasets"},
     "checks": {"datasets", "lab"},
-    "heatmaps": {"datasets", "prometheus"},
-    "demos": {"datasets", "lab", "heatmaps"},
-    "web": {"datasets", "prometheus", "heatmaps"},
-    "cli": {"datasets", "prometheus", "lab", "checks", "heatmaps", "demos", "web"},
+    "heatmaps": {"datasets"},   # its QueryResult only: test_heatmaps_take_only_query_results
+    "views": {"datasets", "prometheus", "heatmaps"},
+    "demos": {"datasets", "lab", "heatmaps", "views"},
+    "web": {"datasets", "prometheus", "heatmaps", "views"},
+    "cli": {"datasets", "prometheus", "lab", "checks", "heatmaps", "views", "demos", "web"},
 }
+# what heatmaps/ (figures and renderers) may take from datasets/: the QueryResult and the
+# llhist buckets its heat maps hold; parentdeath for the PNG exporter's child
+HEATMAPS_FROM_DATASETS = {"strata.datasets", "strata.datasets.query", "strata.datasets.llhist",
+                          "strata.datasets.parentdeath"}
 
 
 def imports_of(path: Path):
@@ -114,3 +119,15 @@ def test_c_units_of_the_engine_form_no_cycle():
     cycles = [f"{a} -> {b} ({', '.join(sorted(arrows[a, b])[:4])}) and {b} reaches {a} back"
               for a, b in sorted(arrows) if a in reaches(b)]
     assert not cycles, "\n".join(cycles)
+
+
+def test_heatmaps_take_only_query_results():
+    """heatmaps/ draws a QueryResult; finding and reading one is views/'s."""
+    taken = []
+    for path in sorted((REPO / "heatmaps").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("strata.datasets"):
+                mods = {node.module} if node.module != "strata.datasets" else \
+                    {f"strata.datasets.{a.name}" for a in node.names}
+                taken += [f"{path.relative_to(REPO)}:{node.lineno} {m}" for m in mods - HEATMAPS_FROM_DATASETS]
+    assert not taken, "\n".join(taken)
