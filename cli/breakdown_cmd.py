@@ -15,8 +15,8 @@ from strata.views import lookup, times
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
 
 
-def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
-    """The name to read: 'nfs.ops' + --by client -> 'nfs.ops[client]'; a name with its own
+def dataset_name(reader, text: str, by: str | None, drill: bool):
+    """The name to read, parsed once: 'nfs.ops' + --by client -> 'nfs.ops[client]'; a name with its own
     breakdown stays. Without --by, a name without a breakdown is shown whole (one series),
     or, drilling with --range, by the first breakdown of it the archive holds (within its
     filters: a key with no finer breakdown is its own events)."""
@@ -25,11 +25,11 @@ def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
     if parsed.breakdown:
         if by and by != parsed.breakdown:
             raise ViewUsageError(f"{text} is broken down by {parsed.breakdown}, not {by}")
-        return str(parsed)
+        return parsed
     if not by:
         if drill:
-            return lookup.drill_target(reader, lookup.resolve(reader, text)[0]) or str(parsed)
-        return str(parsed)
+            return lookup.drill_target(reader, lookup.resolve(reader, parsed)[0]) or parsed
+        return parsed
     filtered = dict(parsed.filters)
     if by in filtered:
         raise ViewUsageError(f"{parsed} holds only {by}={filtered[by]}"
@@ -38,7 +38,7 @@ def dataset_name(reader, text: str, by: str | None, drill: bool) -> str:
         raise ViewUsageError(f"{parsed.statistic} cannot be broken down by {by}; "
                              + (f"--by {'|'.join(fields)}" if fields else "it has no breakdown: "
                                 f"strata show '{parsed}'"))
-    return str(names.DatasetName(parsed.statistic, parsed.filters, by))
+    return names.DatasetName(parsed.statistic, parsed.filters, by)
 
 
 def _value_range(text, info):

@@ -228,6 +228,7 @@ def archive_(archive_path, names, output, force):
     """
     check_archive_name(output)
     with open_archive(archive_path) as archive:
+        status.refuse_written(output)
         written = transfer.export(archive, list(names), output, overwrite=force)
     wrote(output, ", ".join(written))
 

@@ -26,6 +26,8 @@ import json
 import os
 import time
 
+from .errors import ArchiveError
+
 
 def runtime_dir() -> str:
     if os.geteuid() == 0:
@@ -102,6 +104,15 @@ def reasons(record: dict | None, infos) -> dict:
 def read(archive_path: str) -> dict | None:
     """The status of the collector writing archive_path, or None when none runs."""
     return _live(status_path(archive_path))
+
+
+def refuse_written(archive_path: str):
+    """ArchiveError when a running collector writes the archive at archive_path: a file
+    never replaced (its data would be gone under it)."""
+    writer = read(archive_path) if os.path.exists(archive_path) else None
+    if writer:
+        raise ArchiveError(f"{archive_path} is the archive a running collector (pid {writer.get('pid')}) writes; "
+                           "not replaced (write to another file)")
 
 
 def _live(path: str) -> dict | None:

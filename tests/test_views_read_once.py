@@ -1,4 +1,4 @@
-"""One `strata heatmap` run in this process, counted: the dataset name is parsed once
+"""One `strata heatmap` (and `breakdown`) run in this process, counted: the dataset name is parsed once
 (datasets/names.parse) and the datasets table read once (every SQL statement the archive's
 connection runs is traced), whatever the name resolves to (held, derived, one key)."""
 import re
@@ -22,9 +22,11 @@ def archive(tmp_path_factory):
                              {"nfs.latency[client]": latencies}, seconds=120))
 
 
-@pytest.mark.parametrize("name", ["nfs.latency[client]", "nfs.latency", "nfs.latency[client=10.0.0.1]"])
+@pytest.mark.parametrize("command", [("heatmap", "nfs.latency[client]"), ("heatmap", "nfs.latency"),
+                                     ("heatmap", "nfs.latency[client=10.0.0.1]"),
+                                     ("breakdown", "nfs.latency", "--by", "client")])
 @pytest.mark.parametrize("fmt", ["json", "term"])
-def test_heatmap_parses_its_name_once_and_reads_the_datasets_row_once(archive, monkeypatch, name, fmt):
+def test_a_view_parses_its_name_once_and_reads_the_datasets_row_once(archive, monkeypatch, command, fmt):
     parses, statements = [], []
     parse = names.parse
 
@@ -40,11 +42,11 @@ def test_heatmap_parses_its_name_once_and_reads_the_datasets_row_once(archive, m
 
     monkeypatch.setattr(names, "parse", counting_parse)
     monkeypatch.setattr(Archive, "__init__", traced_open)
-    r = CliRunner().invoke(cli, ["heatmap", name, "--archive", archive, "--since", str(T0),
+    r = CliRunner().invoke(cli, [*command, "--archive", archive, "--since", str(T0),
                                  "--until", str(T0 + 120), "--format", fmt],
                            env={"COLUMNS": "100", "LINES": "30"})
     assert r.exit_code == 0, r.output
-    assert parses == [name]
+    assert parses == [command[1]]
     reads = [s for s in statements if DATASETS_ROW.search(s)]
     assert len(reads) == 1, reads
     assert any(s.lstrip().upper().startswith("SELECT T, DATA FROM RECORDS") for s in statements)

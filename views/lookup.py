@@ -11,8 +11,9 @@ from strata.heatmaps.errors import ViewError, ViewUsageError
 from strata.prometheus.reader import PrometheusReader
 
 
-def resolve(reader, text: str, keys=None) -> tuple:
-    """(derive.Source, keys or None) for a dataset name and the keys asked for (--key).
+def resolve(reader, text, keys=None) -> tuple:
+    """(derive.Source, keys or None) for a dataset name (text, or a DatasetName parse_name
+    gave) and the keys asked for (--key).
 
     A name the archive does not hold is derived when it can be: nfs.latency[client=10.0.0.3]
     is key 10.0.0.3 of nfs.latency[client], nfs.ops the sum of nfs.ops[client].
@@ -52,7 +53,7 @@ def _check_closed_keys(info, keys):
         raise ViewError(str(e)) from None
 
 
-def parse_name(reader, text: str, infos: list | None = None) -> names.DatasetName:
+def parse_name(reader, text, infos: list | None = None) -> names.DatasetName:
     """The name `text` parses to, checked against the catalogue before any command reads,
     derives or suggests from it: a filter value outside its field's closed set (op, tier,
     hit/miss) is a typo, one line with the closest values (nfs.ops[op=reed]: did you mean
@@ -60,7 +61,7 @@ def parse_name(reader, text: str, infos: list | None = None) -> names.DatasetNam
     derive answers it (did you mean a dataset held here) unless the reader holds it
     (infos: reader.datasets(), read here only when needed and not given)."""
     try:
-        parsed = names.parse(text)
+        parsed = text if isinstance(text, names.DatasetName) else names.parse(text)
         statistics = catalogue.load().by_name()
         if parsed.statistic not in statistics:
             derive.resolve(reader, parsed, infos)
