@@ -20,6 +20,7 @@ from strata.prometheus.metrics_server import MetricsServer, parse_address
 from strata.prometheus.openmetrics import DEFAULT_TOP, Exposition
 from strata.prometheus.webconfig import WebConfigError, load as load_web_config
 from strata.datasets.paths import default_archive
+from strata.views.times import parse_duration
 
 
 # `strata collect` parameter -> the strata-collect option it is passed on as (collectors/FORMAT.md);
@@ -55,6 +56,22 @@ class WirePort(click.IntRange):
 
     def convert(self, value, param, ctx):
         return value if value == "rpcbind" else super().convert(value, param, ctx)
+
+
+class Duration(click.ParamType):
+    """Whole seconds, at least one, in the one duration grammar (views/times.py): 30s, 5m, 1h."""
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            seconds = parse_duration(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        if seconds < 1:
+            self.fail(f"{value}: at least 1s", param, ctx)
+        return seconds
 
 
 class ListenAddress(click.ParamType):
@@ -124,6 +141,10 @@ class ListenAddress(click.ParamType):
               help="Breakdown keys served per dataset: the N with the most events over the last "
                    "minute, the others added up as key 'other' (0: every key). The archive keeps "
                    "every key.")
+@click.option("--flush-every", type=Duration(), default="1m", show_default=True, metavar="DURATION",
+              help="How often the open minute, ten-minute and hour sums are written to the archive; each "
+                   "is also written when its period ends, at suspend and at stop. Longer: fewer writes, "
+                   "more seconds to re-add after a crash (none is lost); views never wait for it.")
 @click.option("--web-config", "web_config", metavar="FILE", type=click.Path(dir_okay=False),
               help="Web configuration of the metrics endpoint in the Prometheus exporters' format "
                    "(tls_server_config: cert_file, key_file, client_ca_file, client_auth_type; "
@@ -215,6 +236,7 @@ def _collect(options, config, reread):
                 for line in ensure(archive, config.datasets, config.retention):
                     say("collect", line)
             collector = Collector(archive, command, exposition=exposition, lock=lock,
+                                  flush_every=options["flush_every"],
                                   on_reload=_Reload(archive, config, options, reread) if config else None)
             if unwritable:
                 collector.unwritable(unwritable)

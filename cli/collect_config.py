@@ -1,6 +1,7 @@
 """`strata collect --config FILE`: the TOML file a service runs the collector from.
 
     archive = "/var/lib/strata/archive.db"
+    flush_every = "1m"                                                # the open rollups' writes
     datasets = ["nfs.latency[client]", "disk.latency[device]"]   # ensured active at start and on reload
     [retention]   second = "7d"  minute = "90d"  hour = "104w"     # of the datasets listed
     [metrics]     listen = ":9464"  digits = 2  schema = 4  top = 20  web_config = "/etc/strata/web.yml"
@@ -29,6 +30,7 @@ from strata.datasets.retention import LEVELS, Retention, parse_duration
 # config key -> `strata collect` parameter (the click name of its option)
 FLAGS = {
     "archive": "archive_path",
+    "flush_every": "flush_every",
     "metrics.listen": "metrics_address",
     "metrics.digits": "metrics_digits",
     "metrics.schema": "metrics_schema",

@@ -140,6 +140,7 @@ def test_flags_win_over_the_file(tmp_path):
 
 BAD = [  # (edit of a good file, key, line)
     (lambda t: t.replace("archive =", "archve ="), "archve", 1),
+    (lambda t: 'flush_every = "0s"\n' + t, "flush_every", 1),
     (lambda t: t.replace('second = "2d"', 'second = "2 days"'), "retention.second", 4),
     (lambda t: t.replace('second = "2d"', 'second = "200d"'), "retention.second", 4),
     (lambda t: t.replace('listen = ""', 'listen = "nowhere"'), "metrics.listen", 6),
@@ -173,6 +174,7 @@ def test_the_default_config_reads_cleanly():
     assert config.options["archive_path"] == "/var/lib/strata/archive.db"
     assert config.options["metrics_address"] == ":9464"
     assert config.options["metrics_schema"] == 4 and config.options["metrics_top"] == 20
+    assert config.options["flush_every"] == 60
     assert "nfs.latency[client]" in config.datasets and "disk.latency[device]" in config.datasets
     assert all(config.retention.of(level) is not None for level in ("second", "minute", "hour"))
 
