@@ -31,7 +31,7 @@ from strata.datasets.archive import Archive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from revision import datasets_of  # noqa: E402
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 from strata.datasets.retention import Retention
 
 KEYS, SPREAD, HOUR, DAY = 20, 40, 3600, 86400

@@ -29,7 +29,7 @@ from strata.datasets.archive import Archive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from revision import datasets_of  # noqa: E402
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
 REPO = Path(__file__).resolve().parent.parent
@@ -39,10 +39,15 @@ NAMES = {"heatmap": "nfs.latency[client]", "counter": "nfs.ops[client]"}
 
 
 def package_of(rev, folder):
-    """git revision rev's datasets/, imported as a package of its own (strata_before)."""
+    """git revision rev's datasets/, imported as a package of its own (strata_before), and its
+    collector: the one in its datasets/ where it kept one there, else this tree's (collect/),
+    which writes through the archive object it is given (rev's ingest and rollups)."""
     package = datasets_of(rev, folder)
-    return (importlib.import_module(package + ".archive").Archive,
-            importlib.import_module(package + ".collector").Collector)
+    try:
+        collector = importlib.import_module(package + ".collector").Collector
+    except ModuleNotFoundError:
+        collector = Collector
+    return importlib.import_module(package + ".archive").Archive, collector
 
 
 def lines_of(kind, nkeys, seconds, rng):

@@ -11,10 +11,10 @@ from strata.lab.binaries import MissingBinary, find_binary
 from strata.lab.logs import say
 from strata.cli.collect_config import FLAGS, ConfigError, load, merged
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
-from strata.datasets.ensure import ensure
+from strata.collect.collector import Collector
+from strata.collect.ensure import ensure
 from strata.datasets.errors import ArchiveError
-from strata.datasets.lock import CollectorLock
+from strata.collect.lock import CollectorLock
 from strata.prometheus import native_buckets as native
 from strata.prometheus.metrics_server import MetricsServer, parse_address
 from strata.prometheus.openmetrics import DEFAULT_TOP, Exposition

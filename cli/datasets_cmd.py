@@ -7,7 +7,8 @@ import click
 from strata.cli.archive_option import archive_errors, archive_option, open_archive
 from strata.cli import table
 from strata.cli.output import check_archive_name, wrote
-from strata.datasets import cost, status, transfer
+from strata.collect import status
+from strata.datasets import cost, transfer
 from strata.datasets import salvage as salvage_
 from strata.datasets import verify as verify_
 from strata.datasets.errors import ArchiveError
@@ -105,7 +106,7 @@ def list_(archive_path, as_json):
 
 
 def _collector_line(s: dict) -> str:
-    """One line on the collector writing this archive (datasets/status.py)."""
+    """One line on the collector writing this archive (collect/status.py)."""
     if s.get("state") == "holding":
         since = stamp(s.get("held_since") or s.get("since", 0))
         return (f"collector (pid {s.get('pid')}): holding the events since {since} in memory, the archive "

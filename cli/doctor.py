@@ -14,7 +14,7 @@ import click
 
 from strata.lab.binaries import MissingBinary, find_binary
 from strata.cli.doctor_views import describe, nfsd_running, server_views
-from strata.datasets import status
+from strata.collect import status
 
 CAP_PERFMON, CAP_BPF = 38, 39
 
@@ -181,7 +181,7 @@ def _clock(t) -> str:
 
 
 def check_collectors(now: float | None = None) -> list[Check]:
-    """One row per running `strata collect` (its status file, datasets/status.py): writing
+    """One row per running `strata collect` (its status file, collect/status.py): writing
     its archive, or holding the events in memory while it cannot (why, since when)."""
     now = time.time() if now is None else now
     rows = []

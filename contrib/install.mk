@@ -16,7 +16,7 @@ PIP_INSTALL_FLAGS ?=
 WHEELHOUSE := $(BUILD)/wheelhouse
 STRATA_LIB := $(PREFIX)/lib/strata
 PROGRAMS   := strata-engine strata-collect strata-load strata-features
-PY_SOURCES := pyproject.toml $(wildcard datasets/*.py datasets/*.md prometheus/*.py prometheus/*.proto checks/*.py lab/*.py heatmaps/*.py demos/*.py cli/*.py)
+PY_SOURCES := pyproject.toml $(wildcard datasets/*.py datasets/*.md prometheus/*.py prometheus/*.proto checks/*.py lab/*.py heatmaps/*.py views/*.py collect/*.py demos/*.py cli/*.py)
 
 .PHONY: install uninstall wheels
 wheels: $(WHEELHOUSE)/.complete

@@ -40,7 +40,7 @@ from datasets_util import STRATA, loop_device
 from engine_util import NFS_PROG, Engine, RpcClient, mkpool, xdr_opaque
 from strata.lab.load import Load, arguments
 from strata.lab.process import stop
-from strata.datasets import status
+from strata.collect import status
 from strata.datasets.archive import Archive
 
 REF = "127.0.0.2"

@@ -8,7 +8,7 @@ import time
 from collect_util import FsWorker
 from conftest import built
 from datasets_util import STRATA, strata
-from strata.datasets import status
+from strata.collect import status
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 

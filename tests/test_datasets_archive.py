@@ -12,7 +12,7 @@ import pytest
 from datasets_util import data_line, heat_second, strata
 from strata.datasets import schema, transfer
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 from strata.datasets.errors import ArchiveError
 from strata.datasets.retention import Retention
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import built, patience
 from datasets_util import STRATA, direct_writes, loop_device, rollups_against_seconds, second_records, strata
 from strata.lab.process import stop
-from strata.datasets import status
+from strata.collect import status
 from strata.datasets.archive import Archive
 
 

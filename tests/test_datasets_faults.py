@@ -17,7 +17,7 @@ import pytest
 
 from datasets_util import STRATA, direct_writes, loop_device, strata
 from strata.lab.process import stop
-from strata.datasets import status
+from strata.collect import status
 from strata.datasets.archive import Archive
 from test_datasets_collect import archived_ops, bpf_links, daemon_pid, seconds, start_collect, wait_for
 

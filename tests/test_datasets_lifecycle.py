@@ -9,9 +9,10 @@ import sys
 import threading
 
 from datasets_util import data_line, heat_second
-from strata.datasets import schema, status, transfer, verify
+from strata.collect import status
+from strata.datasets import schema, transfer, verify
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 
 T = 1_700_000_000
 

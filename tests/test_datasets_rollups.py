@@ -11,7 +11,7 @@ import numpy as np
 from datasets_util import data_line, heat_second, rollups_against_seconds, second_records
 from strata.datasets import salvage, transfer
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 
 T0 = 1_700_000_000 - 1_700_000_000 % 3600 + 2880 + 17   # 17 s into a minute, 12 minutes before an hour
 NAMES = {"nfs.latency[client]": "heatmap", "disk.ops[op]": "counter", "arc.size": "gauge"}

@@ -10,7 +10,7 @@ import pytest
 
 from datasets_util import data_line, heat_second
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 
 T0 = 1_700_000_000 - 1_700_000_000 % 3600 + 3000  # on a ten-minute boundary, 10 minutes before an hour
 N = 1500

@@ -12,7 +12,7 @@ import pytest
 
 from datasets_util import data_line, heat_second, one_line_error, strata, template_copy
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 from strata.web import worksheets
 
 T0 = 1_700_000_000
@@ -230,7 +230,7 @@ def test_archive_never_replaces_the_archive_a_collector_writes(archive, tmp_path
 
     from conftest import built
     from datasets_util import STRATA
-    from strata.datasets import status
+    from strata.collect import status
 
     built("bin/strata-collect")
     live = str(tmp_path / "live.db")

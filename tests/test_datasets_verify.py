@@ -12,7 +12,7 @@ import pytest
 from datasets_util import data_line, heat_second, one_line_error, strata, template_copy
 from strata.datasets import codec, schema, verify as verify_
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 
 T0 = 1_700_000_000
 N = 2000

@@ -7,7 +7,7 @@ import sys
 
 from datasets_util import data_line
 from strata.datasets.archive import Archive
-from strata.datasets.collector import Collector
+from strata.collect.collector import Collector
 
 T0 = 1_700_000_000          # 2023-11-14 22:13:20 UTC, 2023-11-15 03:43:20 in India
 

@@ -71,7 +71,7 @@ def test_one(data: bytes):
 
 def write_seeds(out: str):
     """Small real archives (512-byte pages): one dataset of each kind, a few seconds, a span."""
-    from strata.datasets.collector import Collector
+    from strata.collect.collector import Collector
     path = os.path.join(out, "three-kinds")
     if os.path.exists(path):
         os.unlink(path)

@@ -15,7 +15,7 @@ the events are held in memory (problem says why, held_since from which second; t
 stored as one span per dataset when it can be). datasets: how many it collects; errors:
 the last problems it said that are not the archive's (a dataset refused, the daemon's
 errors); dropped: per dataset, the records not stored because it was destroyed or
-suspended while they were collected (datasets/collector.py; what a suspend means, so
+suspended while they were collected (collect/collector.py; what a suspend means, so
 not shown by the commands). daemon: what the daemon's status records say that explains a dataset counting
 nothing (daemon_summary: datasets waiting and why, the wire ports followed and whether
 any call was seen on them). `strata datasets list` and `strata doctor` show it
@@ -26,7 +26,7 @@ import json
 import os
 import time
 
-from .errors import ArchiveError
+from strata.datasets.errors import ArchiveError
 
 
 def runtime_dir() -> str:

@@ -6,7 +6,7 @@ holder dies (even by kill -9), so a stale file never blocks a restart.
 import fcntl
 import os
 
-from .errors import ArchiveError
+from strata.datasets.errors import ArchiveError
 
 
 class CollectorLock:

@@ -9,8 +9,8 @@ an outage costs; no event is lost.
 """
 from dataclasses import dataclass, field
 
-from . import codec
-from .ingest import cells_of, check_time
+from strata.datasets import codec
+from strata.datasets.ingest import cells_of, check_time
 
 
 @dataclass

@@ -6,8 +6,8 @@ in `dropped`) are suspended, their data kept. Datasets in neither list are left
 as they are. A running collector picks the changes up through the archive's
 change counter.
 """
-from .archive import Archive
-from .retention import Retention
+from strata.datasets.archive import Archive
+from strata.datasets.retention import Retention
 
 
 def ensure(archive: Archive, wanted, retention: Retention, dropped=()) -> list:

@@ -30,8 +30,8 @@ its next second).
 
 Faults of the archive never stop collection. While a batch cannot be written
 (disk full, I/O error, read-only file system, the file or its folder removed),
-its records are held in memory (datasets/outage_hold.py), one stderr line and the
-status file (datasets/status.py) say what is wrong, and every batch retries;
+its records are held in memory (collect/outage_hold.py), one stderr line and the
+status file (collect/status.py) say what is wrong, and every batch retries;
 the first batch that commits stores what was held as one record per dataset
 spanning the outage. An archive file removed, or replaced by another file, is
 made again at its path (folder included) holding the datasets being collected,
@@ -52,8 +52,9 @@ import sys
 import time
 from dataclasses import replace
 
-from .archive import Archive
-from .errors import ArchiveError, BadRecord
+from strata.datasets.archive import Archive
+from strata.datasets.errors import ArchiveError, BadRecord
+
 from .outage_hold import Held
 from .parentdeath import die_with_parent
 from .status import StatusFile, daemon_summary
