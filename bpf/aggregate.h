@@ -641,6 +641,7 @@ static __always_inline void agg_slot_apply(__u32 i, struct agg_event *ev, int pe
 		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->offset), key, bd != AGG_DIM_NONE, 1);
 		break;
 	case AGG_STAT_DISK_QUEUE:
+	case AGG_STAT_NFSD_QUEUE:
 		agg_add_to(pending, i, gen, ep | llhist_bucket(ev->queue_ns), key, bd != AGG_DIM_NONE, 1);
 		break;
 	default: /* the latency statistics */

@@ -22,15 +22,9 @@
  *     syscall of every process off its fast path (a per-task flag the kernel sets on all),
  *     and the kernel builds a record of each followed syscall's arguments for the program.
  *
- * Tier per op (fs.*[tier]): a syscall during which its thread issued block I/O
- * (block:block_bio_queue runs in the submitting thread) or slept waiting for it
- * (sched:sched_switch away from a thread in io_schedule, its in_iowait set: a page cache
- * folio under read, a direct I/O, a writeback wait) is `disk`; one that did neither,
- * `cache`. A partly cached read that waited is `disk`. The two tier programs run on
+ * Tier per op (fs.*[tier]): bpf/tier.h, the syscall being the op; its two programs run on
  * every bio and context switch of the machine and stop at the gate; the collector
- * attaches them only while a dataset breaks down or filters by tier. A bio issued on the
- * thread's behalf by another (a loop or dm worker under it) is not the thread's own; its
- * wait for that bio is.
+ * attaches them only while a dataset breaks down or filters by tier.
  *
  * The file key is (device, inode number), read through the task's fd table at entry
  * (at exit for openat, whose fd is the return value); collectors/fs_names.c turns it
@@ -42,6 +36,7 @@
 #include <bpf/bpf_core_read.h>
 #include "llhist.h"
 #include "aggregate.h"
+#include "tier.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -293,53 +288,24 @@ static __always_inline int leave(long ret, int op, int mode)
 	return 0;
 }
 
-/* The current thread, if it is in a followed syscall, did or waited for block I/O. */
-static __always_inline int tier_disk(int mode)
+/* The tier programs (bpf/tier.h): fs_tier_*_r for FS_TYPED and FS_READ (task storage),
+ * fs_tier_*_h for FS_HASHED; not among the programs the layer attaches with its probes. */
+static __always_inline int tier_gate(void)
 {
-	struct pending *p;
+	return gate_open(bpf_get_current_pid_tgid() >> 32);
+}
 
-	if (!gate_open(bpf_get_current_pid_tgid() >> 32))
-		return 0;
-	p = pending_get(current_task(mode), mode, 0);
+/* The current thread, if it is in a followed syscall, did or waited for block I/O. */
+static __always_inline int tier_mark(int hashed)
+{
+	struct pending *p = pending_get(current_task(hashed ? FS_HASHED : FS_READ), hashed ? FS_HASHED : FS_READ, 0);
+
 	if (p && p->start)
 		p->blockio = 1;
 	return 0;
 }
 
-/* The tier programs, fs_tier_*_r for FS_TYPED and FS_READ (task storage), fs_tier_*_h for
- * FS_HASHED; not among the programs the layer attaches with its probes. */
-SEC("tp_btf/block_bio_queue")
-int fs_tier_bio_r(__u64 *ctx)
-{
-	return tier_disk(FS_READ);
-}
-
-SEC("raw_tp/block_bio_queue")
-int fs_tier_bio_h(struct bpf_raw_tracepoint_args *ctx)
-{
-	return tier_disk(FS_HASHED);
-}
-
-/* sched_switch runs in the thread switched away from (its second argument, prev, on every
- * kernel since 4.x); in_iowait is set around io_schedule's sleep. */
-static __always_inline int tier_wait(struct task_struct *prev, int mode)
-{
-	if (!gate_open(bpf_get_current_pid_tgid() >> 32) || !BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
-		return 0;
-	return tier_disk(mode);
-}
-
-SEC("tp_btf/sched_switch")
-int fs_tier_wait_r(__u64 *ctx)
-{
-	return tier_wait((struct task_struct *)ctx[1], FS_READ);
-}
-
-SEC("raw_tp/sched_switch")
-int fs_tier_wait_h(struct bpf_raw_tracepoint_args *ctx)
-{
-	return tier_wait((struct task_struct *)ctx->args[1], FS_HASHED);
-}
+TIER_PROGRAMS(fs_tier, tier_gate, tier_mark)
 
 /* The programs: fs_enter_SYSCALL_M and fs_exit_SYSCALL_M, in each mode M = t (FS_TYPED),
  * r (FS_READ) or h (FS_HASHED), on each followed syscall's function (x86_64's __x64_sys_*,

@@ -14,13 +14,31 @@
  *     (nfsd4_compoundargs), its status and the export of its current file handle
  *     (nfsd4_compoundres.cstate). These types live in nfsd's module BTF: without it
  *     (5.10) a COMPOUND is keyed "compound", its status "unread", its export "none".
- * So the request needs no map between two probes. Only the NFS program (100003)
+ * So the request needs no map between two probes for nfsd.ops, nfsd.latency and nfsd.size.
+ * Only the NFS program (100003)
  * versions 3 and 4 are counted; lockd, nfsacl and the client's callback service share
  * the tracepoint.
  *
  * struct svc_rqst lives in the sunrpc module's BTF: tp_btf (direct loads) where the
  * kernel has module BTF, raw_tp (the same code through bpf_probe_read_kernel)
- * otherwise; the collector autoloads one flavour. */
+ * otherwise; the collector autoloads one flavour.
+ *
+ * What needs the request's start, in its thread's record (nfsd_threads, keyed by thread id,
+ * written when the thread takes a transport off the queue: sunrpc:svc_xprt_dequeue, on
+ * 5.10, 6.1 and 6.12 alike):
+ *   nfsd.queue: the call's wait for a thread, to that dequeue from the later of the
+ *     transport's sunrpc:svc_xprt_enqueue (svc_xprt_do_enqueue before 5.11) and the first
+ *     arrival of data on it (sunrpc:svcsock_data_ready) since a thread last read a whole
+ *     call off it (sunrpc:svc_xdr_recvfrom): a transport queued again while its next call
+ *     had not arrived (data left flagged by the last call's segments) waits from that
+ *     call's arrival, one whose next call was already in (pipelined) from its enqueue
+ *     (nfsd_xprts, keyed by the transport); a request whose transport was queued before the
+ *     programs attached has none;
+ *   nfsd.*[tier]: disk when the thread issued or waited for block I/O from the dequeue to
+ *     the reply (bpf/tier.h), else cache; a thread's first request after the tier
+ *     programs attach, whose dequeue they did not see, is cache unless it was seen to wait.
+ * The collector attaches the dequeue program while either is wanted, the enqueue program
+ * with nfsd.queue, the tier programs with a dataset by tier. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -30,8 +48,42 @@
 #include "aggregate.h"
 #include "nfs4_ops.h"
 #include "nfsd_request.h"
+#include "tier.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the collector while the dequeue program is attached: the reply reads the thread's
+ * record only then. */
+__u32 nfsd_threads_on;
+
+/* The request an nfsd thread serves, from its dequeue to its reply. */
+struct nfsd_thread {
+	__u64 xprt;     /* its transport (struct svc_xprt *) */
+	__u64 queue_ns; /* the transport's wait for a thread */
+	__u32 queued;   /* queue_ns was seen (the transport's enqueue) */
+	__u32 disk;     /* block I/O issued or waited for since the dequeue: tier disk */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096); /* nfsd threads */
+	__type(key, __u32);
+	__type(value, struct nfsd_thread);
+} nfsd_threads SEC(".maps");
+
+/* A transport's wait for a thread: when it was last queued, and when data first arrived on
+ * it since its last call was read (0: none). */
+struct nfsd_xprt {
+	__u64 enqueue_ns;
+	__u64 data_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384); /* transports (connections) */
+	__type(key, __u64);         /* struct svc_xprt * */
+	__type(value, struct nfsd_xprt);
+} nfsd_xprts SEC(".maps");
 
 /* nfsd's NFSv4 types (nfsd module BTF only). */
 struct nfsd4_create___nfsd {
@@ -177,6 +229,22 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	ev->now_ns = now;
 	ev->bytes = (__u64)READ(direct, r, rq_arg.len) + READ(direct, r, rq_res.len);
 	ev->stats_mask = 1u << AGG_STAT_NFSD_OPS | 1u << AGG_STAT_NFSD_LATENCY | 1u << AGG_STAT_NFSD_SIZE;
+	*(__u32 *)ev->dims[AGG_DIM_TIER] = AGG_TIER_CACHE;
+	if (nfsd_threads_on) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		struct nfsd_thread *t = bpf_map_lookup_elem(&nfsd_threads, &tid);
+
+		if (t) {
+			if (t->disk)
+				*(__u32 *)ev->dims[AGG_DIM_TIER] = AGG_TIER_DISK;
+			if (t->queued) {
+				ev->queue_ns = t->queue_ns;
+				ev->stats_mask |= 1u << AGG_STAT_NFSD_QUEUE;
+			}
+			t->queued = 0;
+			t->disk = 0;
+		}
+	}
 	agg_event_apply(ev);
 	return 0;
 }
@@ -192,3 +260,92 @@ int nfsd_reply_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	return on_reply((struct svc_rqst___nfsd *)ctx->args[0], 0);
 }
+
+/* The transport's entry of nfsd_xprts, created when absent. */
+static __always_inline struct nfsd_xprt *xprt_get(__u64 xprt)
+{
+	struct nfsd_xprt *x = bpf_map_lookup_elem(&nfsd_xprts, &xprt), fresh = {};
+
+	if (x)
+		return x;
+	bpf_map_update_elem(&nfsd_xprts, &xprt, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&nfsd_xprts, &xprt);
+}
+
+/* Data arrived on a transport (its argument: struct svc_xprt *): the first since its last
+ * call was read. */
+SEC("raw_tp/svcsock_data_ready")
+int nfsd_data_ready(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct nfsd_xprt *x = xprt_get(ctx->args[0]);
+
+	if (x && !x->data_ns)
+		x->data_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* A transport queued for a thread (its argument: struct svc_xprt *). */
+SEC("raw_tp/svc_xprt_enqueue")
+int nfsd_enqueue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct nfsd_xprt *x = xprt_get(ctx->args[0]);
+
+	if (x)
+		x->enqueue_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* A thread takes a transport off the queue (its argument: the thread's struct svc_rqst, whose
+ * rq_xprt is the transport): the start of the request it is about to serve, which waited
+ * from the later of the transport's enqueue and its data's arrival. */
+SEC("raw_tp/svc_xprt_dequeue")
+int nfsd_dequeue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct svc_rqst___nfsd *r = (struct svc_rqst___nfsd *)ctx->args[0];
+	__u64 xprt = (__u64)BPF_CORE_READ(r, rq_xprt), now = bpf_ktime_get_ns(), since;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct nfsd_thread t = { .xprt = xprt };
+	struct nfsd_xprt *x = bpf_map_lookup_elem(&nfsd_xprts, &xprt);
+
+	if (x && x->enqueue_ns) {
+		since = x->data_ns > x->enqueue_ns ? x->data_ns : x->enqueue_ns;
+		t.queue_ns = now > since ? now - since : 0;
+		t.queued = 1;
+	}
+	if (x)
+		x->enqueue_ns = x->data_ns = 0;
+	bpf_map_update_elem(&nfsd_threads, &tid, &t, BPF_ANY);
+	return 0;
+}
+
+/* The thread read a whole call off its transport: data arriving from now on is the next
+ * call's. */
+SEC("raw_tp/svc_xdr_recvfrom")
+int nfsd_recvfrom(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct nfsd_thread *t = bpf_map_lookup_elem(&nfsd_threads, &tid);
+	struct nfsd_xprt *x;
+
+	if (t && (x = bpf_map_lookup_elem(&nfsd_xprts, &t->xprt)))
+		x->data_ns = 0;
+	return 0;
+}
+
+/* The tier programs (bpf/tier.h): nfsd threads are kernel threads with a record. */
+static __always_inline int tier_gate(void)
+{
+	return 1;
+}
+
+static __always_inline int tier_mark(int hashed)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct nfsd_thread *t = bpf_map_lookup_elem(&nfsd_threads, &tid);
+
+	if (t)
+		t->disk = 1;
+	return 0;
+}
+
+TIER_PROGRAMS(nfsd_tier, tier_gate, tier_mark)

@@ -13,7 +13,11 @@
  * fails ends at nfsd_read_err / nfsd_write_err instead and is not counted (its start is
  * overwritten by the thread's next one). raw_tp programs: the arguments are read as
  * words, the request through CO-RE helper reads (bpf/nfsd_request.h), so no module BTF is
- * needed; the collector attaches them together (collectors/layers/nfsd_io.c). */
+ * needed; the collector attaches them together (collectors/layers/nfsd_io.c).
+ *
+ * Tier per call (nfsd.io.*[tier]): bpf/tier.h, the call being the op: its start record is
+ * marked by the tier programs, which the collector attaches only while a dataset needs the
+ * tier. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -21,12 +25,14 @@
 #include "llhist.h"
 #include "aggregate.h"
 #include "nfsd_request.h"
+#include "tier.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 struct io_start {
 	__u64 ns;
 	__u32 op;
+	__u32 disk; /* block I/O issued or waited for since the start: tier disk */
 };
 
 struct {
@@ -51,10 +57,12 @@ static __always_inline int io_done(struct bpf_raw_tracepoint_args *ctx, __u32 op
 	struct io_start *s = bpf_map_lookup_elem(&nfsd_io_start, &tid);
 	struct agg_event *ev;
 	__u64 now = bpf_ktime_get_ns(), start;
+	__u32 tier;
 
 	if (!s)
 		return 0;
 	start = s->ns;
+	tier = s->disk ? AGG_TIER_DISK : AGG_TIER_CACHE;
 	if (s->op != op) { /* a start of the other kind left by a failed call */
 		bpf_map_delete_elem(&nfsd_io_start, &tid);
 		return 0;
@@ -64,6 +72,7 @@ static __always_inline int io_done(struct bpf_raw_tracepoint_args *ctx, __u32 op
 	if (!ev)
 		return 0;
 	*(__u32 *)ev->dims[AGG_DIM_OP] = op;
+	*(__u32 *)ev->dims[AGG_DIM_TIER] = tier;
 	set_client(ev, (struct svc_rqst___nfsd *)ctx->args[0]);
 	if (agg_dim_used(AGG_DIM_EXPORT))
 		set_export(ev, (const void *)ctx->args[1]);
@@ -104,3 +113,21 @@ int nfsd_write_io_done(struct bpf_raw_tracepoint_args *ctx)
 {
 	return io_done(ctx, AGG_NFS_OP_WRITE);
 }
+
+/* The tier programs (bpf/tier.h): the thread's call in flight, if any, did block I/O. */
+static __always_inline int tier_gate(void)
+{
+	return 1;
+}
+
+static __always_inline int tier_mark(int hashed)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct io_start *s = bpf_map_lookup_elem(&nfsd_io_start, &tid);
+
+	if (s)
+		s->disk = 1;
+	return 0;
+}
+
+TIER_PROGRAMS(nfsd_io_tier, tier_gate, tier_mark)

@@ -24,6 +24,7 @@ struct svc_rqst___nfsd {
 	__s64 rq_stime;
 	void *rq_argp;
 	void *rq_resp;
+	void *rq_xprt;
 } __attribute__((preserve_access_index));
 
 /* READ(direct, p, field): a plain load where the verifier knows p's BTF type (tp_btf),

@@ -7,7 +7,9 @@ namespace) drive a mixed load and one NFSv4.0 client (tests/nfs4_ops) sends COMP
 known main ops from 127.0.0.1. Datasets filtered on each NFSv3 client's address are added
 once its veth appears (the load waits before its first RPC). Writes what it saw, what the
 clients said they sent and /proc/net/rpc/nfsd's counts before and after to OUT/nfsd.json.
-Then, the page cache dropped, one client reads the files again (cold_reads)."""
+Then, the page cache dropped, one client reads the files again (cold_reads); and with
+readahead off, the page cache dropped, one client reads TIER_READS blocks of a file twice
+(tier_passes): nfsd.*[tier] and nfsd.io.*[tier] against /proc/diskstats."""
 import json
 import re
 import subprocess
@@ -23,6 +25,7 @@ V4ROOT = "/tmp/nfsd-v4"  # the NFSv4 root (fsid=0): nfs4_ops walks to V4ROOT/dir
 NETNS_CLIENTS = 3
 NFS4_COUNT = 40  # nfs4_ops: compounds of each main op
 COLD_SECONDS = 4  # reads after the page cache is dropped
+TIER_RATE, TIER_SECONDS = 100, 3  # tier_passes: reads per second and seconds of each pass
 NFS3_PROCS = ["null", "getattr", "setattr", "lookup", "access", "readlink", "read", "write", "create", "mkdir",
               "symlink", "mknod", "remove", "rmdir", "rename", "link", "readdir", "readdirplus", "fsstat",
               "fsinfo", "pathconf", "commit"]
@@ -33,6 +36,7 @@ DATASETS = {"op": ("nfsd.ops", "op"), "client": ("nfsd.ops", "client"), "version
             "size": ("nfsd.size", "op"), "v4op": ("nfsd.ops", "op version=nfs4"),
             "v4status": ("nfsd.ops", "status version=nfs4"), "v4ok": ("nfsd.ops", "op version=nfs4 status=ok"),
             "io_op": ("nfsd.io.ops", "op"), "io_latency": ("nfsd.io.latency", "op"), "wire": ("wire.ops", "op"),
+            "queue": ("nfsd.queue", "op"),
             "wire_latency": ("wire.latency", "op")}
 PER_CLIENT = {"op": ("nfsd.ops", "op"), "latency": ("nfsd.latency", "op"), "wire": ("wire.ops", "op"),
               "wire_latency": ("wire.latency", "op")}  # added per NFSv3 client, filtered on its address
@@ -135,6 +139,56 @@ def cold_reads(c: Collector) -> dict:
             "heatmaps": {name: buckets(c, f"cold_{name}") for name in ("io_latency", "disk_latency")}}
 
 
+def device_reads(dev: str) -> int:
+    """Reads completed by the block device (/proc/diskstats, its fourth field)."""
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        f = line.split()
+        if f[2] == dev:
+            return int(f[3])
+    raise AssertionError(f"{dev} not in /proc/diskstats")
+
+
+def tier_passes(c: Collector) -> dict:
+    """With readahead off and the page cache dropped, one client READs up to TIER_RATE *
+    TIER_SECONDS 8 KiB blocks of a 4 MiB file in order (seqread), twice: each cold READ waits
+    for the device; before the warm pass both files are read into the page cache, so each
+    warm READ finds its blocks there. Per pass: nfsd.ops[tier] and
+    nfsd.io.ops[tier] of the READs, nfsd's own READ count and the device's reads."""
+    dev = Path(sh("findmnt -no SOURCE /tmp").strip()).name
+    names = {"tier": ("nfsd.ops", "tier op=read"), "io_tier": ("nfsd.io.ops", "tier op=read")}
+    adds = {name: c.send(f"add {name} {stat} {bd}") for name, (stat, bd) in names.items()}
+    c.wait_status(lambda s: all(name in s["overflows"] for name in names), timeout=60)
+    for i in range(2):
+        sh(f"head -c 4M /dev/urandom > {EXPORT}/load-000000{i}")
+    ra = sh(f"blockdev --getra /dev/{dev}").strip()
+    sh(f"sync && blockdev --setra 0 /dev/{dev}")
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    passes = {}
+    try:
+        for name in ("cold", "warm"):
+            if name == "warm":  # every block of both files in the page cache, whatever the cold pass reached
+                sh(f"cat {EXPORT}/load-0000000 {EXPORT}/load-0000001 > /dev/null")
+            c.flush_now()
+            seen = {n: len(c.data(n)) for n in names}
+            reads, nfs_reads = device_reads(dev), rpc_counts()["proc3"]["read"]
+            load = subprocess.run([str(built("bin/strata-load")), "--server", "127.0.0.1", "--export", EXPORT,
+                                   "--profile", "seqread", "--io-size", "8k", "--rate", str(TIER_RATE),
+                                   "--duration", str(TIER_SECONDS), "--files", "2", "--file-size", "4m"],
+                                  capture_output=True, text=True, timeout=300)
+            after, nfs_after = device_reads(dev), rpc_counts()["proc3"]["read"]
+            c.flush_now()
+            time.sleep(1)
+            c.flush_now()
+            seen = {n: c.data(n)[seen[n]:] for n in names}
+            passes[name] = {"rc": load.returncode, "stderr": load.stderr[-2000:], "device_reads": after - reads,
+                            "nfs_reads": nfs_after - nfs_reads,
+                            **{n: {k: sum(r["data"].get(k, 0) for r in recs) for k in ("cache", "disk")}
+                               for n, recs in seen.items()}}
+    finally:
+        sh(f"blockdev --setra {ra} /dev/{dev}")
+    return {"device": dev, "adds": adds, "passes": passes}
+
+
 def main(out: Path, seconds: int) -> None:
     result = {}
     c = Collector("--interval", "1")  # started before nfsd: its nfsd.* datasets wait for it
@@ -177,10 +231,11 @@ def main(out: Path, seconds: int) -> None:
         result["compounds"] = after["compound"] - before["compound"]
         result["seen"] = {name: totals(c, name) for name in [*DATASETS, *result["client_adds"]]}
         result["heatmaps"] = {name: buckets(c, name) for name in
-                              ["latency", "wire_latency", "size",
+                              ["latency", "wire_latency", "size", "queue",
                                *(n for n in result["client_adds"] if "latency" in n)]}
         result["exports"] = Path("/proc/net/rpc/nfsd.fh/content").read_text()
         result["cold"] = cold_reads(c)
+        result["tier"] = tier_passes(c)
         result["status"] = c.statuses()[-1]
     finally:
         c.send("quit")

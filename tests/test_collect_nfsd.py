@@ -8,7 +8,10 @@ read, its per-op counts (proc4ops); against what each client says it sent, per c
 and op; against the wire view on the same requests, per client and op, whose median
 latency is at least nfsd's; the export breakdown names each export by its path; the
 layer under nfsd (nfsd.io.*) counts one file read or write per READ or WRITE, and with
-the page cache dropped the disk layer's reads under it equal the device's sysfs count.
+the page cache dropped the disk layer's reads under it equal the device's sysfs count;
+nfsd.queue counts every request nfsd.latency does, and its median is within the wire's;
+with readahead off, after drop_caches, READs are nfsd.*[tier] and nfsd.io.*[tier] disk
+cold and cache warm, against /proc/diskstats.
 The collector is started and asked for nfsd.* before nfsd's modules are loaded (the
 datasets wait and are collected once nfsd starts), and strata doctor offers the nfsd
 view once nfsd runs. The guest starts with the session (tests/vm/jobs.py). KERNELS (as
@@ -138,6 +141,13 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
     waited = sum(n for b, n in cold["heatmaps"]["io_latency"]["read"].items() if llhist.lower(int(b)) >= disk_p50)
     assert waited >= 1, (disk_p50, cold["heatmaps"]["io_latency"]["read"])
 
+    # nfsd.queue beside nfsd.latency: every request's wait for a thread (the load's transports
+    # were all queued after the collector attached), within the wire's time of the same requests
+    assert seen["queue"] == seen["latency"], (seen["queue"], seen["latency"])
+    for op in ("read", "write"):
+        queue_p50, wire_p50 = (median(res["heatmaps"][name][op]) for name in ("queue", "wire_latency"))
+        assert 0 < queue_p50 <= wire_p50, (op, queue_p50, wire_p50)
+
     # per client: each NFSv3 client from its own address, its requests per op as it counted them
     clients = res["clients"]
     assert len(clients) == 3 and len(set(clients)) == 3, clients
@@ -183,3 +193,26 @@ def test_nfsd_ops_equal_nfsds_own_counts_and_the_wire_view(kernel):
             assert wire_p50 >= nfsd_p50, (addr, op, wire_p50, nfsd_p50)
     measured.parent.mkdir(parents=True, exist_ok=True)
     measured.write_text(json.dumps({"release": r.release, "state": "ok", "measured": int(time.time())}) + "\n")
+
+
+@pytest.mark.parametrize("kernel", [k for k, _ in KERNELS], ids=[rel for _, rel in KERNELS])
+def test_nfsd_reads_are_tiered_disk_when_cold_and_cache_when_warm(kernel):
+    """nfsd.ops[tier] and nfsd.io.ops[tier] (bpf/tier.h) of the READs of tests/nfsd_guest.py's
+    tier_passes: readahead off and the page cache dropped, each READ waits for the device
+    (disk, and the device reads at least one block per READ); right after, the file cached,
+    each is cache and the device reads nothing."""
+    r = jobs.result(f"nfsd-{kernel}", run_guest, kernel)
+    assert r.rc == 0, r.output[-3000:]
+    tier = json.loads((r.folder / "nfsd.json").read_text())["tier"]
+    assert all(a["type"] == "ack" for a in tier["adds"].values()), tier["adds"]
+    print("nfsd tier passes:", tier["passes"])
+    for name, want in (("cold", "disk"), ("warm", "cache")):
+        p = tier["passes"][name]
+        reads = p["nfs_reads"]
+        assert p["rc"] == 0 and reads >= 50, (name, p)
+        for stat in ("tier", "io_tier"):
+            assert sum(p[stat].values()) == reads and p[stat][want] >= 0.99 * reads, (name, stat, p)
+        if want == "disk":
+            assert p["device_reads"] >= 0.99 * reads, (name, p)
+        else:
+            assert p["device_reads"] <= 0.01 * reads, (name, p)

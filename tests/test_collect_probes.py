@@ -270,7 +270,8 @@ def test_catalogue_reports_support_per_statistic(fixture_bin):
     # every statistic but nfsd.* and nfsd.io.*, which wait for the kernel's nfsd (not loaded on
     # this host; tests/test_collect_nfsd.py runs it in a guest)
     nfsd = {name: s for name, s in cat.items() if s["layer"] in ("nfsd", "nfsd_io")}
-    assert set(nfsd) == {"nfsd.ops", "nfsd.latency", "nfsd.size", "nfsd.io.ops", "nfsd.io.latency", "nfsd.io.size"}
+    assert set(nfsd) == {"nfsd.ops", "nfsd.latency", "nfsd.size", "nfsd.queue", "nfsd.io.ops", "nfsd.io.latency",
+                         "nfsd.io.size"}
     assert all(s["supported"] for name, s in cat.items() if name not in nfsd), \
         [s for s in cat.values() if not s["supported"]]
     if not os.path.exists("/sys/module/nfsd"):

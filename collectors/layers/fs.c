@@ -14,6 +14,7 @@
 #include "fs_names.h"
 #include "kernel_features.h"
 #include "layers.h"
+#include "tier_links.h"
 #include "fs.skel.h"
 
 static bool supported(const struct statistic *s, char *why, size_t n)
@@ -30,7 +31,7 @@ static struct {
 	int nlinks;
 	int users;         /* probes attached */
 	enum fs_hook hook; /* the hook of the programs loaded */
-	struct bpf_link *tier[2]; /* the tier programs' links, while attached */
+	struct tier_links tier; /* the tier programs loaded, linked while wanted */
 } fs_links;
 
 static bool is_tier(const struct bpf_program *prog)
@@ -42,22 +43,11 @@ static bool is_tier(const struct bpf_program *prog)
 static void tier_sync(struct layer *L, layer_report_fn *report, void *ctx)
 {
 	struct fs_bpf *s = L->skel;
-	bool want = fs_links.users > 0 && (__atomic_load_n(L->dims, __ATOMIC_ACQUIRE) >> AGG_DIM_TIER & 1);
 	bool hashed = bpf_program__autoload(s->progs.fs_tier_bio_h);
-	struct bpf_program *progs[2] = { hashed ? s->progs.fs_tier_bio_h : s->progs.fs_tier_bio_r,
-					 hashed ? s->progs.fs_tier_wait_h : s->progs.fs_tier_wait_r };
-	char msg[160];
 
-	for (int i = 0; i < 2; i++) {
-		if (want && !fs_links.tier[i] && !(fs_links.tier[i] = bpf_program__attach(progs[i])) && report) {
-			snprintf(msg, sizeof(msg), "fs tier: cannot attach %s: %s", bpf_program__section_name(progs[i]),
-				 strerror(errno));
-			report(ctx, msg);
-		} else if (!want && fs_links.tier[i]) {
-			bpf_link__destroy(fs_links.tier[i]);
-			fs_links.tier[i] = NULL;
-		}
-	}
+	fs_links.tier.prog[0] = hashed ? s->progs.fs_tier_bio_h : s->progs.fs_tier_bio_r;
+	fs_links.tier.prog[1] = hashed ? s->progs.fs_tier_wait_h : s->progs.fs_tier_wait_r;
+	tier_links_sync(&fs_links.tier, tier_wanted(L, fs_links.users > 0), "fs", report, ctx);
 }
 
 /* Whether prog belongs to the set of mode m (its name ends in _t, _r or _h) and hook (the

@@ -1,14 +1,18 @@
 /* nfsd.c — the kernel nfsd layer: bpf/nfsd.bpf.c on sunrpc:svc_stats_latency, tp_btf first
  * and raw_tp (the same code through helper reads) when the kernel refuses it. nfsd's
  * tracepoints exist only while its modules are loaded: until then nfsd.* datasets wait,
- * and the collector attaches when nfsd starts. */
+ * and the collector attaches when nfsd starts. Its probe "svc_xprt_enqueue" (nfsd.queue) is the
+ * transports' enqueue and dequeue; the dequeue is also attached, with the tier programs,
+ * while a dataset breaks down or filters by tier (bpf/nfsd.bpf.c). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "layers.h"
 #include "nfsd_export.h"
+#include "tier_links.h"
 #include "nfsd.skel.h"
 
 static bool present(char *why, size_t n)
@@ -22,6 +26,94 @@ static bool present(char *why, size_t n)
 		return false;
 	}
 	return true;
+}
+
+/* The links the layer keeps itself: the tier programs, the dequeue (while nfsd.queue or the
+ * tier needs each request's start) and nfsd.queue's others (enqueue, data_ready, recvfrom). */
+struct nfsd_links {
+	struct tier_links tier;
+	struct bpf_link *dequeue, *queue[3];
+	bool attached; /* svc_stats_latency */
+};
+
+/* The dequeue attached exactly while the queue or the tier needs it; the reply reads the
+ * thread's record only then. */
+static void dequeue_sync(struct layer *L, layer_report_fn *report, void *ctx)
+{
+	struct nfsd_bpf *s = L->skel;
+	struct nfsd_links *k = L->state;
+	bool want = k->queue[0] || k->tier.link[0] || k->tier.link[1];
+	char msg[160];
+
+	if (want && !k->dequeue && !(k->dequeue = bpf_program__attach(s->progs.nfsd_dequeue)) && report) {
+		snprintf(msg, sizeof(msg), "nfsd: cannot attach sunrpc:svc_xprt_dequeue: %s", strerror(errno));
+		report(ctx, msg);
+	} else if (!want && k->dequeue) {
+		bpf_link__destroy(k->dequeue);
+		k->dequeue = NULL;
+	}
+	s->bss->nfsd_threads_on = k->dequeue != NULL;
+}
+
+static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
+{
+	struct nfsd_links *k = L->state;
+
+	tier_links_sync(&k->tier, tier_wanted(L, k->attached), "nfsd", report, ctx);
+	dequeue_sync(L, report, ctx);
+}
+
+static int active(struct layer *L, bool on)
+{
+	struct nfsd_links *k = L->state;
+
+	k->attached = on;
+	refresh(L, NULL, NULL);
+	return 0;
+}
+
+static void detach(struct layer *L, struct probe *p)
+{
+	struct nfsd_links *k = L->state;
+
+	(void)p;
+	for (int i = 0; i < 3; i++) {
+		bpf_link__destroy(k->queue[i]);
+		k->queue[i] = NULL;
+	}
+	dequeue_sync(L, NULL, NULL);
+}
+
+/* The probe "svc_xprt_enqueue" (nfsd.queue): the enqueue (svc_xprt_do_enqueue before Linux
+ * 5.11), the data's arrival, the read of a whole call and the dequeue; refused in one line
+ * naming the tracepoint this kernel lacks. */
+static int attach(struct layer *L, struct probe *p, char *err, size_t n)
+{
+	struct nfsd_bpf *s = L->skel;
+	struct nfsd_links *k = L->state;
+	struct { struct bpf_program *prog; const char *tp, *old; } want[3] = {
+		{ s->progs.nfsd_enqueue, "svc_xprt_enqueue", "svc_xprt_do_enqueue" },
+		{ s->progs.nfsd_data_ready, "svcsock_data_ready", NULL },
+		{ s->progs.nfsd_recvfrom, "svc_xdr_recvfrom", NULL },
+	};
+
+	for (int i = 0; i < 3; i++) {
+		k->queue[i] = bpf_program__attach_raw_tracepoint(want[i].prog, want[i].tp);
+		if (!k->queue[i] && want[i].old)
+			k->queue[i] = bpf_program__attach_raw_tracepoint(want[i].prog, want[i].old);
+		if (!k->queue[i]) {
+			snprintf(err, n, "nfsd.queue needs the tracepoint sunrpc:%s, which this kernel lacks", want[i].tp);
+			detach(L, p);
+			return -1;
+		}
+	}
+	dequeue_sync(L, NULL, NULL);
+	if (!k->dequeue) {
+		snprintf(err, n, "nfsd.queue needs the tracepoint sunrpc:svc_xprt_dequeue, which this kernel lacks");
+		detach(L, p);
+		return -1;
+	}
+	return 0;
 }
 
 static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -44,6 +136,9 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 		bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);
 		bpf_program__set_autoload(s->progs.nfsd_reply_btf, !raw);
 		bpf_program__set_autoload(s->progs.nfsd_reply_raw, raw);
+		/* the tier programs through helper reads (raw_tp): nfsd's threads keep no task storage */
+		bpf_program__set_autoload(s->progs.nfsd_tier_bio_r, false);
+		bpf_program__set_autoload(s->progs.nfsd_tier_wait_r, false);
 		/* libbpf's account of a refusal (the verifier's log) is muted: the tp_btf flavour's is
 		 * followed by the raw_tp flavour, and a refusal of both is the one line below */
 		libbpf_print_fn_t print = libbpf_set_print(silent);
@@ -54,10 +149,18 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 			nfsd_bpf__destroy(s);
 			continue;
 		}
+		if (!(L->state = calloc(1, sizeof(struct nfsd_links)))) {
+			nfsd_bpf__destroy(s);
+			return -ENOMEM;
+		}
+		((struct nfsd_links *)L->state)->tier = (struct tier_links){
+			.prog = { s->progs.nfsd_tier_bio_h, s->progs.nfsd_tier_wait_h } };
 		L->skel = s;
 		LAYER_BIND_COMMON(L, s);
 		layer_add_probe(L, "svc_stats_latency", raw ? s->progs.nfsd_reply_raw : s->progs.nfsd_reply_btf,
 				PROBE_TRACEPOINT);
+		layer_add_probe(L, "svc_xprt_enqueue", NULL, PROBE_OWN);
+		L->probes[L->nprobes - 1].source = "sunrpc:svc_xprt_enqueue+svcsock_data_ready+svc_xdr_recvfrom+svc_xprt_dequeue";
 		return 0;
 	}
 	snprintf(why, n, "the kernel refused the sunrpc:svc_stats_latency programs (%s; they read struct "
@@ -67,7 +170,17 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 
 static void unload(struct layer *L)
 {
+	struct nfsd_links *k = L->state;
+
+	detach(L, NULL);
+	k->attached = false;
+	refresh(L, NULL, NULL);
+	free(k);
+	L->state = NULL;
 	nfsd_bpf__destroy(L->skel);
 }
 
-const struct layer_ops LAYER_OPS(NFSD) = { .present = present, .load = load, .unload = unload, .keys = nfsd_export_keys };
+const struct layer_ops LAYER_OPS(NFSD) = {
+	.present = present, .load = load, .unload = unload, .active = active, .attach = attach, .detach = detach,
+	.refresh = refresh, .keys = nfsd_export_keys,
+};

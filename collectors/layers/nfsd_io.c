@@ -2,7 +2,8 @@
  * write tracepoints (nfsd_read_splice, nfsd_read_vector, nfsd_read_io_done,
  * nfsd_write_opened, nfsd_write_io_done), raw_tp programs attached and detached together
  * as the layer's one probe, "io". Like the nfsd layer, it waits while nfsd's modules are
- * not loaded (the tracepoints exist only then). */
+ * not loaded (the tracepoints exist only then). The tier programs (bpf/tier.h) are attached
+ * while the probe is and a dataset breaks down or filters by tier. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,15 @@
 #include <bpf/libbpf.h>
 #include "layers.h"
 #include "nfsd_export.h"
+#include "tier_links.h"
 #include "nfsd_io.skel.h"
 
 #define IO_PROGS 5
 
 struct io_links {
 	struct bpf_link *link[IO_PROGS];
+	struct tier_links tier;
+	bool attached;
 };
 
 static bool present(char *why, size_t n)
@@ -34,6 +38,9 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 		return -errno;
 	s->rodata->agg_max_keys = cfg->max_keys;
 	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);
+	/* the tier programs through helper reads (raw_tp), as the others */
+	bpf_program__set_autoload(s->progs.nfsd_io_tier_bio_r, false);
+	bpf_program__set_autoload(s->progs.nfsd_io_tier_wait_r, false);
 	if ((err = nfsd_io_bpf__load(s))) {
 		nfsd_io_bpf__destroy(s);
 		snprintf(why, n, "the kernel refused the nfsd I/O programs (%s)", strerror(-err));
@@ -43,10 +50,19 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 		nfsd_io_bpf__destroy(s);
 		return -ENOMEM;
 	}
+	((struct io_links *)L->state)->tier = (struct tier_links){
+		.prog = { s->progs.nfsd_io_tier_bio_h, s->progs.nfsd_io_tier_wait_h } };
 	L->skel = s;
 	LAYER_BIND_COMMON(L, s);
 	layer_add_probe(L, "io", NULL, PROBE_OWN);
 	return 0;
+}
+
+static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
+{
+	struct io_links *io = L->state;
+
+	tier_links_sync(&io->tier, tier_wanted(L, io->attached), "nfsd.io", report, ctx);
 }
 
 static void detach(struct layer *L, struct probe *p)
@@ -57,6 +73,8 @@ static void detach(struct layer *L, struct probe *p)
 		bpf_link__destroy(io->link[i]);
 		io->link[i] = NULL;
 	}
+	io->attached = false;
+	refresh(L, NULL, NULL);
 }
 
 static int attach(struct layer *L, struct probe *p, char *err, size_t n)
@@ -76,6 +94,8 @@ static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 			return -1;
 		}
 	}
+	io->attached = true;
+	refresh(L, NULL, NULL);
 	return 0;
 }
 
@@ -88,5 +108,6 @@ static void unload(struct layer *L)
 }
 
 const struct layer_ops LAYER_OPS(NFSD_IO) = {
-	.present = present, .load = load, .unload = unload, .attach = attach, .detach = detach, .keys = nfsd_export_keys,
+	.present = present, .load = load, .unload = unload, .attach = attach, .detach = detach, .refresh = refresh,
+	.keys = nfsd_export_keys,
 };

@@ -27,7 +27,7 @@ STATISTICS = [
     ("fs.ops", "counter", "operations", "fs"), ("fs.latency", "heatmap", "ns", "fs"),
     ("fs.size", "heatmap", "bytes", "fs"),
     ("nfsd.ops", "counter", "operations", "nfsd"), ("nfsd.latency", "heatmap", "ns", "nfsd"),
-    ("nfsd.size", "heatmap", "bytes", "nfsd"),
+    ("nfsd.size", "heatmap", "bytes", "nfsd"), ("nfsd.queue", "heatmap", "ns", "nfsd"),
     ("nfsd.io.ops", "counter", "operations", "nfsd_io"), ("nfsd.io.latency", "heatmap", "ns", "nfsd_io"),
     ("nfsd.io.size", "heatmap", "bytes", "nfsd_io"),
     ("arc.size", "gauge", "bytes", "engine"), ("arc.c", "gauge", "bytes", "engine"),
