@@ -8,6 +8,8 @@
 # program runs per request, and the ratio nfsd/wire. Absolute ns are TCG-emulated (slow);
 # the ratio is the result. COLLECT: another strata-collect build to measure (one of two
 # builds compared run by run, alternating).
+# Then what nfsd.*[tier] and nfsd.queue cost per request against nfsd.latency[op] alone
+# (bench/nfsdtiercost.py: TIER_ROUNDS rounds of TIER_SECS s windows, ratios per round).
 # Then nfsd's throughput loss at its peak in the guest (the goal: within 1.4 % with
 # nfsd.latency[client] alone, 3 % with four nfsd datasets): one randread load (4 clients x 8
 # threads of 8 KiB reads from the page cache) while the datasets are switched in windows of
@@ -26,7 +28,7 @@ if [ "${1:-}" != inside ]; then
 	rm -rf "$folder" && mkdir -p "$folder"
 	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --timeout 1800 --folder "$folder" -- \
 		env SECS="$SECS" ADDS="$ADDS" COLLECT="${COLLECT:-}" WINDOW_SECS="$WINDOW_SECS" CYCLES="$CYCLES" \
-		BENCH_SMOKE="${BENCH_SMOKE:-}" bash "$PWD/bench/collect_nfsd.sh" inside
+		BENCH_SMOKE="${BENCH_SMOKE:-}" TIER_ROUNDS="${TIER_ROUNDS:-6}" TIER_SECS="${TIER_SECS:-4}" bash "$PWD/bench/collect_nfsd.sh" inside
 	exit
 fi
 
@@ -78,6 +80,8 @@ for layer, (ns, runs) in sorted(cost.items()):
 if cost.get("wire", [0])[0]:
     print(f"nfsd / wire: {cost['nfsd'][0] / cost['wire'][0]:.3f}")
 EOF
+
+"$repo/.venv/bin/python" "$repo/bench/nfsdtiercost.py" "$repo" $export
 
 # nfsd's throughput loss: the datasets switched on and off during one load
 source "$repo/bench/collectlib.sh"

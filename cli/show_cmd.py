@@ -7,7 +7,7 @@ from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import (GRAPH_ONLY, HEAT_ONLY, draw_graph, draw_heatmap, graph_options, heat_options,
                               heat_view, output_options, refuse_unused, time_options)
-from strata.heatmaps import figures
+from strata.heatmaps import figures, time_went
 from strata.views import lookup, times
 
 
@@ -32,12 +32,17 @@ def show(ctx, dataset, last, since, until, keys, style, top, csv_table, ymax, ym
     breakdown a dataset is one series. A name the archive does not hold is
     derived from one it does (nfs.ops from nfs.ops[client]) and says so.
     To break a dataset down by another field, or to drill into a latency
-    band, use `strata breakdown`.
+    band, use `strata breakdown`. `time:nfsd`, `time:fs` or `time:disk`:
+    where each op's time went, the mean per component stacked (queue,
+    service, file system, disk) and each one's p99.
     """
     fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
         span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
+            if time_went.family_of(dataset):  # time:nfsd, where each op's time went (heatmaps/time_went.py)
+                draw_time_went(reader, time_went.family_of(dataset), span, fmt, output, colour)
+                return
             src, keys = lookup.resolve(reader, dataset, keys)
             if src.info.kind == "heatmap":
                 refuse_unused(ctx, GRAPH_ONLY, f"{src.wanted}, a heat map (a graph per key: strata breakdown)")
@@ -55,3 +60,20 @@ def show(ctx, dataset, last, since, until, keys, style, top, csv_table, ymax, ym
                                        f"{src.wanted} is a {src.info.kind}")
             draw_graph(reader, src, view, span, fmt, output, colour, csv_table=csv_table,
                        self_contained=self_contained)
+
+
+def draw_time_went(reader, family, span, fmt, output, colour):
+    """time:FAMILY: the stacked mean time per op of each component, as text, JSON, CSV or a figure."""
+    import sys
+
+    from strata.cli.output import emit_text, write_figure
+    from strata.heatmaps import termcaps
+    start, end, _ = span
+    width, height = termcaps.size()
+    t = time_went.build(reader, family, start, end, width - 11 if fmt == "term" else 300)
+    if fmt in ("term", "json", "csv"):
+        mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
+        emit_text(time_went.render_text(t, fmt, mode, width, height), output, color=mode != "none")
+    else:
+        from strata.heatmaps import plot_breakdown
+        write_figure(plot_breakdown.figure(t.mean), output, f"time-{family}", fmt, False)

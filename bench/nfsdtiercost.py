@@ -1,0 +1,71 @@
+"""What nfsd.*[tier] and nfsd.queue cost per request, run by bench/collect_nfsd.sh inside a
+kernel-matrix guest whose nfsd serves EXPORT (its files set up): windows of SECS seconds of
+one strata-load client (randread 8 KiB from the page cache, 4 streams) alternate, in an
+order that rotates every round, three sets of datasets, one collector per window:
+  plain  nfsd.latency[op]
+  tier   the same and nfsd.latency[tier] (the tier programs on every bio and context switch,
+         and the dequeue that starts each request's record)
+  queue  the same as plain and nfsd.queue[op] (enqueue, data arrival, whole call read, dequeue)
+Per window, the BPF run time of every program the collector holds (kernel.bpf_stats_enabled)
+per NFS request (/proc/net/rpc/nfsd's count); per round the ratios tier/plain and
+queue/plain; medians with their 95 % intervals over ROUNDS rounds. Absolute ns are
+TCG-emulated; the ratios are the result.   usage: nfsdtiercost.py REPO EXPORT"""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bpfstats import programs_of  # noqa: E402
+from losses import median_interval  # noqa: E402
+
+ROUNDS, SECS = int(os.environ.get("TIER_ROUNDS", 6)), os.environ.get("TIER_SECS", "4")
+if os.environ.get("BENCH_SMOKE") == "1":
+    ROUNDS, SECS = 1, "1"
+MODES = {"plain": "add l nfsd.latency op\n", "tier": "add l nfsd.latency op\nadd t nfsd.latency tier\n",
+         "queue": "add l nfsd.latency op\nadd q nfsd.queue op\n"}
+
+
+def requests() -> int:
+    line = next(ln for ln in Path("/proc/net/rpc/nfsd").read_text().splitlines() if ln.startswith("proc3 "))
+    return sum(map(int, line.split()[2:]))
+
+
+def window(repo: Path, export: str, mode: str) -> float:
+    """BPF ns of the collector's programs per NFS request over one window of mode."""
+    proc = subprocess.Popen([str(repo / "build/bin/strata-collect")], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    proc.stdin.write(MODES[mode])
+    proc.stdin.flush()
+    time.sleep(3)  # loaded, verified, attached (the guest is slow)
+    before, ops = programs_of(proc.pid), requests()
+    subprocess.run([str(repo / "build/bin/strata-load"), "--server", "127.0.0.1", "--export", export,
+                    "--profile", "randread", "--io-size", "8k", "--threads", "4", "--duration", SECS,
+                    "--files", "4", "--file-size", "1m"], check=True, stdout=subprocess.DEVNULL)
+    after, ops = programs_of(proc.pid), requests() - ops
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    ns = sum(t - before.get(n, (0, 0))[1] for n, (_, t) in after.items())
+    return ns / max(ops, 1)
+
+
+def main(repo: Path, export: str) -> None:
+    samples = {m: [] for m in MODES}
+    order = list(MODES)
+    for r in range(ROUNDS):
+        for m in order[r % 3:] + order[:r % 3]:
+            samples[m].append(window(repo, export, m))
+    print(f"nfsd tier and queue, {os.uname().release}: BPF ns per NFS request (randread 8k from the page cache, "
+          f"1 client x 4 streams), {ROUNDS} rounds of {SECS} s windows, modes rotating:")
+    for m in MODES:
+        med, _ = median_interval(samples[m])
+        line = f"  {m:5s}: {med:6.0f} ns per request"
+        if m != "plain":
+            ratio, (lo, hi) = median_interval([x / p for x, p in zip(samples[m], samples["plain"]) if p])
+            line += f", x{ratio:.2f} of plain" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None else "")
+        print(line)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])
