@@ -21,9 +21,14 @@ import os
 import shutil
 import time
 
+from click.testing import CliRunner
+
 import pytest
 
+from strata.cli.main import cli
 from strata.datasets import llhist
+from test_time_went import summed
+from test_show_every_dataset import write_archive
 from vm import guest, jobs, kernels, matrix
 
 KERNELS = kernels.distinct([k for k in os.environ.get("KERNELS", "6.1-security").split() if k != "host"])
@@ -216,3 +221,27 @@ def test_nfsd_reads_are_tiered_disk_when_cold_and_cache_when_warm(kernel):
             assert p["device_reads"] >= 0.99 * reads, (name, p)
         else:
             assert p["device_reads"] <= 0.01 * reads, (name, p)
+
+
+@pytest.mark.parametrize("kernel", [k for k, _ in KERNELS], ids=[rel for _, rel in KERNELS])
+def test_time_nfsd_stacks_queue_service_and_file_system(kernel, tmp_path):
+    """`strata show time:nfsd --json` over the guest's nfsd.latency[op], nfsd.queue[op] and
+    nfsd.io.latency[op] records in an archive: per NFS request, the queue's mean is nfsd.queue's
+    summed time over nfsd's requests, service and file system add up to nfsd.latency's, the
+    file system's is nfsd.io.latency's, and the disk (no disk dataset) is named missing."""
+    r = jobs.result(f"nfsd-{kernel}", run_guest, kernel)
+    assert r.rc == 0, r.output[-3000:]
+    records = json.loads((r.folder / "nfsd.json").read_text())["records"]
+    first, end = write_archive(tmp_path / "a.db", records)
+    ops, service_ns = summed(records["nfsd.latency[op]"])
+    _, queue_ns = summed(records["nfsd.queue[op]"])
+    _, io_ns = summed(records["nfsd.io.latency[op]"])
+    out = CliRunner().invoke(cli, ["show", "time:nfsd", "--json", "--archive", str(tmp_path / "a.db"),
+                                   "--since", str(first), "--until", str(end)])
+    doc = json.loads(out.output)
+    mean = {row["key"]: row["rate"] for row in doc["table"]}
+    assert list(mean) == ["queue", "service", "file system"] and doc["missing"] == ["disk"], doc["table"]
+    assert ops > 1000 and doc["events"] == ops, (ops, doc["events"])
+    # (a column whose file reads outlast its requests, split across a second, is capped at them)
+    assert mean["queue"] == pytest.approx(queue_ns / ops) and mean["file system"] == pytest.approx(io_ns / ops, rel=0.01)
+    assert mean["service"] + mean["file system"] == pytest.approx(service_ns / ops), mean
