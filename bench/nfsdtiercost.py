@@ -9,8 +9,8 @@ order that rotates every round, three sets of datasets, one collector per window
 Per window, the BPF run time and runs of every program the collector holds
 (kernel.bpf_stats_enabled) per NFS request (/proc/net/rpc/nfsd's count): under TCG a run
 costs microseconds whatever it does, so the runs per request say what real hardware pays;
-per round the ratios tier/plain and queue/plain; medians with their 95 % intervals over ROUNDS rounds. Absolute ns are
-TCG-emulated; the ratios are the result.   usage: nfsdtiercost.py REPO EXPORT"""
+per round the ratios tier/plain and queue/plain; medians with their 95 % intervals over
+ROUNDS rounds. Absolute ns are TCG-emulated; the ratios and runs are the result.   usage: nfsdtiercost.py REPO EXPORT"""
 import os
 import subprocess
 import sys
