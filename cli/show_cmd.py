@@ -9,6 +9,7 @@ from strata.cli.views import (GRAPH_ONLY, HEAT_ONLY, draw_graph, draw_heatmap, g
                               heat_view, output_options, refuse_unused, time_options)
 from strata.heatmaps import figures, time_went
 from strata.views import lookup, times
+from strata.views import time_went as time_went_read
 
 
 @click.command("show")
@@ -70,7 +71,8 @@ def draw_time_went(reader, family, span, fmt, output, colour):
     from strata.heatmaps import termcaps
     start, end, _ = span
     width, height = termcaps.size()
-    t = time_went.build(reader, family, start, end, width - 11 if fmt == "term" else 300)
+    bins, results = time_went_read.read(reader, family, start, end, width - 11 if fmt == "term" else 300)
+    t = time_went.build(family, bins, results)
     if fmt in ("term", "json", "csv"):
         mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
         emit_text(time_went.render_text(t, fmt, mode, width, height), output, color=mode != "none")

@@ -1,4 +1,4 @@
-"""Where the time went: for a family of datasets, per time column, the mean time per op
+"""Where the time went (the figure; views/time_went.py reads it): for a family of datasets, per time column, the mean time per op
 spent in each of its components, stacked (their sum is the op's mean time end to end),
 with each component's own p99 beside it.
 
@@ -19,13 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strata.datasets import derive, llhist
-from strata.datasets.errors import ArchiveError
+from strata.datasets import llhist
 
 from .breakdown import Breakdown, Row
 from .errors import ViewError
 from .rebin import column_histograms, percentile_of
-from .timebins import choose_bins, collected_seconds
+from .timebins import collected_seconds
 
 PREFIX = "time:"   # `strata show time:nfsd`
 FAMILIES = {
@@ -59,23 +58,22 @@ def family_of(text: str) -> str | None:
     return family
 
 
-def _histograms(reader, statistic: str, start: int, end: int, bins):
-    """(ncols, buckets) summed histograms of statistic over the bins, with the query's
-    buckets; None when the archive neither holds nor derives it."""
-    try:
-        src = derive.resolve(reader, statistic)
-        qr = derive.query(reader, src, start, end, bins.width)
-    except ArchiveError:
+def _histograms(qr, bins):
+    """(ncols, buckets) summed histograms of a QueryResult over the bins, its buckets and
+    itself; None for a statistic the archive lacks."""
+    if qr is None:
         return None
     return column_histograms(qr, bins), np.asarray(qr.buckets, dtype=np.int64), qr
 
 
-def build(reader, family: str, start: int, end: int, max_cols: int) -> TimeWent:
-    bins = choose_bins(start, end, 1, max_cols)
+def build(family: str, bins, results: dict) -> TimeWent:
+    """The picture of family over bins from its statistics' QueryResults (views/time_went.py:
+    {statistic: QueryResult or None})."""
+    start, end = bins.start, bins.end
     spec = FAMILIES[family]
     totals, p99, p99_range, missing, ops, ops_qr = {}, {}, {}, [], None, None
     for name, statistics in spec["parts"]:
-        found = [h for h in (_histograms(reader, s, start, end, bins) for s in statistics) if h is not None]
+        found = [h for h in (_histograms(results.get(s), bins) for s in statistics) if h is not None]
         if not found:
             missing.append(name)
             continue
