@@ -11,6 +11,7 @@ from datasets_util import STRATA, strata
 from strata.collect import status
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
+from test_datasets_collect import daemon_pid
 
 
 def wait_collected(archive, name, timeout=30):
@@ -73,10 +74,10 @@ def test_bad_choices_are_one_line_each_and_names_outlive_the_files(tmp_path):
 BPF_PROG_TYPE = {"tracepoint": 5, "tracing": 26}   # include/uapi/linux/bpf.h: syscalls:* events, fentry/fexit
 
 
-def daemon_prog_types(collect_pid) -> tuple:
+def daemon_prog_types(collect) -> tuple:
     """(strata-collect's command line, the types of the BPF programs it holds open), read
     from /proc: the child of `strata collect` and the fdinfo of its descriptors."""
-    child = int(open(f"/proc/{collect_pid}/task/{collect_pid}/children").read().split()[0])
+    child = daemon_pid(collect)
     argv = open(f"/proc/{child}/cmdline").read().split("\0")[:-1]
     types = set()
     for fd in os.listdir(f"/proc/{child}/fdinfo"):
@@ -122,7 +123,7 @@ def test_fs_hook_from_the_file_or_the_flag_reaches_the_daemon(tmp_path):
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
             try:
                 collected = collected_or_refused(str(archive), lacks)
-                argv, types = daemon_prog_types(proc.pid)
+                argv, types = daemon_prog_types(proc)
             finally:
                 proc.terminate()
                 _, err = proc.communicate(timeout=20)

@@ -25,13 +25,19 @@ def start_collect(archive):
 
 
 def daemon_pid(proc, timeout=10):
-    """The strata-collect child of a `strata collect` process."""
+    """The strata-collect child of a `strata collect` process: the daemon, not the short
+    `strata-collect --check-privileges` run before it."""
     deadline = time.time() + patience(timeout)
     while time.time() < deadline:
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
             kids = f.read().split()
-        if kids:
-            return int(kids[0])
+        for kid in kids:
+            try:
+                with open(f"/proc/{kid}/cmdline", "rb") as f:
+                    if b"--check-privileges" not in f.read():
+                        return int(kid)
+            except FileNotFoundError:
+                pass
         time.sleep(0.1)
     raise AssertionError("strata collect did not start strata-collect")
 
