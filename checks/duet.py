@@ -224,7 +224,8 @@ def judge_duet(prof, archives: dict, block_seconds: int, threshold: float, confi
 
 
 def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path, keep: bool) -> tuple:
-    """Duet mode end to end: (judged results, p99 series per block, report fields)."""
+    """Duet mode with one pair of engine processes ([ab] pairs = 1) end to end: (judged
+    results, p99 series per block, report fields)."""
     rotation, started, start, end, sent, planned = measure(prof, sides, settings, threshold, undo)
     archives = export(prof, sides, start, end, sent, outdir)
     block = settings["block_seconds"]
