@@ -51,6 +51,7 @@ def shortest(profile: str, work: Path) -> str:
     text = Path(profile).read_text()
     for key, value in (("warmup", 0), ("duration", 3), ("seconds", 6)):
         text = re.sub(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
+    text = text.replace("\n[ab]\n", "\n[ab]\npairs = 3\npair_warmup = 0\n")
     out = work / "shortest.toml"
     out.write_text(text)
     return str(out)

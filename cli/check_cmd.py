@@ -164,7 +164,7 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
 @click.option("--seconds", type=click.IntRange(6, 86400), help="duet: measured seconds (default 60).")
 @click.option("--block-seconds", type=click.IntRange(1, 3600), help="duet: seconds per block (default 1).")
 @click.option("--pairs", type=click.IntRange(1, 100), help="duet: fresh engine pairs, one after another, judged "
-              "across (default 6; 1: one pair, judged on its blocks).")
+              "across (default 10; 1: one pair, judged on its blocks).")
 @click.option("--rounds", type=click.IntRange(6, 1000), help="rounds: rounds in all, even (default 24).")
 @click.option("--round-seconds", type=click.IntRange(2, 3600), help="rounds: measured seconds per round (default 5).")
 @click.option("--early-stop/--no-early-stop", default=None,

@@ -38,6 +38,8 @@ datasets = ["nfs.latency[op]", "nfs.ops[op]"]
 metrics = ["p50", "mean"]
 [ab]
 seconds = 12
+pairs = 3
+pair_warmup = 1
 confidence = 0.95
 """
 
