@@ -22,8 +22,10 @@ Needs root. Prints one line per check and a summary; --json FILE keeps them.
 Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [--rounds-aa 5]
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
        [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab] [--effect 0.03,0.05] [--hog both]
-       [--threshold 2%]
+       [--threshold 2%] [--p50-ns NS] [--before CHECKOUT]
        .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
+--before CHECKOUT (e.g. a worktree of main whose build/ holds the binaries) runs every check ab
+twice, back to back in a random order: with this tree's Python code and with CHECKOUT's.
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): one duet A/A check on the profile cut to its shortest
 measurement.
 """
@@ -51,7 +53,7 @@ def shortest(profile: str, work: Path) -> str:
     text = Path(profile).read_text()
     for key, value in (("warmup", 0), ("duration", 3), ("seconds", 6)):
         text = re.sub(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
-    text = text.replace("\n[ab]\n", "\n[ab]\npairs = 3\npair_warmup = 0\n")
+    text = text.replace("\n[ab]\n", "\n[ab]\npairs = 1\n")            # one pair: the shortest check
     out = work / "shortest.toml"
     out.write_text(text)
     return str(out)

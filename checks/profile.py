@@ -71,8 +71,8 @@ DELAY_TIERS = {"l2arc", "zil", "pool", "nfs"}
 SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
 MEASURE_KEYS = {"warmup", "duration", "datasets"}
 CHECK_KEYS = {"threshold", "confidence", "metrics"}
-AB_KEYS = {"mode", "seconds", "block_seconds", "pairs", "pair_warmup", "clients", "rounds", "round_seconds", "round_warmup", "threshold",
-           "confidence", "correction"}
+AB_KEYS = {"mode", "seconds", "block_seconds", "pairs", "pair_warmup", "clients", "rounds", "round_seconds",
+           "round_warmup", "threshold", "confidence", "correction"}
 AB_MODES = ("duet", "rounds")
 TOP_KEYS = {"description", "baseline", "engine", "server", "load", "measure", "check", "ab"}
 

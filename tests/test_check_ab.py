@@ -58,6 +58,8 @@ round_seconds = 2
 round_warmup = 1
 confidence = 0.95
 seconds = 12
+pairs = 3
+pair_warmup = 1
 """
 
 
@@ -100,7 +102,7 @@ def engine_bin(build_dir):
 
 
 # Duet in fresh process pairs: 6 pairs of 3 one-second blocks, 1 s of warm-up each
-DUET_PROFILE = PROFILE.replace("\nseconds = 12\n", "\nseconds = 18\npairs = 6\npair_warmup = 1\n")
+DUET_PROFILE = PROFILE.replace("\nseconds = 12\npairs = 3\n", "\nseconds = 18\npairs = 6\n")
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +199,9 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, engine_bin):
                       (["--a", engine_bin, "--b", str(tmp_path)], "no strata-engine"),
                       (["--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "disk:1ms"], "TIER:DURATION"),
                       (["--a", engine_bin, "--b", engine_bin, "--mode", "rounds", "--rounds", "7"], "even"),
-                      (["--a", engine_bin, "--b", engine_bin, "--seconds", "10", "--block-seconds", "2"], "6 blocks")):
+                      (["--a", engine_bin, "--b", engine_bin, "--seconds", "10", "--block-seconds", "2"], "6 blocks"),
+                      (["--a", engine_bin, "--b", engine_bin, "--pairs", "2"], "3 or more"),
+                      (["--a", engine_bin, "--b", engine_bin, "--pairs", "7"], "fewer than 2 blocks")):
         proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), *args],
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
