@@ -1,8 +1,10 @@
 """`strata check ab`: two engines (or servers) under one profile's load, judged B
 against A, in one of two modes:
 
-- duet (the default, checks/duet.py): both serve at the same time and every
-  request goes to both back to back; judged on short simultaneous blocks.
+- duet (the default): both serve at the same time and every request goes to
+  both back to back; in several fresh pairs of engine processes one after
+  another, judged across the pairs (checks/duet_pairs.py), or with --pairs 1 in
+  one pair, judged on its short simultaneous blocks (checks/duet.py).
 - rounds (checks/rounds.py): alternating short rounds (A B B A A B ...), one
   archive per round, judged on the pairs of adjacent rounds. For builds that
   cannot run side by side.

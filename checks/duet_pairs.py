@@ -84,14 +84,14 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
         rotation.servers = [s.pid for s in sides.values()]
         pairs = [(sides["A"], sides["B"]), (sides["B"], sides["A"])]
         if prof.load.get("setup"):
-            duet._run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
+            duet.paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
         start_guess = math.ceil(time.time()) + warm
 
         def tick():
             progress.update(done + max(0, (int(time.time()) - 1 - start_guess) // block))
 
-        sent, _ = duet._run(pairs, {**options, "duration": warm + blocks * block + 1}, "duet", sides, rotation,
-                            start_guess, block, tick)
+        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + 1}, "duet", sides,
+                                  rotation, start_guess, block, tick)
         start = math.ceil(min(r["start_unix"] for r in sent)) + warm
         end = start + blocks * block
         time.sleep(max(0.0, end + 1.5 - time.time()))   # the collectors write second end-1
