@@ -59,13 +59,15 @@ def shortest(profile: str, work: Path) -> str:
     return str(out)
 
 
-def strata_of(checkout: str | None) -> list:
-    """The command running `strata` from this tree, or from another checkout's Python code
-    (its folder imported as the strata package; its build/ must hold the binaries)."""
-    if checkout is None:
-        return STRATA
-    folder = Path(tempfile.mkdtemp(prefix="strata-before-"))
-    (folder / "strata").symlink_to(Path(checkout).resolve())
+def strata_of(checkout: str, work: Path) -> list:
+    """The command running `strata` from another checkout's Python code (its folder
+    imported as the strata package, through a link in work; its build/ must hold the
+    binaries)."""
+    folder = work / "before-path"
+    folder.mkdir(exist_ok=True)
+    link = folder / "strata"
+    link.unlink(missing_ok=True)
+    link.symlink_to(Path(checkout).resolve())
     return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(folder)!r}); "
                                   "from strata.cli.main import main; main()"]
 
@@ -351,12 +353,12 @@ def main():
     if args.summary_of:
         summary(json.loads(Path(args.summary_of).read_text()), Path(args.keep) if args.keep else None)
         return 0
-    args.before_command = strata_of(args.before) if args.before else None
     out = []
     delay = args.delay_ns or 2000          # the stored designs alone: no A/A p50 to take a share of
     with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
+        args.before_command = strata_of(args.before, work) if args.before else None
         if SMOKE:
             args.aa, args.planted, args.rounds_aa, args.rounds_planted, args.skip_stored = 1, 0, 0, 0, True
             args.profile = shortest(args.profile, work)
