@@ -22,8 +22,10 @@ Needs root. Prints one line per check and a summary; --json FILE keeps them.
 Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [--rounds-aa 5]
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
        [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab] [--effect 0.03,0.05] [--hog both]
-       [--threshold 2%]
+       [--threshold 2%] [--p50-ns NS] [--before CHECKOUT]
        .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
+--before CHECKOUT (e.g. a worktree of main whose build/ holds the binaries) runs every check ab
+twice, back to back in a random order: with this tree's Python code and with CHECKOUT's.
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): one duet A/A check on the profile cut to its shortest
 measurement.
 """
@@ -51,15 +53,29 @@ def shortest(profile: str, work: Path) -> str:
     text = Path(profile).read_text()
     for key, value in (("warmup", 0), ("duration", 3), ("seconds", 6)):
         text = re.sub(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
+    text = text.replace("\n[ab]\n", "\n[ab]\npairs = 1\n")            # one pair: the shortest check
     out = work / "shortest.toml"
     out.write_text(text)
     return str(out)
 
 
-def strata(*args, timeout=1800) -> tuple[int, dict | None, float, str]:
+def strata_of(checkout: str, work: Path) -> list:
+    """The command running `strata` from another checkout's Python code (its folder
+    imported as the strata package, through a link in work; its build/ must hold the
+    binaries)."""
+    folder = work / "before-path"
+    folder.mkdir(exist_ok=True)
+    link = folder / "strata"
+    link.unlink(missing_ok=True)
+    link.symlink_to(Path(checkout).resolve())
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(folder)!r}); "
+                                  "from strata.cli.main import main; main()"]
+
+
+def strata(*args, timeout=1800, command=None) -> tuple[int, dict | None, float, str]:
     """(exit code, JSON report or None, minutes, last stderr line) of one `strata ...` call."""
     began = time.monotonic()
-    proc = subprocess.run([*STRATA, *args], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([*(command or STRATA), *args], capture_output=True, text=True, timeout=timeout)
     minutes = (time.monotonic() - began) / 60
     try:
         report = json.loads(proc.stdout)
@@ -94,7 +110,7 @@ def start_hog():
 
 
 def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bool = False,
-             effect: float = 0.0) -> tuple:
+             effect: float = 0.0, tree: str = "after") -> tuple:
     """One `strata check ab --mode MODE` (A/A, or B with `delay` ns planted in every NFS
     reply), beside a one-CPU hog when hog; its archives are kept in work. Returns (row
     for the summary, report)."""
@@ -103,10 +119,11 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bo
     extra += ["--threshold", args.threshold] if args.threshold else []
     planted = ["--b-inject-delay", f"nfs:{delay}ns"] if case == "planted" else []
     out = work / f"check{n:02d}-{mode}-{'aa' if case == 'A/A' else 'planted'}"
+    command = args.before_command if tree == "before" else None
     hogging = start_hog() if hog else None
     try:
         rc, rep, minutes, err = strata("check", "ab", "--profile", args.profile, "--mode", mode, "--a", ENGINE,
-                                       "--b", ENGINE, "--json", "-o", str(out), *planted, *extra)
+                                       "--b", ENGINE, "--json", "-o", str(out), *planted, *extra, command=command)
     finally:
         if hogging:
             hogging.kill()
@@ -114,15 +131,17 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bo
     if rep is None:
         raise SystemExit(f"check ab --mode {mode} failed (exit {rc}): {err}")
     p50 = p50_read(rep)
-    row = {"design": f"ab {mode}", "case": case if case == "A/A" else f"planted {effect:.0%}",
+    row = {"tree": tree, "design": f"ab {mode}", "case": case if case == "A/A" else f"planted {effect:.0%}",
            "hog": hog, "verdict": rep["verdict"], "minutes": minutes,
            "p50_ci95": list(interval95(out, mode)), "noise_floor": rep.get("noise_floor"),
            "blocks": rep.get("blocks"), "stopped_early": (rep.get("sequential") or {}).get("stopped_early"),
            "delay_ns": delay if case == "planted" else 0, "p50_effect": p50["effect"],
-           "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep)}
+           "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep),
+           "pairs": rep.get("pairs"), "pair_p50_effects": rep.get("pair_p50_effects")}
     lag = f", lag-1 {rep['p50_lag1']:+.2f}" if rep.get("p50_lag1") is not None else ""
-    print(f"check {n:02d}: {mode} {row['case']}{' beside a hog' if hog else ''}: {rep['verdict']} "
-          f"({minutes:.1f} min), p50 {pct(p50['effect'])} [{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} "
+    floor = f", floor ±{rep['noise_floor']:.2%}" if rep.get("noise_floor") is not None else ""
+    print(f"check {n:02d} ({tree}): {mode} {row['case']}{' beside a hog' if hog else ''}: {rep['verdict']} "
+          f"({minutes:.1f} min{floor}), p50 {pct(p50['effect'])} [{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} "
           f"{row['worse']}", flush=True)
     return row, rep
 
@@ -154,7 +173,12 @@ def interval95(folder: Path, mode: str) -> tuple:
         with Archive.open(str(path)) as ar:
             first, last = ar.extent("nfs.latency[op]")
             return ar.query("nfs.latency[op]", first, last + 1)
-    if mode == "duet":
+    pairs = sorted(folder.glob("duet-A-*.archive"))
+    if mode == "duet" and pairs:
+        from strata.checks.compare_pairs import compare_pairs
+        kv, _ = compare_pairs("read", [(whole(a), whole(folder / a.name.replace("-A-", "-B-"))) for a in pairs],
+                              1, ("p50",), 0.95)
+    elif mode == "duet":
         kv, _ = compare_duet("read", whole(folder / "duet-A.archive"), whole(folder / "duet-B.archive"), 1,
                              ("p50",), 0.95)
     else:
@@ -180,8 +204,8 @@ def ab_runs(args, work: Path, out: list) -> int:
             for _ in range(k)]
     plan += [(m, "planted", e, h) for m, k in (("duet", args.planted), ("rounds", args.rounds_planted))
              for e in effects for h in hogs for _ in range(k)]
-    p50 = None
-    if not args.delay_ns:
+    p50 = args.p50_ns
+    if not args.delay_ns and not p50:
         p50s = []
         for _ in range(min(CALIBRATION, sum(p[:2] == ("duet", "A/A") and not p[3] for p in plan))):
             plan.remove(("duet", "A/A", 0.0, False))
@@ -196,8 +220,13 @@ def ab_runs(args, work: Path, out: list) -> int:
     random.Random(args.seed).shuffle(plan)
     for mode, case, effect, hog in plan:
         delay = args.delay_ns or max(1, round(p50 * effect))
-        row, _ = ab_check(args, mode, case, delay, work, len(out), hog, effect)
-        out.append(row)
+        trees = ["after"] + (["before"] if args.before else [])
+        random.shuffle(trees)                      # before and after back to back, in a random order
+        for tree in trees:
+            row, _ = ab_check(args, mode, case, delay, work, len(out), hog, effect, tree)
+            out.append(row)
+            if args.json:
+                Path(args.json).write_text(json.dumps(out, indent=2))
     return args.delay_ns or max(1, round((p50 or 0) * effects[0]))
 
 
@@ -246,6 +275,9 @@ def summary(out: list, work: Path | None = None):
                                             mode))
     print("\ndesign        case     worse/runs  minutes (median)  p50 effect (median)  p50 interval width, "
           "99% / 95% (median)")
+    for r in out:
+        r["design"] = f"{r['design']} {r['tree']}" if r.get("tree") and not r["design"].endswith(r["tree"]) \
+            else r["design"]
     keys = sorted({(r["design"], r["case"], r.get("hog", False)) for r in out})
     for design, case, hog in keys:
         rows = [r for r in out if r["design"] == design and r["case"] == case and r.get("hog", False) == hog]
@@ -267,10 +299,13 @@ def summary(out: list, work: Path | None = None):
             counts = {v: sum(r["verdict"] == v for r in rows) for v in ("same", "better", "worse", "inconclusive")}
             floors = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
             seen = [abs(r["p50_effect"]) for r in rows if case == "A/A" and r["p50_effect"] is not None]
+            under = sum(r["noise_floor"] is not None and abs(r["p50_effect"]) <= r["noise_floor"] for r in rows
+                        if case == "A/A" and r["p50_effect"] is not None)
             print(f"{design} {case}{' beside a hog' if hog else ''}: " +
                   ", ".join(f"{k} {v}" for k, v in counts.items()) +
                   (f"; noise floor median ±{statistics.median(floors):.2%}" if floors else "") +
-                  (f"; |A/A p50 effect| median {statistics.median(seen):.2%}, max {max(seen):.2%}" if seen else "") +
+                  (f"; |A/A p50 effect| median {statistics.median(seen):.2%}, max {max(seen):.2%}, within the "
+                   f"floor it reported {under}/{len(seen)}" if seen else "") +
                   f"; stopped early {sum(bool(r.get('stopped_early')) for r in rows)}/{len(rows)}; "
                   f"seconds per check median {60 * statistics.median(r['minutes'] for r in rows):.0f}")
     for design in sorted({r["design"] for r in out if "p50_effect" in r}):
@@ -303,6 +338,10 @@ def main():
                     help="check ab beside a busy loop pinned to one CPU: both (interleaved), on or off")
     ap.add_argument("--threshold", help="check ab's threshold (default: the profile's)")
     ap.add_argument("--delay-ns", type=int, help="planted delay (default: --effect of the duet A/A p50)")
+    ap.add_argument("--p50-ns", type=float, help="the p50 the --effect shares are of (default: measured by "
+                    "the first duet A/A checks)")
+    ap.add_argument("--before", metavar="CHECKOUT", help="also run every check ab with this checkout's Python "
+                    "code (e.g. a worktree of main), back to back with this tree's in a random order")
     ap.add_argument("--baselines", type=int, default=3, help="stored baseline runs")
     ap.add_argument("--one-threshold", default="25%", help="threshold of the one-baseline comparison")
     ap.add_argument("--rounds", type=int, help="rounds per rounds-mode check (default: the profile's)")
@@ -319,6 +358,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
+        args.before_command = strata_of(args.before, work) if args.before else None
         if SMOKE:
             args.aa, args.planted, args.rounds_aa, args.rounds_planted, args.skip_stored = 1, 0, 0, 0, True
             args.profile = shortest(args.profile, work)

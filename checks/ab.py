@@ -1,8 +1,10 @@
 """`strata check ab`: two engines (or servers) under one profile's load, judged B
 against A, in one of two modes:
 
-- duet (the default, checks/duet.py): both serve at the same time and every
-  request goes to both back to back; judged on short simultaneous blocks.
+- duet (the default): both serve at the same time and every request goes to
+  both back to back; in several fresh pairs of engine processes one after
+  another, judged across the pairs (checks/duet_pairs.py), or with --pairs 1 in
+  one pair, judged on its short simultaneous blocks (checks/duet.py).
 - rounds (checks/rounds.py): alternating short rounds (A B B A A B ...), one
   archive per round, judged on the pairs of adjacent rounds. For builds that
   cannot run side by side.
@@ -27,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata.checks import duet, profile, rounds, servers
+from strata.checks import duet, duet_pairs, profile, rounds, servers
 from strata.checks.baselines import parse_percent
 from strata.checks.errors import CheckError
 from strata.checks.noise import advice, apply_floor
@@ -75,6 +77,14 @@ class AbSettings:
             raise CheckError(f"--rounds must be even (pairs of A and B rounds), not {d['rounds']}")
         if self.duet and d["block_seconds"] * 6 > d["seconds"]:
             raise CheckError(f"--seconds {d['seconds']} holds fewer than 6 blocks of {d['block_seconds']}s")
+        if self.sides["A"][2] or self.sides["B"][2]:
+            d["pairs"] = 1            # a foreign server is started once: its blocks are the unit
+        if self.duet and 1 < d["pairs"] < 3:
+            raise CheckError(f"--pairs {d['pairs']}: give 1 (one pair of engine processes, its blocks the unit) "
+                             f"or 3 or more (fresh pairs, judged across them)")
+        if self.duet and d["pairs"] > 1 and d["seconds"] // d["block_seconds"] < 2 * d["pairs"]:
+            raise CheckError(f"--seconds {d['seconds']} holds fewer than 2 blocks of {d['block_seconds']}s for each "
+                             f"of {d['pairs']} process pairs")
         if self.duet and prof.load.get("profile") != "randread":
             raise CheckError(f"duet mode sends each READ to both sides: it needs a randread load, not "
                              f"{prof.load.get('profile')!r} (use --mode rounds)")
@@ -121,7 +131,7 @@ def run_ab(s: AbSettings) -> Verdict:
         if s.duet and any(side.server and not side.server.uses_mountport for side in sides.values()):
             raise CheckError("duet mode connects to both servers itself: put {mountport} in each --a/--b-server "
                              "command or template (or use --mode rounds)")
-        mode = duet if s.duet else rounds
+        mode = (duet_pairs if s.design["pairs"] > 1 else duet) if s.duet else rounds
         try:
             with Teardown() as undo:
                 results, series, extra = mode.run(s.prof, sides, s.design, s.threshold, undo, outdir,

@@ -1,4 +1,6 @@
-"""`strata check ab --mode duet` (the default): A and B serve at the same time, and
+"""`strata check ab --mode duet` with one pair of engine processes (--pairs 1; several
+fresh pairs are checks/duet_pairs.py, which runs each pair with this module's
+loads): A and B serve at the same time, and
 strata-load sends every READ to both, back to back in a random order per pair,
 with one request in flight per client (strata-load --pair-nfsport), so whatever
 slows the shared machine lands on both sides within microseconds and the two
@@ -55,8 +57,8 @@ def _report_of(load: Load, stopped: bool) -> dict:
     return json.loads(load.report_path.read_text())
 
 
-def _run(pairs: list, options: dict, tag: str, sides: dict, rotation: Rotation, block_start: float = 0.0,
-         block: int = 1, on_tick=None, should_stop=None) -> tuple:
+def paired_run(pairs: list, options: dict, tag: str, sides: dict, rotation: Rotation, block_start: float = 0.0,
+               block: int = 1, on_tick=None, should_stop=None) -> tuple:
     """Paired strata-load runs, one per (first, second) in pairs, at once, to their end or
     until should_stop() says so; the CPUs swap roles at every block boundary (counted
     from block_start) and on_tick() runs about once a second. Returns (reports, stopped)."""
@@ -139,7 +141,7 @@ def measure(prof, sides: dict, settings: dict, threshold: float, undo) -> tuple:
     warm, seconds, block = max(prof.warmup, 1), settings["seconds"], settings["block_seconds"]
     if prof.load.get("setup"):
         say("check ab", "writing both working sets")
-        _run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
+        paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
     blocks = seconds // block
     early = settings.get("early_stop", True)
     say("check ab", f"duet: {warm}s warm-up, then up to {blocks} blocks of {block}s, A and B at once, "
@@ -167,8 +169,8 @@ def measure(prof, sides: dict, settings: dict, threshold: float, undo) -> tuple:
             decided_at[done] = verdict
             return verdict is not None
 
-        sent, stopped = _run(pairs, {**options, "duration": warm + seconds + 1}, "duet", sides, rotation,
-                             start_guess, block, tick, should_stop)
+        sent, stopped = paired_run(pairs, {**options, "duration": warm + seconds + 1}, "duet", sides, rotation,
+                                   start_guess, block, tick, should_stop)
         start = math.ceil(min(r["start_unix"] for r in sent)) + warm
         done = next((k for k, v in decided_at.items() if v), blocks) if stopped else blocks
         end = start + done * block
@@ -224,7 +226,8 @@ def judge_duet(prof, archives: dict, block_seconds: int, threshold: float, confi
 
 
 def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path, keep: bool) -> tuple:
-    """Duet mode end to end: (judged results, p99 series per block, report fields)."""
+    """Duet mode with one pair of engine processes ([ab] pairs = 1) end to end: (judged
+    results, p99 series per block, report fields)."""
     rotation, started, start, end, sent, planned = measure(prof, sides, settings, threshold, undo)
     archives = export(prof, sides, start, end, sent, outdir)
     block = settings["block_seconds"]

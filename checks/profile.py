@@ -44,8 +44,10 @@ run, what to measure and how to judge it.
 
     [ab]                  # `strata check ab`; defaults shown
     mode = "duet"         # duet: A and B serve at once under paired requests; rounds: they alternate
-    seconds = 60          # duet: measured seconds (after round_warmup)
-    block_seconds = 1     # duet: seconds per block, the unit the test counts
+    seconds = 60          # duet: measured seconds, split over the process pairs
+    block_seconds = 1     # duet: seconds per block
+    pairs = 10            # duet: fresh engine pairs run one after another, the unit the test counts
+    pair_warmup = 2       # duet: seconds of load before each pair's blocks are measured
     clients = 1           # duet: strata-load clients (in place of [load]'s), one READ pair in flight each
     rounds = 24           # rounds: ABBA... rounds, even; 12 pairs reach p < 0.001 (sign flips)
     round_seconds = 5     # measured seconds per round
@@ -69,8 +71,8 @@ DELAY_TIERS = {"l2arc", "zil", "pool", "nfs"}
 SERVER_KEYS = {"host", "nfsport", "mountport", "export", "engine_pid"}
 MEASURE_KEYS = {"warmup", "duration", "datasets"}
 CHECK_KEYS = {"threshold", "confidence", "metrics"}
-AB_KEYS = {"mode", "seconds", "block_seconds", "clients", "rounds", "round_seconds", "round_warmup", "threshold",
-           "confidence", "correction"}
+AB_KEYS = {"mode", "seconds", "block_seconds", "pairs", "pair_warmup", "clients", "rounds", "round_seconds",
+           "round_warmup", "threshold", "confidence", "correction"}
 AB_MODES = ("duet", "rounds")
 TOP_KEYS = {"description", "baseline", "engine", "server", "load", "measure", "check", "ab"}
 
@@ -93,7 +95,8 @@ class Profile:
     threshold: str = "5%"
     confidence: float = 0.99
     metrics: list = field(default_factory=lambda: list(METRICS))
-    ab: dict = field(default_factory=lambda: {"mode": "duet", "seconds": 60, "block_seconds": 1, "clients": 1,
+    ab: dict = field(default_factory=lambda: {"mode": "duet", "seconds": 60, "block_seconds": 1, "pairs": 10,
+                                              "pair_warmup": 2, "clients": 1,
                                               "rounds": 24, "round_seconds": 5, "round_warmup": 1,
                                               "threshold": "2%", "confidence": 0.99, "correction": "bh"})
 
@@ -178,6 +181,8 @@ def _ab(prof: Profile, ab: dict):
         raise ProfileError(f"ab.mode must be one of {', '.join(AB_MODES)}, not {out['mode']!r}")
     out["seconds"] = _int(ab, "seconds", "ab", out["seconds"], 6, 86400)
     out["block_seconds"] = _int(ab, "block_seconds", "ab", out["block_seconds"], 1, 3600)
+    out["pairs"] = _int(ab, "pairs", "ab", out["pairs"], 1, 100)
+    out["pair_warmup"] = _int(ab, "pair_warmup", "ab", out["pair_warmup"], 0, 3600)
     out["clients"] = _int(ab, "clients", "ab", out["clients"], 1, 254)
     out["rounds"] = _int(ab, "rounds", "ab", out["rounds"], 6, 1000)
     if out["rounds"] % 2:

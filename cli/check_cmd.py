@@ -163,10 +163,12 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
                    "(default: the profile's [ab], duet).")
 @click.option("--seconds", type=click.IntRange(6, 86400), help="duet: measured seconds (default 60).")
 @click.option("--block-seconds", type=click.IntRange(1, 3600), help="duet: seconds per block (default 1).")
+@click.option("--pairs", type=click.IntRange(1, 100), help="duet: fresh engine pairs, one after another, judged "
+              "across (default 10; 1: one pair, judged on its blocks).")
 @click.option("--rounds", type=click.IntRange(6, 1000), help="rounds: rounds in all, even (default 24).")
 @click.option("--round-seconds", type=click.IntRange(2, 3600), help="rounds: measured seconds per round (default 5).")
 @click.option("--early-stop/--no-early-stop", default=None,
-              help="duet: stop once the p50 is decided (a confidence sequence at 1 - confidence; default on).")
+              help="duet: stop once the p50 is decided (default on).")
 @click.option("--threshold", help="Smallest change that counts (default: the profile's [ab], 2%).")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.9999), help="Default: the profile's [ab], 0.99.")
 @click.option("--correction", type=click.Choice(CORRECTIONS), help="Multiple-comparison control (default bh).")
@@ -197,8 +199,10 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
 
     The p50 interval is the check's noise floor: a key is "same" only when its
     interval lies inside +-threshold, else "inconclusive" unless it is worse or
-    better. A duet stops early once a confidence sequence on the p50 (valid at
-    every block) already decides.
+    better. A duet runs --pairs fresh pairs of engine processes one after
+    another and judges across them (each pair keeps a bias of its own), with a
+    t-test over the pairs' means; it looks after half its pairs and at the end,
+    each look at half the error rate, and stops at the first that decides.
 
     Exits 0 when nothing got worse, 1 on a regression, 2 on an error, 3 when
     inconclusive (the floor is too high for the threshold: run longer or on a

@@ -38,6 +38,8 @@ datasets = ["nfs.latency[op]", "nfs.ops[op]"]
 metrics = ["p50", "mean"]
 [ab]
 seconds = 12
+pairs = 3
+pair_warmup = 1
 confidence = 0.95
 """
 
@@ -90,7 +92,8 @@ def test_same_engine_passes_and_keeps_every_report(steps):
     assert "## strata check" in (work / "step-summary").read_text()
     assert (out / "summary.md").read_text() == (work / "step-summary").read_text()
     for side in "AB":
-        assert (out / "duet" / f"duet-{side}.archive").stat().st_size > 0
+        archives = sorted((out / "duet").glob(f"duet-{side}-*.archive"))      # one per process pair
+        assert len(archives) == 3 and all(a.stat().st_size > 0 for a in archives)
         html = (out / f"latency-{side}.html").read_text()
         assert html.lstrip().startswith("<html") and "nfs.latency[op=read]" in html
 

@@ -1,6 +1,8 @@
 """What keeps a `strata check ab` honest on a busy machine, on inputs whose truth is
 known: the duet's CPU rotation (ABBA, real re-pinning of a real process), the
 confidence sequence it stops on (its miscoverage over every look, simulated),
+the test across fresh process pairs and its two looks (simulated pairs with a
+bias each),
 and the noise floor that turns an undecided "same" into "inconclusive" (exit 3)."""
 import os
 import subprocess
@@ -10,6 +12,8 @@ import numpy as np
 import pytest
 
 from strata.checks.compare import KeyVerdict, MetricResult, judge
+from strata.checks.compare_pairs import t_test
+from strata.checks.duet_pairs import decided as pairs_decided, looks
 from strata.checks.noise import advice, apply_floor
 from strata.checks.placement import Rotation, swapped
 from strata.checks.report import EXIT, Verdict, emit, overall
@@ -123,3 +127,35 @@ def test_same_layout_turns_randomisation_off_for_the_processes_started_after():
     maps = [subprocess.run(["grep", "-m1", "stack", "/proc/self/maps"], capture_output=True, text=True).stdout
             for _ in range(2)]
     assert maps[0] != maps[1]
+
+
+def test_pairs_carry_their_bias_into_the_interval_and_the_looks_keep_the_error_rate():
+    """A/A with a bias of its own in each pair of engine processes (sd 2 %, the size seen on
+    this VM) and little noise between a pair's blocks: one pair's block test claims a
+    difference far more often than its alpha; the t-test across 10 fresh pairs, looked at
+    after 5 and 10 pairs at alpha/2 each, stays within alpha over both looks."""
+    rng = np.random.default_rng(11)
+    alpha, checks, blocks = 0.05, 400, 6
+    one_pair_wrong = across_wrong = 0
+    for _ in range(checks):
+        bias = rng.normal(0, 0.02, 10)
+        d = bias[:, None] + rng.normal(0, 0.004, (10, blocks))
+        _, lo, hi, _ = t_test(d[0], 1 - alpha)                     # one pair, its blocks the unit
+        one_pair_wrong += lo > 0 or hi < 0
+        wrong = False
+        for n in looks(10, True):
+            _, lo, hi, _ = t_test(d[:n].mean(axis=1), 1 - alpha / 2)
+            wrong |= lo > 0 or hi < 0
+        across_wrong += wrong
+    assert looks(10, True) == [5, 10] and looks(10, False) == [10] and looks(4, True) == [3, 4]
+    assert across_wrong / checks <= alpha + 0.02           # + two binomial sds of 400 checks
+    assert one_pair_wrong / checks > 0.5
+
+
+def test_pairs_decide_a_clear_change_and_a_clear_same_only():
+    rng = np.random.default_rng(5)
+    spread = rng.normal(0, 0.004, 8)
+    assert pairs_decided(np.log(1.06) + spread, 0.02, 0.975) == "worse"
+    assert pairs_decided(np.log(0.94) + spread, 0.02, 0.975) == "better"
+    assert pairs_decided(spread, 0.02, 0.975) == "same"
+    assert pairs_decided(rng.normal(0, 0.03, 8), 0.02, 0.975) is None    # pairs too far apart to say "same"

@@ -17,9 +17,12 @@ mkdir -p "$out"
     --junit "$out/strata-check.xml" --markdown "$out/summary.md" -o "$out/duet" ${STRATA_CHECK_ARGS:-}
 rc=$?
 for side in A B; do
-    [ -f "$out/duet/duet-$side.archive" ] &&
-        "$strata" heatmap 'nfs.latency[op=read]' --archive "$out/duet/duet-$side.archive" \
-            --percentiles 50,99 -o "$out/latency-$side.html"
+    # one pair of engines: duet-A.archive; fresh pairs: duet-A-1.archive ... (the first pair's map)
+    for archive in "$out/duet/duet-$side.archive" "$out/duet/duet-$side-1.archive"; do
+        [ -f "$archive" ] &&
+            "$strata" heatmap 'nfs.latency[op=read]' --archive "$archive" \
+                --percentiles 50,99 -o "$out/latency-$side.html"
+    done
 done
 case $rc in
     0) echo "strata check ab: B is not worse than A" ;;

@@ -1,0 +1,188 @@
+"""A duet in several fresh process pairs (`strata check ab`, [ab] pairs > 1, the default).
+
+On a shared machine one pair of engine processes keeps a bias of a few percent
+through every block it serves, whichever CPU it runs on; measured with one pair,
+that bias is a hidden offset the check's interval knows nothing of. So the
+measured seconds are split over `pairs` pairs run one after another: each pair
+is both sides started afresh (new pools, engines and collectors, in a random
+order), the working sets written, `pair_warmup` seconds of paired load, then its
+share of the blocks (the CPUs swapping every block as in checks/duet.py), and
+both sides stopped. The pairs are the clusters of the test
+(checks/compare_pairs.py), so the per-pair bias is part of the noise the
+interval measures.
+
+Stopping early: the check looks at its p50 twice, after half its pairs (at least
+compare_pairs.MIN_PAIRS) and after the last, each look at half the error rate
+(Bonferroni over the looks: a verdict at either is wrong with probability at
+most 1 − confidence in all); it stops at the first look whose interval decides
+(worse/better beyond the threshold, or inside ±threshold). Without early
+stopping there is one look at the full error rate.
+"""
+import contextlib
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+from strata.checks import duet
+from strata.checks.compare import judge
+from strata.checks.compare_duet import log_ratios
+from strata.checks.compare_pairs import MIN_PAIRS, compare_pairs, pair_p50_means, t_test
+from strata.checks.baselines import one_sided
+from strata.checks.placement import Rotation
+from strata.checks.progress import CheckProgress
+from strata.checks.sides import load_options, start_sides, whole
+from strata.lab.logs import say
+from strata.lab.window import export_window
+
+
+def looks(pairs: int, early: bool) -> list:
+    """The pair counts after which the check judges its p50."""
+    if not early:
+        return [pairs]
+    return sorted({max(MIN_PAIRS, math.ceil(pairs / 2)), pairs})
+
+
+def decided(means, threshold: float, confidence: float) -> str | None:
+    """"worse"/"better" when the interval of the pairs' p50 means excludes 0 with the
+    effect beyond the threshold, "same" when it lies inside ±threshold, else None."""
+    _, lo, hi, _ = t_test(means, confidence)
+    effect, lo, hi = math.expm1(float(means.mean())), math.expm1(lo), math.expm1(hi)
+    if lo > 0 and effect > threshold:
+        return "worse"
+    if hi < 0 and effect < -threshold:
+        return "better"
+    if -threshold < lo and hi < threshold:
+        return "same"
+    return None
+
+
+def fresh_sides(sides: dict, pair: int) -> dict:
+    """Copies of both sides with a work folder of their own for process pair `pair`."""
+    out = {}
+    for name, s in sides.items():
+        work = s.work / f"pair{pair}"
+        work.mkdir()
+        out[name] = dataclasses.replace(s, work=work, archive="", host="", ports=(), coll=None, pid=None)
+    return out
+
+
+def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int) -> dict:
+    """Runs process pair n (1-based) for `blocks` blocks; returns {"A": archive, "B": archive,
+    "started": order, "swaps": CPU swaps, "cpus": rotation}. Both sides are stopped on return."""
+    sides = fresh_sides(base, n)
+    block, warm = settings["block_seconds"], settings["pair_warmup"]
+    options = load_options(prof)
+    options["threads"] = 1
+    options["clients"] = settings["clients"]
+    if options.get("rate"):
+        options["rate"] = max(1, round(options["rate"] / 2))
+    with contextlib.ExitStack() as undo:
+        started = start_sides(prof, sides, undo)
+        rotation = Rotation()
+        rotation.servers = [s.pid for s in sides.values()]
+        pairs = [(sides["A"], sides["B"]), (sides["B"], sides["A"])]
+        if prof.load.get("setup"):
+            duet.paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
+        start_guess = math.ceil(time.time()) + warm
+
+        def tick():
+            progress.update(done + max(0, (int(time.time()) - 1 - start_guess) // block))
+
+        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + 1}, "duet", sides,
+                                  rotation, start_guess, block, tick)
+        start = math.ceil(min(r["start_unix"] for r in sent)) + warm
+        end = start + blocks * block
+        time.sleep(max(0.0, end + 1.5 - time.time()))   # the collectors write second end-1
+        for s in sides.values():
+            s.coll.stop()
+        out = {"started": started, "swaps": rotation.swaps, "cpus": rotation.describe(), "loads": sent}
+        for name, s in sides.items():
+            out[name] = outdir / f"duet-{name}-{n}.archive"
+            export_window(s.archive, prof.datasets, start, end, str(out[name]))
+    progress.update(done + blocks)
+    return out
+
+
+def busiest_key(prof, archives: list):
+    """(dataset, key) of the busiest latency key both sides hold in the first pair."""
+    name = next((n for n in prof.datasets if ".latency" in n), None)
+    if name is None:
+        return None
+    qa, qb = whole(archives[0]["A"], name), whole(archives[0]["B"], name)
+    keys = [k for k in qa.keys if k in qb.keys]
+    if not keys or not len(qa.buckets):
+        return None
+    return name, max(keys, key=lambda k: int(qa.counts[qa.keys.index(k)].sum()))
+
+
+def p50_means(prof, archives: list, block: int):
+    """The pairs' mean p50 log ratios of the busiest latency key (None without one)."""
+    busiest = busiest_key(prof, archives)
+    if busiest is None:
+        return None
+    name, key = busiest
+    return pair_p50_means([log_ratios(whole(p["A"], name), whole(p["B"], name), key, "p50", block)
+                           for p in archives])
+
+
+def judge_pairs(prof, archives: list, block: int, threshold: float, confidence: float, correction: str):
+    """Reads every pair's archives back and judges B against A across the pairs."""
+    results, series = [], {}
+    for name in prof.datasets:
+        per_pair = [(whole(p["A"], name), whole(p["B"], name)) for p in archives]
+        if per_pair[0][0].kind not in ("heatmap", "counter"):
+            continue
+        keys_a = set().union(*(qa.keys for qa, _ in per_pair))
+        keys_b = set().union(*(qb.keys for _, qb in per_pair))
+        for key in sorted(keys_a | keys_b):
+            if key not in keys_a or key not in keys_b:
+                results.append((name, one_sided(key, per_pair[0][0], per_pair[0][1], threshold)))
+                continue
+            kv, s = compare_pairs(key, per_pair, block, prof.metrics, confidence)
+            results.append((name, kv))
+            if s is not None:
+                series[(name, key)] = s
+    return judge(results, threshold, confidence, correction), series
+
+
+def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path, keep: bool) -> tuple:
+    """Duet mode in process pairs end to end: (judged results, p99 series per block, report fields)."""
+    pairs, block = settings["pairs"], settings["block_seconds"]
+    blocks = settings["seconds"] // block // pairs
+    early = settings.get("early_stop", True)
+    plan = looks(pairs, early)
+    alpha = (1 - settings["confidence"]) / len(plan)
+    say("check ab", f"duet in {pairs} fresh process pairs, one after another: each {settings['pair_warmup']}s "
+                    f"warm-up, then {blocks} blocks of {block}s, A and B at once, servers and loads swapping CPUs "
+                    f"every block (ABBA); judged across the pairs after pair {' and '.join(map(str, plan))} "
+                    f"(each look at alpha {alpha:g})")
+    archives, verdict, began = [], None, time.monotonic()
+    with CheckProgress("blocks", pairs * blocks, block) as progress:
+        for n in range(1, pairs + 1):
+            archives.append(one_pair(prof, sides, settings, n, blocks, outdir, progress, (n - 1) * blocks))
+            if n in plan and n < pairs:
+                means = p50_means(prof, archives, block)
+                verdict = None if means is None or len(means) < MIN_PAIRS else decided(means, threshold,
+                                                                                          1 - alpha)
+                if verdict:
+                    say("check ab", f"stopped after {n} of {pairs} process pairs: their p50 already decides "
+                                    f"{verdict!r} (alpha {alpha:g})")
+                    break
+    (outdir / "duet.load.json").write_text(json.dumps({"pairs": [p["loads"] for p in archives]}, indent=1))
+    results, series = judge_pairs(prof, archives, block, threshold, 1 - alpha, settings["correction"])
+    means = p50_means(prof, archives, block)
+    spread = float(means.std(ddof=1)) if means is not None and len(means) > 1 else None
+    return results, series, {
+        "design": "ab", "mode": "duet", "first_server": "both", "block_seconds": block,
+        "pairs": len(archives), "pairs_planned": pairs, "blocks_per_pair": blocks,
+        "blocks": len(archives) * blocks, "blocks_planned": pairs * blocks,
+        "pair_p50_effects": [math.expm1(m) for m in means] if means is not None else None,
+        "pair_p50_sd": spread, "seconds_measuring": round(time.monotonic() - began, 1),
+        "cpus": {**archives[0]["cpus"], "swaps": sum(p["swaps"] for p in archives)},
+        "started": [p["started"] for p in archives],
+        "sequential": {"method": "looks after pairs " + ", ".join(map(str, plan)) + ", Bonferroni over the looks",
+                       "alpha": round(1 - settings["confidence"], 6), "alpha_per_look": round(alpha, 6),
+                       "stopped_early": len(archives) < pairs},
+        "archives": {s: [str(p[s]) if keep else p[s].name for p in archives] for s in "AB"}}
