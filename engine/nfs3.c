@@ -1128,6 +1128,9 @@ static uint64_t reply_delay_ns;
 /* Delays up to this spin, so the reply is late by the delay and not by a timer
  * wakeup (tens of us on a busy VM); longer ones sleep. */
 #define REPLY_DELAY_SPIN_NS 100000ull
+/* Delays up to this spin on the event loop's thread too, so a planted delay of a few
+ * hundred ns adds just that to a READ served inline, not a hand-off to a worker. */
+#define REPLY_DELAY_INLINE_NS 10000ull
 
 void nfs3_set_reply_delay(uint64_t ns)
 {
@@ -1160,7 +1163,8 @@ int nfs3_dispatch(struct rpc_req *r, struct xdr_out *o)
 {
 	if (r->call.proc >= 22)
 		return RPC_PROC_UNAVAIL;
-	if (r->acct.nowait && (!nowait_ok[r->call.proc] || __atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED)))
+	if (r->acct.nowait &&
+	    (!nowait_ok[r->call.proc] || __atomic_load_n(&reply_delay_ns, __ATOMIC_RELAXED) > REPLY_DELAY_INLINE_NS))
 		return NFS3_WOULD_BLOCK;
 	int rc = procs[r->call.proc](r, &r->args, o);
 	if (rc == NFS3_WOULD_BLOCK)

@@ -9,6 +9,7 @@ import struct
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from engine_util import (Engine, RpcClient, commit, create, engine, engine_binary, lookup,  # noqa: F401 (fixture)
                          mkpool, nfs_get, nfs_put, read, write)
@@ -288,8 +289,9 @@ def test_ctl_rejects_bad_requests_in_one_line(engine):
 
 
 def test_ctl_inject_delay_nfs_slows_every_reply(engine):
-    """`inject-delay nfs 30ms`: a NULL call (no I/O at all) takes at least the delay;
-    0 clears it."""
+    """`inject-delay nfs 30ms`: a NULL call (no I/O at all) takes at least the delay; a
+    delay of a few us keeps calls on the event loop's thread, a longer one hands them to a
+    worker; 0 clears it."""
     def ctl(dur):
         p = subprocess.run([engine_binary(), "ctl", "--socket", str(engine.stats_socket), "inject-delay", "nfs", dur],
                            capture_output=True, text=True, timeout=10)
@@ -300,10 +302,31 @@ def test_ctl_inject_delay_nfs_slows_every_reply(engine):
         fn()
         return time.monotonic() - t
 
+    def switches_per_call(n=400):
+        """The engine's threads' voluntary context switches per NULL call: one (the event
+        loop's wait for the next call) when calls are answered on the loop's thread, two or
+        more when each is handed to a worker thread."""
+        def total():
+            n = 0
+            for task in Path(f"/proc/{engine.proc.pid}/task").iterdir():
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        n += int(line.split()[1])
+            return n
+        before = total()
+        for _ in range(n):
+            c.call(100003, 0)
+        return (total() - before) / n
+
     c = RpcClient(engine.port)
     ctl("30ms")
     assert engine.stats()["tiers"]["inject_delay_ns"]["nfs"] == 30_000_000
     assert min(timed(lambda: c.call(100003, 0)) for _ in range(3)) >= 0.030
+    ctl("2us")     # a planted delay this small is spun on the loop's thread, as an undelayed call is
+    inline = switches_per_call()
+    ctl("50us")    # longer ones are served by a worker
+    handed = switches_per_call()
+    assert inline < 1.5 <= handed, (inline, handed)
     ctl("0")
     assert engine.stats()["tiers"]["inject_delay_ns"]["nfs"] == 0
     c.close()
