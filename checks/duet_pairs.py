@@ -32,6 +32,7 @@ from strata.checks.compare_pairs import MIN_PAIRS, compare_pairs, pair_p50_means
 from strata.checks.baselines import one_sided
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
+from strata.checks.sequential import verdict
 from strata.checks.sides import load_options, start_sides, whole
 from strata.lab.logs import say
 from strata.lab.window import export_window
@@ -48,14 +49,7 @@ def decided(means, threshold: float, confidence: float) -> str | None:
     """"worse"/"better" when the interval of the pairs' p50 means excludes 0 with the
     effect beyond the threshold, "same" when it lies inside ±threshold, else None."""
     _, lo, hi, _ = t_test(means, confidence)
-    effect, lo, hi = math.expm1(float(means.mean())), math.expm1(lo), math.expm1(hi)
-    if lo > 0 and effect > threshold:
-        return "worse"
-    if hi < 0 and effect < -threshold:
-        return "better"
-    if -threshold < lo and hi < threshold:
-        return "same"
-    return None
+    return verdict(math.expm1(float(means.mean())), math.expm1(lo), math.expm1(hi), threshold)
 
 
 def fresh_sides(sides: dict, pair: int) -> dict:

@@ -42,7 +42,12 @@ def decided(d, threshold: float, alpha: float, planned: int) -> str | None:
     cs = confidence_sequence(d, alpha, planned)
     if cs is None:
         return None
-    effect, lo, hi = (math.expm1(x) for x in cs)
+    return verdict(*(math.expm1(x) for x in cs), threshold)
+
+
+def verdict(effect: float, lo: float, hi: float, threshold: float) -> str | None:
+    """"worse"/"better" when the interval [lo, hi] of a relative effect excludes 0 with the
+    effect beyond the threshold, "same" when it lies inside ±threshold, else None."""
     if lo > 0 and effect > threshold:
         return "worse"
     if hi < 0 and effect < -threshold:
