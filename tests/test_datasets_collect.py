@@ -32,9 +32,10 @@ def daemon_pid(proc, timeout=10):
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
             kids = f.read().split()
         for kid in kids:
-            try:
+            try:   # the program itself (not a child still between fork and exec), run as the daemon
                 with open(f"/proc/{kid}/cmdline", "rb") as f:
-                    if b"--check-privileges" not in f.read():
+                    if (os.readlink(f"/proc/{kid}/exe").endswith("/strata-collect")
+                            and b"--check-privileges" not in f.read()):
                         return int(kid)
             except FileNotFoundError:
                 pass
