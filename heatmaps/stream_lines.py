@@ -19,7 +19,7 @@ from .units import format_count, format_value
 PERCENTILES = (50.0, 99.0, 99.9)
 COLUMNS = ("time", "dataset", "key", "ops_per_s", "p50", "p99", "p99.9", "value", "unit", "bytes_per_s",
            "in_flight")
-_MID = (llhist.lower_bounds() + llhist.upper_bounds()) / 2.0    # each bucket's midpoint
+_MID = llhist.midpoints()
 
 
 def sums_what(qr) -> str:

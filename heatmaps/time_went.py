@@ -35,7 +35,7 @@ FAMILIES = {
     "disk": {"ops": "disk.latency", "parts": [("queue", ("disk.queue",)), ("device", ("disk.latency",))]},
 }
 NESTED = ("service", "file system", "disk")   # each holds the ones after it (when present)
-MIDPOINTS = (llhist.lower_bounds().astype(np.float64) + llhist.upper_bounds()) / 2
+MIDPOINTS = llhist.midpoints()
 
 
 @dataclass
