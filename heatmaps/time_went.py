@@ -4,9 +4,10 @@ with each component's own p99 beside it.
 
 Families and components, each from the heat maps of one statistic the archive holds or
 derives (any breakdown summed):
-  nfsd  queue (nfsd.queue: the call's wait for a thread), service (nfsd.latency less the
-        file system's part), file system (nfsd.io.latency less the disk's part), disk
-        (disk.queue + disk.latency)
+  nfsd  network (wire.latency less nfsd.queue and nfsd.latency: the network stack and
+        socket around nfsd), queue (nfsd.queue: the call's wait for a thread), service
+        (nfsd.latency less the file system's part), file system (nfsd.io.latency less the
+        disk's part), disk (disk.queue + disk.latency)
   fs    file system (fs.latency less the disk's part), disk (disk.queue + disk.latency)
   disk  queue (disk.queue), device (disk.latency)
 A component's time per op is its events' summed time (each at its bucket's midpoint) in the
@@ -14,8 +15,12 @@ column divided by the family's ops there (the events of its first statistic with
 disk.latency); a part nested in another (the disk under the file system, the file system
 under nfsd's service) is taken out of the one above it and never exceeds it, since the
 disk's time in the same seconds may serve other processes too. A component whose statistic the
-archive lacks is left out and named in `missing`."""
-from dataclasses import dataclass
+archive lacks is left out and named in `missing`.
+The network part is exact for means only when the wire view and nfsd count the same ops:
+their counts are compared per op kind (by op where the archive keeps every one of the three
+by op, else whole; MOUNT's procedures, which mountd answers, left out of the wire's), and
+where they differ the part is left out with a line in `notes` saying so."""
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,13 +33,18 @@ from .timebins import collected_seconds
 
 PREFIX = "time:"   # `strata show time:nfsd`
 FAMILIES = {
-    "nfsd": {"ops": "nfsd.latency", "parts": [("queue", ("nfsd.queue",)), ("service", ("nfsd.latency",)),
+    "nfsd": {"ops": "nfsd.latency", "parts": [("network", ("wire.latency",)), ("queue", ("nfsd.queue",)),
+                                              ("service", ("nfsd.latency",)),
                                               ("file system", ("nfsd.io.latency",)),
                                               ("disk", ("disk.queue", "disk.latency"))]},
     "fs": {"ops": "fs.latency", "parts": [("file system", ("fs.latency",)), ("disk", ("disk.queue", "disk.latency"))]},
     "disk": {"ops": "disk.latency", "parts": [("queue", ("disk.queue",)), ("device", ("disk.latency",))]},
 }
 NESTED = ("service", "file system", "disk")   # each holds the ones after it (when present)
+# the part that is the wire's time less nfsd's, the statistics read by op to check they count the same ops
+NETWORK = "network"
+COUNTED_TOGETHER = ("wire.latency", "nfsd.queue", "nfsd.latency")
+MOUNT_OPS = {"mnt_null", "mnt", "dump", "umnt", "umntall", "export"}   # catalogue/statistics.def: mountd's
 MIDPOINTS = llhist.midpoints()
 
 
@@ -45,6 +55,7 @@ class TimeWent:
     p99: dict                # component -> (ncols,) p99 ns of its own events per column (NaN: none)
     p99_range: dict          # component -> p99 ns over the whole range
     missing: list            # components whose statistics the archive lacks
+    notes: list = field(default_factory=list)   # one line per part left out for another reason
 
 
 def family_of(text: str) -> str | None:
@@ -64,6 +75,59 @@ def _histograms(qr, bins):
     if qr is None:
         return None
     return column_histograms(qr, bins), np.asarray(qr.buckets, dtype=np.int64), qr
+
+
+def by_op(statistic: str) -> str:
+    """The name read to compare a statistic's ops kind by kind (views/time_went.py reads it too)."""
+    return f"{statistic}[op]"
+
+
+def _op_counts(qr) -> dict | None:
+    """{op: events} of a QueryResult ({"": events} without a breakdown), MOUNT's procedures
+    left out; None for a statistic the archive lacks."""
+    if qr is None:
+        return None
+    counts = np.asarray(qr.counts)
+    per_key = counts.sum(axis=(1, 2)) if counts.size else np.zeros(len(qr.keys))
+    return {k: int(n) for k, n in zip(qr.keys, per_key) if n and k not in MOUNT_OPS}
+
+
+def _not_the_same_ops(results: dict) -> str | None:
+    """Why the wire view and nfsd do not count the same ops (one line), or None when they do:
+    by op where all three statistics are kept by op (a COMPOUND nfsd keys "compound", without
+    its module's BTF, is keyed by its main op on the wire: then by their totals), else whole."""
+    keyed = [_op_counts(results.get(by_op(s))) for s in COUNTED_TOGETHER]
+    if any(c is None for c in keyed) or any("compound" in c for c in keyed[1:]) and "compound" not in keyed[0]:
+        keyed = [{"all": sum(c.values())} for c in (_op_counts(results.get(s)) for s in COUNTED_TOGETHER)]
+    for op in sorted(set().union(*keyed)):
+        counts = [c.get(op, 0) for c in keyed]
+        if len(set(counts)) > 1:
+            what = ", ".join(f"{s} {n}" for s, n in zip(COUNTED_TOGETHER, counts))
+            return (f"{NETWORK} left out: the views count different {op} ops ({what}), so the wire's mean "
+                    "less nfsd's is no time of the same ops")
+    return None
+
+
+def _network(totals: dict, p99: dict, p99_range: dict, results: dict, bins) -> str | None:
+    """The network part in place of the wire's whole time in totals (the wire's time, MOUNT's
+    left out where kept by op, less nfsd's queue and service, per column, never below zero),
+    or None and the part taken out; returns the note saying why it was taken out."""
+    if NETWORK not in totals:
+        return None
+    why = None if "queue" in totals else f"{NETWORK} left out: it needs nfsd.queue beside wire.latency"
+    why = why or _not_the_same_ops(results)
+    if why:
+        for d in (totals, p99, p99_range):
+            d.pop(NETWORK)
+        return why
+    wire = results.get(by_op(COUNTED_TOGETHER[0]))
+    if wire is not None and len(wire.buckets):
+        keys = [k for k in wire.keys if k not in MOUNT_OPS]
+        totals[NETWORK] = (column_histograms(wire, bins, keys) * MIDPOINTS[np.asarray(wire.buckets)]).sum(axis=1)
+    totals[NETWORK] = np.maximum(totals[NETWORK] - totals["queue"] - totals["service"], 0)
+    p99[NETWORK] = np.full(len(totals[NETWORK]), np.nan)   # no events of its own
+    p99_range[NETWORK] = float("nan")
+    return None
 
 
 def build(family: str, bins, results: dict) -> TimeWent:
@@ -87,6 +151,7 @@ def build(family: str, bins, results: dict) -> TimeWent:
     if ops is None:
         raise ViewError(f"{PREFIX}{family} needs {spec['ops']} in the archive (its ops); "
                         f"create it with `strata datasets create {spec['ops']}`")
+    notes = [n for n in [_network(totals, p99, p99_range, results, bins)] if n]
     # nested parts: each less the ones it holds, never below zero
     present = [n for n in NESTED if n in totals]
     for outer, inner in zip(present, present[1:]):
@@ -105,7 +170,7 @@ def build(family: str, bins, results: dict) -> TimeWent:
                      bins=bins, span=(start, end), metric="mean", percentile=99.0, keys=keys, series=series, rows=rows,
                      folded=0, total_keys=len(keys), total_events=int(ops.sum()), style="stacked",
                      collected=None if seconds is None else int(seconds.sum()))
-    return TimeWent(family, mean, p99, p99_range, missing)
+    return TimeWent(family, mean, p99, p99_range, missing, notes)
 
 
 def to_json(t: TimeWent) -> dict:
@@ -117,6 +182,7 @@ def to_json(t: TimeWent) -> dict:
     doc["p99"] = [{"key": k, "values": [num(v) for v in t.p99[k]], "whole": num(t.p99_range[k])}
                   for k in t.mean.keys]
     doc["missing"] = t.missing
+    doc["notes"] = t.notes
     return doc
 
 
@@ -135,7 +201,8 @@ def p99_line(t: TimeWent) -> str:
     from .units import format_value
     parts = [f"{k} {format_value(t.p99_range[k], 'ns')}" for k in t.mean.keys if np.isfinite(t.p99_range[k])]
     line = "p99 of each component's own events: " + (", ".join(parts) or "none")
-    return line + (f"; not in the archive: {', '.join(t.missing)}" if t.missing else "")
+    line += f"; not in the archive: {', '.join(t.missing)}" if t.missing else ""
+    return "\n".join([line, *t.notes])
 
 
 def render_text(t: TimeWent, fmt: str, mode: str, width: int, height: int) -> str:

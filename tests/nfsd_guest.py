@@ -7,7 +7,7 @@ namespace) drive a mixed load and one NFSv4.0 client (tests/nfs4_ops) sends COMP
 known main ops from 127.0.0.1. Datasets filtered on each NFSv3 client's address are added
 once its veth appears (the load waits before its first RPC). Writes what it saw, what the
 clients said they sent and /proc/net/rpc/nfsd's counts before and after to OUT/nfsd.json,
-with the records of nfsd.latency, nfsd.queue and nfsd.io.latency by op.
+with the records of nfsd.latency, nfsd.queue, nfsd.io.latency and wire.latency by op.
 Then, the page cache dropped, one client reads the files again (cold_reads); and with
 readahead off, the page cache dropped, one client reads TIER_READS blocks of a file twice
 (tier_passes): nfsd.*[tier] and nfsd.io.*[tier] against /proc/diskstats."""
@@ -234,7 +234,8 @@ def main(out: Path, seconds: int) -> None:
         result["heatmaps"] = {name: buckets(c, name) for name in
                               ["latency", "wire_latency", "size", "queue",
                                *(n for n in result["client_adds"] if "latency" in n)]}
-        result["records"] = {f"{DATASETS[name][0]}[op]": c.data(name) for name in ("latency", "queue", "io_latency")}
+        result["records"] = {f"{DATASETS[name][0]}[op]": c.data(name)
+                             for name in ("latency", "queue", "io_latency", *(["wire_latency"] if wire else []))}
         result["exports"] = Path("/proc/net/rpc/nfsd.fh/content").read_text()
         result["cold"] = cold_reads(c)
         result["tier"] = tier_passes(c)

@@ -31,6 +31,7 @@ from test_time_went import summed
 from test_show_every_dataset import write_archive
 from vm import guest, jobs, kernels, matrix
 
+MOUNT_OPS = ("mnt_null", "mnt", "dump", "umnt", "umntall", "export")  # mountd answers them, not nfsd
 KERNELS = kernels.distinct([k for k in os.environ.get("KERNELS", "6.1-security").split() if k != "host"])
 LOAD_SECONDS = 8
 
@@ -224,11 +225,13 @@ def test_nfsd_reads_are_tiered_disk_when_cold_and_cache_when_warm(kernel):
 
 
 @pytest.mark.parametrize("kernel", [k for k, _ in KERNELS], ids=[rel for _, rel in KERNELS])
-def test_time_nfsd_stacks_queue_service_and_file_system(kernel, tmp_path):
-    """`strata show time:nfsd --json` over the guest's nfsd.latency[op], nfsd.queue[op] and
-    nfsd.io.latency[op] records in an archive: per NFS request, the queue's mean is nfsd.queue's
-    summed time over nfsd's requests, service and file system add up to nfsd.latency's, the
-    file system's is nfsd.io.latency's, and the disk (no disk dataset) is named missing."""
+def test_time_nfsd_stacks_network_queue_service_and_file_system(kernel, tmp_path):
+    """`strata show time:nfsd --json` over the guest's nfsd.latency[op], nfsd.queue[op],
+    nfsd.io.latency[op] and wire.latency[op] records in an archive: per NFS request, the queue's
+    mean is nfsd.queue's summed time over nfsd's requests, service and file system add up to
+    nfsd.latency's, the file system's is nfsd.io.latency's, the disk (no disk dataset) is named
+    missing, and where the wire view counted the requests nfsd did (MOUNT's left out) the
+    network part makes the stack's sum the wire's mean, within one bucket's width."""
     r = jobs.result(f"nfsd-{kernel}", run_guest, kernel)
     assert r.rc == 0, r.output[-3000:]
     records = json.loads((r.folder / "nfsd.json").read_text())["records"]
@@ -240,6 +243,17 @@ def test_time_nfsd_stacks_queue_service_and_file_system(kernel, tmp_path):
                                    "--since", str(first), "--until", str(end)])
     doc = json.loads(out.output)
     mean = {row["key"]: row["rate"] for row in doc["table"]}
+    wire_ops, wire_ns = summed(records["wire.latency[op]"], skip=MOUNT_OPS)
+    queued, _ = summed(records["nfsd.queue[op]"])
+    print("time:nfsd means per op (ns):", mean, "wire:", wire_ns / wire_ops, wire_ops, "nfsd:", ops, doc["notes"])
+    if wire_ops == queued == ops:
+        assert list(mean) == ["network", "queue", "service", "file system"] and doc["notes"] == [], doc
+        wire_mean = wire_ns / wire_ops
+        width = llhist.upper(llhist.bucket(int(wire_mean))) - llhist.lower(llhist.bucket(int(wire_mean)))
+        assert mean["network"] > 0 and abs(sum(mean.values()) - wire_mean) <= width, (mean, wire_mean, width)
+    else:
+        assert "network" not in mean and doc["notes"][0].startswith("network left out"), doc
+    mean.pop("network", None)
     assert list(mean) == ["queue", "service", "file system"] and doc["missing"] == ["disk"], doc["table"]
     assert ops > 1000 and doc["events"] == ops, (ops, doc["events"])
     # (a column whose file reads outlast its requests, split across a second, is capped at them)

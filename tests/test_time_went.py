@@ -18,11 +18,13 @@ from strata.datasets import llhist
 from test_show_every_dataset import write_archive
 
 
-def summed(records) -> tuple:
-    """(events, summed ns at bucket midpoints) of a heat map's records."""
+def summed(records, skip=()) -> tuple:
+    """(events, summed ns at bucket midpoints) of a heat map's records, keys in skip left out."""
     n = t = 0
     for r in records:
-        for buckets in r["data"].values():
+        for key, buckets in r["data"].items():
+            if key in skip:
+                continue
             for b, count in buckets.items():
                 n += count
                 t += count * (llhist.lower(int(b)) + llhist.upper(int(b))) / 2

@@ -1,7 +1,8 @@
 """The reading half of `strata show time:FAMILY` (heatmaps/time_went.py draws it): each
 component statistic of the family read whole (any breakdown the archive holds summed,
 datasets/derive.py) over the columns of the window, or None where the archive neither holds
-nor derives it."""
+nor derives it; for time:nfsd also the wire's and nfsd's statistics by op ("wire.latency[op]"),
+to check that both views count the same ops."""
 from strata.datasets import derive
 from strata.datasets.errors import ArchiveError
 from strata.heatmaps import time_went
@@ -13,13 +14,15 @@ from .window import query
 def read(reader, family: str, start: int, end: int, max_cols: int) -> tuple:
     """(TimeBins, {statistic: QueryResult or None}) of the family's statistics."""
     bins = choose_bins(start, end, 1, max_cols)
-    results = {}
-    for _, statistics in time_went.FAMILIES[family]["parts"]:
-        for statistic in statistics:
-            try:
-                src = derive.resolve(reader, statistic)
-            except ArchiveError:
-                results[statistic] = None
-                continue
-            results[statistic] = query(reader, src, start, end, bins.width)
-    return bins, results
+    names = [s for _, statistics in time_went.FAMILIES[family]["parts"] for s in statistics]
+    if any(name == time_went.NETWORK for name, _ in time_went.FAMILIES[family]["parts"]):
+        names += [time_went.by_op(s) for s in time_went.COUNTED_TOGETHER]
+    return bins, {name: _query(reader, name, start, end, bins.width) for name in names}
+
+
+def _query(reader, name: str, start: int, end: int, width: int):
+    try:
+        src = derive.resolve(reader, name)
+    except ArchiveError:
+        return None
+    return query(reader, src, start, end, width)
