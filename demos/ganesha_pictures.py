@@ -1,11 +1,12 @@
 """The ganesha demo's pictures, drawn from its archive: wire latency by client, the
 file-system latency by operation and the ext4 loop device's latency (log axis, one
 y-range: the page-cache band sits at the wire and fs layers only, the disk band at
-all three after the drop), and wire ops/s by client. HTML and PNG files, plus the
-heat maps in the terminal."""
+all three after the drop), wire ops/s by client, and where the time went (`strata show
+time:fs`: the file system's own time against the disk's; `time:disk`: the disk's queue
+against its device time). HTML and PNG files, plus the heat maps in the terminal."""
 from pathlib import Path
 
-from strata.demos.pictures import by_client, query, terminal_text, write_figures
+from strata.demos.pictures import by_client, query, terminal_text, time_went_figure, write_figures
 from strata.datasets.archive import Archive
 from strata.heatmaps import plot_breakdown, plot_heatmap
 from strata.heatmaps.rebin import build_grid
@@ -34,6 +35,8 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path, pn
             "disk-latency": plot_heatmap.figure(disk),
             "wire-ops-by-client": plot_breakdown.figure(
                 by_client(archive, "wire.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
+            "time-fs": time_went_figure(archive, "fs", start, end),
+            "time-disk": time_went_figure(archive, "disk", start, end),
         }
     return write_figures(figures, outdir, png)
 

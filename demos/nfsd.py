@@ -17,7 +17,8 @@ from strata.demos.steps import collect, say, scratch
 from strata.lab.nfsd import KernelNfsd, NfsdError
 
 DATASETS = ["nfsd.latency[client]", "nfsd.ops[client]", "nfsd.latency[op]", "nfsd.ops[op]", "nfsd.io.latency[op]",
-            "disk.latency[device]", "disk.latency[op=read][device]"]
+            "disk.latency[device]", "disk.latency[op=read][device]", "nfsd.queue[op]", "disk.queue[device]",
+            "wire.latency[op]"]
 
 
 @dataclass

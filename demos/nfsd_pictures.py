@@ -1,10 +1,12 @@
 """The nfsd demo's pictures, drawn from its archive: nfsd's latency, its reads of the
 files under it (nfsd.io.latency) and the ext4 loop device's latency (log axis, one
 y-range: the page-cache band sits at the nfsd layers only, the disk band at all three
-after the drop), and nfsd ops/s by client. HTML and PNG files, plus the heat maps in the terminal."""
+after the drop), nfsd ops/s by client, and where each request's time went (`strata show
+time:nfsd`: network, the wait for a thread, nfsd's service, its file reads, the disk).
+HTML and PNG files, plus the heat maps in the terminal."""
 from pathlib import Path
 
-from strata.demos.pictures import by_client, query, terminal_text, write_figures
+from strata.demos.pictures import by_client, query, terminal_text, time_went_figure, write_figures
 from strata.datasets.archive import Archive
 from strata.heatmaps import plot_breakdown, plot_heatmap
 from strata.heatmaps.rebin import build_grid
@@ -32,6 +34,7 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path, pn
             "disk-latency": plot_heatmap.figure(disk),
             "nfsd-ops-by-client": plot_breakdown.figure(
                 by_client(archive, "nfsd.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
+            "time-nfsd": time_went_figure(archive, "nfsd", start, end),
         }
     return write_figures(figures, outdir, png)
 

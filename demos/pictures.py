@@ -2,7 +2,8 @@
 and disk latency heat maps (same y-range, so the DRAM band shows at the NFS layer
 only, and the modelled disk band at the vdev layer but not at the block layer of
 the loop devices below it), NFS and disk also on a log axis, NFS ops/s by client, and the cache
-sizes over time. HTML and PNG files, plus the heat maps in the terminal.
+sizes over time, and where the disk's time went (`strata show time:disk`: the pool's
+requests queued against at the device). HTML and PNG files, plus the heat maps in the terminal.
 """
 import datetime as dt
 import sys
@@ -12,11 +13,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from strata.datasets.archive import Archive
-from strata.heatmaps import clock, export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps
+from strata.heatmaps import (clock, export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps,
+                             time_went)
 from strata.heatmaps.breakdown import compute
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.timebins import choose_bins
 from strata.views import lookup, window
+from strata.views import time_went as time_went_read
 
 CROP = 99.5          # outliers above this percentile are cut off the linear maps' y-range
 GAUGES = ("arc.size", "l2arc.size")
@@ -47,6 +50,12 @@ def _grids(archive, start, end, facts, max_cols, ncells, axis):
 def by_client(archive, name, start, end, max_cols):
     """The ops dataset name broken down by client, the 12 busiest."""
     return compute(query(archive, name, start, end, max_cols), start, end, max_cols=max_cols, top=12, by="client")
+
+
+def time_went_figure(archive, family: str, start: int, end: int) -> go.Figure:
+    """Where each op's time went, `strata show time:FAMILY` as a figure (heatmaps/time_went.py)."""
+    bins, results = time_went_read.read(archive, family, start, end, plot_breakdown.BREAKDOWN_MAX_COLS)
+    return plot_breakdown.figure(time_went.build(family, bins, results).mean)
 
 
 def _cache_figure(archive, start, end) -> go.Figure:
@@ -81,6 +90,7 @@ def write_files(archive_path: str, facts, start: int, end: int, outdir: Path, pn
             "nfs-ops-by-client": plot_breakdown.figure(
                 by_client(archive, "nfs.ops[client]", start, end, plot_breakdown.BREAKDOWN_MAX_COLS), "stacked"),
             "cache-sizes": _cache_figure(archive, start, end),
+            "time-disk": time_went_figure(archive, "disk", start, end),
         }
     return write_figures(figures, outdir, png)
 

@@ -20,6 +20,7 @@ from strata.heatmaps.units import parse_value
 EXPORT = "/demo"
 CLIENT_NET = "10.213.0.0/16"   # strata-load --netns client addresses
 DATASETS = ["nfs.latency[tier]", "nfs.ops[client]", "nfs.ops[op]", "vdev.latency[vdev]", "disk.latency[device]",
+            "disk.queue[device]",
             "arc.size", "l2arc.size", "arc.accesses[hit/miss]"]
 MiB = 1 << 20
 

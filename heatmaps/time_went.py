@@ -16,10 +16,11 @@ disk.latency); a part nested in another (the disk under the file system, the fil
 under nfsd's service) is taken out of the one above it and never exceeds it, since the
 disk's time in the same seconds may serve other processes too. A component whose statistic the
 archive lacks is left out and named in `missing`.
-The network part is exact for means only when the wire view and nfsd count the same ops:
-their counts are compared per op kind (by op where the archive keeps every one of the three
-by op, else whole; MOUNT's procedures, which mountd answers, left out of the wire's), and
-where they differ the part is left out with a line in `notes` saying so."""
+The network part, per column and op kind the wire's mean less nfsd's queue and service
+means, is exact only when the wire view and nfsd count the same ops: their counts over the
+range are compared per op kind (where the archive keeps all three by op, else all ops as one;
+MOUNT's procedures, which mountd answers, left out of the wire's), and where they differ by
+more than SLACK the part is left out with a line in `notes` saying so."""
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +46,7 @@ NESTED = ("service", "file system", "disk")   # each holds the ones after it (wh
 NETWORK = "network"
 COUNTED_TOGETHER = ("wire.latency", "nfsd.queue", "nfsd.latency")
 MOUNT_OPS = {"mnt_null", "mnt", "dump", "umnt", "umntall", "export"}   # catalogue/statistics.def: mountd's
+SLACK = 2   # ops the views' counts of one kind may differ by over a range: one at each end
 MIDPOINTS = llhist.midpoints()
 
 
@@ -82,52 +84,54 @@ def by_op(statistic: str) -> str:
     return f"{statistic}[op]"
 
 
-def _op_counts(qr) -> dict | None:
-    """{op: events} of a QueryResult ({"": events} without a breakdown), MOUNT's procedures
-    left out; None for a statistic the archive lacks."""
-    if qr is None:
-        return None
-    counts = np.asarray(qr.counts)
-    per_key = counts.sum(axis=(1, 2)) if counts.size else np.zeros(len(qr.keys))
-    return {k: int(n) for k, n in zip(qr.keys, per_key) if n and k not in MOUNT_OPS}
+def _groups(results: dict) -> tuple:
+    """(QueryResults of COUNTED_TOGETHER, groups of op keys each compared and subtracted as
+    one), MOUNT's procedures left out: each op kind apart where all three are kept by op, all
+    ops as one where nfsd keys COMPOUNDs "compound" (without its module's BTF) and the wire by
+    their main op, or where one is kept whole; None when one is missing."""
+    qrs = [results.get(by_op(s)) for s in COUNTED_TOGETHER]
+    if any(q is None for q in qrs):
+        qrs = [results.get(s) for s in COUNTED_TOGETHER]
+        return (qrs, [None]) if all(q is not None for q in qrs) else (None, [])
+    ops = [[k for k in q.keys if k not in MOUNT_OPS] for q in qrs]
+    if any("compound" in o for o in ops[1:]) and "compound" not in ops[0]:
+        return qrs, [ops]
+    return qrs, [[[k] if k in o else [] for o in ops] for k in sorted(set().union(*ops))]
 
 
-def _not_the_same_ops(results: dict) -> str | None:
-    """Why the wire view and nfsd do not count the same ops (one line), or None when they do:
-    by op where all three statistics are kept by op (a COMPOUND nfsd keys "compound", without
-    its module's BTF, is keyed by its main op on the wire: then by their totals), else whole."""
-    keyed = [_op_counts(results.get(by_op(s))) for s in COUNTED_TOGETHER]
-    if any(c is None for c in keyed) or any("compound" in c for c in keyed[1:]) and "compound" not in keyed[0]:
-        keyed = [{"all": sum(c.values())} for c in (_op_counts(results.get(s)) for s in COUNTED_TOGETHER)]
-    for op in sorted(set().union(*keyed)):
-        counts = [c.get(op, 0) for c in keyed]
-        if len(set(counts)) > 1:
+def _events_and_time(qr, bins, keys) -> tuple:
+    """((ncols,) events, (ncols,) summed ns at bucket midpoints) of qr's keys (None: all)."""
+    if keys == [] or not len(qr.buckets):
+        return np.zeros(bins.ncols), np.zeros(bins.ncols)
+    h = column_histograms(qr, bins, keys)
+    return h.sum(axis=1).astype(np.float64), (h * MIDPOINTS[np.asarray(qr.buckets)]).sum(axis=1)
+
+
+def _network(results: dict, bins) -> tuple:
+    """((ncols,) the network part's summed ns, or None; the note saying why it is None):
+    per column and op kind, nfsd's requests times the wire's mean less nfsd.queue's and
+    nfsd.latency's means, summed over the kinds, never below zero. Only where the views
+    count the same ops over the range (to SLACK: requests completing as a second's maps are
+    read may fall in the next second in one view)."""
+    qrs, groups = _groups(results)
+    if qrs is None:
+        return None, None if results.get(COUNTED_TOGETHER[0]) is None else \
+            f"{NETWORK} left out: it needs nfsd.queue and nfsd.latency beside wire.latency"
+    total = np.zeros(bins.ncols)
+    for keys in groups:
+        parts = [_events_and_time(q, bins, k if keys is not None else None) for q, k in
+                 zip(qrs, keys if keys is not None else [None] * len(qrs))]
+        counts = [int(n.sum()) for n, _ in parts]
+        if max(counts) - min(counts) > SLACK:
+            kind = next((f"{k[0]} " for k in keys if len(k) == 1), "") if keys is not None and len(groups) > 1 else ""
             what = ", ".join(f"{s} {n}" for s, n in zip(COUNTED_TOGETHER, counts))
-            return (f"{NETWORK} left out: the views count different {op} ops ({what}), so the wire's mean "
-                    "less nfsd's is no time of the same ops")
-    return None
-
-
-def _network(totals: dict, p99: dict, p99_range: dict, results: dict, bins) -> str | None:
-    """The network part in place of the wire's whole time in totals (the wire's time, MOUNT's
-    left out where kept by op, less nfsd's queue and service, per column, never below zero),
-    or None and the part taken out; returns the note saying why it was taken out."""
-    if NETWORK not in totals:
-        return None
-    why = None if "queue" in totals else f"{NETWORK} left out: it needs nfsd.queue beside wire.latency"
-    why = why or _not_the_same_ops(results)
-    if why:
-        for d in (totals, p99, p99_range):
-            d.pop(NETWORK)
-        return why
-    wire = results.get(by_op(COUNTED_TOGETHER[0]))
-    if wire is not None and len(wire.buckets):
-        keys = [k for k in wire.keys if k not in MOUNT_OPS]
-        totals[NETWORK] = (column_histograms(wire, bins, keys) * MIDPOINTS[np.asarray(wire.buckets)]).sum(axis=1)
-    totals[NETWORK] = np.maximum(totals[NETWORK] - totals["queue"] - totals["service"], 0)
-    p99[NETWORK] = np.full(len(totals[NETWORK]), np.nan)   # no events of its own
-    p99_range[NETWORK] = float("nan")
-    return None
+            return None, (f"{NETWORK} left out: the views count different {kind}ops ({what}), so the wire's "
+                          "mean less nfsd's is no time of the same ops")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = [np.where(n > 0, t / n, np.nan) for n, t in parts]
+            per_op = means[0] - means[1] - means[2]
+        total += np.where(np.isfinite(per_op), per_op * parts[2][0], 0)
+    return np.maximum(total, 0), None
 
 
 def build(family: str, bins, results: dict) -> TimeWent:
@@ -151,7 +155,15 @@ def build(family: str, bins, results: dict) -> TimeWent:
     if ops is None:
         raise ViewError(f"{PREFIX}{family} needs {spec['ops']} in the archive (its ops); "
                         f"create it with `strata datasets create {spec['ops']}`")
-    notes = [n for n in [_network(totals, p99, p99_range, results, bins)] if n]
+    notes = []
+    if NETWORK in totals:   # the wire's time is read above; the part is the wire's less nfsd's
+        network, note = _network(results, bins)
+        if network is None:
+            for d in (totals, p99, p99_range):
+                d.pop(NETWORK)
+            notes.append(note)
+        else:
+            totals[NETWORK], p99[NETWORK], p99_range[NETWORK] = network, np.full(bins.ncols, np.nan), float("nan")
     # nested parts: each less the ones it holds, never below zero
     present = [n for n in NESTED if n in totals]
     for outer, inner in zip(present, present[1:]):

@@ -1,6 +1,6 @@
 """Helpers for the demo and check-run tests: running `strata demo` to its end or
-interrupting it, band shares from an archive, PNG sizes, and leftovers of an
-interrupted run."""
+interrupting it, band shares from an archive, where the time went (`strata show time:`),
+PNG sizes, and leftovers of an interrupted run."""
 import json
 import signal
 import struct
@@ -115,3 +115,15 @@ def leftovers(*folders: str) -> list:
     found += [f"mount {line}" for line in mounts if any(f in line for f in folders)]
     found += [f"directory {f}" for f in folders if Path(f).exists()]
     return found
+
+
+def time_went(archive_path, family: str, start: int, end: int) -> dict:
+    """`strata show time:FAMILY --json` over [start, end): its document, with "mean" added:
+    {component: mean ns per op over the range}."""
+    from click.testing import CliRunner
+    from strata.cli.main import cli
+    out = CliRunner().invoke(cli, ["show", f"time:{family}", "--json", "--archive", str(archive_path),
+                                   "--since", str(start), "--until", str(end)])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    return {**doc, "mean": {row["key"]: row["rate"] for row in doc["table"]}}

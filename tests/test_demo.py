@@ -5,7 +5,7 @@ pool's loop device, one nfs.ops key per client, exact op counts against
 strata-load's own report, the pictures; and Ctrl-C leaves nothing behind."""
 import pytest
 
-from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below
+from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below, time_went
 from strata.lab import engine as lab_engine
 
 DURATION, WORKING_SET = 30, "128M"   # half the demo's set: written in half the time, still twice the ARC
@@ -25,7 +25,7 @@ def reads_window(summary):
 
 def test_pictures_written(demo):
     out, stdout, *_ = demo
-    for stem in ("nfs-latency", "vdev-latency", "disk-latency", "nfs-ops-by-client", "cache-sizes"):
+    for stem in ("nfs-latency", "vdev-latency", "disk-latency", "nfs-ops-by-client", "cache-sizes", "time-disk"):
         html = (out / f"{stem}.html").read_text()
         assert 'src="plotly.min.js"' in html and (out / "plotly.min.js").stat().st_size > 1_000_000, stem
         width, height = png_size(out / f"{stem}.png")
@@ -33,6 +33,15 @@ def test_pictures_written(demo):
         assert (out / f"{stem}.png").stat().st_size > 20_000, stem
     assert "nfs.latency[tier]" in stdout and "disk.latency[device=" in stdout    # terminal heat maps
     assert f"--archive {out / 'archive.db'}" in stdout                           # how to explore
+
+
+def test_time_went_at_the_disk(demo):
+    """time:disk over the reads: the pool's device reads each queued and served, both non-zero."""
+    _, _, summary, _, archive = demo
+    t = time_went(archive.path, "disk", *reads_window(summary))
+    print("time:disk means per request (ns):", t["mean"], "requests:", t["events"])
+    assert t["events"] > 0 and t["missing"] == [], t
+    assert t["mean"]["queue"] > 0 and t["mean"]["device"] > 0, t["mean"]
 
 
 def test_dram_band_at_nfs_layer_only(demo):

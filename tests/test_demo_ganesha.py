@@ -10,7 +10,7 @@ import os
 import pytest
 
 from conftest import built
-from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below
+from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below, time_went
 from strata.lab.ganesha import Ganesha
 
 DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
@@ -47,13 +47,30 @@ def slow(archive, name, window, ns, keys=None):
 
 def test_pictures_and_commands(demo):
     out, stdout, summary, *_ = demo
-    for stem in ("wire-latency", "wire-ops-by-client", "fs-latency", "disk-latency"):
+    for stem in ("wire-latency", "wire-ops-by-client", "fs-latency", "disk-latency", "time-fs", "time-disk"):
         html = (out / f"{stem}.html").read_text()
         assert 'src="plotly.min.js"' in html and (out / "plotly.min.js").stat().st_size > 1_000_000, stem
         width, height = png_size(out / f"{stem}.png")
         assert 1000 <= width <= 4000 and 600 <= height <= 3000, (stem, width, height)
     assert "fs.latency[op]" in stdout and f"disk.latency[device={summary['device']}]" in stdout   # terminal maps
     assert f"strata heatmap 'fs.latency[op]' --log" in stdout and f"--archive {out / 'archive.db'}" in stdout
+
+
+def test_time_went_to_the_disk_after_the_drop(demo):
+    """time:fs and time:disk right after the drop: the reads' time splits into the file
+    system's own and the disk's, the disk's requests into queue and device time, all non-zero;
+    with the cache warm before it, the disk's share of a read's time is far smaller."""
+    _, _, summary, _, archive = demo
+    before, after, _ = windows(summary)
+    fs_after, fs_before = (time_went(archive.path, "fs", *w) for w in (after, before))
+    disk = time_went(archive.path, "disk", *after)
+    print("time:fs means per op (ns), after the drop:", fs_after["mean"], "before:", fs_before["mean"],
+          "time:disk after:", disk["mean"])
+    assert fs_after["missing"] == [] and disk["missing"] == [], (fs_after, disk)
+    assert fs_after["mean"]["file system"] > 0 and fs_after["mean"]["disk"] > 0, fs_after["mean"]
+    assert disk["mean"]["queue"] > 0 and disk["mean"]["device"] > 0, disk["mean"]
+    share = {n: t["mean"]["disk"] / sum(t["mean"].values()) for n, t in (("after", fs_after), ("before", fs_before))}
+    assert share["after"] > 2 * share["before"], share
 
 
 def test_page_cache_band_before_the_drop(demo):

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from demo_util import histogram, share_below
+from demo_util import histogram, share_below, time_went
 from strata.datasets.archive import Archive
 from vm import guest, jobs, kernels
 
@@ -63,11 +63,11 @@ def slow_share(archive, name, window, keys=None):
 
 def test_pictures_and_commands(demo):
     out, stdout, summary, *_ = demo
-    for stem in ("nfsd-latency", "nfsd-io-latency", "nfsd-ops-by-client", "disk-latency"):   # --no-png: HTML only
+    for stem in ("nfsd-latency", "nfsd-io-latency", "nfsd-ops-by-client", "disk-latency", "time-nfsd"):  # HTML only
         html = (out / f"{stem}.html").read_text()
         assert 'src="plotly.min.js"' in html and (out / "plotly.min.js").stat().st_size > 1_000_000, stem
         assert not (out / f"{stem}.png").exists(), stem
-    assert "wrote disk-latency, nfsd-io-latency, nfsd-latency, nfsd-ops-by-client (HTML)" in stdout
+    assert "wrote disk-latency, nfsd-io-latency, nfsd-latency, nfsd-ops-by-client, time-nfsd (HTML)" in stdout
     assert f"disk.latency[device={summary['device']}]" in stdout   # the terminal maps
     assert "strata heatmap 'nfsd.latency[client]' --log" in stdout
 
@@ -93,6 +93,19 @@ def test_disk_band_appears_after_the_drop_and_fades(demo):
     # the cache fills again: in the last seconds far fewer reads reach the device
     assert ios_l / reads_l <= 0.5 * ios_a / reads_a, (ios_l, reads_l, ios_a, reads_a)
     assert slow_l / reads_l <= 0.5 * slow_a / reads_a, (slow_l, reads_l, slow_a, reads_a)
+
+
+def test_time_went_in_nfsd_after_the_drop(demo):
+    """time:nfsd right after the drop: every part of a request's time non-zero (the network
+    stack around nfsd, the wait for a thread, nfsd's service, its reads of the files and the
+    disk under them), the wire view counting the requests nfsd did."""
+    _, _, summary, _, archive, _ = demo
+    _, after, _ = windows(summary)
+    t = time_went(archive.path, "nfsd", *after)
+    print("time:nfsd means per request (ns), after the drop:", t["mean"], t["notes"])
+    assert t["missing"] == [] and t["notes"] == [], t
+    assert list(t["mean"]) == ["network", "queue", "service", "file system", "disk"], t["mean"]
+    assert all(v > 0 for v in t["mean"].values()), t["mean"]
 
 
 def test_nfsd_ops_for_every_client(demo):
