@@ -59,7 +59,8 @@ def test_pictures_and_commands(demo):
 def test_time_went_to_the_disk_after_the_drop(demo):
     """time:fs and time:disk right after the drop: the reads' time splits into the file
     system's own and the disk's, the disk's requests into queue and device time, all non-zero;
-    with the cache warm before it, the disk's share of a read's time is far smaller."""
+    with the cache warm before it, the disk's time per op is far smaller (not nothing: the
+    disk's time in the same seconds serves other writers too, up to the file system's)."""
     _, _, summary, _, archive = demo
     before, after, _ = windows(summary)
     fs_after, fs_before = (time_went(archive.path, "fs", *w) for w in (after, before))
@@ -69,8 +70,7 @@ def test_time_went_to_the_disk_after_the_drop(demo):
     assert fs_after["missing"] == [] and disk["missing"] == [], (fs_after, disk)
     assert fs_after["mean"]["file system"] > 0 and fs_after["mean"]["disk"] > 0, fs_after["mean"]
     assert disk["mean"]["queue"] > 0 and disk["mean"]["device"] > 0, disk["mean"]
-    share = {n: t["mean"]["disk"] / sum(t["mean"].values()) for n, t in (("after", fs_after), ("before", fs_before))}
-    assert share["after"] > 2 * share["before"], share
+    assert fs_after["mean"]["disk"] > 10 * fs_before["mean"]["disk"], (fs_after["mean"], fs_before["mean"])
 
 
 def test_page_cache_band_before_the_drop(demo):
