@@ -142,17 +142,19 @@ def _engine_commands(facts, rng):
             f"strata heatmap 'disk.latency[device={facts.pool_devices[0]}]' {rng}",
             f"strata breakdown 'nfs.latency[tier]' --range 1ms.. {rng}",
             f"strata breakdown 'nfs.ops[client]' --top 10 {rng}",
-            f"strata breakdown 'nfs.ops[op]' {rng}"]
+            f"strata breakdown 'nfs.ops[op]' {rng}",
+            f"strata show time:disk {rng}"]
 
 
 def _ganesha_commands(facts, rng):
     return [f"strata heatmap 'wire.latency[client]' --log {rng}",
-            f"strata heatmap 'fs.latency[op]' --log {rng}",
+            f"strata heatmap 'fs.latency[tier]' --log {rng}",
             f"strata heatmap 'disk.latency[device={facts.device}]' --log {rng}",
             f"strata breakdown 'fs.latency[op]' --range 1ms.. {rng}",
             f"strata breakdown 'wire.ops[client]' --top 10 {rng}",
             f"strata breakdown 'wire.ops[op]' {rng}",
-            f"strata breakdown 'fs.ops[op]' {rng}"]
+            f"strata breakdown 'fs.ops[op]' {rng}",
+            f"strata show time:fs {rng}"]
 
 
 def _nfsd_commands(facts, rng):
@@ -161,4 +163,5 @@ def _nfsd_commands(facts, rng):
             f"strata heatmap 'disk.latency[device={facts.device}]' --log {rng}",
             f"strata breakdown 'nfsd.latency[op]' --range 1ms.. {rng}",
             f"strata breakdown 'nfsd.ops[client]' --top 10 {rng}",
-            f"strata breakdown 'nfsd.ops[op]' {rng}"]
+            f"strata breakdown 'nfsd.ops[op]' {rng}",
+            f"strata show time:nfsd {rng}"]

@@ -17,7 +17,7 @@ from strata.demos.steps import collect, say, scratch
 from strata.lab.ganesha import Ganesha, GaneshaError
 
 DATASETS = ["wire.latency[client]", "wire.ops[client]", "wire.ops[op]", "fs.latency[op]", "fs.ops[op]",
-            "disk.latency[device]", "disk.queue[device]"]
+            "fs.latency[tier]", "disk.latency[device]", "disk.queue[device]"]
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The ganesha demo's pictures, drawn from its archive: wire latency by client, the
-file-system latency by operation and the ext4 loop device's latency (log axis, one
+file-system latency by tier (its bands named: cache, disk) and the ext4 loop device's latency (log axis, one
 y-range: the page-cache band sits at the wire and fs layers only, the disk band at
 all three after the drop), wire ops/s by client, and where the time went (`strata show
 time:fs`: the file system's own time against the disk's; `time:disk`: the disk's queue
@@ -15,7 +15,7 @@ from strata.heatmaps.rebin import build_grid
 def _grids(archive, start, end, facts, max_cols, ncells):
     """(wire grid, fs grid, disk grid of the export's device), all on the fs grid's
     y-range: the lowest, as page-cache hits take microseconds."""
-    fs = build_grid(query(archive, "fs.latency[op]", start, end, max_cols), start, end,
+    fs = build_grid(query(archive, "fs.latency[tier]", start, end, max_cols), start, end,
                     max_cols=max_cols, ncells=ncells, axis="log")
     same_y = dict(max_cols=max_cols, ncells=ncells, axis="log", ymin=float(fs.edges[0]), ymax=float(fs.edges[-1]))
     wire = build_grid(query(archive, "wire.latency[client]", start, end, max_cols), start, end, **same_y)

@@ -44,6 +44,15 @@ def whole_percentiles(grid) -> str:
     return f"{said} over the range" + (" (selected keys)" if grid.keys else "")
 
 
+def bands(grid) -> str:
+    """'tier bands: cache at 4.1µs (93%) · disk at 1.2ms (7%)': each band's name where its
+    median sits, for a map broken down by tier (rebin.tier_bands), or ''."""
+    if not grid.bands:
+        return ""
+    return "tier bands: " + " · ".join(f"{k} at {format_value(m, grid.unit)} ({percent(100 * share)})"
+                                       for k, m, share in grid.bands)
+
+
 def same_lines(b) -> str:
     """'10.0.0.1 and 10.0.0.2 draw the same line (one hides the other)' for the keys of a line
     graph whose series are equal, or ''."""

@@ -115,9 +115,16 @@ def figure(grid, drill: str | None = None) -> go.Figure:
             hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"),
             row=1, col=2)
 
+    if grid.bands:   # a map broken down by tier: each band's name at its median, at the map's right edge
+        fig.add_trace(go.Scatter(
+            x=[x_edges[-1]] * len(grid.bands), y=[m / scale for _, m, _ in grid.bands], mode="markers+text",
+            text=[f"{k} " for k, _, _ in grid.bands], textposition="middle left", cliponaxis=False,
+            textfont=dict(color="#111", size=14), marker=dict(symbol="triangle-left", size=10, color="#111"),
+            name="tier bands", showlegend=False,
+            hovertemplate="%{text}band: median %{y:,.4~g} " + unit_label + "<extra></extra>"), row=1, col=2)
     for start, end, _ in grid.spans:   # outages collected as one record: shaded, named below the title
         fig.add_vrect(x0=_local(start), x1=_local(end), fillcolor="#888", opacity=0.12, line_width=0, row=1, col=2)
-    note = "<br>".join(n for n in (describe.cropped(grid), describe.outages(grid)) if n)
+    note = "<br>".join(n for n in (describe.bands(grid), describe.cropped(grid), describe.outages(grid)) if n)
     subtitle = f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}"
     fig.update_layout(
         template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),

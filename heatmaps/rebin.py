@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-from strata.datasets import llhist
+from strata.datasets import llhist, names
+from strata.datasets.errors import ArchiveError
 
 from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
 from .units import family, format_value
@@ -56,6 +57,7 @@ class Grid:
     derived: str = ""                                # how the archive answered the name (QueryResult.derived)
     collected: int | None = None                     # seconds collected in the bins (None: not said)
     whole: dict = field(default_factory=dict)        # p -> value over the whole range (WHOLE_PERCENTILES)
+    bands: list = field(default_factory=list)        # (key, median, share of events) per tier (tier_bands)
 
     @property
     def seconds(self) -> int:
@@ -68,6 +70,24 @@ class Grid:
 
 
 WHOLE_PERCENTILES = (50.0, 99.0, 99.9)   # said in the header, over every event of the range
+BANDED = "tier"   # a breakdown whose keys are bands of one map (cache, disk; the engine's arc, l2arc...)
+
+
+def tier_bands(qr, bins: TimeBins, keys=None) -> list:
+    """[(key, median, share of the map's events)] of each key with events, busiest first, when
+    qr is broken down by tier (its keys are the map's bands: their names are drawn at their
+    medians), else []."""
+    try:
+        breakdown = names.parse(qr.name).breakdown
+    except ArchiveError:
+        return []
+    if breakdown != BANDED or not len(qr.buckets):
+        return []
+    buckets = np.asarray(qr.buckets, dtype=np.int64)
+    per_key = {k: column_histograms(qr, bins, [k]).sum(axis=0) for k in (keys or qr.keys)}
+    total = sum(int(h.sum()) for h in per_key.values())
+    bands = [(k, float(percentile_of(buckets, h, 50.0)), int(h.sum()) / total) for k, h in per_key.items() if h.any()]
+    return sorted(bands, key=lambda b: -b[2])
 
 
 def select_keys(qr, keys=None) -> np.ndarray:
@@ -257,4 +277,5 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
         spans=list(getattr(qr, "spans", [])), derived=getattr(qr, "derived", ""),
         collected=None if seconds is None else int(seconds.sum()),
         whole={p: float(percentile_of(buckets, hist_total, p)) for p in WHOLE_PERCENTILES} if hist_total.any() else {},
+        bands=tier_bands(qr, bins, keys),
     )

@@ -182,8 +182,8 @@ def render(grid, mode: str, width: int = 200) -> str:
     quantity = quantity_name(grid.statistic, grid.unit)
     gaps = describe.outages(grid)
     spread = describe.whole_percentiles(grid)
-    out = head1 + [head2] + ([_fit(spread, width)] if spread else []) + ([_fit(note, width)] if note else []) + \
-        ([_fit(gaps, width)] if gaps else [])
+    bands = describe.bands(grid)
+    out = head1 + [head2] + [_fit(line, width) for line in (spread, bands, note, gaps) if line]
     out.append(f"{dim}{(noun + '/s').rjust(PANEL)} {quantity.rjust(LABEL)}{reset}")
 
     if mode == "none":

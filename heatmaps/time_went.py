@@ -20,7 +20,8 @@ The network part, per column and op kind the wire's mean less nfsd's queue and s
 means, is exact only when the wire view and nfsd count the same ops: their counts over the
 range are compared per op kind (where the archive keeps all three by op, else all ops as one;
 MOUNT's procedures, which mountd answers, left out of the wire's), and where they differ by
-more than SLACK the part is left out with a line in `notes` saying so."""
+more than the ops of its first and last columns (and SLACK) the part is left out with a line
+in `notes` saying so."""
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +47,7 @@ NESTED = ("service", "file system", "disk")   # each holds the ones after it (wh
 NETWORK = "network"
 COUNTED_TOGETHER = ("wire.latency", "nfsd.queue", "nfsd.latency")
 MOUNT_OPS = {"mnt_null", "mnt", "dump", "umnt", "umntall", "export"}   # catalogue/statistics.def: mountd's
-SLACK = 2   # ops the views' counts of one kind may differ by over a range: one at each end
+SLACK = 2   # ops the views' counts of one kind may differ by over a range beyond its end columns' (below)
 MIDPOINTS = llhist.midpoints()
 
 
@@ -111,8 +112,9 @@ def _network(results: dict, bins) -> tuple:
     """((ncols,) the network part's summed ns, or None; the note saying why it is None):
     per column and op kind, nfsd's requests times the wire's mean less nfsd.queue's and
     nfsd.latency's means, summed over the kinds, never below zero. Only where the views
-    count the same ops over the range (to SLACK: requests completing as a second's maps are
-    read may fall in the next second in one view)."""
+    count the same ops over the range, to SLACK plus nfsd's ops in the range's first and last
+    columns: each layer's maps are read apart, so a request at either end of the range may
+    fall a second (on a stalled machine, a few) apart in the two views."""
     qrs, groups = _groups(results)
     if qrs is None:
         return None, None if results.get(COUNTED_TOGETHER[0]) is None else \
@@ -122,7 +124,7 @@ def _network(results: dict, bins) -> tuple:
         parts = [_events_and_time(q, bins, k if keys is not None else None) for q, k in
                  zip(qrs, keys if keys is not None else [None] * len(qrs))]
         counts = [int(n.sum()) for n, _ in parts]
-        if max(counts) - min(counts) > SLACK:
+        if max(counts) - min(counts) > SLACK + parts[2][0][0] + (parts[2][0][-1] if bins.ncols > 1 else 0):
             kind = next((f"{k[0]} " for k in keys if len(k) == 1), "") if keys is not None and len(groups) > 1 else ""
             what = ", ".join(f"{s} {n}" for s, n in zip(COUNTED_TOGETHER, counts))
             return None, (f"{NETWORK} left out: the views count different {kind}ops ({what}), so the wire's "

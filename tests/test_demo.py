@@ -2,10 +2,14 @@
 with network namespaces, `strata collect`, the renderers), checked from the
 archive it leaves: the DRAM band at the NFS layer only, the disk band on the
 pool's loop device, one nfs.ops key per client, exact op counts against
-strata-load's own report, the pictures; and Ctrl-C leaves nothing behind."""
+strata-load's own report, the pictures (the tier bands named, where the time of the
+disk's requests went); and Ctrl-C leaves nothing behind."""
+import re
+
 import pytest
 
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below, time_went
+from strata.heatmaps.units import parse_value
 from strata.lab import engine as lab_engine
 
 DURATION, WORKING_SET = 30, "128M"   # half the demo's set: written in half the time, still twice the ARC
@@ -33,6 +37,20 @@ def test_pictures_written(demo):
         assert (out / f"{stem}.png").stat().st_size > 20_000, stem
     assert "nfs.latency[tier]" in stdout and "disk.latency[device=" in stdout    # terminal heat maps
     assert f"--archive {out / 'archive.db'}" in stdout                           # how to explore
+    assert "strata show time:disk --since" in stdout
+
+
+def test_tier_bands_named(demo):
+    """nfs.latency[tier]'s bands named where each sits: in the terminal's header (arc's median
+    under pool's, as the ARC's DRAM is faster than the pool's modelled disk) and at the
+    figure's right edge, in the HTML and so in the PNG drawn from the same figure."""
+    out, stdout, *_ = demo
+    line = next(l for l in stdout.splitlines() if l.startswith("tier bands: "))
+    at = dict(re.findall(r"(\w+) at (\S+) \(", line))
+    assert {"arc", "pool"} <= set(at), line
+    assert parse_value(at["arc"], "ns") < parse_value(at["pool"], "ns"), line
+    html = (out / "nfs-latency.html").read_text()
+    assert '"name":"tier bands"' in html and '"arc "' in html and '"pool "' in html
 
 
 def test_time_went_at_the_disk(demo):

@@ -3,14 +3,17 @@ on ext4 on a loop device, strata-load clients in network namespaces, `strata
 collect` with the wire, fs and disk layers, the page cache dropped halfway),
 checked from the archive it leaves: page-cache reads in microseconds before the
 drop, the disk band after it at the fs and disk layers, fading as the cache fills
-again; one wire.ops key per client; the pictures; and Ctrl-C leaves nothing
+again; one wire.ops key per client; the pictures (the fs tier bands named, where the
+time went: time:fs, time:disk); and Ctrl-C leaves nothing
 behind (ganesha, mount, loop device, folders)."""
 import os
+import re
 
 import pytest
 
 from conftest import built
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below, time_went
+from strata.heatmaps.units import parse_value
 from strata.lab.ganesha import Ganesha
 
 DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
@@ -52,8 +55,9 @@ def test_pictures_and_commands(demo):
         assert 'src="plotly.min.js"' in html and (out / "plotly.min.js").stat().st_size > 1_000_000, stem
         width, height = png_size(out / f"{stem}.png")
         assert 1000 <= width <= 4000 and 600 <= height <= 3000, (stem, width, height)
-    assert "fs.latency[op]" in stdout and f"disk.latency[device={summary['device']}]" in stdout   # terminal maps
-    assert f"strata heatmap 'fs.latency[op]' --log" in stdout and f"--archive {out / 'archive.db'}" in stdout
+    assert "fs.latency[tier]" in stdout and f"disk.latency[device={summary['device']}]" in stdout   # terminal maps
+    assert f"strata heatmap 'fs.latency[tier]' --log" in stdout and f"--archive {out / 'archive.db'}" in stdout
+    assert "strata show time:fs --since" in stdout
 
 
 def test_time_went_to_the_disk_after_the_drop(demo):
@@ -71,6 +75,17 @@ def test_time_went_to_the_disk_after_the_drop(demo):
     assert fs_after["mean"]["file system"] > 0 and fs_after["mean"]["disk"] > 0, fs_after["mean"]
     assert disk["mean"]["queue"] > 0 and disk["mean"]["device"] > 0, disk["mean"]
     assert fs_after["mean"]["disk"] > 10 * fs_before["mean"]["disk"], (fs_after["mean"], fs_before["mean"])
+
+
+def test_tier_bands_named(demo):
+    """fs.latency[tier]'s two bands named where each sits, in the terminal's header (cache
+    under 200 us, disk over it) and at the figure's right edge (HTML, PNG)."""
+    out, stdout, *_ = demo
+    line = next(l for l in stdout.splitlines() if l.startswith("tier bands: "))
+    at = {k: parse_value(v, "ns") for k, v in re.findall(r"(\w+) at (\S+) \(", line)}
+    assert at["cache"] < DISK_NS < at["disk"], line
+    html = (out / "fs-latency.html").read_text()
+    assert '"name":"tier bands"' in html and '"cache "' in html and '"disk "' in html
 
 
 def test_page_cache_band_before_the_drop(demo):
