@@ -1,6 +1,7 @@
 """`strata demo --server nfsd`: the kernel's own NFS server, seen from inside the
-kernel (the nfsd layer: latency per request, by client and op; the nfsd_io layer under
-it: nfsd's reads of the files) and at the disk. The
+kernel (the nfsd layer: latency per request, by client and op, and its wait for a
+thread; the nfsd_io layer under it: nfsd's reads of the files), on the wire (the network
+part of time:nfsd) and at the disk. The
 kernel's nfsd serves an ext4 file system on a loop device; strata-load clients in
 network namespaces read a working set that fits the page cache at random; halfway
 the page cache is dropped, so the disk band appears in nfsd.io.latency (and under
@@ -19,6 +20,9 @@ from strata.lab.nfsd import KernelNfsd, NfsdError
 DATASETS = ["nfsd.latency[client]", "nfsd.ops[client]", "nfsd.latency[op]", "nfsd.ops[op]", "nfsd.io.latency[op]",
             "disk.latency[device]", "disk.latency[op=read][device]", "nfsd.queue[op]", "disk.queue[device]",
             "wire.latency[op]"]
+
+
+WIRE_ATTACH = 3   # seconds for the wire view to attach to the clients' new interfaces (time:nfsd's network)
 
 
 @dataclass
@@ -47,5 +51,6 @@ def run(settings: Settings, undo, echo) -> Facts:
         if not nfsd.alive():
             raise NfsdError("the kernel's nfsd stopped")
 
-    page_cache_run.read_with_drop(settings, facts, out, work, (nfsd.nfsport, nfsd.mountport), coll, check, undo, echo)
+    page_cache_run.read_with_drop(settings, facts, out, work, (nfsd.nfsport, nfsd.mountport), coll, check, undo, echo,
+                                  attach_wait=WIRE_ATTACH)
     return facts

@@ -65,11 +65,14 @@ def export(settings: Settings, facts_type, work: Path, folder: Path, undo, echo)
     return out, facts
 
 
-def read_with_drop(settings: Settings, facts, out: Path, work: Path, ports: tuple, coll, check, undo, echo):
+def read_with_drop(settings: Settings, facts, out: Path, work: Path, ports: tuple, coll, check, undo, echo,
+                   attach_wait: float = 0):
     """Writes the working set from 127.0.0.1 (synced to the disk, so no writeback runs
     under the reads), runs the random reads with the page cache dropped halfway (check()
     raises when the server or collector failed), stops the collector and writes
-    summary.json. ports: the server's NFS and MOUNT ports."""
+    summary.json. ports: the server's NFS and MOUNT ports; attach_wait: seconds the clients
+    in network namespaces wait, once their interfaces exist, before their first call (the
+    wire view attaches to each new interface meanwhile, and sees every call)."""
     common = {"files": settings.files, "working_set": settings.working_set, "clients": settings.clients}
     say(echo, f"writing a {settings.working_set} working set ({settings.files} files) from 127.0.0.1")
     setup = Load(work, "setup").start(arguments("127.0.0.1", *ports, facts.export, {**common, "setup_only": True}))
@@ -82,7 +85,8 @@ def read_with_drop(settings: Settings, facts, out: Path, work: Path, ports: tupl
     reads = {**common, "profile": "randread", "io_size": "8k", "threads": settings.threads,
              "duration": settings.duration, "rate": settings.rate or None}
     facts.load_start = facts.run_start = int(time.time())
-    run_load(work, out, lambda netns: arguments("127.0.0.1", *ports, facts.export, {**reads, "netns": netns}),
+    run_load(work, out, lambda netns: arguments("127.0.0.1", *ports, facts.export,
+                                                {**reads, "netns": netns, "netns_delay": netns and attach_wait}),
              facts, lambda load: drop_cache_halfway(load, facts, settings.duration, check, echo),
              settings.duration + 120, undo, echo)
     facts.load_end = int(time.time())
