@@ -23,6 +23,7 @@ DATASETS = ["nfsd.latency[client]", "nfsd.ops[client]", "nfsd.latency[op]", "nfs
 
 
 WIRE_ATTACH = 3   # seconds for the wire view to attach to the clients' new interfaces (time:nfsd's network)
+FIRST_DATA = 150  # seconds the collector may take to load its programs (the wire's, on an emulated CPU, are slow)
 
 
 @dataclass
@@ -43,7 +44,7 @@ def run(settings: Settings, undo, echo) -> Facts:
     nfsd.start()
     say(echo, f"kernel nfsd on port {nfsd.nfsport} (rpc.mountd on {nfsd.mountport}), exporting {facts.export}")
 
-    coll = collect(work, facts.archive, DATASETS, undo, "disk.latency[device]")
+    coll = collect(work, facts.archive, DATASETS, undo, "disk.latency[device]", timeout=FIRST_DATA)
     say(echo, f"collecting {', '.join(DATASETS)} into {facts.archive}")
 
     def check():

@@ -84,7 +84,8 @@ def read_with_drop(settings: Settings, facts, out: Path, work: Path, ports: tupl
               f"{settings.duration}s; the page cache is dropped halfway")
     reads = {**common, "profile": "randread", "io_size": "8k", "threads": settings.threads,
              "duration": settings.duration, "rate": settings.rate or None}
-    facts.load_start = facts.run_start = int(time.time())
+    facts.load_start = int(time.time())
+    facts.run_start = facts.load_start + (round(attach_wait) if settings.netns else 0)   # the reads begin then
     run_load(work, out, lambda netns: arguments("127.0.0.1", *ports, facts.export,
                                                 {**reads, "netns": netns, "netns_delay": netns and attach_wait}),
              facts, lambda load: drop_cache_halfway(load, facts, settings.duration, check, echo),

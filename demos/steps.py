@@ -29,16 +29,16 @@ def scratch(undo, echo) -> Path:
 
 
 def collect(work: Path, archive_path: str, datasets: list, undo, first: str, engine_pid=None,
-            options=()) -> Collection:
+            options=(), timeout: float = 60) -> Collection:
     """`strata collect` into a fresh archive_path holding `datasets`; returns once the
-    collector has written a second of `first`."""
+    collector has written a second of `first` (CollectError after timeout seconds)."""
     archive = Path(archive_path)
     for stale in (archive, Path(f"{archive}-wal"), Path(f"{archive}-shm")):
         stale.unlink(missing_ok=True)
     create_datasets(archive_path, datasets)
     coll = Collection(work, archive_path, engine_pid, options).start()
     undo.callback(coll.stop)
-    coll.wait_for_data(first)
+    coll.wait_for_data(first, timeout)
     return coll
 
 
