@@ -117,8 +117,7 @@ def _network(results: dict, bins) -> tuple:
     fall a second (on a stalled machine, a few) apart in the two views."""
     qrs, groups = _groups(results)
     if qrs is None:
-        return None, None if results.get(COUNTED_TOGETHER[0]) is None else \
-            f"{NETWORK} left out: it needs nfsd.queue and nfsd.latency beside wire.latency"
+        return None, f"{NETWORK} left out: it needs nfsd.queue and nfsd.latency beside wire.latency"
     total = np.zeros(bins.ncols)
     for keys in groups:
         parts = [_events_and_time(q, bins, k if keys is not None else None) for q, k in
