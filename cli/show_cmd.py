@@ -34,8 +34,8 @@ def show(ctx, dataset, last, since, until, keys, style, top, csv_table, ymax, ym
     derived from one it does (nfs.ops from nfs.ops[client]) and says so.
     To break a dataset down by another field, or to drill into a latency
     band, use `strata breakdown`. `time:nfsd`, `time:fs` or `time:disk`:
-    where each op's time went, the mean per component stacked (queue,
-    service, file system, disk) and each one's p99.
+    where each op's time went, the mean per component stacked (network,
+    queue, service, file system, disk) and each one's p99.
     """
     fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
