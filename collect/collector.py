@@ -54,9 +54,9 @@ from dataclasses import replace
 
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError, BadRecord
+from strata.posix.parentdeath import die_with_parent
 
 from .outage_hold import Held
-from .parentdeath import die_with_parent
 from .status import StatusFile, daemon_summary
 
 MAX_LINE = 16 << 20
