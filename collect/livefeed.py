@@ -30,6 +30,7 @@ import json
 import os
 import selectors
 import socket
+from collections import deque
 
 from .status import socket_path
 
@@ -40,7 +41,12 @@ VERSION = 1
 
 class _Subscriber:
     def __init__(self, sock):
-        self.sock, self.backlog, self.writing = sock, bytearray(), False
+        self.sock, self.writing = sock, False
+        self.backlog, self.sent, self.size = deque(), 0, 0    # chunks to send, of the first sent, bytes left
+
+    def add(self, data: bytes):
+        self.backlog.append(data)
+        self.size += len(data)
 
 
 class LiveFeed:
@@ -122,7 +128,7 @@ class LiveFeed:
         lines.append('{"type":"committed"}\n')
         data = "".join(lines).encode()
         for sub in list(self.subscribers.values()):
-            sub.backlog += data
+            sub.add(data)
             self._send(sub)
 
     def close(self):
@@ -154,21 +160,26 @@ class LiveFeed:
             dev, ino = identity or (None, None)
             hello = {"type": "hello", "version": VERSION, "archive": self.archive, "device": dev,
                      "inode": ino, "since": since}
-            sub.backlog += (json.dumps(hello) + "\n").encode()
+            sub.add((json.dumps(hello) + "\n").encode())
             self._send(sub)
 
     def _send(self, sub):
         """Write what the subscriber's socket takes now; the rest waits for it to be writable."""
         try:
             while sub.backlog:
-                n = sub.sock.send(sub.backlog)
-                del sub.backlog[:n]
+                first = sub.backlog[0]
+                n = sub.sock.send(memoryview(first)[sub.sent:])
+                sub.sent += n
+                sub.size -= n
+                if sub.sent == len(first):
+                    sub.backlog.popleft()
+                    sub.sent = 0
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
             self._drop(sub)
             return
-        if len(sub.backlog) > MAX_BACKLOG:
+        if sub.size > MAX_BACKLOG:
             self._drop(sub)
             return
         want = bool(sub.backlog)

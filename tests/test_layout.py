@@ -21,7 +21,7 @@ ALLOWED = {
     "heatmaps": {"datasets", "posix"},   # a QueryResult only: test_heatmaps_take_only_query_results
     "views": {"datasets", "prometheus", "heatmaps"},
     "demos": {"datasets", "lab", "heatmaps", "views"},
-    "web": {"datasets", "prometheus", "heatmaps", "views"},
+    "web": {"datasets", "prometheus", "collect", "heatmaps", "views"},   # collect: its status and live feed
     "cli": {"datasets", "prometheus", "collect", "lab", "checks", "heatmaps", "views", "demos", "web"},
 }
 # what heatmaps/ (figures and renderers) may take from below: the QueryResult and the llhist

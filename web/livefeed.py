@@ -286,7 +286,7 @@ def _hello(line: bytes, path: str) -> tuple:
     dev, ino, since = msg.get("device"), msg.get("inode"), msg.get("since")
     if not all(_whole(v) for v in (dev, ino)):
         raise FeedError("its collector cannot write the archive now")
-    check_time(since)
+    _time(since)
     st = os.stat(path)
     if (dev, ino) != (st.st_dev, st.st_ino):
         raise FeedError("its collector writes another file now")
@@ -302,7 +302,7 @@ def _second(line: bytes) -> tuple:
     ds, t, seconds, cause, kind = (msg.get(k) for k in ("id", "t", "seconds", "cause", "kind"))
     if msg.get("type") != "second" or not _whole(ds) or not _whole(seconds) or not 1 <= seconds < 1 << 31:
         raise FeedError("a second's header is malformed")
-    check_time(t)
+    _time(t)
     if kind not in codec.KINDS or not isinstance(cause, str) or len(cause) > 32:
         raise FeedError("a second's kind or cause is malformed")
     raw = raw.rstrip(b"\n")
@@ -319,6 +319,13 @@ def _header(text: bytes) -> dict:
     if not isinstance(msg, dict):
         raise FeedError("a line is not a JSON object")
     return msg
+
+
+def _time(t):
+    try:
+        check_time(t)
+    except BadRecord as e:
+        raise FeedError(str(e)) from None
 
 
 def _whole(v) -> bool:
