@@ -52,8 +52,8 @@ class _Subscriber:
 class LiveFeed:
     """The feed's socket and subscribers, served from the collector's select loop."""
 
-    def __init__(self, path: str, archive_path: str, mode: int, log):
-        self.path, self.archive, self.log = path, os.path.abspath(archive_path), log
+    def __init__(self, path: str, archive_path: str, mode: int):
+        self.path, self.archive = path, os.path.abspath(archive_path)
         self.sel, self.subscribers, self.where = None, {}, None
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -81,7 +81,7 @@ class LiveFeed:
             mode = 0o600
         try:
             os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            return cls(path, archive_path, mode, log)
+            return cls(path, archive_path, mode)
         except OSError as e:
             log(f"{path}: cannot serve the live feed ({e.strerror}); `strata web` reads the archive instead")
             return None

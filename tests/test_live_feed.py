@@ -2,19 +2,28 @@
 number of subscribers, a slow one dropped while the others get every line, one that speaks
 dropped; strata web's side (web/livefeed.py): every field of the feed's lines checked, and
 the seconds it holds answer a query as the archive answers it, outage spans and a second
-stored twice included. With a real collector and `strata web`: tests/test_web_live.py."""
+stored twice included; a real `strata web` following a collector that is killed and
+restarted. With the real daemon, engine and load: tests/test_web_live.py."""
 import json
 import os
 import selectors
 import socket
 import stat
+import subprocess
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from datasets_util import STRATA
 from strata.collect.livefeed import MAX_BACKLOG, MAX_SUBSCRIBERS, LiveFeed as CollectorFeed
 from strata.datasets.archive import Archive
-from strata.web import livefeed
+from strata.lab.process import stop
+from strata.web import livefeed, views
+from web_util import http, sse_columns, sse_stream, stderr_of, web_server
+
+REPO = Path(__file__).resolve().parent.parent
 
 T0 = 1_700_000_000
 
@@ -42,7 +51,7 @@ def test_subscribers_are_bounded_and_a_slow_one_never_blocks_the_collector(tmp_p
     archive = tmp_path / "a.db"
     archive.write_bytes(b"")
     os.chmod(archive, 0o640)
-    feed = CollectorFeed(str(tmp_path / "feed.sock"), str(archive), os.stat(archive).st_mode, log=print)
+    feed = CollectorFeed(str(tmp_path / "feed.sock"), str(archive), os.stat(archive).st_mode)
     assert stat.S_IMODE(os.stat(feed.path).st_mode) == 0o640          # no wider than the archive
     sel = selectors.DefaultSelector()
     feed.attach(sel, lambda: ((7, 8), T0))
@@ -150,3 +159,61 @@ def test_held_seconds_answer_as_the_archive_does(tmp_path):
                         (info.name, start, end, step, field, x, y)
             assert feed.read(info, T0 - 5, T0 + 5, None, a.identity()) is None       # before it followed
             assert feed.read(info, T0, T0 + 5, None, (0, 0)) is None                 # another file
+
+
+def test_web_follows_a_collector_that_restarts_and_reads_the_archive_without_one(tmp_path):
+    """A real `strata collect` (its daemon bench/replay_collect.py: no BPF needed to restart a
+    supervisor) and a real `strata web`: killed with -9, the collector's feed is given up and
+    the live stream reads the archive (its columns the archive's); restarted, it is followed
+    again."""
+    archive = str(tmp_path / "a.db")
+    with Archive.open(archive, readonly=False) as a:
+        a.create("nfs.ops[client]")
+    pool = tmp_path / "replay.json"
+    pool.write_text(json.dumps({"kinds": {"nfs.ops[client]": "counter"},
+                                "pool": [{"nfs.ops[client]": {"10.0.0.1": n, "10.0.0.2": 2 * n}} for n in range(1, 8)]}))
+    env = {**{k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}, "STRATA_REPLAY": str(pool)}
+    command = [STRATA, "collect", "--archive", archive, "--collector", str(REPO / "bench" / "replay_collect.py")]
+    collect = subprocess.Popen(command, stderr=subprocess.DEVNULL, env=env)
+    try:
+        with web_server(archive) as base:
+            wait_for(lambda: f"collector (pid {collect.pid}) stores" in stderr_of(base), base)
+            wait_for(lambda: len(stored_seconds(archive)) >= 3, base)
+            collect.kill()
+            collect.wait()
+            said = wait_for(lambda: "live feed ended (the collector closed it)" in stderr_of(base), base)
+            assert "live columns read from the archive" in said
+            streamed_as_stored(base, archive)             # the archive's newest seconds, no collector
+            collect = subprocess.Popen(command, stderr=subprocess.DEVNULL, env=env)
+            wait_for(lambda: f"collector (pid {collect.pid}) stores" in stderr_of(base), base)
+    finally:
+        stop(collect)
+
+
+def stored_seconds(archive) -> list:
+    with Archive.open(archive) as a:
+        return [t for (t,) in a.conn.execute("SELECT t FROM records WHERE step = 1")]
+
+
+def wait_for(predicate, base, seconds=15) -> str:
+    deadline = time.time() + seconds
+    while not predicate():
+        assert time.time() < deadline, stderr_of(base)
+        time.sleep(0.1)
+    return stderr_of(base)
+
+
+def streamed_as_stored(base, archive):
+    """The live stream of nfs.ops[client] over the last minute, from the archive's newest 3
+    seconds on: the archive's columns."""
+    status, view = http(base + "/api/view?name=nfs.ops%5Bclient%5D&last=60")
+    assert status == 200, view
+    newest = max(stored_seconds(archive))
+    sock = sse_stream(base, f"/api/live?ids={view['live']['id']}&after={newest - 2}")
+    cols = sse_columns(sock, 10, lambda c: len(c) >= 3)
+    sock.close()
+    ts = sorted(cols)
+    with Archive.open(archive) as a:
+        stored, _, _ = views.columns(a, views.ViewSpec.parse({"name": "nfs.ops[client]"}), view["live"], ts[0],
+                                     ts[-1] + 1)
+    assert ts == [newest - 2, newest - 1, newest] and [cols[t] for t in ts] == stored, (ts, cols, stored)

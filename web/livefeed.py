@@ -35,7 +35,7 @@ MAX_LINE = 16 << 20     # the collector's own bound on a daemon line (collect/co
 MAX_HEADER = 512
 KEEP = 3600             # seconds of each dataset held
 MAX_BYTES = 64 << 20    # bytes held in all
-LOOK_EVERY = 2.0        # seconds between looks for a collector while none is followed
+LOOK_EVERY = 1.0        # seconds between looks for a collector while none is followed
 VERSION = 1
 
 
@@ -143,6 +143,7 @@ class LiveFeed:
                 lo, hi = bisect.bisect_left(held.times, t0), bisect.bisect_left(held.times, int(end))
                 ts = sorted({t for t in held.spans if horizon <= t < t0 and t + held.entries[t][0] > t0} |
                             set(held.times[lo:hi]))
+                size = held.bytes
                 try:
                     for t in ts:
                         entry = held.entries[t]
@@ -152,6 +153,9 @@ class LiveFeed:
                 except (FeedError, BadRecord, ValueError, TypeError) as e:
                     self._broken(f"a pushed second does not decode ({e})")
                     return None
+                finally:
+                    if self.following:                  # decoded records are smaller than their lines
+                        self.bytes += held.bytes - size
             names = dict(held.names) if held is not None else {}
         return reader.query_held(info, start, end, resolution, records, names)
 
