@@ -2,7 +2,7 @@
 """Benchmark of `strata web`, each figure against a peer measured in the same run:
 
 - live: a real `strata collect` storing one second per second (its daemon replaced by
-  bench/replay_collect.py, which replays this bench's records: no BPF), and `strata web`
+  bench/replaydaemon.py, which replays this bench's records: no BPF), and `strata web`
   with 0 and PAGES open pages of 4 views over the last 5 minutes (a column per second):
   the time from a second's collection (its record leaving the daemon, at the end of the
   second) to its column reaching a page, the server's CPU per open page, the bytes per
@@ -52,7 +52,7 @@ HOUR, WEEK = (600, 7200) if SMOKE else (3600, 7 * 86400)
 PAGES = 1 if SMOKE else 8
 ROUNDS = 1 if SMOKE else 3
 LIVE_LAST = 300            # the live pages' views: 5 minutes, a column per second
-REPLAY = str(REPO / "bench" / "replay_collect.py")
+REPLAY = str(REPO / "bench" / "replaydaemon.py")
 SPANS = ((WEEK, "1 week"),) if SMOKE else ((HOUR, "1 h"), (WEEK, "1 week"))
 # seconds from the streams opening to the measure, and from a case's end (its pages closing) to the next
 SETTLE = 1 if SMOKE else 2     # seconds from the streams opening to the measure
@@ -170,7 +170,7 @@ def delays(pages, since) -> list:
 
 
 def replay_pool(records, folder) -> str:
-    """The replay daemon's records (bench/replay_collect.py): this bench's pool."""
+    """The replay daemon's records (bench/replaydaemon.py): this bench's pool."""
     path = os.path.join(folder, "replay.json")
     kinds = {"nfs.latency": "heatmap", "nfs.latency[client]": "heatmap", "nfs.size": "heatmap",
              "nfs.ops[client]": "counter"}

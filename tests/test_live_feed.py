@@ -134,7 +134,8 @@ def test_held_seconds_answer_as_the_archive_does(tmp_path):
     counts = [{op: int(rng.integers(1, 100)) for op in ("read", "write")[:1 + i % 2]} for i in range(40)]
     # (start, seconds, cause): a stall spanning 3 s at +10, a second that came twice at +20
     placed = [(T0 + i, 1, "stall") for i in range(10)] + [(T0 + 10, 3, "stall")] + \
-        [(T0 + i, 1, "stall") for i in range(13, 21)] + [(T0 + 20, 1, "stall")] + [(T0 + i, 1, "stall") for i in range(21, 30)]
+        [(T0 + i, 1, "stall") for i in range(13, 21)] + [(T0 + 20, 1, "stall")] + \
+        [(T0 + i, 1, "stall") for i in range(21, 30)]
     with Archive.open(str(tmp_path / "a.db"), readonly=False) as a:
         infos = [a.create("nfs.latency[client]", now=T0 - 10), a.create("nfs.ops[op]", now=T0 - 10)]
         ing = a.ingestor()
@@ -162,7 +163,7 @@ def test_held_seconds_answer_as_the_archive_does(tmp_path):
 
 
 def test_web_follows_a_collector_that_restarts_and_reads_the_archive_without_one(tmp_path):
-    """A real `strata collect` (its daemon bench/replay_collect.py: no BPF needed to restart a
+    """A real `strata collect` (its daemon bench/replaydaemon.py: no BPF needed to restart a
     supervisor) and a real `strata web`: killed with -9, the collector's feed is given up and
     the live stream reads the archive (its columns the archive's); restarted, it is followed
     again."""
@@ -170,10 +171,10 @@ def test_web_follows_a_collector_that_restarts_and_reads_the_archive_without_one
     with Archive.open(archive, readonly=False) as a:
         a.create("nfs.ops[client]")
     pool = tmp_path / "replay.json"
-    pool.write_text(json.dumps({"kinds": {"nfs.ops[client]": "counter"},
-                                "pool": [{"nfs.ops[client]": {"10.0.0.1": n, "10.0.0.2": 2 * n}} for n in range(1, 8)]}))
+    records = [{"nfs.ops[client]": {"10.0.0.1": n, "10.0.0.2": 2 * n}} for n in range(1, 8)]
+    pool.write_text(json.dumps({"kinds": {"nfs.ops[client]": "counter"}, "pool": records}))
     env = {**{k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}, "STRATA_REPLAY": str(pool)}
-    command = [STRATA, "collect", "--archive", archive, "--collector", str(REPO / "bench" / "replay_collect.py")]
+    command = [STRATA, "collect", "--archive", archive, "--collector", str(REPO / "bench" / "replaydaemon.py")]
     collect = subprocess.Popen(command, stderr=subprocess.DEVNULL, env=env)
     try:
         with web_server(archive) as base:

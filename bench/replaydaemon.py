@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A stand-in for strata-collect in benchmarks of what reads the archive (`strata collect
---collector bench/replay_collect.py`, bench/web_live.py): it speaks the daemon's protocol
+--collector bench/replaydaemon.py`, bench/web_live.py): it speaks the daemon's protocol
 (collectors/FORMAT.md: acks, an interval record and one data record per dataset each
 second, the first after an `add` partial) with records taken in turn from a pool, the JSON
 file $STRATA_REPLAY: {"kinds": {NAME: KIND}, "pool": [{NAME: DATA}, ...]}, NAME a dataset
@@ -59,7 +59,8 @@ def control(words, kinds, added, out) -> bool:
             added[words[1]] = [name, True]
             out.write(json.dumps({"v": 1, "type": "ack", "id": words[1], "ok": True}) + "\n")
         else:
-            out.write(json.dumps({"v": 1, "type": "error", "id": words[1], "message": f"{name} is not replayed"}) + "\n")
+            out.write(json.dumps({"v": 1, "type": "error", "id": words[1],
+                                  "message": f"{name} is not replayed"}) + "\n")
     elif words[0] == "remove" and len(words) >= 2:
         added.pop(words[1], None)
         out.write(json.dumps({"v": 1, "type": "ack", "id": words[1], "ok": True}) + "\n")
