@@ -16,7 +16,7 @@ The archive (a week: one second a minute for 6 days 23 h, every second of the la
 hour; 4 datasets, 8 clients) is written through the datasets API, about a minute.
 Usage: .venv/bin/python bench/web_live.py [--seconds 20] [--before REV] [--no-draw]
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): "an hour" is 10 minutes and "a week" 2 hours, one
-draw of the week only (its last 10 minutes are the hour's per-second data), 2 s of live
+draw of the week only (its last 10 minutes are the hour's per-second data), 1 s of live
 updates after 1 s of settling, 1 open page, one round.
 """
 import argparse
@@ -183,7 +183,7 @@ def measure(command, archive, seconds) -> dict:
     """One `strata web` (command): its CPU with no page for `seconds`, then with PAGES pages
     (after SETTLE s) for `seconds`: the delays of their columns, the bytes per update."""
     with web_server(archive, command=command) as base:
-        time.sleep(SETTLE + 2)                              # started, the collector's feed found
+        time.sleep(SETTLE + 1)                              # started, the collector's feed found
         before, t0 = cpu_seconds(base.pid), time.monotonic()
         time.sleep(seconds)
         idle = (cpu_seconds(base.pid) - before) / (time.monotonic() - t0)
@@ -283,7 +283,7 @@ def static_draw(archive, end, span, folder) -> float:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=int, default=2 if SMOKE else 20, help="seconds of live updates measured per case")
+    ap.add_argument("--seconds", type=int, default=1 if SMOKE else 20, help="seconds of live updates measured per case")
     ap.add_argument("--before", metavar="REV", help="also measure git revision REV's strata web, alternating")
     ap.add_argument("--no-draw", action="store_true", help="leave out the first full draws")
     args = ap.parse_args()
