@@ -16,7 +16,9 @@ Holding: per dataset, its second records as pushed (the daemon's line, decoded a
 as the archive encodes it when first read), for KEEP seconds and at most MAX_BYTES in all
 (the dataset holding most gives up its oldest first). A dataset's seconds are answered here
 for a range from its `floor` on: the subscription's `since`, moved past any record given up.
-An answer is datasets/reader.py's query_held(), the archive's own binning of seconds."""
+An answer is datasets/reader.py's query_held(), the archive's own binning of seconds.
+Seconds another process writes into the archive meanwhile (an import) are not among them:
+loading the view again reads them."""
 import asyncio
 import bisect
 import json
