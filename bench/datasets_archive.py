@@ -122,16 +122,16 @@ def queries(path, info, now, span, before, folder):
             "SELECT t, data FROM records WHERE dataset = ? AND step = ? AND t >= ? AND t < ?",
             (info.id, step, now - seconds, now)).fetchall())
         ours, theirs = (float("inf"),) * 2, (float("inf"),) * 2
-        for _ in range(3):           # alternating with --before's, best of each
+        for _ in range(3):           # alternating with --before's, as many runs of each, best of each
             ours = min(ours, best(lambda: archive.query(info.name, now - seconds, now, resolution), 3))
             if old:
-                theirs = min(theirs, best(lambda: old.query(info.name, now - seconds, now, resolution), 1))
+                theirs = min(theirs, best(lambda: old.query(info.name, now - seconds, now, resolution), 3))
         line = (f"query {label} ({len(r.times)} columns, level {r.level}): {ours[0] * 1e3:.1f} ms "
                 f"(CPU {ours[1] * 1e3:.1f} ms); fetching its rows alone: {fetch[0] * 1e3:.1f} ms "
                 f"({ours[0] / fetch[0]:.1f}x)")
         if old:
             line += (f"; {before}'s code: {theirs[0] * 1e3:.1f} ms (CPU {theirs[1] * 1e3:.1f} ms), "
-                     f"{theirs[1] / ours[1]:.1f}x this tree's CPU time")
+                     f"{theirs[0] / ours[0]:.2f}x this tree's wall time, {theirs[1] / ours[1]:.2f}x its CPU time")
         print(line, flush=True)
     archive.close()
     ten_minutes_against_minutes(path, info, now - span, now, week, folder)

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """Benchmark of `strata web`, each figure against a peer measured in the same run:
 
-- live: per open page, for 1 and 8 pages (4 views over the last hour, a writer adding one second per
-  second as the collector does), the server's CPU per second of live updates and the
-  bytes sent per update, against loading the 4 views again (what a page without live
-  columns would fetch every second);
+- live: a real `strata collect` storing one second per second (its daemon replaced by
+  bench/replaydaemon.py, which replays this bench's records: no BPF), and `strata web`
+  with 0 and PAGES open pages of 4 views over the last 5 minutes (a column per second):
+  the time from a second's collection (its record leaving the daemon, at the end of the
+  second) to its column reaching a page, the server's CPU per open page, the bytes per
+  update; with --before REV, REV's `strata web` (bench/revision.py) is measured the same
+  way, alternating with this tree's, ROUNDS rounds each, on the same collector;
 - first full draw in headless chromium of 4 views x 1 h and x 1 week, against the
   same 4 views rendered today as static HTML files (`strata heatmap/breakdown --format
   html`, one process each) and opened in the same browser.
 
 The archive (a week: one second a minute for 6 days 23 h, every second of the last
 hour; 4 datasets, 8 clients) is written through the datasets API, about a minute.
-Usage: .venv/bin/python bench/web_live.py [--seconds 20]
+Usage: .venv/bin/python bench/web_live.py [--seconds 20] [--before REV] [--no-draw]
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): "an hour" is 10 minutes and "a week" 2 hours, one
 draw of the week only (its last 10 minutes are the hour's per-second data), 1 s of live
-updates after 1 s of settling, 1 open page (not 8).
+updates after 1 s of settling, 1 open page, one round.
 """
 import argparse
 import json
@@ -34,19 +37,25 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+sys.path.insert(0, str(REPO / "bench"))
 from heatmaps_util import histogram, seed_latencies                     # noqa: E402
+from revision import strata_of                                           # noqa: E402
 from strata.datasets.archive import Archive                              # noqa: E402
-from web_util import browser, plots_ready, state_url, web_server         # noqa: E402
+from strata.lab.process import stop                                     # noqa: E402
+from web_util import browser, plots_ready, state_url, stderr_of, web_server  # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
 VIEWS = ["nfs.latency", "nfs.latency[client]", "nfs.size", "nfs.ops[client]"]
 CLIENTS = [f"10.0.0.{i}" for i in range(1, 9)]
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
 HOUR, WEEK = (600, 7200) if SMOKE else (3600, 7 * 86400)
-PAGES = (0, 1) if SMOKE else (0, 1, 8)
+PAGES = 1 if SMOKE else 8
+ROUNDS = 1 if SMOKE else 3
+LIVE_LAST = 300            # the live pages' views: 5 minutes, a column per second
+REPLAY = str(REPO / "bench" / "replaydaemon.py")
 SPANS = ((WEEK, "1 week"),) if SMOKE else ((HOUR, "1 h"), (WEEK, "1 week"))
 # seconds from the streams opening to the measure, and from a case's end (its pages closing) to the next
-SETTLE, PAUSE = (1, 0) if SMOKE else (2, 1)
+SETTLE = 1 if SMOKE else 2     # seconds from the streams opening to the measure
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -83,9 +92,15 @@ def build(path, end, records) -> float:
 
 
 def cpu_seconds(pid) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of every thread of the process so far (schedstat: nanoseconds, not clock ticks)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass                        # a thread that ended meanwhile
+    return total / 1e9
 
 
 def get_json(url):
@@ -95,13 +110,13 @@ def get_json(url):
 
 
 class Page(threading.Thread):
-    """What an open page asks of the server: its views (the 4 VIEWS unless said) over the
-    last `last` seconds, then their live stream."""
+    """What an open page asks of the server: its views (the 4 VIEWS) over the last `last`
+    seconds, then their live stream; arrivals: (time received, view, newest column's second) per update."""
 
-    def __init__(self, base, views=VIEWS, last=HOUR):
+    def __init__(self, base, views=VIEWS, last=LIVE_LAST):
         super().__init__(daemon=True)
-        self.base, self.views, self.last, self.received, self.view_bytes = base, views, last, bytearray(), 0
-        self.stop, self.streaming, self.error = False, False, None
+        self.base, self.views, self.last, self.received, self.arrivals = base, views, last, 0, []
+        self.updates, self.stop, self.streaming, self.error = 0, False, False, None
 
     def run(self):
         try:
@@ -112,12 +127,12 @@ class Page(threading.Thread):
     def _run(self):
         ids, after = [], []
         for name in self.views:
-            v, size = get_json(f"{self.base}/api/view?name={urllib.request.quote(name)}&last={self.last}")
-            self.view_bytes += size
+            v, _ = get_json(f"{self.base}/api/view?name={urllib.request.quote(name)}&last={self.last}")
             ids.append(v["live"]["id"])
             after.append(v["live"]["next"] - v["live"]["width"])
         path = f"/api/live?ids={','.join(ids)}&after={','.join(map(str, after))}"
         host, port = self.base.split("//")[1].split(":")
+        buffer = b""
         with socket.create_connection((host, int(port))) as sock:   # the stream as it arrives
             sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
             sock.settimeout(1.0)
@@ -129,58 +144,106 @@ class Page(threading.Thread):
                     continue
                 if not data:
                     return
-                self.received += data
-
-    @property
-    def bytes(self) -> int:
-        return len(self.received)
-
-    @property
-    def updates(self) -> int:
-        return self.received.count(b"data: ")
-
-
-def write_seconds(archive, records, ids, running):
-    """As the collector does: each second's records, a moment after the second ends."""
-    with Archive.open(str(archive), readonly=False) as a:
-        while running[0]:
-            records.write(a, ids, [int(time.time()) - 1])
-            time.sleep(1 - time.time() % 1 + 0.05)
+                now = time.time()
+                self.received += len(data)
+                buffer += data
+                while b"\n\n" in buffer:            # events, between the chunks' size lines
+                    event, buffer = buffer.split(b"\n\n", 1)
+                    for line in event.split(b"\n"):
+                        if line.startswith(b"data: "):
+                            self.updates += 1
+                            event = json.loads(line[6:])
+                            self.arrivals.append((now, event["i"], max(c["t"] for c in event["cols"])))
 
 
-def live(archive, records, seconds) -> dict:
-    """Server CPU per second and bytes per update, for 0, 1 and (not in smoke mode) 8 open
-    pages; each case with a writer of its own (opened, then closed as a collector's restart)."""
-    with Archive.open(str(archive)) as a:
-        ids = {i.name: (i.id, i.kind) for i in a.datasets()}
-    out = {}
-    with web_server(archive) as base:
-        for pages in PAGES:
-            running = [True]
-            w = threading.Thread(target=write_seconds, args=(archive, records, ids, running), daemon=True)
-            w.start()
-            open_pages = [Page(base) for _ in range(pages)]
-            for p in open_pages:
-                p.start()
-            deadline = time.time() + 120                       # views loaded, streams open
-            while not all(p.streaming for p in open_pages):
-                failed = [p.error for p in open_pages if p.error]
-                assert not failed and time.time() < deadline, f"pages did not stream: {failed}"
-                time.sleep(0.2)
-            time.sleep(SETTLE)
-            before, t0 = cpu_seconds(base.pid), time.monotonic()
-            bytes0 = [(p.bytes, p.updates) for p in open_pages]
-            time.sleep(seconds)
-            cpu = (cpu_seconds(base.pid) - before) / (time.monotonic() - t0)
-            sent = [(p.bytes - b, p.updates - u) for p, (b, u) in zip(open_pages, bytes0)]
-            running[0] = False
-            w.join()
-            for p in open_pages:
-                p.stop = True
-            out[pages] = {"cpu": cpu, "seconds": seconds, "bytes": sum(b for b, _ in sent), "updates": sum(u for _, u in sent),
-                          "view_bytes": statistics.mean(p.view_bytes for p in open_pages) if open_pages else 0}
-            time.sleep(PAUSE)
+def delays(pages, since) -> list:
+    """Seconds from each second's end (when the daemon emits its record) to the first update
+    of a view holding its column, per page, view and second from `since` on."""
+    out = []
+    for p in pages:
+        first = {}
+        for at, i, t in p.arrivals:
+            if t >= since:
+                first.setdefault((i, t), at)
+        out += [at - (t + 1) for (_, t), at in first.items()]
     return out
+
+
+def replay_pool(records, folder) -> str:
+    """The replay daemon's records (bench/replaydaemon.py): this bench's pool."""
+    path = os.path.join(folder, "replay.json")
+    kinds = {"nfs.latency": "heatmap", "nfs.latency[client]": "heatmap", "nfs.size": "heatmap",
+             "nfs.ops[client]": "counter"}
+    with open(path, "w") as f:
+        json.dump({"kinds": kinds, "pool": records.pool}, f)
+    return path
+
+
+def measure(command, archive, seconds) -> dict:
+    """One `strata web` (command): its CPU with no page for `seconds`, then with PAGES pages
+    (after SETTLE s) for `seconds`: the delays of their columns, the bytes per update."""
+    with web_server(archive, command=command) as base:
+        time.sleep(SETTLE + 1)                              # started, the collector's feed found
+        before, t0 = cpu_seconds(base.pid), time.monotonic()
+        time.sleep(seconds)
+        idle = (cpu_seconds(base.pid) - before) / (time.monotonic() - t0)
+        pages = [Page(base) for _ in range(PAGES)]
+        for p in pages:
+            p.start()
+        deadline = time.time() + 120                        # views loaded, streams open
+        while not all(p.streaming for p in pages):
+            failed = [p.error for p in pages if p.error]
+            assert not failed and time.time() < deadline, f"pages did not stream: {failed}"
+            time.sleep(0.2)
+        time.sleep(SETTLE)
+        since = int(time.time()) + 1
+        before, t0 = cpu_seconds(base.pid), time.monotonic()
+        got = [(p.received, p.updates) for p in pages]
+        time.sleep(seconds)
+        busy = (cpu_seconds(base.pid) - before) / (time.monotonic() - t0)
+        sent = [(p.received - b, p.updates - u) for p, (b, u) in zip(pages, got)]
+        for p in pages:
+            p.stop = True
+        said = stderr_of(base)
+    waits = delays(pages, since)
+    return {"idle": idle, "busy": busy, "per_page": (busy - idle) / PAGES, "delays": waits,
+            "bytes": sum(b for b, _ in sent) / max(sum(u for _, u in sent), 1),
+            "feed": "live columns from the seconds the collector" in said}
+
+
+def live(archive, records, seconds, folder, before) -> dict:
+    """measure() of this tree's `strata web` (and of --before's, alternating), on one collector."""
+    env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
+    env["STRATA_REPLAY"] = replay_pool(records, folder)
+    collect = subprocess.Popen([STRATA, "collect", "--archive", str(archive), "--collector", REPLAY],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    builds = [("this tree", [STRATA])] + ([(before, strata_of(before, folder))] if before else [])
+    out = {name: [] for name, _ in builds}
+    try:
+        deadline = time.time() + 60
+        while newest(archive) < int(time.time()) - 3:       # the collector stores every second
+            assert collect.poll() is None and time.time() < deadline, collect.stderr.read()
+            time.sleep(0.5)
+        for r in range(ROUNDS):
+            for name, command in (builds if r % 2 == 0 else builds[::-1]):
+                out[name].append(measure(command, archive, seconds))
+    finally:
+        stop(collect)
+    return out
+
+
+def newest(archive) -> int:
+    with Archive.open(str(archive)) as a:
+        return a.conn.execute("SELECT COALESCE(MAX(t), 0) FROM records WHERE step = 1").fetchone()[0]
+
+
+def summary(runs) -> dict:
+    waits = sorted(w for r in runs for w in r["delays"])
+    pick = (lambda q: waits[min(int(q * len(waits)), len(waits) - 1)]) if waits else (lambda q: float("nan"))
+    return {"median": pick(0.5), "p90": pick(0.9), "n": len(waits),
+            "idle": statistics.median(r["idle"] for r in runs),
+            "per_page": statistics.median(r["per_page"] for r in runs),
+            "bytes": statistics.median(r["bytes"] for r in runs), "feed": all(r["feed"] for r in runs)}
 
 
 def first_draw(archive, end, span, runs=1 if SMOKE else 3) -> float:
@@ -221,6 +284,8 @@ def static_draw(archive, end, span, folder) -> float:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=1 if SMOKE else 20, help="seconds of live updates measured per case")
+    ap.add_argument("--before", metavar="REV", help="also measure git revision REV's strata web, alternating")
+    ap.add_argument("--no-draw", action="store_true", help="leave out the first full draws")
     args = ap.parse_args()
     records = Records()
     with tempfile.TemporaryDirectory() as folder:
@@ -228,25 +293,26 @@ def main():
         end = int(time.time()) - 5
         print(f"archive: 4 datasets, a week (the last hour every second), written in {build(archive, end, records):.0f} s")
 
-        for span, label in SPANS:
+        for span, label in () if args.no_draw else SPANS:
             page = first_draw(archive, end, span)
             files = static_draw(archive, end, span, folder)
             print(f"first full draw, 4 views x {label}: page {page:.2f} s; static HTML files {files:.2f} s "
                   f"(page/static {page / files:.2f})")
 
-        res = live(archive, records, args.seconds)
-        idle = res[0]["cpu"]
-        for pages in PAGES[1:]:
-            r = res[pages]
-            per_update = r["bytes"] / max(r["updates"], 1)
-            per_page_cpu = (r["cpu"] - idle) / pages
-            # an update is one view's new columns; a page gets 4 a second
-            print(f"live, {pages} page(s), 4 views x last hour: server CPU {100 * r['cpu']:.1f}% "
-                  f"({100 * per_page_cpu:.2f}% of a core per page above idle {100 * idle:.1f}%); "
-                  f"{per_update:.0f} bytes per view update, {4 * per_update:.0f} bytes per page-second; "
-                  f"loading the 4 views again: {r['view_bytes']:.0f} bytes "
-                  f"({r['view_bytes'] / max(4 * per_update, 1):.0f}x); "
-                  f"{r['updates'] / pages / r['seconds']:.1f} view updates per page-second")
+        res = {name: summary(runs) for name, runs in live(archive, records, args.seconds, folder,
+                                                              args.before).items()}
+        for name, r in res.items():
+            print(f"live, {name}: {PAGES} page(s) x 4 views x last {LIVE_LAST} s, a column per second: "
+                  f"a second's column reaches a page {1e3 * r['median']:.0f} ms after the second ends "
+                  f"(p90 {1e3 * r['p90']:.0f} ms, {r['n']} columns); server CPU {100 * r['idle']:.2f}% idle, "
+                  f"{100 * r['per_page']:.2f}% of a core per page; {r['bytes']:.0f} bytes per view update; "
+                  f"following the collector's feed: {'yes' if r['feed'] else 'no'}")
+        if args.before:
+            ours, theirs = res["this tree"], res[args.before]
+            print(f"live, this tree against {args.before} ({ROUNDS} alternating rounds): delay median "
+                  f"{ours['median'] / theirs['median']:.2f}x, p90 {ours['p90'] / theirs['p90']:.2f}x; "
+                  f"CPU per page {ours['per_page'] / theirs['per_page']:.2f}x; idle CPU "
+                  f"{ours['idle'] / max(theirs['idle'], 1e-9):.2f}x")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ commands are seen through the archive's change counter, polled every second;
 retention is enforced every minute. stop() (SIGTERM) quits the daemon cleanly;
 reload() (SIGHUP) runs the `on_reload` callback between two batches, without
 stopping the daemon, then applies the dataset changes it made at once.
-Given an openmetrics.Exposition, every second collected is added to it as well.
+Given an openmetrics.Exposition, every second collected is added to it as well; every
+second stored is pushed, as its transaction commits, to the subscribers of the collector's
+live feed (collect/livefeed.py: `strata web` on this archive).
 Rollups are written once per period (datasets/ingest.py): when a period ends, every
 `flush_every` seconds (FLUSH_EVERY), for a dataset suspended or destroyed, and at stop;
 what a crash leaves pending is rebuilt from the stored seconds by the next start.
@@ -54,9 +56,10 @@ from dataclasses import replace
 
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError, BadRecord
+from strata.posix.parentdeath import die_with_parent
 
+from .livefeed import LiveFeed
 from .outage_hold import Held
-from .parentdeath import die_with_parent
 from .status import StatusFile, daemon_summary
 
 MAX_LINE = 16 << 20
@@ -115,6 +118,8 @@ class Collector:
         self.partial = b""       # the daemon's line read so far (no newline yet): finished by the next read
         self.records = 0
         self.last = {}           # dataset id -> the last second the daemon reported
+        self.newest = None       # the latest second of any record handled (the live feed's since)
+        self.feed = None         # the live feed (LiveFeed), while run() serves one
         self.tick = None         # (t, mono_ms, step_ms) of the daemon's last interval record
         self.held = Held()       # records not yet written: the archive failed
         self.fault = None        # what is wrong with the archive, while it is
@@ -218,6 +223,7 @@ class Collector:
                     start, seconds, cause = self._placement(t, last)
                     if isinstance(t, int) and (last is None or t > last):
                         self.last[ds] = t
+                        self.newest = t if self.newest is None else max(self.newest, t)
                     records.append((ds, start, seconds, cause, msg.get("data"), raw))
                 elif kind == "interval":
                     self._interval(msg)
@@ -298,16 +304,20 @@ class Collector:
                     try:
                         self.ingest.add(ds, start, self.kinds[ds], data, seconds, cause, active[ds][1])
                         self.records += 1
-                        committed.append((ds, data))
+                        committed.append((ds, start, seconds, cause, self.kinds[ds], data, raw))
                     except (BadRecord, TypeError) as e:
                         self._bad(e, raw)
         except ArchiveError as e:
+            committed = []                       # none stored: held, and added to the exposition there
             self._hold(records, e)
         else:
             if self.fault:
                 self._recovered()
+            if self.feed:
+                self.feed.push([(ds, start, seconds, cause, kind, raw)
+                                for ds, start, seconds, cause, kind, _, raw in committed])
         if self.exposition:
-            for ds, data in committed:
+            for ds, *_, data, _ in committed:
                 self.exposition.add(self.infos[ds], data)
             self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
 
@@ -370,6 +380,8 @@ class Collector:
         seconds = self.held.seconds()
         self.held.clear()
         self.fault = None
+        if self.feed:            # the held seconds were stored as spans the feed did not carry
+            self.feed.reset()
         when = time.strftime("%H:%M:%S", time.localtime(start)) if start is not None else "?"
         self.log(f"the archive is written again: the {seconds} s from {when} stored as one record "
                  "per dataset spanning them")
@@ -410,6 +422,8 @@ class Collector:
                      f"{len(infos)} dataset(s) being collected")
         self.identity = self.archive.identity()
         self.ingest = self.archive.ingestor(self.flush_every)
+        if self.feed:            # another file: its subscribers read it again
+            self.feed.reset()
         if self.lock:
             self.lock.renew()
 
@@ -424,6 +438,8 @@ class Collector:
             self.log(f"cannot start {self.command[0]}: {e.strerror}")
             return 1
         status = 0
+        self.feed = LiveFeed.open(self.archive.path, self.log)
+        self.status.live = self.feed.path if self.feed else None
         if not self.fault:
             self._write_status()
         try:
@@ -435,17 +451,31 @@ class Collector:
             status = 1
         finally:
             self._shutdown()
+            if self.feed:
+                self.feed.close()
             self.status.remove()
         return status
+
+    def _feed_where(self) -> tuple:
+        """(the archive file's (device, inode), the first second every record from which is yet
+        to be stored) for a subscriber of the live feed: after the newest second handled, or,
+        before any, the current second (a record is handled after its second ends)."""
+        since = self.newest + 1 if self.newest is not None else int(time.time())
+        return (None if self.fault else self.identity), since
 
     def _loop(self, changes) -> int:
         sel = selectors.DefaultSelector()
         out = self.proc.stdout.fileno()
         os.set_blocking(out, False)
         sel.register(out, selectors.EVENT_READ)
+        if self.feed:
+            self.feed.attach(sel, self._feed_where)
         next_poll, next_prune = time.monotonic() + self.poll, time.monotonic()
         while not self.stopping:
-            for _ in sel.select(timeout=0.25):
+            for key, events in sel.select(timeout=0.25):
+                if key.data is not None:          # the live feed's socket or a subscriber
+                    key.data.ready(key, events)
+                    continue
                 chunk = os.read(out, 1 << 16)
                 if not chunk:
                     code = self.proc.wait()

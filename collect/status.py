@@ -8,7 +8,8 @@ shows it while its process runs:
 
     {"pid": 1234, "archive": "/var/lib/strata/archive.db", "state": "holding",
      "since": 1700000000, "problem": "...: the disk is full ...", "held_since": 1699999990,
-     "datasets": 3, "errors": ["disk.latency[device=sdz]: ..."], "dropped": {"disk.ops[op]": 2}}
+     "datasets": 3, "errors": ["disk.latency[device=sdz]: ..."], "dropped": {"disk.ops[op]": 2},
+     "live": "/run/strata/collect-0123456789abcdef.sock"}
 
 state "writing": the archive takes every second; "holding": it cannot be written and
 the events are held in memory (problem says why, held_since from which second; they are
@@ -18,8 +19,9 @@ errors); dropped: per dataset, the records not stored because it was destroyed o
 suspended while they were collected (collect/collector.py; what a suspend means, so
 not shown by the commands). daemon: what the daemon's status records say that explains a dataset counting
 nothing (daemon_summary: datasets waiting and why, the wire ports followed and whether
-any call was seen on them). `strata datasets list` and `strata doctor` show it
-(running()); reasons() gives, per dataset, why it counts nothing.
+any call was seen on them). live: the socket of the collector's live feed
+(collect/livefeed.py), null when it has none. `strata datasets list` and `strata doctor`
+show it (running()); reasons() gives, per dataset, why it counts nothing.
 """
 import hashlib
 import json
@@ -37,20 +39,29 @@ def runtime_dir() -> str:
 
 
 def status_path(archive_path: str) -> str:
-    digest = hashlib.sha256(os.path.abspath(archive_path).encode()).hexdigest()[:16]
-    return os.path.join(runtime_dir(), f"collect-{digest}.json")
+    return os.path.join(runtime_dir(), f"collect-{_digest(archive_path)}.json")
+
+
+def socket_path(archive_path: str) -> str:
+    """The collector's live feed (collect/livefeed.py), beside its status file."""
+    return os.path.join(runtime_dir(), f"collect-{_digest(archive_path)}.sock")
+
+
+def _digest(archive_path: str) -> str:
+    return hashlib.sha256(os.path.abspath(archive_path).encode()).hexdigest()[:16]
 
 
 class StatusFile:
     def __init__(self, archive_path: str):
         self.archive, self.path = os.path.abspath(archive_path), status_path(archive_path)
+        self.live = None     # the live feed's socket, while there is one
 
     def write(self, state: str, problem: str = "", held_since: int | None = None, datasets: int = 0,
               errors: list = (), dropped: dict | None = None, daemon: dict | None = None):
         """Best effort: a runtime folder that cannot be written costs only this file."""
         record = {"pid": os.getpid(), "archive": self.archive, "state": state, "since": int(time.time()),
                   "problem": problem, "held_since": held_since, "datasets": datasets, "errors": list(errors),
-                  "dropped": dict(dropped or {}), "daemon": daemon or {}}
+                  "dropped": dict(dropped or {}), "daemon": daemon or {}, "live": self.live}
         tmp = f"{self.path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o755, exist_ok=True)

@@ -44,14 +44,9 @@ def choose(horizons: dict, start: int, resolution: int | None) -> tuple:
 
 def query(conn, info, start: int, end: int, resolution: int | None = None) -> QueryResult:
     """The QueryResult (datasets/query.py) of dataset `info` over [start, end)."""
-    start, end = int(start), int(end)
-    if end <= start:
-        raise ArchiveError(f"empty time range: end {end} is not after start {start}")
-    if resolution is not None and int(resolution) < 1:
-        raise ArchiveError(f"resolution must be at least 1 second, not {resolution}")
+    start, end = _checked(start, end, resolution)
     level, step = choose(info.horizon, start, None if resolution is None else int(resolution))
     t0 = start - start % step
-    n = -(-(end - t0) // step)
     spans = _spans(conn, info.id, t0, end)
     first = min([t0] + [t for t, _, _ in spans]) if level == "second" else t0
     ranges = [(STEP[level], first, end)]
@@ -60,6 +55,42 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
         ranges = [(TEN_MINUTES, t0, whole), (STEP[level], whole, end)]
     ranges = [r for r in ranges if r[1] < r[2]]
     times, groups = read_ranges(conn, info, ranges)
+    names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
+    return _columns(conn, info, level, step, t0, end, ranges, times, groups, spans, names)
+
+
+def query_held(info, start: int, end: int, resolution: int | None, held: list, names: dict) -> QueryResult:
+    """query() answered at the second level from second records held in memory (strata web's
+    copy of what the collector stored: web/livefeed.py) instead of the archive: held is
+    [(t, seconds, cause, record)], one per stored second, in time order, `record` encoded as
+    the archive stores it (codec.py) with key indices named by `names` ({index: key}). It
+    holds every record of the dataset overlapping [start, end), as the archive does."""
+    start, end = _checked(start, end, resolution)
+    step = 1 if resolution is None else int(resolution)
+    t0 = start - start % step
+    kept = [h for h in held if h[0] < end and h[0] + h[1] > t0]
+    spans = [(t, k, cause) for t, k, cause, _ in kept if k > 1]
+    first = min([t0] + [t for t, _, _ in spans])
+    kept = [h for h in kept if h[0] >= first]
+    times = np.fromiter((h[0] for h in kept), dtype=np.int64, count=len(kept))
+    groups = codec.decode_groups(info.kind, [h[3] for h in kept])
+    return _columns(None, info, "second", step, t0, end, [(1, first, end)], times, groups, spans, names)
+
+
+def _checked(start, end, resolution) -> tuple:
+    start, end = int(start), int(end)
+    if end <= start:
+        raise ArchiveError(f"empty time range: end {end} is not after start {start}")
+    if resolution is not None and int(resolution) < 1:
+        raise ArchiveError(f"resolution must be at least 1 second, not {resolution}")
+    return start, end
+
+
+def _columns(conn, info, level, step, t0, end, ranges, times, groups, spans, names) -> QueryResult:
+    """The QueryResult of the records read (times, groups: read_ranges) of the level's `ranges`,
+    binned into columns of `step` seconds from t0 to end; names: {key index: key}. conn counts
+    the collected seconds of rollups at the edges of collection (none at the second level)."""
+    n = -(-(end - t0) // step)
     at = times[groups.row]
     if level == "second" and spans and info.kind != "gauge":
         groups, at = _spread(groups.cells(), np.repeat(at, groups.ncells), {t: k for t, k, _ in spans}, t0, end)
@@ -77,8 +108,6 @@ def query(conn, info, start: int, end: int, resolution: int | None = None) -> Qu
     place = all(s == step for s, lo, hi in ranges) and not spans
     rows = [(s, times[(times >= lo) & (times < hi)]) for s, lo, hi in ranges]
     seconds = collected.per_column(conn, info, level, step, t0, n, end, rows, spans)
-
-    names = dict(conn.execute("SELECT idx, key FROM keys WHERE dataset = ?", (info.id,)).fetchall())
     shown = groups.key[groups.ncells > 0]   # a key whose group holds no cell is not shown
     used = [int(k) for k in np.flatnonzero(np.bincount(shown))] if len(shown) else []
     if any(k not in names for k in used):

@@ -27,7 +27,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from strata.collect.parentdeath import die_with_parent
+from strata.posix.parentdeath import die_with_parent
 
 CHROMIUM = "/usr/bin/chromium"
 IMAGE_SIZE = (1400, 800)

@@ -1,21 +1,30 @@
 """`strata web` live: the real engine serves real libnfs clients (strata-load), the real
 collector (`strata collect`) writes the archive, and a real chromium shows each new second
 within 2 s of the collector's record, as new columns only (the views are not loaded again);
-then hostile clients (slow ones up to the connection bound, malformed JSON, path traversal,
-unbounded ranges) get bounded answers while the collector stores every second."""
+the web server follows the collector's live feed, and the seconds it streams, and those the
+feed holds, are the archive's; then hostile clients (slow ones up to the connection bound,
+malformed JSON, path traversal, unbounded ranges) get bounded answers while the collector
+stores every second."""
+import asyncio
+import json
 import os
 import socket
 import subprocess
 import threading
 import time
+import urllib.parse
+
+import numpy as np
 
 from collect_util import Engine, private_copy
 from conftest import built, patience
 from datasets_util import STRATA, strata
 from strata.lab.process import stop
 from strata.datasets.archive import Archive
+from strata.web import views
 from strata.web.connections import MAX_CONNECTIONS
-from web_util import browser, http, plots_ready, state_url, wait_js, web_server
+from strata.web.livefeed import LiveFeed
+from web_util import browser, http, plots_ready, sse_stream, state_url, stderr_of, wait_js, web_server
 
 DATASETS = ("nfs.latency", "nfs.latency[client]", "nfs.ops[client]")
 
@@ -25,6 +34,60 @@ def newest_second(archive) -> int | None:
         row = a.conn.execute("SELECT MAX(t) FROM records WHERE step = 1 AND dataset = ?",
                              (a.dataset("nfs.latency").id,)).fetchone()
     return row[0]
+
+
+def streamed_seconds(base, names, seconds) -> list:
+    """Per view of `names` over the last minute (a column per second): its live geometry and
+    {t: column} of what the live stream sent for `seconds`."""
+    lives = [http(base + "/api/view?" + urllib.parse.urlencode({"name": n, "last": 60}))[1]["live"] for n in names]
+    sock = sse_stream(base, f"/api/live?ids={','.join(v['id'] for v in lives)}&after="
+                            f"{','.join(str(v['next']) for v in lives)}")
+    got, buffer, end = [{} for _ in names], b"", time.time() + seconds
+    sock.settimeout(0.2)
+    while time.time() < end:
+        try:
+            buffer += sock.recv(65536)
+        except socket.timeout:
+            continue
+        *events, buffer = buffer.split(b"\n\n")
+        for line in (ln for e in events for ln in e.split(b"\n") if ln.startswith(b"data: ")):
+            event = json.loads(line[6:])
+            got[event["i"]].update({c["t"]: c for c in event["cols"]})
+    sock.close()
+    return list(zip(lives, got))
+
+
+def feed_against_archive(archive, seconds, meanwhile) -> int:
+    """Follow the collector's feed in this process for `seconds` (web/livefeed.py, in a thread
+    of its own; meanwhile() runs), then read each dataset's seconds held, one by one, against
+    the archive's: equal; returns how many."""
+    feed = LiveFeed(archive, on_commit=lambda: None, log=lambda _m: None)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(feed._run())
+    runner = threading.Thread(target=lambda: loop.run_until_complete(asyncio.wait([task])))
+    runner.start()
+    compared = 0
+    try:
+        deadline = time.time() + seconds
+        meanwhile()
+        while not feed.following and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(max(deadline - time.time(), 0))
+        with Archive.open(archive) as a:
+            assert feed.following and a.identity() == feed.identity
+            for info in a.datasets():
+                for t in range(feed.since, int(time.time()) - 1):
+                    mine, theirs = feed.read(info, t, t + 1, None, a.identity()), a.read(info, t, t + 1, None)
+                    assert mine is not None and theirs.present.all(), (info.name, t)
+                    for field in ("times", "keys", "buckets", "counts", "values", "present", "collected", "spans"):
+                        x, y = getattr(mine, field), getattr(theirs, field)
+                        assert (x == y) if isinstance(x, list) else np.array_equal(x, y), (info.name, t, field)
+                    compared += 1
+    finally:
+        loop.call_soon_threadsafe(task.cancel)
+        runner.join()
+        loop.close()
+    return compared
 
 
 HOSTILE = (                                 # (method, path, body): what each answer may be
@@ -113,6 +176,18 @@ def test_new_seconds_reach_the_page_within_2s(tmp_path):
                     delays.append(time.time() - written)  # ... is on every view within 2 s
                 time.sleep(0.05)
             assert len(delays) >= 4 and max(delays) <= 2.0, delays
+            # the server follows the collector's feed: what it streams is what the archive stores
+            assert "live columns from the seconds the collector" in stderr_of(base), stderr_of(base)
+            streamed = []
+            held = feed_against_archive(archive, 4, lambda: streamed.extend(
+                streamed_seconds(base, ("nfs.latency[client]", "nfs.ops[client]"), 3)))
+            assert held >= 3 * len(DATASETS), held
+            with Archive.open(archive) as a:
+                for name, (live, cols) in zip(("nfs.latency[client]", "nfs.ops[client]"), streamed):
+                    ts = sorted(cols)[:-1]                  # the newest may be re-sent as it fills
+                    assert ts == list(range(ts[0], ts[-1] + 1)), ts
+                    stored, _, _ = views.columns(a, views.ViewSpec.parse({"name": name}), live, ts[0], ts[-1] + 1)
+                    assert len(ts) >= 2 and [cols[t] for t in ts] == [c for c in stored if c["t"] in ts], name
             assert page.execute_script("return document.body.dataset.loads") == loads   # never loaded again
             # the heat map's title totals followed its columns: the server's, for the same columns
             now = page.execute_script("const v = views[0]; return {columns: v.totals.columns, text: v.totals.text,"

@@ -22,18 +22,26 @@ NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class Base(str):
-    """The server's base URL, with the pid of the `strata web` process."""
+    """The server's base URL, with the pid of the `strata web` process and its stderr (a file)."""
     pid: int
+    errors: object
+
+
+def stderr_of(base: Base) -> str:
+    """What the server said on stderr so far."""
+    base.errors.flush()
+    base.errors.seek(0)
+    return base.errors.read()
 
 
 @contextlib.contextmanager
-def web_server(archive, *args):
-    """`strata web --archive A --listen 127.0.0.1:0 ARGS` (no --archive when A is None);
-    yields its base URL (a Base)."""
+def web_server(archive, *args, command=(STRATA,)):
+    """`strata web --archive A --listen 127.0.0.1:0 ARGS` (no --archive when A is None; command:
+    another build's `strata`); yields its base URL (a Base), its stderr readable by stderr_of()."""
     env = {k: v for k, v in os.environ.items() if k != "STRATA_ARCHIVE"}
     errors = tempfile.TemporaryFile("w+")           # a pipe nobody drains would stall the server
     where = ["--archive", str(archive)] if archive is not None else []
-    proc = subprocess.Popen([STRATA, "web", *where, "--listen", "127.0.0.1:0", *args],
+    proc = subprocess.Popen([*command, "web", *where, "--listen", "127.0.0.1:0", *args],
                             stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -43,7 +51,7 @@ def web_server(archive, *args):
             errors.seek(0)
         assert m, f"strata web did not start: {line}{errors.read()}"
         base = Base(m.group(1).rstrip("/"))
-        base.pid = proc.pid
+        base.pid, base.errors = proc.pid, errors
         yield base
     finally:
         proc.terminate()

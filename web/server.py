@@ -26,6 +26,7 @@ from strata.prometheus.reader import PrometheusReader
 
 from . import auth, limits, samesite, views, worksheets
 from .connections import Connections
+from .livefeed import LiveFeed
 from .ticker import Ticker
 
 ASSETS = {"worksheet.js": "text/javascript", "worksheet.css": "text/css", "index.html": "text/html"}
@@ -112,7 +113,9 @@ class Worksheet:
         self.busy = 0
         self.streams = 0
         self.shared = {}                  # (view, after, now, generation) -> its columns' task
-        self.ticker = Ticker(lambda: asyncio.get_running_loop().run_in_executor(self.pool, source.version))
+        self.ticker = Ticker(lambda: asyncio.get_running_loop().run_in_executor(self.pool, source.version),
+                             pushed=lambda: self.feed is not None and self.feed.following)
+        self.feed = None if source.url else LiveFeed(source.path, self.ticker.bump)   # the collector's seconds
         self.connections = None           # set by serve()
         self.auth = auth.Authenticator(web_config.users if web_config else {})
         self.plotly_gz = None             # plotly.min.js gzipped: its future, made at the first ask
@@ -261,8 +264,14 @@ class Worksheet:
         if task is None:
             for old in [k for k in self.shared if k[2] < now - 2]:
                 del self.shared[old]
-            task = self.shared[key] = asyncio.ensure_future(self.run(views.columns, spec, geometry, after, now))
+            task = self.shared[key] = asyncio.ensure_future(self.run(self.live_columns, spec, geometry, after, now))
         return await asyncio.shield(task)
+
+    def live_columns(self, reader, *args):
+        """views.columns from the seconds the collector pushed, where they are held (livefeed.py)."""
+        if self.feed:
+            reader = self.feed.reader(reader, self.source.files[0])
+        return views.columns(reader, *args)
 
     async def drill(self, request):
         body = await _json_body(request)
@@ -331,9 +340,13 @@ class Worksheet:
 
         async def started(_app):
             self.ticker.start()
+            if self.feed:
+                self.feed.start()
 
         async def stopped(_app):
             await self.ticker.stop()
+            if self.feed:
+                await self.feed.stop()
             self.pool.submit(self.source.close)
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.auth.close()
