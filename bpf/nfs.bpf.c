@@ -33,10 +33,13 @@ struct {
 	__type(value, struct strata_nfs_batch);
 } nfs_batch SEC(".maps");
 
-/* Describes operation i of the batch once and applies it to every slot. The event was
- * zeroed once for the hit; every field an operation sets is set whole for each one.
- * A global function: the verifier checks it once, not once per operation. */
-__noinline int nfs_op_apply(__u32 i)
+/* Describes operation i of the batch once and applies it to every slot, counted under
+ * the interval of the hit (now: the clock read once for the hit). The event was zeroed
+ * once for the hit, which set the fields every operation shares; an operation sets its
+ * own fields whole, the keys only of the dimensions some slot uses (agg_dims: the others
+ * are read by no slot). A global function: the verifier checks it once, not once per
+ * operation. */
+__noinline int nfs_op_apply(__u32 i, __u64 now)
 {
 	__u32 zero = 0;
 	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
@@ -48,23 +51,26 @@ __noinline int nfs_op_apply(__u32 i)
 	barrier_var(i); /* the mask stays where i is used: the verifier sees the bound */
 	op = &b->ops[i & (STRATA_NFS_BATCH - 1)];
 	*(__u32 *)ev->dims[AGG_DIM_OP] = (op->prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op->proc;
-	if (op->family == 2) { /* AF_INET: ::ffff:a.b.c.d */
-		*(__u64 *)ev->dims[AGG_DIM_CLIENT] = 0;
-		*(__u32 *)&ev->dims[AGG_DIM_CLIENT][8] = 0;
-		ev->dims[AGG_DIM_CLIENT][10] = 0xff;
-		ev->dims[AGG_DIM_CLIENT][11] = 0xff;
-		__builtin_memcpy(&ev->dims[AGG_DIM_CLIENT][12], op->client, 4);
-	} else {
-		__builtin_memcpy(ev->dims[AGG_DIM_CLIENT], op->client, 16);
+	if (agg_dim_used(AGG_DIM_CLIENT)) {
+		if (op->family == 2) { /* AF_INET: ::ffff:a.b.c.d */
+			*(__u64 *)ev->dims[AGG_DIM_CLIENT] = 0;
+			*(__u32 *)&ev->dims[AGG_DIM_CLIENT][8] = 0;
+			ev->dims[AGG_DIM_CLIENT][10] = 0xff;
+			ev->dims[AGG_DIM_CLIENT][11] = 0xff;
+			__builtin_memcpy(&ev->dims[AGG_DIM_CLIENT][12], op->client, 4);
+		} else {
+			__builtin_memcpy(ev->dims[AGG_DIM_CLIENT], op->client, 16);
+		}
 	}
-	*(__u32 *)ev->dims[AGG_DIM_TIER] = deepest_tier(op->tiers);
-	*(__u64 *)ev->dims[AGG_DIM_FILE] = op->file_id;
+	if (agg_dim_used(AGG_DIM_TIER))
+		*(__u32 *)ev->dims[AGG_DIM_TIER] = deepest_tier(op->tiers);
+	if (agg_dim_used(AGG_DIM_FILE))
+		*(__u64 *)ev->dims[AGG_DIM_FILE] = op->file_id;
 	ev->latency_ns = op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;
 	ev->bytes = op->bytes;
 	ev->hits = op->arc_hits;
 	ev->misses = op->arc_misses;
-	ev->stats_mask = 1u << AGG_STAT_NFS_OPS | 1u << AGG_STAT_NFS_LATENCY |
-			 1u << AGG_STAT_NFS_SIZE | 1u << AGG_STAT_ARC_ACCESSES;
+	ev->now_ns = now;
 	agg_event_apply_pending(ev);
 	return 0;
 }
@@ -74,9 +80,13 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 {
 	__u32 zero = 0, n;
 	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct agg_event *ev = agg_event_get();
+	__u64 now = bpf_ktime_get_ns();
 
-	if (!b || !agg_event_get())
+	if (!b || !ev)
 		return 0;
+	ev->stats_mask = 1u << AGG_STAT_NFS_OPS | 1u << AGG_STAT_NFS_LATENCY |
+			 1u << AGG_STAT_NFS_SIZE | 1u << AGG_STAT_ARC_ACCESSES;
 	if (bpf_probe_read_user(&b->count, sizeof(b->count), &arg->count)) {
 		agg_stat_add(AGG_STATS_DROPS, 1);
 		return 0;
@@ -90,7 +100,7 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 	for (__u32 i = 0; i < STRATA_NFS_BATCH; i++) {
 		if (i >= n)
 			break;
-		nfs_op_apply(i);
+		nfs_op_apply(i, now);
 	}
 	agg_pending_flush_all();
 	return 0;
