@@ -17,6 +17,8 @@
 # BEFORE_ENGINE=PATH runs a second engine (another build) beside this tree's, with a
 # collector of its own: every round loads each configuration on both, the engines' order
 # swapped each round, and the after/before ratio of the added engine CPU is reported.
+# BEFORE_COLLECT=PATH gives that second side another collector build (its BPF programs); with
+# it alone, the second engine is this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${BENCH_SMOKE:-}" = 1 ]; then SECS=1 ROUNDS=1; fi # smoke mode (bench/run.sh)
@@ -31,13 +33,13 @@ load "$WARM_SECS" --setup > /dev/null # files written, ARC warm
 capacity=$(load "$SECS") # full speed, ops/s: the machine's CPU per op is cores / capacity
 server_save after
 [ "$RATE" = 0 ] || LOAD_ARGS="--rate $RATE"
-if [ -n "${BEFORE_ENGINE:-}" ]; then
+if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
 	sides+=(before)
-	ENGINE_BIN=$BEFORE_ENGINE engine_start _before
+	ENGINE_BIN=${BEFORE_ENGINE:-${ENGINE_BIN:-build/bin/strata-engine}} engine_start _before
 	load "$WARM_SECS" --setup > /dev/null
 	server_save before
 	rm -f "$work/ctl_before"; mkfifo "$work/ctl_before"
-	"${COLLECT_BIN:-build/bin/strata-collect}" --engine-pid "$engine_pid" < "$work/ctl_before" \
+	"${BEFORE_COLLECT:-${COLLECT_BIN:-build/bin/strata-collect}}" --engine-pid "$engine_pid" < "$work/ctl_before" \
 		> "$work/collect_before.out" 3>&- &
 	before_pid=$!
 	exec 4> "$work/ctl_before"
@@ -60,7 +62,7 @@ done
 # with two engines, the rotation puts each engine's three loads first or last by turns
 paired_rounds "$ROUNDS" "$SECS" "${configs[@]}"
 collect_stop
-if [ -n "${BEFORE_ENGINE:-}" ]; then
+if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
 	exec 4>&-
 	wait "$before_pid"
 fi
