@@ -71,6 +71,28 @@ def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
     assert all(s["drops"] == 0 for s in c.statuses())
 
 
+def test_keys_a_later_dataset_breaks_down_by_are_each_operations_own(fixture):
+    """The program fills only the keys some dataset uses: datasets by client, tier and file
+    added while one by op alone ran get each operation's own keys from their first hit on."""
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("ops_op", "nfs.ops", "op")
+        assert fixture.nfs(20, NFS_READ, "10.0.0.3", tiers=TIER_POOL, file=42) == 20
+        c.add("ops_client", "nfs.ops", "client")
+        c.add("ops_tier", "nfs.ops", "tier", "client=fd00::7")
+        c.add("ops_file", "nfs.ops", "file")
+        fired = [fixture.nfs(30, NFS_WRITE, "10.0.0.4", tiers=TIER_ZIL, file=43),
+                 fixture.nfs(5, NFS_GETATTR, "fd00::7", tiers=TIER_ARC, file=44)]
+        assert fired == [30, 5]
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    assert counter_totals(c.data("ops_op")) == {"read": 20, "write": 30, "getattr": 5}
+    assert counter_totals(c.data("ops_client")) == {"10.0.0.4": 30, "fd00::7": 5}
+    assert counter_totals(c.data("ops_tier")) == {"arc": 5}
+    assert counter_totals(c.data("ops_file")) == {"object:43": 30, "object:44": 5}
+
+
 def test_cache_probes_l2arc_and_zil_latency(fixture):
     c = Collector("--engine-pid", fixture.pid)
     try:
