@@ -40,7 +40,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		COLLECT_BIN=$bin with_collector "one_$build" 'add a nfs.ops op\n'
 		COLLECT_BIN=$bin with_collector "four_$build" 'add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
 	done
-	phase bare
+	[ ${#builds[@]} = 1 ] || phase bare # two builds' phases bracketed by bare ones
 done
 python3 - "$work/phases" <<'PY'
 import random, statistics, sys
