@@ -23,9 +23,9 @@ window.strataLive = {messages: 0, bytes: 0, largest: 0, refits: 0};
 // -- time zones: unix seconds <-> the wall-clock strings plotly's date axis shows ------------
 
 const clocks = {};
+const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;   // asked once: a new Intl object is slow
 function zoneName() {
-  return state.zone === "UTC" ? "UTC" : state.zone === "server" ? serverZone
-    : Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return state.zone === "UTC" ? "UTC" : state.zone === "server" ? serverZone : BROWSER_ZONE;
 }
 function wall(t) {                      // the wall clock of unix second t in the chosen zone, as UTC ms
   const zone = zoneName();
@@ -173,16 +173,15 @@ async function load(step) {
     box.appendChild(el);
     return {spec, div: el.querySelector(".plot"), index: i};
   });
-  const answers = await Promise.all(views.map(v => api("/api/view?" + viewQuery(v.spec))
-    .then(a => ({a}), e => ({e}))));
+  // each view drawn as its answer arrives: the page draws one while the server reads the next
+  const errors = await Promise.all(views.map(v => api("/api/view?" + viewQuery(v.spec)).then(a => {
+    if (mine === generation) draw(v, a);
+  }, e => {
+    if (mine === generation) v.div.textContent = v.spec.name + ": " + e.message;
+    return e.message;
+  })));
   if (mine !== generation) return;
-  const errors = [];
-  for (const [i, v] of views.entries()) {
-    const {a, e} = answers[i];
-    if (e) { v.div.textContent = v.spec.name + ": " + e.message; errors.push(e.message); continue; }
-    draw(v, a);
-  }
-  say(errors[0] || (cut ? `at most ${MAX_VIEWS} views: the first ${MAX_VIEWS} are shown` : ""));
+  say(errors.find(e => e) || (cut ? `at most ${MAX_VIEWS} views: the first ${MAX_VIEWS} are shown` : ""));
   document.body.dataset.views = views.filter(v => v.live).length;
   restorePointing();
   if (state.live) openStream();
@@ -686,6 +685,6 @@ function wire() {
 }
 
 wire();
+if (state.views.length) load();        // the views asked first: the server reads in the order asked
 refreshWorksheets();
 refreshDatasets();
-if (state.views.length) load();
