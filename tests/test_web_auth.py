@@ -5,7 +5,11 @@ of checks in flight (429 past it)."""
 import asyncio
 import base64
 import http.client as httpclient
+import json
+import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 
@@ -85,28 +89,92 @@ def test_unknown_users_cost_the_same_cpu_within_10ms():
     assert abs(statistics.median(known) - statistics.median(unknown)) < 0.010, (known, unknown)
 
 
+# 16 clients (16 loopback addresses) sending wrong passwords until stdin closes, in a
+# process of their own (the measuring thread shares no GIL with them); prints the
+# (unix time, status) of every answer as JSON
+FLOOD = r"""
+import base64, http.client, json, sys, threading, time
+host, port = sys.argv[1], int(sys.argv[2])
+stop, answers = threading.Event(), []
+def flooder(i):
+    conn, n = http.client.HTTPConnection(host, port, timeout=30, source_address=(f"127.0.0.{20 + i}", 0)), 0
+    while not stop.is_set():
+        n += 1
+        token = base64.b64encode(f"ann:guess{i}-{n}".encode()).decode()
+        conn.request("GET", "/api/datasets", headers={"Authorization": "Basic " + token})
+        r = conn.getresponse()
+        r.read()
+        answers.append((time.time(), r.status))
+threads = [threading.Thread(target=flooder, args=(i,)) for i in range(16)]
+for t in threads:
+    t.start()
+print("started", flush=True)
+sys.stdin.read()
+stop.set()
+for t in threads:
+    t.join()
+print(json.dumps(answers))
+"""
+
+
+def waits(pid) -> dict:
+    """{thread id: (seconds on a CPU, seconds runnable but waiting for one)} of a process's
+    threads (the kernel's schedstat)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ran, waited, _ = (int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+        out[int(tid)] = (ran / 1e9, waited / 1e9)
+    return out
+
+
+def signed_in(conn, pid, seconds: float) -> list:
+    """A signed-in user's requests, one each 50 ms for `seconds`: (status, seconds on the
+    client, milliseconds the server says it took (Server-Timing), {thread: seconds the
+    server's thread waited for a CPU meanwhile})."""
+    out, begun = [], time.perf_counter()
+    while time.perf_counter() - begun < seconds:
+        before, start = waits(pid), time.perf_counter()
+        conn.request("GET", "/api/datasets", headers=basic("ann", "secret"))
+        r = conn.getresponse()
+        r.read()
+        took, after = time.perf_counter() - start, waits(pid)
+        server = r.getheader("Server-Timing", "")
+        out.append((r.status, took, float(server.split("dur=")[1]) if "dur=" in server else None,
+                    {t: after[t][1] - before[t][1] for t in after if t in before}))
+        time.sleep(0.05)
+    return out
+
+
 def test_a_flood_of_wrong_passwords_leaves_signed_in_users_served(served):
+    """Every request of a signed-in user, from the flood's first second, is answered by the
+    server within the issue's 100 ms of its own work: its Server-Timing (from the request
+    reaching the application to its answer) less the time its threads were ready to run but
+    other processes held both CPUs (the kernel's schedstat; the bcrypt thread's own waits
+    left out, as they delay no answer). With bcrypt on the event loop these were 1.5-2.7 s of
+    the server's own work. The raw times hold the median only: the user's median answer
+    within 100 ms. On this 2-CPU machine at a load average of 10, single answers took 0.17-0.2
+    s: one of them 196 ms in the server, whose threads waited 222 ms for a CPU meanwhile;
+    another 0.5 ms in the server (the client waited)."""
     user = connect(served)
     assert timed_get(user, basic("ann", "secret"))[0] == 200          # signed in: remembered
-    stop, flood = threading.Event(), []
-
-    def flooder(i):
-        conn, n = connect(served, f"127.0.0.{20 + i}"), 0
-        while not stop.is_set():
-            n += 1
-            flood.append((time.perf_counter(), timed_get(conn, basic("ann", f"guess{i}-{n}"))[0]))
-    threads = [threading.Thread(target=flooder, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
+    host, port = served.split("//")[1].split(":")
+    ran = waits(served.pid)
+    flood = subprocess.Popen([sys.executable, "-c", FLOOD, host, port], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.2)
-        begun, answers = time.perf_counter(), []
-        while time.perf_counter() - begun < 3.0:
-            answers.append(timed_get(user, basic("ann", "secret")))
-            time.sleep(0.05)
-        ended = time.perf_counter()
+        assert flood.stdout.readline().strip() == "started"
+        begun = time.time()
+        answers = signed_in(user, served.pid, 3.0)
+        ended = time.time()
+        # the bcrypt thread: the one that ran most during the flood
+        checker = max(waits(served.pid).items(), key=lambda kv: kv[1][0] - ran.get(kv[0], (0, 0))[0])[0]
         # one address past its bound: answered 429 at once, without a check
         burst, results = threading.Barrier(PER_ADDRESS + 4), []
+
         def burster(i):
             conn = connect(served, "127.0.0.99")
             burst.wait()
@@ -117,14 +185,12 @@ def test_a_flood_of_wrong_passwords_leaves_signed_in_users_served(served):
         for t in bursters:
             t.join()
     finally:
-        stop.set()
-        for t in threads:
-            t.join()
-    refused = [s for when, s in flood if begun <= when <= ended]
+        flooded, _ = flood.communicate("", timeout=60)
+    refused = [s for when, s in json.loads(flooded) if begun <= when <= ended]
     assert refused and set(refused) == {401}, set(refused)         # checks went on all along
-    assert {s for s, _ in answers} == {200}
-    latencies = [seconds for _, seconds in answers]
-    # the bound is the issue's 100 ms for the median; each answer within 0.5 s leaves room
-    # for a VM shared by other jobs (before, bcrypt on the event loop made these 1.5-2.7 s)
-    assert statistics.median(latencies) < 0.100 and max(latencies) < 0.5, np.round(latencies, 3).tolist()
+    assert {s for s, _, _, _ in answers} == {200}
+    own = [(ms, round(1000 * sum(w for t, w in waited.items() if t != checker), 1)) for _, _, ms, waited in answers]
+    assert all(ms is not None and ms - waited < 100 for ms, waited in own), own
+    client = [seconds for _, seconds, _, _ in answers]
+    assert statistics.median(client) < 0.100, np.round(client, 3).tolist()
     assert results.count(429) >= 1 and 1 <= results.count(401) <= PER_ADDRESS, results

@@ -412,3 +412,58 @@ def _local(t: int) -> str:
     """A unix second as the page's time axis writes it (local time, ISO)."""
     import datetime as dt
     return dt.datetime.fromtimestamp(t).isoformat(sep=" ")
+
+
+def test_a_time_view_draws_where_the_time_went(tmp_path):
+    """A worksheet view time:disk (views/time_went.py reads it) draws each component's mean
+    time per op stacked, named, with its p99 in the hover: the drawn values equal `strata show
+    time:disk --json` for the same seconds, column by column, and so do the live path's
+    columns (views.columns over the same archive) and the view's CSV."""
+    from click.testing import CliRunner
+
+    from strata.cli.main import cli as main_cli
+    from strata.web import views
+    rng = np.random.default_rng(46)
+    seconds = 120
+    path = build_archive(tmp_path / "t.db", {
+        "disk.queue": lambda t: {"": histogram(rng.integers(2_000, 40_000, 30))},
+        "disk.latency": lambda t: None if t % 10 == 3 else {"": histogram(seed_latencies(rng, 30))},
+    }, seconds=seconds)
+    cli = CliRunner().invoke(main_cli, ["show", "time:disk", "--json", "--since", str(T0), "--until",
+                                        str(T0 + seconds), "--archive", str(path)])
+    assert cli.exit_code == 0, cli.output
+    doc = json.loads(cli.output)
+    want = {s["key"]: s["values"] for s in doc["series"]}
+    p99 = {p["key"]: p["values"] for p in doc["p99"]}
+    with web_server(path) as base, browser() as page:
+        page.get(state_url(base, {"views": [{"name": "time:disk"}], "since": T0, "until": T0 + seconds, "live": False}))
+        assert plots_ready(page, 1) == [len(doc["times"])]
+        drawn = page.execute_script("const v = views[0]; return {scale: v.live.scale, label: v.label, times: v.times,"
+                                    " traces: v.div.data.map(t => [t.name, t.stackgroup, Array.from(t.y), t.customdata]),"
+                                    " csv: viewRows(v), picker: Array.from(document.querySelectorAll('#dataset-pick option'),"
+                                    " o => o.value)}")
+    assert "time:disk" in drawn["picker"] and "time:nfsd" not in drawn["picker"]
+    assert drawn["times"] == doc["times"]
+    assert [t[0] for t in drawn["traces"]] == ["queue", "device"] and {t[1] for t in drawn["traces"]} == {"one"}
+
+    def same(shown, values):
+        return len(shown) == len(values) and all((a is None and b is None) or np.isclose(a * drawn["scale"], b)
+                                                 for a, b in zip(shown, values))
+    for name, _, y, custom in drawn["traces"]:
+        assert same(y, want[name]) and same(custom, p99[name]), name
+        assert None in y                                  # the seconds without ops are gaps, not zeros
+    totals = {name: np.nansum(np.array(y, dtype=float)) * drawn["scale"] for name, _, y, _ in drawn["traces"]}
+    assert all(np.isclose(totals[k], np.nansum(np.array(want[k], dtype=float))) for k in want), totals
+    unit = drawn["label"]
+    assert drawn["csv"][0] == ["unix", "time (UTC)", f"queue ({unit})", f"device ({unit})", f"queue p99 ({unit})",
+                               f"device p99 ({unit})"] and len(drawn["csv"]) == len(doc["times"]) + 1
+    assert all(same([row[2 + k] for row in drawn["csv"][1:]], want[name] if k < 2 else p99[name])
+               for k, name in enumerate(["queue", "device", "queue", "device"]))
+    with Archive.open(str(path), readonly=True) as reader:          # the live path's columns
+        spec = views.ViewSpec.parse({"name": "time:disk"})
+        shown = views.view(reader, spec, T0, T0 + seconds)
+        cols, _, refit = views.columns(reader, spec, shown["live"], T0, T0 + seconds)
+    assert not refit and [c["t"] for c in cols] == [t for t, y in zip(doc["times"], want["device"]) if y is not None]
+    for k, name in enumerate(shown["live"]["lines"]):
+        at = {t: v for t, v in zip(doc["times"], want[name])}
+        assert all(np.isclose(c["y"][k] * drawn["scale"], at[c["t"]]) for c in cols), name

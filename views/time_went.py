@@ -11,9 +11,10 @@ from strata.heatmaps.timebins import choose_bins
 from .window import query
 
 
-def read(reader, family: str, start: int, end: int, max_cols: int) -> tuple:
-    """(TimeBins, {statistic: QueryResult or None}) of the family's statistics."""
-    bins = choose_bins(start, end, 1, max_cols)
+def read(reader, family: str, start: int, end: int, max_cols: int, bins=None) -> tuple:
+    """(TimeBins, {statistic: QueryResult or None}) of the family's statistics over `bins`
+    (the web page's live columns), else columns chosen for max_cols."""
+    bins = bins or choose_bins(start, end, 1, max_cols)
     names = [s for _, statistics in time_went.FAMILIES[family]["parts"] for s in statistics]
     if any(name == time_went.NETWORK for name, _ in time_went.FAMILIES[family]["parts"]):
         names += [time_went.by_op(s) for s in time_went.COUNTED_TOGETHER]

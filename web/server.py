@@ -133,6 +133,7 @@ class Worksheet:
 
     @web.middleware
     async def guard(self, request, handler):
+        began = time.perf_counter()
         if self.connections:
             self.connections.request(request)
         why = None if self.web_config and self.web_config.users else samesite.foreign_host(request)
@@ -154,7 +155,7 @@ class Worksheet:
             return _error(503, "busy: too many requests at once")
         self.busy += 1
         try:
-            return _compressed(await handler(request))
+            return _timed(_compressed(await handler(request)), began)
         except web.HTTPException as e:
             if e.content_type == "application/json" or e.status < 400:
                 raise
@@ -197,8 +198,8 @@ class Worksheet:
     # -- reading ------------------------------------------------------------------------------
 
     async def datasets(self, request):
-        infos = await self.run(lambda r: [_listed(i) for i in r.datasets()])
-        return web.json_response({"datasets": infos, "writable": bool(self.web_config and self.web_config.users)
+        infos, time_views = await self.run(lambda r: ([_listed(i) for i in r.datasets()], views.time_views(r)))
+        return web.json_response({"datasets": infos, "time_views": time_views, "writable": bool(self.web_config and self.web_config.users)
                                   and not self.source.url, "zone": _zone_name()})
 
     async def view(self, request):
@@ -369,6 +370,14 @@ def _compressed(response):
     if type(response) is web.Response and response.body is not None and len(response.body) > 1024 \
             and "Content-Encoding" not in response.headers:
         response.enable_compression()
+    return response
+
+
+def _timed(response, began: float):
+    """A whole answer says how long the server took over it, from the request reaching
+    the application to its answer (Server-Timing: app;dur=MILLISECONDS)."""
+    if type(response) is web.Response:
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - began) * 1000:.1f}"
     return response
 
 

@@ -1,6 +1,8 @@
 """A worksheet's views as the page draws them: the figure of one view over a time range,
 its live geometry (what a new column needs to be drawn into the same figure), the
-columns that arrived after a second, and the drill-down of a dragged rectangle.
+columns that arrived after a second, and the drill-down of a dragged rectangle. A view named time:nfsd, time:fs or time:disk is where
+each op's time went (views/time_went.py reads it, heatmaps/time_went.py builds it): a
+stacked graph of each component's mean time per op, its p99 in the hover.
 
 figure_for() is the one place that draws a view: heatmaps/figures.py chooses the figure
 model by the dataset's kind (a heat map for latency, size and offset statistics, a graph
@@ -17,7 +19,7 @@ import numpy as np
 
 from strata.datasets import derive, names
 from strata.datasets.errors import ArchiveError
-from strata.heatmaps import describe, figures, plot_heatmap, value_range
+from strata.heatmaps import describe, figures, plot_heatmap, time_went, value_range
 from strata.heatmaps.breakdown import OTHER, compute, to_json
 from strata.heatmaps.errors import ViewError as SourceError
 from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS, y_axis
@@ -25,6 +27,7 @@ from strata.heatmaps.rebin import Grid, column_histograms, row_counts
 from strata.heatmaps.timebins import TimeBins, choose_bins, collected_seconds
 from strata.heatmaps.units import event_noun
 from strata.views import lookup, window
+from strata.views import time_went as time_went_read
 
 from . import graphs
 from .limits import CELLS, MAX_COLS, MAX_KEYS, LimitError, check_span
@@ -159,6 +162,53 @@ def figure_for(spec, src, keys, qr, start, end):
                  "axis": grid.axis, "keys": keys}, totals
 
 
+def _family(spec) -> str | None:
+    """The family of a time:FAMILY view, None for a dataset."""
+    try:
+        family = time_went.family_of(spec.name)
+    except SourceError as e:
+        raise ViewError(str(e)) from None
+    if family and spec.compare:
+        raise ViewError(f"{spec.name} has no keys to compare: its components are all drawn")
+    return family
+
+
+def _time_went(reader, family, start, end, bins=None) -> tuple:
+    """(TimeWent, its statistics' QueryResults) of a family over [start, end) (bins: the
+    columns, else chosen for MAX_COLS)."""
+    try:
+        bins, results = time_went_read.read(reader, family, start, end, MAX_COLS, bins)
+        return time_went.build(family, bins, results), results
+    except SourceError as e:
+        raise ViewError(str(e)) from None
+
+
+def time_views(reader) -> list:
+    """The time:FAMILY views the archive can draw: those whose ops statistic it holds or derives."""
+    out = []
+    for family, spec in time_went.FAMILIES.items():
+        try:
+            derive.resolve(reader, spec["ops"])
+        except (ArchiveError, SourceError):
+            continue
+        out.append(time_went.PREFIX + family)
+    return out
+
+
+def _time_view(reader, spec: ViewSpec, family: str, start: int, end: int) -> dict:
+    """view() of time:FAMILY: its graph, a line per component (scaled as its live columns are)."""
+    t, results = _time_went(reader, family, start, end)
+    fig, scale = graphs.time_went_figure(t, spec)
+    ops = results[time_went.FAMILIES[family]["ops"]]
+    live = {"type": "graph", "width": t.mean.bins.width, "next": t.mean.bins.end, "scale": scale,
+            "keys": list(t.mean.keys), "lines": list(t.mean.keys), "label": y_axis(t.mean)[1], "p99": True,
+            "name": spec.name, "kind": "time_went", "statistic": t.mean.statistic, "breakdown": "component",
+            "unit": "ns", "level": ops.level, "note": None}
+    figure = in_unix_seconds(fig.to_plotly_json())
+    return {"figure": figure, "rows": None, "live": live, "start": start, "end": end,
+            "title_range": describe.time_range(*t.mean.span), "totals": None}
+
+
 def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
     """{'figure', 'rows', 'live', 'start', 'end', 'title_range', 'totals'}: the view over [start,
     end), at the level the CLI would read (the finest that covers the range in MAX_COLS columns);
@@ -168,6 +218,9 @@ def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
     when the reader does not say) and the span, from which the page writes the totals again as
     live columns arrive."""
     check_span(start, end)
+    family = _family(spec)
+    if family:
+        return _time_view(reader, spec, family, start, end)
     src, keys = _resolve(reader, spec.name, spec.compare)
     qr = _query(reader, src, start, end, choose_bins(start, end, 1, MAX_COLS).width)
     fig, named, live, totals = figure_for(spec, src, keys, qr, start, end)
@@ -203,20 +256,20 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
     None); the last one may be partial (re-sent as it fills). `next` is the start of the
     first column still to send; refit is True when the columns hold what the view's figure
     cannot show (values outside its axis, keys it has no line for): the page loads that view
-    again."""
-    src, _ = _resolve(reader, spec.name, spec.compare)
+    again. A time:FAMILY view's columns: 'y' each component's mean per op, 'p99' its p99 (both
+    divided by the view's scale)."""
     width = int(live["width"])
     after = after - after % width
     if now <= after:
         return [], after, False
     check_span(after, now)
-    qr = _query(reader, src, after, now, width if width > 1 else None)
     bins = TimeBins(after, width, math.ceil((now - after) / width))
-    present = np.zeros(bins.ncols, bool)
-    if qr.present.size:
-        cols = (qr.times - bins.start) // width
-        ok = (cols >= 0) & (cols < bins.ncols)
-        present[cols[ok][qr.present[ok]]] = True
+    family = _family(spec)
+    if family:
+        return _time_columns(reader, family, live, bins, now)
+    src, _ = _resolve(reader, spec.name, spec.compare)
+    qr = _query(reader, src, after, now, width if width > 1 else None)
+    present = _present(qr, bins)
     out, refit = [], False
     if live["type"] == "heatmap":
         edges = np.asarray(live["edges"], dtype=np.float64)
@@ -242,15 +295,44 @@ def columns(reader, spec: ViewSpec, live: dict, after: int, now: int) -> tuple:
                 v = b.series[b.keys.index(k), c] if b is not None and k in b.keys else float("nan")
                 y.append(None if not np.isfinite(v) else float(v) / live["scale"])
             out.append({"t": t, "y": y})
-    # next: the last column sent when it may still fill, else the one after it; a column
-    # still missing 5 s later is a gap, not waited for
+    return out, _next(present, bins, now), refit
+
+
+def _present(qr, bins) -> np.ndarray:
+    """Which columns of bins the query result holds collected seconds in."""
+    present = np.zeros(bins.ncols, bool)
+    if qr is not None and qr.present.size:
+        cols = (qr.times - bins.start) // bins.width
+        ok = (cols >= 0) & (cols < bins.ncols)
+        present[cols[ok][qr.present[ok]]] = True
+    return present
+
+
+def _next(present, bins, now) -> int:
+    """The start of the first column still to send: the last column sent when it may still
+    fill, else the one after it; a column still missing 5 s later is a gap, not waited for."""
     sent = np.flatnonzero(present)
-    nxt = after
+    nxt = bins.start
     if sent.size:
-        last = int(bins.start + sent[-1] * width)
-        nxt = last if last + width > now else last + width
-    gap = (now - 5) - (now - 5) % width
-    return out, max(nxt, gap), refit
+        last = int(bins.start + sent[-1] * bins.width)
+        nxt = last if last + bins.width > now else last + bins.width
+    gap = (now - 5) - (now - 5) % bins.width
+    return max(nxt, gap)
+
+
+def _time_columns(reader, family, live, bins, now) -> tuple:
+    """columns() of a time:FAMILY view; refit when its components are no longer those drawn."""
+    t, results = _time_went(reader, family, bins.start, bins.end, bins)
+    present = _present(results[time_went.FAMILIES[family]["ops"]], bins)
+    scale, keys = live["scale"], list(t.mean.keys)
+
+    def scaled(v):
+        return None if not np.isfinite(v) else float(v) / scale
+    out = [{"t": int(bins.start + c * bins.width),
+            "y": [scaled(t.mean.series[keys.index(k), c]) if k in keys else None for k in live["lines"]],
+            "p99": [scaled(t.p99[k][c]) if k in keys else None for k in live["lines"]]}
+           for c in np.flatnonzero(present)]
+    return out, _next(present, bins, now), keys != list(live["lines"])
 
 
 def breakdowns(reader, src) -> list:

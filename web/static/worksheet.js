@@ -6,7 +6,8 @@
 // seconds; the page shows them in the zone chosen (this browser's, the server's, UTC).
 // A live heat map's title totals and its side panel (events/s per row) follow its columns;
 // a live view whose new columns do not fit its figure (values outside its axis, new keys)
-// is loaded again.
+// is loaded again. A view time:nfsd (time:fs, time:disk) is a graph of where each op's time
+// went, a stacked line per component, its p99 in the hover (each trace's customdata).
 "use strict";
 
 const MAX_VIEWS = 8;       // views one page follows live (the server's bound, web/limits.py)
@@ -307,6 +308,7 @@ function addColumns(v, cols) {
     } else {
       data.forEach((tr, j) => {
         if (append) { tr.x.push(isoLocal(c.t + v.width / 2)); tr.y.push(c.y[j]); } else { tr.y[idx] = c.y[j]; }
+        if (c.p99 && tr.customdata) { if (append) tr.customdata.push(c.p99[j]); else tr.customdata[idx] = c.p99[j]; }
       });
       if (append) v.times.push(c.t);
     }
@@ -318,7 +320,7 @@ function addColumns(v, cols) {
       tr.x.shift(); tr.z.forEach(row => row.shift()); tr.customdata.forEach(row => row.shift());
       if (v.totals) { v.totals.columns.shift(); if (v.totals.seconds) v.totals.seconds.shift(); }
     } else {
-      data.forEach(tr => { tr.x.shift(); tr.y.shift(); });
+      data.forEach(tr => { tr.x.shift(); tr.y.shift(); if (tr.customdata) tr.customdata.shift(); });
     }
   }
   const layout = v.div.layout;
@@ -571,8 +573,10 @@ function viewRows(v) {
     }));
     return rows;
   }
-  const rows = [["unix", "time (UTC)"].concat(data.map(tr => `${tr.name} (${v.label})`))];
-  v.times.forEach((t, i) => rows.push([t, utc(t)].concat(data.map(tr => tr.y[i]))));
+  const p99 = v.live.p99 ? data : [];         // a time view: each component's p99 after the means
+  const rows = [["unix", "time (UTC)"].concat(data.map(tr => `${tr.name} (${v.label})`),
+                                               p99.map(tr => `${tr.name} p99 (${v.label})`))];
+  v.times.forEach((t, i) => rows.push([t, utc(t)].concat(data.map(tr => tr.y[i]), p99.map(tr => tr.customdata[i]))));
   return rows;
 }
 
@@ -613,7 +617,8 @@ async function refreshDatasets() {
     if (state.zone === "server" && views.length) load();
   }
   const pick = document.getElementById("dataset-pick");
-  pick.innerHTML = d.datasets.map(i => `<option>${esc(i.name)}</option>`).join("");
+  pick.innerHTML = d.datasets.map(i => `<option>${esc(i.name)}</option>`)
+    .concat((d.time_views || []).map(n => `<option title="where each op's time went">${esc(n)}</option>`)).join("");
   document.getElementById("ds-table").innerHTML = d.datasets.map(i =>
     `<tr data-name="${esc(i.name)}"><td>${esc(i.name)}</td><td class="state">${i.state}</td><td>` +
     `<button class="ds-act" data-act="${i.state === "active" ? "suspend" : "resume"}">` +
