@@ -209,7 +209,10 @@ function draw(v, a) {
   fig.layout.datarevision = 0;
   fig.layout.autosize = true;
   delete fig.layout.width; delete fig.layout.height;
-  fig.layout.margin = Object.assign({}, fig.layout.margin, {r: 150});   // one plot width for every view
+  // one plot area for every view, so that their time axes line up, with room for the y axis's
+  // labels and title: plotly's automargin has nothing to push and draws each view once
+  const margin = fig.layout.margin || {};
+  fig.layout.margin = Object.assign({}, margin, {r: 150, l: Math.max(margin.l || 0, 90), b: Math.max(margin.b || 0, 65)});
   fig.data.forEach(tr => { if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left"}); });
   if (v.kind === "heatmap") {
     const tr = fig.data[1];                   // each cell's hover data: its row's bounds around its count
