@@ -113,11 +113,12 @@ const DTYPES = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Arra
 function unpack(v) {
   if (Array.isArray(v)) return v.map(unpack);
   if (v && typeof v === "object" && v.bdata !== undefined && v.dtype) {
-    const bytes = Uint8Array.from(atob(v.bdata), c => c.charCodeAt(0));
-    const flat = Array.from(new DTYPES[v.dtype](bytes.buffer));
+    const text = atob(v.bdata), bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    const flat = new DTYPES[v.dtype](bytes.buffer);
     const shape = v.shape ? String(v.shape).split(",").map(Number) : [flat.length];
     const build = (off, dims) => {
-      if (dims.length === 1) return flat.slice(off, off + dims[0]);
+      if (dims.length === 1) return Array.from(flat.subarray(off, off + dims[0]));
       const step = dims.slice(1).reduce((a, b) => a * b, 1);
       return Array.from({length: dims[0]}, (_, i) => build(off + i * step, dims.slice(1)));
     };
@@ -216,8 +217,9 @@ function draw(v, a) {
   fig.data.forEach(tr => { if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left"}); });
   if (v.kind === "heatmap") {
     const tr = fig.data[1];                   // each cell's hover data: its row's bounds around its count
-    v.cell = a.rows ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
-                    : (r, n) => [tr.y[r], tr.y[r + 1], n];          // no column yet: the row's edges
+    v.cell = !a.rows ? (r, n) => [tr.y[r], tr.y[r + 1], n]          // no column yet: the row's edges
+      : a.rows[0] && a.rows[0].length > 2 ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
+      : (r, n) => [a.rows[r][0], a.rows[r][1], n];
     if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
     tr.hoverongaps = true;                    // an empty cell is a time too (its count reads 0)
     v.times = tr.x.slice(0, -1);
