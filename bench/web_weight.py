@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from heatmaps_util import T0, build_archive, histogram, seed_latencies     # noqa: E402
 from strata.datasets.archive import Archive                                 # noqa: E402
 from revision import strata_of                                                # noqa: E402
-from web_live import Page, Records, cpu_seconds, write_seconds              # noqa: E402
+from web_live import Page, Records, cpu_seconds                             # noqa: E402
 from web_util import browser, plots_ready, state_url                        # noqa: E402
 
 STRATA = str(Path(sys.executable).parent / "strata")
@@ -70,6 +70,14 @@ def live_archive(folder: Path, records: Records) -> tuple:
             ids[name] = (info.id, info.kind)
         records.write(a, ids, range(end - SPAN, end))
     return path, ids
+
+
+def write_seconds(archive, records, ids, running):
+    """As the collector does: each second's records, a moment after the second ends."""
+    with Archive.open(str(archive), readonly=False) as a:
+        while running[0]:
+            records.write(a, ids, [int(time.time()) - 1])
+            time.sleep(1 - time.time() % 1 + 0.05)
 
 
 class Server:
@@ -133,10 +141,10 @@ class Server:
                     sys.exit(f"web_weight: a page did not stream: {page.error}")
                 time.sleep(0.1)
             time.sleep(SETTLE)
-            cpu0, t0, bytes0 = cpu_seconds(self.proc.pid), time.monotonic(), page.bytes
+            cpu0, t0, bytes0 = cpu_seconds(self.proc.pid), time.monotonic(), page.received
             time.sleep(measure)
             spent = time.monotonic() - t0
-            out[len(views)] = (page.bytes - bytes0) / spent
+            out[len(views)] = (page.received - bytes0) / spent
             if len(views) == len(LIVE_VIEWS):
                 out["cpu"] = (cpu_seconds(self.proc.pid) - cpu0) / spent - idle
             page.stop = True
