@@ -22,10 +22,12 @@ Needs root. Prints one line per check and a summary; --json FILE keeps them.
 Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [--rounds-aa 5]
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
        [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab] [--effect 0.03,0.05] [--hog both]
-       [--threshold 2%] [--p50-ns NS] [--before CHECKOUT]
+       [--threshold 2%] [--p50-ns NS] [--before CHECKOUT] [--before-args '--pairs 1 --seconds 60']
        .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
 --before CHECKOUT (e.g. a worktree of main whose build/ holds the binaries) runs every check ab
-twice, back to back in a random order: with this tree's Python code and with CHECKOUT's.
+twice, back to back in a random order: with this tree's Python code and with CHECKOUT's;
+--before-args ARGS does the same with these extra arguments as the before design. Each row
+keeps the load average (1 min) at the check's start and end.
 Smoke mode (BENCH_SMOKE=1, bench/run.sh): one duet A/A check on the profile cut to its shortest
 measurement.
 """
@@ -53,6 +55,7 @@ def shortest(profile: str, work: Path) -> str:
     text = Path(profile).read_text()
     for key, value in (("warmup", 0), ("duration", 3), ("seconds", 6)):
         text = re.sub(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
+    text = re.sub(r"^pairs = \d+\n", "", text, flags=re.M)
     text = text.replace("\n[ab]\n", "\n[ab]\npairs = 1\n")            # one pair: the shortest check
     out = work / "shortest.toml"
     out.write_text(text)
@@ -120,7 +123,9 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bo
     planted = ["--b-inject-delay", f"nfs:{delay}ns"] if case == "planted" else []
     out = work / f"check{n:02d}-{mode}-{'aa' if case == 'A/A' else 'planted'}"
     command = args.before_command if tree == "before" else None
+    extra += args.before_args.split() if tree == "before" and args.before_args and mode == "duet" else []
     hogging = start_hog() if hog else None
+    load_before = os.getloadavg()[0]
     try:
         rc, rep, minutes, err = strata("check", "ab", "--profile", args.profile, "--mode", mode, "--a", ENGINE,
                                        "--b", ENGINE, "--json", "-o", str(out), *planted, *extra, command=command)
@@ -137,11 +142,13 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bo
            "blocks": rep.get("blocks"), "stopped_early": (rep.get("sequential") or {}).get("stopped_early"),
            "delay_ns": delay if case == "planted" else 0, "p50_effect": p50["effect"],
            "p50_ci": [p50["ci_low"], p50["ci_high"]], "p50_lag1": rep.get("p50_lag1"), "worse": moved(rep),
-           "pairs": rep.get("pairs"), "pair_p50_effects": rep.get("pair_p50_effects")}
+           "pairs": rep.get("pairs"), "pair_p50_effects": rep.get("pair_p50_effects"),
+           "loadavg": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
     lag = f", lag-1 {rep['p50_lag1']:+.2f}" if rep.get("p50_lag1") is not None else ""
     floor = f", floor ±{rep['noise_floor']:.2%}" if rep.get("noise_floor") is not None else ""
     print(f"check {n:02d} ({tree}): {mode} {row['case']}{' beside a hog' if hog else ''}: {rep['verdict']} "
-          f"({minutes:.1f} min{floor}), p50 {pct(p50['effect'])} [{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} "
+          f"({minutes:.1f} min{floor}, load {row['loadavg'][0]:.1f}..{row['loadavg'][1]:.1f}), "
+          f"p50 {pct(p50['effect'])} [{pct(p50['ci_low'])}, {pct(p50['ci_high'])}]{lag} "
           f"{row['worse']}", flush=True)
     return row, rep
 
@@ -220,7 +227,7 @@ def ab_runs(args, work: Path, out: list) -> int:
     random.Random(args.seed).shuffle(plan)
     for mode, case, effect, hog in plan:
         delay = args.delay_ns or max(1, round(p50 * effect))
-        trees = ["after"] + (["before"] if args.before else [])
+        trees = ["after"] + (["before"] if args.before or args.before_args else [])
         random.shuffle(trees)                      # before and after back to back, in a random order
         for tree in trees:
             row, _ = ab_check(args, mode, case, delay, work, len(out), hog, effect, tree)
@@ -307,7 +314,10 @@ def summary(out: list, work: Path | None = None):
                   (f"; |A/A p50 effect| median {statistics.median(seen):.2%}, max {max(seen):.2%}, within the "
                    f"floor it reported {under}/{len(seen)}" if seen else "") +
                   f"; stopped early {sum(bool(r.get('stopped_early')) for r in rows)}/{len(rows)}; "
-                  f"seconds per check median {60 * statistics.median(r['minutes'] for r in rows):.0f}")
+                  f"seconds per check median {60 * statistics.median(r['minutes'] for r in rows):.0f} "
+                  f"({60 * min(r['minutes'] for r in rows):.0f}..{60 * max(r['minutes'] for r in rows):.0f})" +
+                  (f"; load average median {statistics.median(loads):.1f} ({min(loads):.1f}..{max(loads):.1f})"
+                   if (loads := [r["loadavg"][0] for r in rows if r.get("loadavg")]) else ""))
     for design in sorted({r["design"] for r in out if "p50_effect" in r}):
         rows = [r for r in out if r["design"] == design and r["case"] == "A/A"]
         rows = [r for r in rows if r["p50_effect"] is not None and None not in r["p50_ci"]]
@@ -342,6 +352,9 @@ def main():
                     "the first duet A/A checks)")
     ap.add_argument("--before", metavar="CHECKOUT", help="also run every check ab with this checkout's Python "
                     "code (e.g. a worktree of main), back to back with this tree's in a random order")
+    ap.add_argument("--before-args", metavar="ARGS", help="also run every duet check with these extra `check ab` "
+                    "arguments as the before design (e.g. '--pairs 1 --seconds 60', the one-pair design), back to "
+                    "back with the after one in a random order; with --before, on that checkout's code")
     ap.add_argument("--baselines", type=int, default=3, help="stored baseline runs")
     ap.add_argument("--one-threshold", default="25%", help="threshold of the one-baseline comparison")
     ap.add_argument("--rounds", type=int, help="rounds per rounds-mode check (default: the profile's)")

@@ -60,8 +60,8 @@ def _report_of(load: Load, stopped: bool) -> dict:
 def paired_run(pairs: list, options: dict, tag: str, sides: dict, rotation: Rotation, block_start: float = 0.0,
                block: int = 1, on_tick=None, should_stop=None) -> tuple:
     """Paired strata-load runs, one per (first, second) in pairs, at once, to their end or
-    until should_stop() says so; the CPUs swap roles at every block boundary (counted
-    from block_start) and on_tick() runs about once a second. Returns (reports, stopped)."""
+    until should_stop() says so (asked about four times a second); the CPUs swap roles at
+    every block boundary (counted from block_start) and on_tick() runs about once a second. Returns (reports, stopped)."""
     loads = [Load(first.work, f"{tag}-{first.name}{second.name}").start(paired_args(first, second, options))
              for first, second in pairs]
     rotation.loads = [load.proc.pid for load in loads]
@@ -77,9 +77,9 @@ def paired_run(pairs: list, options: dict, tag: str, sides: dict, rotation: Rota
                 last = time.monotonic()
                 if on_tick:
                     on_tick()
-                if should_stop and should_stop():
-                    stopped = True
-                    break
+            if should_stop and should_stop():
+                stopped = True
+                break
         return [_report_of(load, stopped) for load in loads], stopped
     finally:
         for load in loads:

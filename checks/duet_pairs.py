@@ -12,30 +12,42 @@ both sides stopped. The pairs are the clusters of the test
 interval measures.
 
 Stopping early: the check looks at its p50 twice, after half its pairs (at least
-compare_pairs.MIN_PAIRS) and after the last, each look at half the error rate
-(Bonferroni over the looks: a verdict at either is wrong with probability at
-most 1 − confidence in all); it stops at the first look whose interval decides
-(worse/better beyond the threshold, or inside ±threshold). Without early
+compare_pairs.MIN_PAIRS) and after the last, and spends its error rate over the
+looks with the O'Brien-Fleming-type spending function of Lan & DeMets (1983),
+alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)) at the share t of the pairs seen:
+the look at half the pairs gets alpha(1/2) (0.00027 of a 0.01), the last look
+the rest (0.00973), so an early stop needs an overwhelming interval and the last
+look is nearly as sure as a check without looks. The looks' error rates add up
+to alpha, so by the union bound a verdict at any look is wrong with probability
+at most 1 - confidence in all. It stops at the first look whose interval decides
+(worse/better beyond the threshold, or inside +-threshold). Without early
 stopping there is one look at the full error rate.
 """
 import contextlib
 import dataclasses
 import json
 import math
+import threading
 import time
 from pathlib import Path
+
+from scipy import stats
 
 from strata.checks import duet
 from strata.checks.compare import judge
 from strata.checks.compare_duet import log_ratios
+from strata.checks.errors import CheckError
 from strata.checks.compare_pairs import MIN_PAIRS, compare_pairs, pair_p50_means, t_test
 from strata.checks.baselines import one_sided
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
 from strata.checks.sequential import verdict
-from strata.checks.sides import load_options, start_sides, whole
+from strata.checks.sides import first_collected, load_options, start_sides, wait_for_second, whole
 from strata.lab.logs import say
 from strata.lab.window import export_window
+
+START_MARGIN = 0.5    # seconds the loads are given to connect before the warm-up counts
+LOAD_TAIL = 0.2       # seconds the loads run past the last block
 
 
 def looks(pairs: int, early: bool) -> list:
@@ -43,6 +55,14 @@ def looks(pairs: int, early: bool) -> list:
     if not early:
         return [pairs]
     return sorted({max(MIN_PAIRS, math.ceil(pairs / 2)), pairs})
+
+
+def spent(plan: list, alpha: float) -> list:
+    """The error rate of each look of plan (pair counts, the last the planned total):
+    the increments of the O'Brien-Fleming-type spending function, summing to alpha."""
+    z = stats.norm.ppf(1 - alpha / 2)
+    cumulative = [2 - 2 * stats.norm.cdf(z / math.sqrt(n / plan[-1])) for n in plan]
+    return [float(c - prev) for c, prev in zip(cumulative, [0.0] + cumulative[:-1])]
 
 
 def decided(means, threshold: float, confidence: float) -> str | None:
@@ -62,9 +82,21 @@ def fresh_sides(sides: dict, pair: int) -> dict:
     return out
 
 
-def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int) -> dict:
-    """Runs process pair n (1-based) for `blocks` blocks; returns {"A": archive, "B": archive,
-    "started": order, "swaps": CPU swaps, "cpus": rotation}. Both sides are stopped on return."""
+def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int,
+             previous: threading.Thread | None = None) -> tuple:
+    """Runs process pair n (1-based) for `blocks` blocks; returns ({"A": archive, "B": archive,
+    "started": order, "swaps": CPU swaps, "cpus": rotation, "loads": reports}, the thread
+    stopping both sides, to be joined). previous: the thread stopping the pair before,
+    joined before this pair's warm-up begins.
+
+    Only the warm-up and the blocks are paid in load: the collectors attach while the
+    working sets are written and the warm-up runs (blocks before both stored their first
+    second are left out, which on a host does not happen), the measured window is fixed
+    before the loads start (the next whole second at least START_MARGIN away, plus the
+    warm-up), the loads are stopped as soon as its last block has ended, its archives are
+    exported as soon as both collectors stored that block, and the engines and collectors
+    are stopped in the background while the next pair starts and writes its working sets
+    (nothing is measured then)."""
     sides = fresh_sides(base, n)
     block, warm = settings["block_seconds"], settings["pair_warmup"]
     options = load_options(prof)
@@ -72,31 +104,47 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
     options["clients"] = settings["clients"]
     if options.get("rate"):
         options["rate"] = max(1, round(options["rate"] / 2))
-    with contextlib.ExitStack() as undo:
-        started = start_sides(prof, sides, undo)
+    undo = contextlib.ExitStack()
+    try:
+        started = start_sides(prof, sides, undo, wait=False)
         rotation = Rotation()
         rotation.servers = [s.pid for s in sides.values()]
         pairs = [(sides["A"], sides["B"]), (sides["B"], sides["A"])]
         if prof.load.get("setup"):
             duet.paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
-        start_guess = math.ceil(time.time()) + warm
+        if previous is not None:
+            previous.join()
+        start = math.ceil(time.time() + START_MARGIN) + warm
+        end = start + blocks * block
 
         def tick():
-            progress.update(done + max(0, (int(time.time()) - 1 - start_guess) // block))
+            progress.update(done + max(0, (int(time.time()) - 1 - start) // block))
 
-        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + 1}, "duet", sides,
-                                  rotation, start_guess, block, tick)
-        start = math.ceil(min(r["start_unix"] for r in sent)) + warm
-        end = start + blocks * block
-        time.sleep(max(0.0, end + 1.5 - time.time()))   # the collectors write second end-1
-        for s in sides.values():
-            s.coll.stop()
+        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + 2}, "duet", sides,
+                                  rotation, start, block, tick, lambda: time.time() >= end + LOAD_TAIL)
+        late = math.ceil(min(r["start_unix"] for r in sent)) + warm
+        if late > start:                  # a load started after the margin: its warm-up decides the start
+            start, end = late, min(late + blocks * block, math.floor(max(r["start_unix"] + r["duration_s"]
+                                                                          for r in sent)))
+        wait_for_second(prof, sides, end - 1)
+        first = first_collected(prof, sides, start, end)
+        if first > start:
+            say("check ab", f"pair {n}: a collector was ready {first - start}s into the measured window; "
+                            f"its first {(first - start + block - 1) // block} block(s) are left out")
+            start += (first - start + block - 1) // block * block
+        if start >= end:
+            raise CheckError(f"process pair {n} measured no whole block (its loads or collectors started too late)")
         out = {"started": started, "swaps": rotation.swaps, "cpus": rotation.describe(), "loads": sent}
         for name, s in sides.items():
             out[name] = outdir / f"duet-{name}-{n}.archive"
             export_window(s.archive, prof.datasets, start, end, str(out[name]))
+    except BaseException:
+        undo.close()
+        raise
     progress.update(done + blocks)
-    return out
+    closer = threading.Thread(target=undo.close, name=f"stop-pair-{n}")
+    closer.start()
+    return out, closer
 
 
 def busiest_key(prof, archives: list):
@@ -147,23 +195,33 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
     blocks = settings["seconds"] // block // pairs
     early = settings.get("early_stop", True)
     plan = looks(pairs, early)
-    alpha = (1 - settings["confidence"]) / len(plan)
+    alphas = spent(plan, 1 - settings["confidence"])
     say("check ab", f"duet in {pairs} fresh process pairs, one after another: each {settings['pair_warmup']}s "
                     f"warm-up, then {blocks} blocks of {block}s, A and B at once, servers and loads swapping CPUs "
                     f"every block (ABBA); judged across the pairs after pair {' and '.join(map(str, plan))} "
-                    f"(each look at alpha {alpha:g})")
+                    f"(alpha {' and '.join(f'{a:.2g}' for a in alphas)})")
     archives, verdict, began = [], None, time.monotonic()
-    with CheckProgress("blocks", pairs * blocks, block) as progress:
-        for n in range(1, pairs + 1):
-            archives.append(one_pair(prof, sides, settings, n, blocks, outdir, progress, (n - 1) * blocks))
-            if n in plan and n < pairs:
-                means = p50_means(prof, archives, block)
-                verdict = None if means is None or len(means) < MIN_PAIRS else decided(means, threshold,
-                                                                                          1 - alpha)
-                if verdict:
-                    say("check ab", f"stopped after {n} of {pairs} process pairs: their p50 already decides "
-                                    f"{verdict!r} (alpha {alpha:g})")
-                    break
+    alpha = alphas[-1]
+    closer = None                 # the thread stopping the pair before
+    try:
+        with CheckProgress("blocks", pairs * blocks, block) as progress:
+            for n in range(1, pairs + 1):
+                pair, closer = one_pair(prof, sides, settings, n, blocks, outdir, progress, (n - 1) * blocks,
+                                        closer)
+                archives.append(pair)
+                if n in plan and n < pairs:
+                    look = alphas[plan.index(n)]
+                    means = p50_means(prof, archives, block)
+                    verdict = None if means is None or len(means) < MIN_PAIRS else decided(means, threshold,
+                                                                                              1 - look)
+                    if verdict:
+                        alpha = look
+                        say("check ab", f"stopped after {n} of {pairs} process pairs: their p50 already decides "
+                                        f"{verdict!r} (alpha {alpha:.2g})")
+                        break
+    finally:
+        if closer is not None:
+            closer.join()
     (outdir / "duet.load.json").write_text(json.dumps({"pairs": [p["loads"] for p in archives]}, indent=1))
     results, series = judge_pairs(prof, archives, block, threshold, 1 - alpha, settings["correction"])
     means = p50_means(prof, archives, block)
@@ -176,7 +234,9 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
         "pair_p50_sd": spread, "seconds_measuring": round(time.monotonic() - began, 1),
         "cpus": {**archives[0]["cpus"], "swaps": sum(p["swaps"] for p in archives)},
         "started": [p["started"] for p in archives],
-        "sequential": {"method": "looks after pairs " + ", ".join(map(str, plan)) + ", Bonferroni over the looks",
-                       "alpha": round(1 - settings["confidence"], 6), "alpha_per_look": round(alpha, 6),
+        "sequential": {"method": "looks after pairs " + ", ".join(map(str, plan)) + ", O'Brien-Fleming-type "
+                                 "alpha spending (Lan-DeMets), union bound over the looks",
+                       "alpha": round(1 - settings["confidence"], 6),
+                       "alpha_per_look": [round(a, 6) for a in alphas], "alpha_used": round(alpha, 6),
                        "stopped_early": len(archives) < pairs},
         "archives": {s: [str(p[s]) if keep else p[s].name for p in archives] for s in "AB"}}

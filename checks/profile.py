@@ -44,9 +44,9 @@ run, what to measure and how to judge it.
 
     [ab]                  # `strata check ab`; defaults shown
     mode = "duet"         # duet: A and B serve at once under paired requests; rounds: they alternate
-    seconds = 60          # duet: measured seconds, split over the process pairs
+    seconds = 28          # duet: measured seconds, split over the process pairs
     block_seconds = 1     # duet: seconds per block
-    pairs = 10            # duet: fresh engine pairs run one after another, the unit the test counts
+    pairs = 14            # duet: fresh engine pairs run one after another, the unit the test counts
     pair_warmup = 2       # duet: seconds of load before each pair's blocks are measured
     clients = 1           # duet: strata-load clients (in place of [load]'s), one READ pair in flight each
     rounds = 24           # rounds: ABBA... rounds, even; 12 pairs reach p < 0.001 (sign flips)
@@ -95,7 +95,7 @@ class Profile:
     threshold: str = "5%"
     confidence: float = 0.99
     metrics: list = field(default_factory=lambda: list(METRICS))
-    ab: dict = field(default_factory=lambda: {"mode": "duet", "seconds": 60, "block_seconds": 1, "pairs": 10,
+    ab: dict = field(default_factory=lambda: {"mode": "duet", "seconds": 28, "block_seconds": 1, "pairs": 14,
                                               "pair_warmup": 2, "clients": 1,
                                               "rounds": 24, "round_seconds": 5, "round_warmup": 1,
                                               "threshold": "2%", "confidence": 0.99, "correction": "bh"})

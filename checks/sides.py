@@ -55,10 +55,11 @@ def make_sides(specs: dict, server_export, repo, delays, scratch: Path) -> dict:
     return sides
 
 
-def start_sides(prof, sides: dict, undo):
+def start_sides(prof, sides: dict, undo, wait: bool = True):
     """Starts both sides and their collectors, in a random order (so neither side is
     always the one started first on a fresh machine) and with one address-space layout
-    (checks/layout.py), and waits for their first data;
+    (checks/layout.py), and waits for their first data (wait=False: the caller does,
+    with wait_for_collectors, e.g. after writing the working sets);
     returns the order they were started in ("AB" or "BA")."""
     options = load_options(prof)
     if not same_layout():
@@ -79,9 +80,48 @@ def start_sides(prof, sides: dict, undo):
         create_datasets(s.archive, prof.datasets)
         s.coll = Collection(s.work, s.archive, pid, wire_options(s, options) if wire else ()).start()
         undo.callback(s.coll.stop)
+    if wait:
+        wait_for_collectors(prof, sides)
+    return "".join(s.name for s in order)
+
+
+def wait_for_collectors(prof, sides: dict):
+    """Blocks until both sides' collectors have stored a whole second."""
     for s in sides.values():
         s.coll.wait_for_data(prof.datasets[0])
-    return "".join(s.name for s in order)
+
+
+def first_collected(prof, sides: dict, start: int, end: int) -> int:
+    """The first second of [start, end) that both sides' collectors stored (their probes
+    attach while the working sets are written and the warm-up runs); CheckError when
+    one of them stored none."""
+    first = start
+    for s in sides.values():
+        with Archive.open(s.archive) as ar:
+            q = ar.query(prof.datasets[0], start, end)
+        seconds = q.times[q.present] if len(q.present) else []
+        if not len(seconds):
+            raise CheckError(f"side {s.name}'s collector stored no {prof.datasets[0]} while it was measured: "
+                             f"{s.coll.log_tail()}")
+        first = max(first, int(seconds[0]))
+    return first
+
+
+def wait_for_second(prof, sides: dict, second: int, timeout: float = 15):
+    """Blocks until both sides' collectors have stored `second` (or a later one); CheckError
+    after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    for s in sides.values():
+        while True:
+            check_running(sides)
+            with Archive.open(s.archive) as ar:
+                q = ar.query(prof.datasets[0], second, second + 60)
+            if q.present.any():
+                break
+            if time.monotonic() > deadline:
+                raise CheckError(f"side {s.name}'s collector has not stored second {second} within {timeout:.0f}s: "
+                                 f"{s.coll.log_tail()}")
+            time.sleep(0.1)
 
 
 def load_options(prof) -> dict:

@@ -1,8 +1,8 @@
 """What keeps a `strata check ab` honest on a busy machine, on inputs whose truth is
 known: the duet's CPU rotation (ABBA, real re-pinning of a real process), the
 confidence sequence it stops on (its miscoverage over every look, simulated),
-the test across fresh process pairs and its two looks (simulated pairs with a
-bias each),
+the test across fresh process pairs and its two looks with their error rate spent
+O'Brien-Fleming-style (simulated pairs with a bias each),
 and the noise floor that turns an undecided "same" into "inconclusive" (exit 3)."""
 import os
 import subprocess
@@ -13,7 +13,7 @@ import pytest
 
 from strata.checks.compare import KeyVerdict, MetricResult, judge
 from strata.checks.compare_pairs import t_test
-from strata.checks.duet_pairs import decided as pairs_decided, looks
+from strata.checks.duet_pairs import decided as pairs_decided, looks, spent
 from strata.checks.noise import advice, apply_floor
 from strata.checks.placement import Rotation, swapped
 from strata.checks.report import EXIT, Verdict, emit, overall
@@ -130,26 +130,43 @@ def test_same_layout_turns_randomisation_off_for_the_processes_started_after():
 
 
 def test_pairs_carry_their_bias_into_the_interval_and_the_looks_keep_the_error_rate():
-    """A/A with a bias of its own in each pair of engine processes (sd 2 %, the size seen on
+    """A/A with a bias of its own in each pair of engine processes (sd 3 %, the size seen on
     this VM) and little noise between a pair's blocks: one pair's block test claims a
     difference far more often than its alpha; the t-test across 10 fresh pairs, looked at
-    after 5 and 10 pairs at alpha/2 each, stays within alpha over both looks."""
+    after 5 and 10 pairs with the error rate spent O'Brien-Fleming-style, stays within
+    alpha over both looks, and so does a false "same" when the true change is the threshold."""
     rng = np.random.default_rng(11)
-    alpha, checks, blocks = 0.05, 400, 6
-    one_pair_wrong = across_wrong = 0
+    alpha, checks, blocks, threshold = 0.05, 400, 4, 0.03
+    plan = looks(10, True)
+    per_look = spent(plan, alpha)
+    one_pair_wrong = across_wrong = false_same = 0
     for _ in range(checks):
-        bias = rng.normal(0, 0.02, 10)
-        d = bias[:, None] + rng.normal(0, 0.004, (10, blocks))
+        bias = rng.normal(0, 0.03, 10)
+        d = bias[:, None] + rng.normal(0, 0.01, (10, blocks))
         _, lo, hi, _ = t_test(d[0], 1 - alpha)                     # one pair, its blocks the unit
         one_pair_wrong += lo > 0 or hi < 0
-        wrong = False
-        for n in looks(10, True):
-            _, lo, hi, _ = t_test(d[:n].mean(axis=1), 1 - alpha / 2)
+        wrong = same = False
+        for n, a in zip(plan, per_look):                            # every look's interval, stopped or not
+            _, lo, hi, _ = t_test(d[:n].mean(axis=1), 1 - a)
             wrong |= lo > 0 or hi < 0
+            same |= pairs_decided(np.log1p(threshold) + d[:n].mean(axis=1), threshold, 1 - a) == "same"
         across_wrong += wrong
-    assert looks(10, True) == [5, 10] and looks(10, False) == [10] and looks(4, True) == [3, 4]
+        false_same += same
+    assert plan == [5, 10] and looks(10, False) == [10] and looks(4, True) == [3, 4]
     assert across_wrong / checks <= alpha + 0.02           # + two binomial sds of 400 checks
+    assert false_same / checks <= alpha + 0.02
     assert one_pair_wrong / checks > 0.5
+
+
+def test_the_spending_gives_the_last_look_nearly_all_of_alpha():
+    """The looks' error rates add up to alpha; the early look gets what O'Brien-Fleming's
+    function gives half the information (2 - 2 Phi(z / sqrt(1/2))), the last the rest;
+    one look alone gets all of it."""
+    per_look = spent([5, 10], 0.01)
+    assert sum(per_look) == pytest.approx(0.01)
+    assert per_look[0] == pytest.approx(0.00027, abs=0.00001)
+    assert spent([10], 0.01) == [pytest.approx(0.01)]
+    assert spent([3, 6, 9, 12], 0.01)[0] < spent([3, 6, 9, 12], 0.01)[1] < spent([3, 6, 9, 12], 0.01)[3]
 
 
 def test_pairs_decide_a_clear_change_and_a_clear_same_only():
