@@ -273,6 +273,21 @@ def stored_runs(args, delay: int, work: Path, out: list):
     print("run-to-run spread between stored baselines (vs the first): " + ", ".join(spread), flush=True)
 
 
+def at_3_percent(out: list):
+    """Each group's p50 verdicts had the threshold been 3 % (from each check's own p50
+    interval), and for planted checks how many saw an effect beyond the floor they reported."""
+    from strata.checks.sequential import verdict
+    for design, case, hog in sorted({(r["design"], r["case"], r.get("hog", False)) for r in out
+                                     if r.get("p50_ci") and None not in r["p50_ci"]}):
+        rows = [r for r in out if (r["design"], r["case"], r.get("hog", False)) == (design, case, hog)
+                and r.get("p50_ci") and None not in r["p50_ci"]]
+        called = [verdict(r["p50_effect"], *r["p50_ci"], 0.03) or "inconclusive" for r in rows]
+        beyond = sum(r.get("noise_floor") is not None and r["p50_effect"] > r["noise_floor"] for r in rows)
+        print(f"{design} {case}{' beside a hog' if hog else ''}, p50 at a 3 % threshold: " +
+              ", ".join(f"{v} {called.count(v)}" for v in ("same", "better", "worse", "inconclusive")) +
+              (f"; effect beyond its own floor {beyond}/{len(rows)}" if case != "A/A" else ""))
+
+
 def summary(out: list, work: Path | None = None):
     """work: the --keep folder of an earlier run, to recompute 95% intervals missing from its rows."""
     for n, r in enumerate(out):
@@ -326,6 +341,7 @@ def summary(out: list, work: Path | None = None):
             holding = sum(r["p50_ci"][0] <= 0 <= r["p50_ci"][1] for r in rows)
             print(f"{design}: A/A p50 effects between checks: sd {statistics.stdev(aa):.2%}, "
                   f"range {min(aa):+.2%} .. {max(aa):+.2%}; A/A 99% intervals holding 0: {holding}/{len(aa)}")
+    at_3_percent(out)
     lags = [r["p50_lag1"] for r in out if r.get("p50_lag1") is not None]
     if lags:
         print(f"duet blocks' p50 log ratios, lag-1 autocorrelation: median {statistics.median(lags):+.2f}, "
