@@ -161,10 +161,11 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
 @click.option("--mode", type=click.Choice(profile.AB_MODES),
               help="duet: A and B serve at once, every request sent to both; rounds: they take turns "
                    "(default: the profile's [ab], duet).")
-@click.option("--seconds", type=click.IntRange(6, 86400), help="duet: measured seconds (default 60).")
+@click.option("--seconds", type=click.IntRange(6, 86400),
+              help="duet: measured seconds, split over the pairs (default 28).")
 @click.option("--block-seconds", type=click.IntRange(1, 3600), help="duet: seconds per block (default 1).")
 @click.option("--pairs", type=click.IntRange(1, 100), help="duet: fresh engine pairs, one after another, judged "
-              "across (default 10; 1: one pair, judged on its blocks).")
+              "across (default 14; 1: one pair, judged on its blocks).")
 @click.option("--rounds", type=click.IntRange(6, 1000), help="rounds: rounds in all, even (default 24).")
 @click.option("--round-seconds", type=click.IntRange(2, 3600), help="rounds: measured seconds per round (default 5).")
 @click.option("--early-stop/--no-early-stop", default=None,
@@ -202,7 +203,8 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
     better. A duet runs --pairs fresh pairs of engine processes one after
     another and judges across them (each pair keeps a bias of its own), with a
     t-test over the pairs' means; it looks after half its pairs and at the end,
-    each look at half the error rate, and stops at the first that decides.
+    spending the error rate O'Brien-Fleming-style (nearly all of it at the end),
+    and stops at the first that decides.
 
     Exits 0 when nothing got worse, 1 on a regression, 2 on an error, 3 when
     inconclusive (the floor is too high for the threshold: run longer or on a
