@@ -37,7 +37,7 @@ from strata.checks import duet
 from strata.checks.compare import judge
 from strata.checks.compare_duet import log_ratios
 from strata.checks.errors import CheckError
-from strata.checks.compare_pairs import MIN_PAIRS, compare_pairs, pair_p50_means, t_test
+from strata.checks.compare_pairs import MIN_PAIRS, compare_pairs, pair_p50_means, trimmed_t_test
 from strata.checks.baselines import one_sided
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
@@ -68,8 +68,8 @@ def spent(plan: list, alpha: float) -> list:
 def decided(means, threshold: float, confidence: float) -> str | None:
     """"worse"/"better" when the interval of the pairs' p50 means excludes 0 with the
     effect beyond the threshold, "same" when it lies inside ±threshold, else None."""
-    _, lo, hi, _ = t_test(means, confidence)
-    return verdict(math.expm1(float(means.mean())), math.expm1(lo), math.expm1(hi), threshold)
+    centre, lo, hi, _ = trimmed_t_test(means, confidence)
+    return verdict(math.expm1(centre), math.expm1(lo), math.expm1(hi), threshold)
 
 
 def fresh_sides(sides: dict, pair: int) -> dict:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from strata.checks.compare import KeyVerdict, MetricResult, judge
-from strata.checks.compare_pairs import t_test
+from strata.checks.compare_pairs import trimmed_t_test
 from strata.checks.duet_pairs import decided as pairs_decided, looks, spent
 from strata.checks.noise import advice, apply_floor
 from strata.checks.placement import Rotation, swapped
@@ -143,11 +143,11 @@ def test_pairs_carry_their_bias_into_the_interval_and_the_looks_keep_the_error_r
     for _ in range(checks):
         bias = rng.normal(0, 0.03, 10)
         d = bias[:, None] + rng.normal(0, 0.01, (10, blocks))
-        _, lo, hi, _ = t_test(d[0], 1 - alpha)                     # one pair, its blocks the unit
+        _, lo, hi, _ = trimmed_t_test(d[0], 1 - alpha)                     # one pair, its blocks the unit
         one_pair_wrong += lo > 0 or hi < 0
         wrong = same = False
         for n, a in zip(plan, per_look):                            # every look's interval, stopped or not
-            _, lo, hi, _ = t_test(d[:n].mean(axis=1), 1 - a)
+            _, lo, hi, _ = trimmed_t_test(d[:n].mean(axis=1), 1 - a)
             wrong |= lo > 0 or hi < 0
             same |= pairs_decided(np.log1p(threshold) + d[:n].mean(axis=1), threshold, 1 - a) == "same"
         across_wrong += wrong
@@ -156,6 +156,31 @@ def test_pairs_carry_their_bias_into_the_interval_and_the_looks_keep_the_error_r
     assert across_wrong / checks <= alpha + 0.02           # + two binomial sds of 400 checks
     assert false_same / checks <= alpha + 0.02
     assert one_pair_wrong / checks > 0.5
+
+
+def test_the_trimmed_test_keeps_its_error_rate_and_shrugs_off_a_stalled_pair():
+    """Its interval is scipy's Tukey-McLaughlin interval of the 20 %-trimmed mean; over 14
+    A/A pairs (sd 3 %, and one pair in ten stalled by up to +-100 %) its two looks stay
+    within alpha; one pair at +100 % beside 13 clean ones at +5 % leaves it "worse", where
+    a plain t-test could not tell (its interval reaches below 0)."""
+    from scipy.stats import mstats
+    rng = np.random.default_rng(17)
+    for n in (5, 10, 15):                      # where scipy trims as many (int(0.2 n)) values
+        x = rng.normal(0, 1, n)
+        assert trimmed_t_test(x, 0.99)[1:3] == pytest.approx(tuple(mstats.trimmed_mean_ci(x, (0.2, 0.2),
+                                                                                          alpha=0.01)))
+    alpha, checks, wrong = 0.05, 400, 0
+    plan = looks(14, True)
+    for _ in range(checks):
+        means = rng.normal(0, 0.03, 14) + (rng.random(14) < 0.1) * rng.uniform(-1, 1, 14)
+        intervals = [trimmed_t_test(means[:n], 1 - a)[1:3] for n, a in zip(plan, spent(plan, alpha))]
+        wrong += any(lo > 0 or hi < 0 for lo, hi in intervals)
+    assert wrong / checks <= alpha + 0.02
+    clean = np.log(1.05) + rng.normal(0, 0.005, 13)
+    assert pairs_decided(np.append(clean, np.log(2.0)), 0.02, 0.99) == "worse"
+    plain = np.append(clean, np.log(2.0))
+    half = 3.01 * plain.std(ddof=1) / np.sqrt(14)          # t(13, 0.995): the untrimmed interval
+    assert plain.mean() - half < 0
 
 
 def test_the_spending_gives_the_last_look_nearly_all_of_alpha():
