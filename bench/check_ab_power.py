@@ -43,6 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
 STRATA = [sys.executable, "-c", "from strata.cli.main import main; main()"]
 ENGINE = str(REPO / "build" / "bin" / "strata-engine")
@@ -288,6 +290,38 @@ def at_3_percent(out: list):
               (f"; effect beyond its own floor {beyond}/{len(rows)}" if case != "A/A" else ""))
 
 
+def rejudged(out: list, confidence: float = 0.99):
+    """Each group of fresh-pairs checks judged again on its p50 from the pairs' own effects with
+    this tree's test across pairs (for rows measured by an earlier one): verdicts at 2 % and
+    3 %, the noise floor, and how many A/A effects lay within it."""
+    import math
+    from strata.checks.compare_pairs import trimmed_t_test
+    from strata.checks.duet_pairs import looks, spent
+    from strata.checks.sequential import verdict
+    for design, case, hog in sorted({(r["design"], r["case"], r.get("hog", False)) for r in out
+                                     if len(r.get("pair_p50_effects") or []) >= 3}):
+        rows = [r for r in out if (r["design"], r["case"], r.get("hog", False)) == (design, case, hog)
+                and len(r.get("pair_p50_effects") or []) >= 3]
+        judged = []
+        for r in rows:
+            n = len(r["pair_p50_effects"])
+            c, lo, hi, _ = trimmed_t_test(np.log1p(r["pair_p50_effects"]), confidence
+                                          if r.get("stopped_early") else 1 - spent(looks(n, True), 1 - confidence)[-1])
+            e, lo, hi = math.expm1(c), math.expm1(lo), math.expm1(hi)
+            judged.append((e, lo, hi, max(hi - e, e - lo)))
+        line = f"{design} {case}{' beside a hog' if hog else ''}, p50 judged again across its pairs with this tree's test:"
+        for t in (0.02, 0.03):
+            called = [verdict(e, lo, hi, t) or "inconclusive" for e, lo, hi, _ in judged]
+            line += f" at {t:.0%}: " + ", ".join(f"{v} {called.count(v)}" for v in ("same", "better", "worse",
+                                                                                      "inconclusive")) + ";"
+        floors = [f for *_, f in judged]
+        line += f" floor median ±{statistics.median(floors):.2%} (±{min(floors):.2%} .. ±{max(floors):.2%})"
+        line += f"; effect median {statistics.median(e for e, *_ in judged):+.2%}"
+        if case == "A/A":
+            line += f"; |effect| within its floor {sum(abs(e) <= f for e, _, _, f in judged)}/{len(judged)}"
+        print(line)
+
+
 def summary(out: list, work: Path | None = None):
     """work: the --keep folder of an earlier run, to recompute 95% intervals missing from its rows."""
     for n, r in enumerate(out):
@@ -342,6 +376,7 @@ def summary(out: list, work: Path | None = None):
             print(f"{design}: A/A p50 effects between checks: sd {statistics.stdev(aa):.2%}, "
                   f"range {min(aa):+.2%} .. {max(aa):+.2%}; A/A 99% intervals holding 0: {holding}/{len(aa)}")
     at_3_percent(out)
+    rejudged(out)
     lags = [r["p50_lag1"] for r in out if r.get("p50_lag1") is not None]
     if lags:
         print(f"duet blocks' p50 log ratios, lag-1 autocorrelation: median {statistics.median(lags):+.2f}, "

@@ -202,9 +202,9 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
     interval lies inside +-threshold, else "inconclusive" unless it is worse or
     better. A duet runs --pairs fresh pairs of engine processes one after
     another and judges across them (each pair keeps a bias of its own), with a
-    t-test over the pairs' means; it looks after half its pairs and at the end,
-    spending the error rate O'Brien-Fleming-style (nearly all of it at the end),
-    and stops at the first that decides.
+    20 %-trimmed t-test over the pairs' means; it looks after half its pairs and
+    at the end, spending the error rate O'Brien-Fleming-style (nearly all of it
+    at the end), and stops at the first that decides.
 
     Exits 0 when nothing got worse, 1 on a regression, 2 on an error, 3 when
     inconclusive (the floor is too high for the threshold: run longer or on a
