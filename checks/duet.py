@@ -61,7 +61,8 @@ def paired_run(pairs: list, options: dict, tag: str, sides: dict, rotation: Rota
                block: int = 1, on_tick=None, should_stop=None) -> tuple:
     """Paired strata-load runs, one per (first, second) in pairs, at once, to their end or
     until should_stop() says so (asked about four times a second); the CPUs swap roles at
-    every block boundary (counted from block_start) and on_tick() runs about once a second. Returns (reports, stopped)."""
+    every block boundary (counted from block_start) and on_tick() runs about once a second.
+    Returns (reports, stopped)."""
     loads = [Load(first.work, f"{tag}-{first.name}{second.name}").start(paired_args(first, second, options))
              for first, second in pairs]
     rotation.loads = [load.proc.pid for load in loads]

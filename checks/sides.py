@@ -58,8 +58,8 @@ def make_sides(specs: dict, server_export, repo, delays, scratch: Path) -> dict:
 def start_sides(prof, sides: dict, undo, wait: bool = True):
     """Starts both sides and their collectors, in a random order (so neither side is
     always the one started first on a fresh machine) and with one address-space layout
-    (checks/layout.py), and waits for their first data (wait=False: the caller does,
-    with wait_for_collectors, e.g. after writing the working sets);
+    (checks/layout.py), and waits for their first data (wait=False: not, and the caller
+    keeps only the seconds both stored, first_collected);
     returns the order they were started in ("AB" or "BA")."""
     options = load_options(prof)
     if not same_layout():
@@ -80,15 +80,9 @@ def start_sides(prof, sides: dict, undo, wait: bool = True):
         create_datasets(s.archive, prof.datasets)
         s.coll = Collection(s.work, s.archive, pid, wire_options(s, options) if wire else ()).start()
         undo.callback(s.coll.stop)
-    if wait:
-        wait_for_collectors(prof, sides)
-    return "".join(s.name for s in order)
-
-
-def wait_for_collectors(prof, sides: dict):
-    """Blocks until both sides' collectors have stored a whole second."""
-    for s in sides.values():
+    for s in sides.values() if wait else ():
         s.coll.wait_for_data(prof.datasets[0])
+    return "".join(s.name for s in order)
 
 
 def first_collected(prof, sides: dict, start: int, end: int) -> int:
