@@ -115,7 +115,7 @@ def reduce(qr, source: Source):
     else:
         pick = list(range(len(qr.keys)))
     n = len(qr.times)
-    common = dict(name=str(source.wanted), keys=[""], derived=source.note)
+    common = dict(name=str(source.wanted), keys=[""], breakdown="", derived=source.note)
     if qr.kind == "heatmap":
         counts = np.asarray(qr.counts)
         whole = (counts[pick].sum(axis=0, dtype=np.uint64) if pick and counts.size

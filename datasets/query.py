@@ -39,6 +39,7 @@ class QueryResult:
     # added by datasets/derive.py: how a name the archive does not hold was answered,
     # e.g. "summed from nfs.latency[op=read][client]"; "" when read as held
     derived: str = ""
+    breakdown: str = ""       # the field the keys are values of ("client", "tier"); "" for none
 
     def seconds_collected(self):
         """int64 (n,): the collected seconds of each column; None when the producer does not

@@ -119,6 +119,7 @@ def _columns(conn, info, level, step, t0, end, ranges, times, groups, spans, nam
     cell = position[groups.key] * n + col  # index of (key, column), one per group
 
     result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
+                         breakdown=info.breakdown or "",
                          step=step, times=t0 + step * np.arange(n, dtype=np.int64), keys=keys,
                          level=level, present=present, collected=seconds,
                          spans=[(t, t + k, cause) for t, k, cause in spans])

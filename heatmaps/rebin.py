@@ -21,8 +21,7 @@ import math
 
 import numpy as np
 
-from strata.datasets import llhist, names
-from strata.datasets.errors import ArchiveError
+from strata.datasets import llhist
 
 from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
 from .units import family, format_value
@@ -77,11 +76,7 @@ def tier_bands(qr, bins: TimeBins, keys=None) -> list:
     """[(key, median, share of the map's events)] of each key with events, busiest first, when
     qr is broken down by tier (its keys are the map's bands: their names are drawn at their
     medians), else []."""
-    try:
-        breakdown = names.parse(qr.name).breakdown
-    except ArchiveError:
-        return []
-    if breakdown != BANDED or not len(qr.buckets):
+    if qr.breakdown != BANDED or not len(qr.buckets):
         return []
     buckets = np.asarray(qr.buckets, dtype=np.int64)
     per_key = {k: column_histograms(qr, bins, [k]).sum(axis=0) for k in (keys or qr.keys)}

@@ -152,6 +152,7 @@ class PrometheusReader:
         key_label = label_name(info.breakdown) if info.breakdown else None
         per = exported_unit(info.unit, info.kind)[1]
         result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
+                             breakdown=info.breakdown or "",
                              step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
                              level="prometheus")
         key_of = (lambda labels: labels.get(key_label, "")) if key_label else (lambda labels: "")
