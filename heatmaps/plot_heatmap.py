@@ -18,6 +18,7 @@ from .units import event_noun, family, format_count, format_value, quantity_name
 
 HTML_MAX_COLS = 400
 HTML_CELLS = 120
+HALO = "1px 1px 2px white, -1px -1px 2px white, 1px -1px 2px white, -1px 1px 2px white"   # tier band names legible on dark cells
 
 
 def display_scale(top: float, unit: str) -> tuple:
@@ -119,7 +120,7 @@ def figure(grid, drill: str | None = None) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[x_edges[-1]] * len(grid.bands), y=[m / scale for _, m, _ in grid.bands], mode="markers+text",
             text=[f"{k} " for k, _, _ in grid.bands], textposition="middle left", cliponaxis=False,
-            textfont=dict(color="#111", size=14), marker=dict(symbol="triangle-left", size=10, color="#111"),
+            textfont=dict(color="#111", size=14, weight="bold", shadow=HALO), marker=dict(symbol="triangle-left", size=10, color="#111"),
             name="tier bands", showlegend=False,
             hovertemplate="%{text}band: median %{y:,.4~g} " + unit_label + "<extra></extra>"), row=1, col=2)
     for start, end, _ in grid.spans:   # outages collected as one record: shaded, named below the title
