@@ -89,6 +89,7 @@ def _view(request, record_property):
         pytest.skip(f"{view} view refused on this kernel: {why}")
 
 
+@pytest.hookimpl(trylast=True)     # after -k and -m have deselected: a deselected test starts nothing
 def pytest_collection_modifyitems(session, config, items):
     """Tests that wait for a guest (their module defines start_guest) start it now, in the
     background (tests/vm/jobs.py), and run last: the guest runs beside the suite."""
