@@ -20,7 +20,7 @@ SERVER_ZONE, BROWSER_ZONE = "Asia/Kolkata", "America/New_York"
 ON_SCREEN = """return (() => {            // events in the heat map's cells, keys of the graph
   const heat = views[0].div.data[1], graph = views[1].div.data;
   let n = 0;
-  heat.customdata.forEach(row => row.forEach(cell => { n += cell[2] || 0; }));
+  new Set(heat.customdata).forEach(row => row.forEach(cell => { n += cell[2] || 0; }));   // sub-rows share their row
   return {events: n, keys: graph.map(t => t.name), title: views[0].div.layout.xaxis2.title.text,
           heading: views[0].div.layout.title.text,
           last: views[0].times[views[0].times.length - 1], lastX: heat.x[heat.x.length - 1], refits: window.strataLive.refits};

@@ -157,8 +157,8 @@ def test_new_seconds_reach_the_page_within_2s(tmp_path):
             loaded = page.execute_script("return views[0].totals.text")
             # a live column's cells are coloured from its counts as the figure colours a loaded one
             worst, cells = page.execute_script("""const v = views[0], tr = v.div.data[1]; let worst = 0, cells = 0;
-                tr.x.slice(0, -1).forEach((_, i) => v.zOf(tr.customdata.map(row => row[i][2])).forEach((z, r) => {
-                  const want = tr.z[r][i], empty = want === null || want === undefined || Number.isNaN(want);
+                tr.x.slice(0, -1).forEach((_, i) => v.zOf(v.cells.map(row => row[i][2])).forEach((z, r) => {
+                  const want = v.zRows[r][i], empty = want === null || want === undefined || Number.isNaN(want);
                   cells += z !== null;
                   worst = Math.max(worst, (z === null) !== empty ? 1 : empty ? 0 : Math.abs(z - want)); }));
                 return [worst, cells];""")

@@ -52,7 +52,7 @@ def test_assets_and_views_travel_gzipped(tmp_path):
                                       "until": T0 + 120, "live": False}))
             assert plots_ready(page, 2) == [120, 120]
             assert page.execute_script("return views[1].div.data.map(t => t.name)") == ["10.0.0.2", "10.0.0.1"]
-            cell = page.execute_script("const cd = views[0].div.data[1].customdata, r = cd.findIndex(row => row[0][2]);"
+            cell = page.execute_script("const cd = views[0].cells, r = cd.findIndex(row => row[0][2]);"
                                        " return [r, cd[r][0], cd[r].length];")
             r, first, columns = cell
             assert columns == 120 and first[:2] == answer["rows"][r][:2] and first[2] > 0, cell

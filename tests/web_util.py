@@ -162,7 +162,7 @@ def drag_heatmap(driver, index, t0, t1, lo, hi):
           return `${d.getFullYear()}-${p(d.getMonth()+1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`; };
         const x = L.xaxis2, y = L.yaxis, box = gd.getBoundingClientRect();
         const scale = views[arguments[0]].live.scale;          // the axis shows value / scale
-        const yl = v => y.type === 'log' ? Math.log10(v / scale) : v / scale;
+        const yl = v => views[arguments[0]].live.axis === 'log' ? Math.log10(v / scale) : v / scale;
         const px = t => x._offset + x.l2p(x.d2l(iso(t))) - box.width / 2;
         const py = v => y._offset + y.l2p(yl(v)) - box.height / 2;
         return [px(arguments[1]), py(arguments[3]), px(arguments[2]), py(arguments[4])];

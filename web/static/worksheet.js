@@ -214,13 +214,21 @@ function draw(v, a) {
   // labels and title: plotly's automargin has nothing to push and draws each view once
   const margin = fig.layout.margin || {};
   fig.layout.margin = Object.assign({}, margin, {r: 150, l: Math.max(margin.l || 0, 90), b: Math.max(margin.b || 0, 65)});
-  fig.data.forEach(tr => { if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left"}); });
+  // the margins hold every tick label: plotly's check of each label against every other (its
+  // box measured label by label, for a label that would run past the page) is not needed
+  Object.keys(fig.layout).filter(k => /^[xy]axis\d*$/.test(k)).forEach(k => { fig.layout[k].ticklabeloverflow = "allow"; });
+  fig.data.forEach(tr => {
+    if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left", ticklabeloverflow: "allow"});
+  });
   if (v.kind === "heatmap") {
     const tr = fig.data[1];                   // each cell's hover data: its row's bounds around its count
-    v.cell = !a.rows ? (r, n) => [tr.y[r], tr.y[r + 1], n]          // no column yet: the row's edges
+    const ys = Array.from(tr.y);
+    v.cell = !a.rows ? (r, n) => [ys[r], ys[r + 1], n]                // no column yet: the row's edges
       : a.rows[0] && a.rows[0].length > 2 ? (r, n) => [a.rows[r][0], a.rows[r][1], n, ...a.rows[r].slice(2)]
       : (r, n) => [a.rows[r][0], a.rows[r][1], n];
     if (a.rows) tr.customdata = tr.customdata.map((row, r) => row.map(n => v.cell(r, n)));
+    v.cells = tr.customdata;                  // per row, per column: [from, to, events, ...]
+    v.zRows = tr.z;                           // per row, per column: the cell's colour value
     tr.hoverongaps = true;                    // an empty cell is a time too (its count reads 0)
     v.times = tr.x.slice(0, -1);
     // a live column's rows' events coloured as plot_heatmap colours them: log10 of the count per cell height
@@ -233,6 +241,7 @@ function draw(v, a) {
     v.times = (fig.data[0] ? fig.data[0].x : []).map(t => t - v.width / 2);
   }
   v.times = v.times.map(Number);
+  if (v.kind === "heatmap") evenRows(v, fig);
   fig.data.forEach(tr => { if (tr.xaxis === "x2" && tr.x) tr.x = Array.from(tr.x, isoLocal); });
   const axis = fig.layout.xaxis2 || {};
   if (axis.range) axis.range = axis.range.map(isoLocal);
@@ -253,6 +262,49 @@ function draw(v, a) {
   v.div.dataset.columns = v.times.length;
   v.div.dataset.last = v.times.length ? v.times[v.times.length - 1] : "";
   v.div.on("plotly_relayout", ev => onRelayout(v, ev));
+}
+
+// plotly paints a heat map cell by cell (a canvas fillRect each: 0.1-0.2 s for 300 x 80 cells)
+// unless its rows are evenly spaced on a linear axis; then it paints one pixel per cell and
+// the browser scales the picture. The rows (true bucket edges, uneven) are drawn here as even
+// sub-rows finer than a pixel, each a reference to its row (the same picture; live columns
+// change v.zRows and v.cells, which the sub-rows share), on a linear axis of log10 values
+// where the view's axis is log: its ticks, lines and shapes moved alike (yOf).
+function evenRows(v, fig) {
+  const tr = fig.data[1], log = v.live.axis === "log", lin = y => (y > 0 ? Math.log10(y) : null);
+  if (log) {
+    ["yaxis", "yaxis2"].forEach(key => {
+      const ax = fig.layout[key];
+      if (!ax || ax.type !== "log") return;
+      ax.type = "linear";
+      if (ax.tickvals) ax.tickvals = ax.tickvals.map(lin);
+    });
+    fig.data.forEach(t => {
+      if (t === tr || !t.y || !["y", "y2"].includes(t.yaxis || "y")) return;
+      if (t.hovertemplate && t.hovertemplate.includes("%{y") && !t.customdata) {
+        t.customdata = Array.from(t.y);
+        t.hovertemplate = t.hovertemplate.replace(/%\{y/g, "%{customdata");
+      }
+      t.y = Array.from(t.y, lin);
+    });
+  }
+  const edges = Array.from(tr.y, log ? lin : Number), rows = edges.length - 1;
+  if (rows < 1 || !edges.every(Number.isFinite)) return;
+  const n = Math.max(rows, Math.min(2000, Math.ceil(v.div.clientHeight || 600)));
+  const step = (edges[rows] - edges[0]) / n, z = new Array(n), cells = new Array(n), y = new Array(n + 1);
+  for (let s = 0, r = 0; s < n; s++) {
+    const mid = edges[0] + (s + 0.5) * step;
+    while (r < rows - 1 && mid >= edges[r + 1]) r++;
+    z[s] = v.zRows[r];
+    cells[s] = v.cells[r];
+    y[s] = edges[0] + s * step;
+  }
+  y[n] = edges[rows];
+  Object.assign(tr, {y, z, customdata: cells});
+}
+function yOf(v, value) {                 // a value (the dataset's unit) on view v's y axis
+  const y = value / v.live.scale;
+  return v.live.axis === "log" && v.kind === "heatmap" ? Math.log10(y) : y;
 }
 
 // -- live ------------------------------------------------------------------------------------
@@ -301,13 +353,13 @@ function addColumns(v, cols) {
       const tr = data[1], z = v.zOf(c.n);
       if (append) {
         tr.x.push(isoLocal(c.t + v.width));
-        tr.z.forEach((row, r) => row.push(z[r]));
-        tr.customdata.forEach((row, r) => row.push(v.cell(r, c.n[r])));
+        v.zRows.forEach((row, r) => row.push(z[r]));
+        v.cells.forEach((row, r) => row.push(v.cell(r, c.n[r])));
         v.times.push(c.t);
         if (v.totals) { v.totals.columns.push(c.total); if (v.totals.seconds) v.totals.seconds.push(c.s || 0); }
       } else {
-        tr.z.forEach((row, r) => { row[idx] = z[r]; });
-        tr.customdata.forEach((row, r) => { row[idx][2] = c.n[r]; });
+        v.zRows.forEach((row, r) => { row[idx] = z[r]; });
+        v.cells.forEach((row, r) => { row[idx][2] = c.n[r]; });
         if (v.totals) { v.totals.columns[idx] = c.total; if (v.totals.seconds) v.totals.seconds[idx] = c.s || 0; }
       }
     } else {
@@ -322,7 +374,7 @@ function addColumns(v, cols) {
     v.times.shift();
     if (v.kind === "heatmap") {
       const tr = data[1];
-      tr.x.shift(); tr.z.forEach(row => row.shift()); tr.customdata.forEach(row => row.shift());
+      tr.x.shift(); v.zRows.forEach(row => row.shift()); v.cells.forEach(row => row.shift());
       if (v.totals) { v.totals.columns.shift(); if (v.totals.seconds) v.totals.seconds.shift(); }
     } else {
       data.forEach(tr => { tr.x.shift(); tr.y.shift(); if (tr.customdata) tr.customdata.shift(); });
@@ -358,7 +410,7 @@ function retotal(v) {
   if (text !== t.text && v.title.includes(t.text)) v.title = v.title.replace(t.text, text);
   t.text = text;
   v.total = total;
-  const side = v.div.data[0], cells = v.div.data[1].customdata;
+  const side = v.div.data[0], cells = v.cells;
   if (side && side.x && side.x.length === 2 * cells.length) {
     side.x = cells.flatMap(row => { const r = row.reduce((a, c) => a + (c[2] || 0), 0) / seconds; return [r, r]; });
   }
@@ -433,7 +485,7 @@ function onRelayout(v, ev) {
 function band(v, b) {
   views.forEach(w => { w.shapes = (w.shapes || []).filter(s => s.type !== "rect"); });
   v.shapes = v.shapes.concat([{type: "rect", xref: "x2", yref: "y", x0: isoLocal(b.t0), x1: isoLocal(b.t1),
-    y0: b.lo / v.live.scale, y1: b.hi / v.live.scale, line: {color: "#00a", width: 2}, fillcolor: "rgba(0,0,170,0.08)"}]);
+    y0: yOf(v, b.lo), y1: yOf(v, b.hi), line: {color: "#00a", width: 2}, fillcolor: "rgba(0,0,170,0.08)"}]);
   views.forEach(w => {
     relayoutBusy = true;
     const back = w === v ? {"xaxis2.range": v.xrange.slice(), "yaxis.range": v.yrange.slice()} : {};
@@ -533,7 +585,7 @@ function selectTime(t) {
     if (at === undefined) continue;
     const i = w.times.indexOf(at), data = w.div.data;
     if (w.kind === "heatmap") {
-      const n = data[1].customdata.reduce((s, row) => s + (row[i][2] || 0), 0);
+      const n = w.cells.reduce((s, row) => s + (row[i][2] || 0), 0);
       const noun = w.totals ? w.totals.noun : "events";
       lines.push(`<tr><td>${esc(w.spec.name)}</td><td class="value">${n.toLocaleString("en-US")}</td>` +
                  `<td>${esc(noun)}${w.width > 1 ? ` in ${w.width} s` : ""}</td></tr>`);
@@ -573,7 +625,7 @@ function viewRows(v) {
   if (v.kind === "heatmap") {
     const unit = v.live.label || v.live.unit, noun = v.totals ? v.totals.noun : "events";
     const rows = [["unix", "time (UTC)", `from (${unit})`, `to (${unit})`, noun]];
-    v.times.forEach((t, i) => data[1].customdata.forEach(row => {
+    v.times.forEach((t, i) => v.cells.forEach(row => {
       if (row[i][2]) rows.push([t, utc(t), row[i][0], row[i][1], row[i][2]]);
     }));
     return rows;
