@@ -27,18 +27,18 @@ def y_axis(b) -> tuple:
 
 
 def traces(b, style: str) -> tuple:
-    """(one Scatter per key: stacked areas or lines, the divisor of their y values): the
-    series of Breakdown b as the files and the web page draw them."""
+    """(one scatter trace per key as figure JSON: stacked areas or lines, the divisor of
+    their y values): the series of Breakdown b as the files and the web page draw them."""
     scale, unit_label, _ = y_axis(b)
     x = [dt.datetime.fromtimestamp(int(t) + b.bins.width / 2) for t in b.bins.starts()]
     out = []
     for i, key in enumerate(b.keys):
         name = (key or b.statistic) + (f" ({b.folded:,} keys)" if key == OTHER else "")
-        out.append(go.Scatter(
-            x=x, y=b.series[i] / scale, name=name, mode="lines",
+        out.append(dict(
+            type="scatter", x=x, y=b.series[i] / scale, name=name, mode="lines",
             line=dict(color=key_colour(b, i), width=1.2 if style == "stacked" else 1.8, shape="hv"),
-            stackgroup="one" if style == "stacked" else None, connectgaps=False,
-            hovertemplate=f"{name}<br>%{{x|%H:%M:%S}}<br>%{{y:,.4~g}} {unit_label}<extra></extra>"))
+            connectgaps=False, hovertemplate=f"{name}<br>%{{x|%H:%M:%S}}<br>%{{y:,.4~g}} {unit_label}<extra></extra>",
+            **({"stackgroup": "one"} if style == "stacked" else {})))
     return out, scale
 
 

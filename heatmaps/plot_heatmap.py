@@ -7,10 +7,11 @@ LO..HI` set to the cell's row: pasted into a shell, it breaks the band down by
 client (op, file...). The edges are written so that they parse back exactly.
 """
 import datetime as dt
+import functools
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 from . import clock, describe, palette
 from .ticks import log_ticks
@@ -18,6 +19,7 @@ from .units import event_noun, family, format_count, format_value, quantity_name
 
 HTML_MAX_COLS = 400
 HTML_CELLS = 120
+SPACING = 0.008   # between the side panel and the map, a share of the width
 HALO = "1px 1px 2px white, -1px -1px 2px white, 1px -1px 2px white, -1px 1px 2px white"   # tier band names legible on dark cells
 
 
@@ -68,8 +70,35 @@ def _drill_hover(drill: str, unit: str, unit_label: str) -> tuple:
 
 
 def figure(grid, drill: str | None = None) -> go.Figure:
-    """The heat map of `grid` as a plotly figure; `drill`, a `strata breakdown ...` command
-    without --range, makes every cell's hover show it for the cell's row."""
+    """The heat map of `grid` as a plotly figure (figure_json's, for the files); `drill`, a
+    `strata breakdown ...` command without --range, makes every cell's hover show it for the
+    cell's row."""
+    return go.Figure(figure_json(grid, drill))
+
+
+@functools.cache
+def template() -> dict:
+    """plotly's plotly_white template as figure JSON (what the figures' layouts name)."""
+    return pio.templates["plotly_white"].to_plotly_json()
+
+
+def two_columns(left: float, shared_y: bool = True) -> dict:
+    """The layout's axes of two plots side by side (as plotly's make_subplots(1, 2) lays them
+    out), the left one `left` of the width; shared_y: the right one's y axis is the left one's."""
+    inner = 1.0 - SPACING
+    out = {"xaxis": {"anchor": "y", "domain": [0.0, left * inner]},
+           "yaxis": {"anchor": "x", "domain": [0.0, 1.0]},
+           "xaxis2": {"anchor": "y2", "domain": [left * inner + SPACING, 1.0]},
+           "yaxis2": {"anchor": "x2", "domain": [0.0, 1.0]}}
+    if shared_y:
+        out["yaxis2"].update(matches="y", showticklabels=False)
+    return out
+
+
+def figure_json(grid, drill: str | None = None) -> dict:
+    """The heat map of `grid` as plotly's figure JSON ({'data', 'layout'}; arrays as numpy
+    arrays, times as datetimes), built without plotly.py's objects: the web page's figure,
+    and figure()'s."""
     scale, unit_label = display_scale(float(grid.edges[-1]), grid.unit)
     noun = event_noun(grid.statistic)
     quantity = quantity_name(grid.statistic, grid.unit)
@@ -92,43 +121,46 @@ def figure(grid, drill: str | None = None) -> go.Figure:
         custom[:, :, 3] = grid.edges[:-1, None]
         custom[:, :, 4] = grid.edges[1:, None]
 
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.12, 0.88],
-                        horizontal_spacing=0.008)
     rates = grid.row_counts / grid.seconds
-    fig.add_trace(go.Scatter(
+    data = [dict(
+        type="scatter", xaxis="x", yaxis="y",
         x=np.repeat(rates, 2), y=np.column_stack([y_edges[:-1], y_edges[1:]]).ravel(),
         mode="lines", line=dict(color="#8c2981", width=1), fill="tozerox",
         fillcolor="rgba(140,41,129,0.25)", name=f"{noun}/s (range average)",
-        hovertemplate=f"%{{x:,.4~g}} {noun}/s<extra>range average</extra>", showlegend=False),
-        row=1, col=1)
-    fig.add_trace(go.Heatmap(
+        hovertemplate=f"%{{x:,.4~g}} {noun}/s<extra>range average</extra>", showlegend=False)]
+    data.append(dict(
+        type="heatmap", xaxis="x2", yaxis="y2",
         x=x_edges, y=y_edges, z=z.astype(np.float32), customdata=custom, zmin=zmin, zmax=zmax,
         colorscale=_colour_scale(), colorbar=_colour_bar(zmin, zmax, noun), hoverongaps=False,
         hovertemplate=("%{x|%Y-%m-%d %H:%M:%S}<br>" + quantity + " %{customdata[0]:,.4~g}–"
                        "%{customdata[1]:,.4~g} " + unit_label + "<br>%{customdata[2]:,} " + noun
                        + drill_line + "<extra></extra>"),
-        name="count"), row=1, col=2)
+        name="count"))
     for j, (p, values) in enumerate(grid.percentiles.items()):
-        fig.add_trace(go.Scatter(
+        data.append(dict(
+            type="scatter", xaxis="x2", yaxis="y2",
             x=x_mid, y=values / scale, mode="lines", connectgaps=False,
             line=dict(color=palette.HTML_LINE_COLOURS[j % 4], width=1.6, shape="hvh"),
             name=describe.percentile_label(p),
-            hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"),
-            row=1, col=2)
+            hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"))
 
     if grid.bands:   # a map broken down by tier: each band's name at its median, at the map's right edge
-        fig.add_trace(go.Scatter(
+        data.append(dict(
+            type="scatter", xaxis="x2", yaxis="y2",
             x=[x_edges[-1]] * len(grid.bands), y=[m / scale for _, m, _ in grid.bands], mode="markers+text",
             text=[f"{k} " for k, _, _ in grid.bands], textposition="middle left", cliponaxis=False,
-            textfont=dict(color="#111", size=14, weight="bold", shadow=HALO), marker=dict(symbol="triangle-left", size=10, color="#111"),
+            textfont=dict(color="#111", size=14, weight="bold", shadow=HALO),
+            marker=dict(symbol="triangle-left", size=10, color="#111"),
             name="tier bands", showlegend=False,
-            hovertemplate="%{text}band: median %{y:,.4~g} " + unit_label + "<extra></extra>"), row=1, col=2)
-    for start, end, _ in grid.spans:   # outages collected as one record: shaded, named below the title
-        fig.add_vrect(x0=_local(start), x1=_local(end), fillcolor="#888", opacity=0.12, line_width=0, row=1, col=2)
+            hovertemplate="%{text}band: median %{y:,.4~g} " + unit_label + "<extra></extra>"))
+    # outages collected as one record: shaded, named below the title
+    shapes = [dict(type="rect", xref="x2", yref="y2 domain", x0=_local(start), x1=_local(end), y0=0, y1=1,
+                   fillcolor="#888", opacity=0.12, line=dict(width=0)) for start, end, _ in grid.spans]
     note = "<br>".join(n for n in (describe.bands(grid), describe.cropped(grid), describe.outages(grid)) if n)
     subtitle = f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}"
-    fig.update_layout(
-        template="plotly_white", font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
+    layout = two_columns(0.12)
+    layout.update(
+        template=template(), font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
         title=dict(text=(f"<b>{describe.selection(grid.name, grid.keys)}</b>{describe.derived(grid)}   "
                          f"{describe.time_range(*grid.span)}"
                          f"<br><span style='font-size:12px;color:#555'>{subtitle}"
@@ -136,20 +168,21 @@ def figure(grid, drill: str | None = None) -> go.Figure:
         margin=dict(l=70, r=30, t=95 + 15 * (note.count('<br>') + 1 if note else 0), b=60), plot_bgcolor="white",
         legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"),
         hovermode="closest")
+    if shapes:
+        layout["shapes"] = shapes
     ytype = "log" if grid.axis == "log" else "linear"
-    fig.update_yaxes(type=ytype, range=_y_range(y_edges, ytype), showgrid=True, gridcolor="#eee",
-                     ticks="outside", zeroline=False)
+    y_axis = dict(type=ytype, range=_y_range(y_edges, ytype), showgrid=True, gridcolor="#eee", ticks="outside",
+                  zeroline=False)
     if ytype == "log":   # 1-2-5 ticks labelled with their own units: 10µs, 200µs, 5ms
         values = log_ticks(float(grid.edges[0]), float(grid.edges[-1]), 12, family(grid.unit) == "bytes")
-        fig.update_yaxes(tickvals=[v / scale for v in values],
-                         ticktext=[format_value(v, grid.unit) for v in values])
-    y_title = f"{quantity} (log scale)" if ytype == "log" else f"{quantity} ({unit_label})"
-    fig.update_yaxes(title_text=y_title, row=1, col=1)
-    fig.update_xaxes(title_text=f"{noun}/s", autorange="reversed", showgrid=False, rangemode="tozero",
-                     row=1, col=1)
-    fig.update_xaxes(title_text=f"time ({clock.zone()})", range=[x_edges[0], x_edges[-1]], showgrid=False,
-                     ticks="outside", row=1, col=2)
-    return fig
+        y_axis.update(tickvals=[v / scale for v in values], ticktext=[format_value(v, grid.unit) for v in values])
+    layout["yaxis"].update(y_axis, title=dict(
+        text=f"{quantity} (log scale)" if ytype == "log" else f"{quantity} ({unit_label})"))
+    layout["yaxis2"].update(y_axis)
+    layout["xaxis"].update(title=dict(text=f"{noun}/s"), autorange="reversed", showgrid=False, rangemode="tozero")
+    layout["xaxis2"].update(title=dict(text=f"time ({clock.zone()})"), range=[x_edges[0], x_edges[-1]],
+                            showgrid=False, ticks="outside")
+    return {"data": data, "layout": layout}
 
 
 def _y_range(y_edges: np.ndarray, ytype: str) -> list:

@@ -133,7 +133,7 @@ def _view(spec, src, keys) -> figures.View:
 
 
 def figure_for(spec, src, keys, qr, start, end):
-    """(plotly figure, the time range its title names: describe.time_range's text, live
+    """(plotly figure JSON, the time range its title names: describe.time_range's text, live
     geometry, what the page keeps up to date from the live columns: `totals`) of one view:
     the figure model figures.build chooses."""
     try:
@@ -147,7 +147,7 @@ def figure_for(spec, src, keys, qr, start, end):
                      "keys": [k for k in model.keys if k != OTHER], "lines": model.keys,
                      "label": y_axis(model)[1]}, None
     grid = model
-    fig = plot_heatmap.figure(grid)
+    fig = plot_heatmap.figure_json(grid)
     scale, label = plot_heatmap.display_scale(float(grid.edges[-1]), grid.unit)
     if grid.axis == "log":
         cell_h = (math.log10(grid.cells[-1]) - math.log10(grid.cells[0])) / CELLS
@@ -204,7 +204,8 @@ def _time_view(reader, spec: ViewSpec, family: str, start: int, end: int) -> dic
             "keys": list(t.mean.keys), "lines": list(t.mean.keys), "label": y_axis(t.mean)[1], "p99": True,
             "name": spec.name, "kind": "time_went", "statistic": t.mean.statistic, "breakdown": "component",
             "unit": "ns", "level": ops.level, "note": None}
-    figure = in_unix_seconds(fig.to_plotly_json())
+    figure = in_unix_seconds(fig)
+    figure["data"] = [_packed(trace) for trace in figure["data"]]
     return {"figure": figure, "rows": None, "live": live, "start": start, "end": end,
             "title_range": describe.time_range(*t.mean.span), "totals": None}
 
@@ -226,9 +227,24 @@ def view(reader, spec: ViewSpec, start: int, end: int) -> dict:
     fig, named, live, totals = figure_for(spec, src, keys, qr, start, end)
     live.update(name=str(src.wanted), kind=src.info.kind, statistic=src.info.statistic,
                 breakdown=src.wanted.breakdown, unit=src.info.unit, level=qr.level, note=src.note)
-    figure = in_unix_seconds(fig.to_plotly_json())
+    figure = in_unix_seconds(fig)
+    figure["data"] = [_packed(trace) for trace in figure["data"]]
     return {"figure": figure, "rows": _counts_only(figure), "live": live, "start": start, "end": end,
             "title_range": named, "totals": totals}
+
+
+def _packed(trace: dict) -> dict:
+    """A trace whose numpy arrays travel as plotly.js's typed arrays ({dtype, bdata, shape}),
+    as plotly.py packs them."""
+    out = {}
+    for key, value in trace.items():
+        if isinstance(value, np.ndarray) and value.size and value.dtype.kind == "f":
+            value = {"dtype": value.dtype.str[1:], "bdata": base64.b64encode(np.ascontiguousarray(value)).decode(),
+                     **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {})}
+        elif isinstance(value, np.ndarray):
+            value = value.tolist()
+        out[key] = value
+    return out
 
 
 def _counts_only(fig: dict) -> list | None:
