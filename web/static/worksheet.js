@@ -214,9 +214,13 @@ function draw(v, a) {
   // labels and title: plotly's automargin has nothing to push and draws each view once
   const margin = fig.layout.margin || {};
   fig.layout.margin = Object.assign({}, margin, {r: 150, l: Math.max(margin.l || 0, 90), b: Math.max(margin.b || 0, 65)});
-  // the margins hold every tick label: plotly's check of each label against every other (its
-  // box measured label by label, for a label that would run past the page) is not needed
-  Object.keys(fig.layout).filter(k => /^[xy]axis\d*$/.test(k)).forEach(k => { fig.layout[k].ticklabeloverflow = "allow"; });
+  // the margins hold every tick label, and plotly spaces time ticks by the axis's width: its
+  // checks of each label against every other (boxes measured label by label, for a label
+  // that would run past the page or overlap the next one and be turned) are not needed
+  Object.keys(fig.layout).filter(k => /^[xy]axis\d*$/.test(k)).forEach(k => {
+    fig.layout[k].ticklabeloverflow = "allow";
+    if (k.startsWith("x") && fig.layout[k].tickangle === undefined) fig.layout[k].tickangle = 0;
+  });
   fig.data.forEach(tr => {
     if (tr.colorbar) Object.assign(tr.colorbar, {x: 1.01, xanchor: "left", ticklabeloverflow: "allow"});
   });
