@@ -72,7 +72,7 @@ def draw_time_went(reader, family, span, fmt, output, colour):
     start, end, _ = span
     width, height = termcaps.size()
     bins, results = time_went_read.read(reader, family, start, end, width - 11 if fmt == "term" else 300)
-    t = time_went.build(family, bins, results)
+    t = time_went_read.build(family, bins, results)
     if fmt in ("term", "json", "csv"):
         mode = termcaps.colour_mode(sys.stdout if output is None else None, colour) if fmt == "term" else "none"
         emit_text(time_went.render_text(t, fmt, mode, width, height), output, color=mode != "none")

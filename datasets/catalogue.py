@@ -40,9 +40,14 @@ class Catalogue:
     statistics: tuple              # Statistic, in catalogue order
     dimensions: dict               # field -> its values: "op", a key set, "address", "u64", "u32", "device"
     keysets: dict                  # key set -> tuple of its texts
+    key_values: dict = field(default_factory=dict)   # key set -> {text: the key value it stands for}
 
     def by_name(self) -> dict:
         return {s.statistic: s for s in self.statistics}
+
+    def texts_in(self, keyset: str, low: int, high: int) -> frozenset:
+        """The texts of a key set whose key values lie in [low, high]."""
+        return frozenset(t for t, v in self.key_values.get(keyset, {}).items() if low <= v <= high)
 
 
 def _statistic(it: dict) -> Statistic:
@@ -64,7 +69,9 @@ def parse(text: str) -> Catalogue:
             if s.kind not in ("heatmap", "counter", "gauge"):
                 raise ValueError(f"unknown kind {s.kind!r}")
         return Catalogue(stats, {str(d["name"]): str(d["values"]) for d in doc["dimensions"]},
-                         {str(k["name"]): tuple(str(t["text"]) for t in k["keys"]) for k in doc["keysets"]})
+                         {str(k["name"]): tuple(str(t["text"]) for t in k["keys"]) for k in doc["keysets"]},
+                         {str(k["name"]): {str(t["text"]): int(t["value"]) for t in k["keys"]}
+                          for k in doc["keysets"]})
     except (ValueError, KeyError, TypeError) as e:
         raise ArchiveError(f"unreadable statistics catalogue ({e})") from None
 

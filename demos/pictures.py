@@ -13,8 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from strata.datasets.archive import Archive
-from strata.heatmaps import (clock, export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps,
-                             time_went)
+from strata.heatmaps import clock, export, plot_breakdown, plot_heatmap, term_breakdown, term_heatmap, termcaps
 from strata.heatmaps.breakdown import compute
 from strata.heatmaps.rebin import build_grid
 from strata.heatmaps.timebins import choose_bins
@@ -55,7 +54,7 @@ def by_client(archive, name, start, end, max_cols):
 def time_went_figure(archive, family: str, start: int, end: int) -> go.Figure:
     """Where each op's time went, `strata show time:FAMILY` as a figure (heatmaps/time_went.py)."""
     bins, results = time_went_read.read(archive, family, start, end, plot_breakdown.BREAKDOWN_MAX_COLS)
-    return plot_breakdown.figure(time_went.build(family, bins, results).mean)
+    return plot_breakdown.figure(time_went_read.build(family, bins, results).mean)
 
 
 def _cache_figure(archive, start, end) -> go.Figure:

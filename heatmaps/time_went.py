@@ -46,7 +46,6 @@ NESTED = ("service", "file system", "disk")   # each holds the ones after it (wh
 # the part that is the wire's time less nfsd's, the statistics read by op to check they count the same ops
 NETWORK = "network"
 COUNTED_TOGETHER = ("wire.latency", "nfsd.queue", "nfsd.latency")
-MOUNT_OPS = {"mnt_null", "mnt", "dump", "umnt", "umntall", "export"}   # catalogue/statistics.def: mountd's
 SLACK = 2   # ops the views' counts of one kind may differ by over a range beyond its end columns' (below)
 MIDPOINTS = llhist.midpoints()
 
@@ -85,16 +84,16 @@ def by_op(statistic: str) -> str:
     return f"{statistic}[op]"
 
 
-def _groups(results: dict) -> tuple:
+def _groups(results: dict, uncounted: frozenset) -> tuple:
     """(QueryResults of COUNTED_TOGETHER, groups of op keys each compared and subtracted as
-    one), MOUNT's procedures left out: each op kind apart where all three are kept by op, all
+    one), the ops nfsd never serves (uncounted: MOUNT's procedures) left out: each op kind apart where all three are kept by op, all
     ops as one where nfsd keys COMPOUNDs "compound" (without its module's BTF) and the wire by
     their main op, or where one is kept whole; None when one is missing."""
     qrs = [results.get(by_op(s)) for s in COUNTED_TOGETHER]
     if any(q is None for q in qrs):
         qrs = [results.get(s) for s in COUNTED_TOGETHER]
         return (qrs, [None]) if all(q is not None for q in qrs) else (None, [])
-    ops = [[k for k in q.keys if k not in MOUNT_OPS] for q in qrs]
+    ops = [[k for k in q.keys if k not in uncounted] for q in qrs]
     if any("compound" in o for o in ops[1:]) and "compound" not in ops[0]:
         return qrs, [ops]
     return qrs, [[[k] if k in o else [] for o in ops] for k in sorted(set().union(*ops))]
@@ -108,14 +107,14 @@ def _events_and_time(qr, bins, keys) -> tuple:
     return h.sum(axis=1).astype(np.float64), (h * MIDPOINTS[np.asarray(qr.buckets)]).sum(axis=1)
 
 
-def _network(results: dict, bins) -> tuple:
+def _network(results: dict, bins, uncounted: frozenset) -> tuple:
     """((ncols,) the network part's summed ns, or None; the note saying why it is None):
     per column and op kind, nfsd's requests times the wire's mean less nfsd.queue's and
     nfsd.latency's means, summed over the kinds, never below zero. Only where the views
     count the same ops over the range, to SLACK plus nfsd's ops in the range's first and last
     columns: each layer's maps are read apart, so a request at either end of the range may
     fall a second (on a stalled machine, a few) apart in the two views."""
-    qrs, groups = _groups(results)
+    qrs, groups = _groups(results, uncounted)
     if qrs is None:
         return None, f"{NETWORK} left out: it needs nfsd.queue and nfsd.latency beside wire.latency"
     total = np.zeros(bins.ncols)
@@ -135,9 +134,10 @@ def _network(results: dict, bins) -> tuple:
     return np.maximum(total, 0), None
 
 
-def build(family: str, bins, results: dict) -> TimeWent:
+def build(family: str, bins, results: dict, *, uncounted: frozenset) -> TimeWent:
     """The picture of family over bins from its statistics' QueryResults (views/time_went.py:
-    {statistic: QueryResult or None})."""
+    {statistic: QueryResult or None}); uncounted: the op keys the wire sees and nfsd never
+    serves, left out of the network part's comparison (views/time_went.py: MOUNT's procedures)."""
     start, end = bins.start, bins.end
     spec = FAMILIES[family]
     totals, p99, p99_range, missing, ops, ops_qr = {}, {}, {}, [], None, None
@@ -158,7 +158,7 @@ def build(family: str, bins, results: dict) -> TimeWent:
                         f"create it with `strata datasets create {spec['ops']}`")
     notes = []
     if NETWORK in totals:   # the wire's time is read above; the part is the wire's less nfsd's
-        network, note = _network(results, bins)
+        network, note = _network(results, bins, uncounted)
         if network is None:
             for d in (totals, p99, p99_range):
                 d.pop(NETWORK)

@@ -27,11 +27,11 @@ import pytest
 
 from strata.cli.main import cli
 from strata.datasets import llhist
+from strata.views.time_went import mount_ops
 from test_time_went import summed
 from test_show_every_dataset import write_archive
 from vm import guest, jobs, kernels, matrix
 
-MOUNT_OPS = ("mnt_null", "mnt", "dump", "umnt", "umntall", "export")  # mountd answers them, not nfsd
 KERNELS = kernels.distinct([k for k in os.environ.get("KERNELS", "6.1-security").split() if k != "host"])
 LOAD_SECONDS = 8
 
@@ -244,7 +244,7 @@ def test_time_nfsd_stacks_network_queue_service_and_file_system(kernel, tmp_path
                                    "--since", str(first), "--until", str(end)])
     doc = json.loads(out.output)
     mean = {row["key"]: row["rate"] for row in doc["table"]}
-    wire_ops, wire_ns = summed(records["wire.latency[op]"], skip=MOUNT_OPS)
+    wire_ops, wire_ns = summed(records["wire.latency[op]"], skip=mount_ops())
     queued, _ = summed(records["nfsd.queue[op]"])
     print("time:nfsd means per op (ns):", mean, "wire:", wire_ns / wire_ops, wire_ops, "nfsd:", ops, doc["notes"])
     if wire_ops == queued == ops:

@@ -178,7 +178,7 @@ def _time_went(reader, family, start, end, bins=None) -> tuple:
     columns, else chosen for MAX_COLS)."""
     try:
         bins, results = time_went_read.read(reader, family, start, end, MAX_COLS, bins)
-        return time_went.build(family, bins, results), results
+        return time_went_read.build(family, bins, results), results
     except SourceError as e:
         raise ViewError(str(e)) from None
 
