@@ -9,7 +9,9 @@
 # the ratio is the result. COLLECT: another strata-collect build to measure (one of two
 # builds compared run by run, alternating).
 # Then what nfsd.*[tier] and nfsd.queue cost per request against nfsd.latency[op] alone
-# (bench/nfsdtiercost.py: TIER_ROUNDS rounds of TIER_SECS s windows, ratios per round).
+# (bench/nfsdtiercost.py: TIER_ROUNDS rounds of TIER_SECS s windows, ratios per round;
+# TIER_BEFORE: another strata-collect build run beside this one in every round, alternating,
+# with the ratios this/before per set of datasets; TIER_ONLY=1: this part alone).
 # Then nfsd's throughput loss at its peak in the guest (the goal: within 1.4 % with
 # nfsd.latency[client] alone, 3 % with four nfsd datasets): one randread load (4 clients x 8
 # threads of 8 KiB reads from the page cache) while the datasets are switched in windows of
@@ -28,7 +30,8 @@ if [ "${1:-}" != inside ]; then
 	rm -rf "$folder" && mkdir -p "$folder"
 	PYTHONPATH=tests .venv/bin/python -m vm run --kernel "$KERNEL" --timeout 1800 --folder "$folder" -- \
 		env SECS="$SECS" ADDS="$ADDS" COLLECT="${COLLECT:-}" WINDOW_SECS="$WINDOW_SECS" CYCLES="$CYCLES" \
-		BENCH_SMOKE="${BENCH_SMOKE:-}" TIER_ROUNDS="${TIER_ROUNDS:-6}" TIER_SECS="${TIER_SECS:-4}" bash "$PWD/bench/collect_nfsd.sh" inside
+		BENCH_SMOKE="${BENCH_SMOKE:-}" TIER_ROUNDS="${TIER_ROUNDS:-6}" TIER_SECS="${TIER_SECS:-4}" \
+		TIER_BEFORE="${TIER_BEFORE:-}" TIER_ONLY="${TIER_ONLY:-}" bash "$PWD/bench/collect_nfsd.sh" inside
 	exit
 fi
 
@@ -40,6 +43,11 @@ mkdir -p $export && chmod 777 $export
 exportfs -o rw,no_root_squash,insecure,fsid=1 127.0.0.1:$export
 rpc.nfsd -N 4 8 && rpc.mountd -N 4 -p 20048
 sysctl -qw kernel.bpf_stats_enabled=1
+if [ "${TIER_ONLY:-}" = 1 ]; then
+	"$repo/build/bin/strata-load" --server 127.0.0.1 --export $export --profile randread --setup-only --files 4 \
+		--file-size 1m > /dev/null
+	exec "$repo/.venv/bin/python" "$repo/bench/nfsdtiercost.py" "$repo" $export
+fi
 mkfifo ctl
 "${COLLECT:-$repo/build/bin/strata-collect}" < ctl > collect.out 2> collect.err &
 exec 3> ctl

@@ -10,7 +10,9 @@ Per window, the BPF run time and runs of every program the collector holds
 (kernel.bpf_stats_enabled) per NFS request (/proc/net/rpc/nfsd's count): under TCG a run
 costs microseconds whatever it does, so the runs per request say what real hardware pays;
 per round the ratios tier/plain and queue/plain; medians with their 95 % intervals over
-ROUNDS rounds. Absolute ns are TCG-emulated; the ratios and runs are the result.   usage: nfsdtiercost.py REPO EXPORT"""
+ROUNDS rounds. With TIER_BEFORE (another strata-collect build) every window is run with
+both builds, alternating, and per round and set the ratio this build/before. Absolute ns
+are TCG-emulated; the ratios and runs are the result.   usage: nfsdtiercost.py REPO EXPORT"""
 import os
 import subprocess
 import sys
@@ -33,9 +35,9 @@ def requests() -> int:
     return sum(map(int, line.split()[2:]))
 
 
-def window(repo: Path, export: str, mode: str) -> tuple:
+def window(repo: Path, export: str, mode: str, collect: str) -> tuple:
     """(BPF ns, program runs) of the collector's programs per NFS request over one window of mode."""
-    proc = subprocess.Popen([str(repo / "build/bin/strata-collect")], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([collect], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, text=True)
     proc.stdin.write(MODES[mode])
     proc.stdin.flush()
@@ -52,22 +54,35 @@ def window(repo: Path, export: str, mode: str) -> tuple:
     return ns / max(ops, 1), runs / max(ops, 1)
 
 
+def interval(xs: list) -> str:
+    med, (lo, hi) = median_interval(xs)
+    return f"x{med:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None else "")
+
+
 def main(repo: Path, export: str) -> None:
-    samples = {m: [] for m in MODES}
+    builds = {"this": str(repo / "build/bin/strata-collect")}
+    if os.environ.get("TIER_BEFORE"):
+        builds["before"] = os.environ["TIER_BEFORE"]
+    samples = {(b, m): [] for b in builds for m in MODES}
     order = list(MODES)
     for r in range(ROUNDS):
         for m in order[r % 3:] + order[:r % 3]:
-            samples[m].append(window(repo, export, m))
+            for b in (list(builds) if r % 2 == 0 else list(builds)[::-1]):
+                samples[b, m].append(window(repo, export, m, builds[b]))
     print(f"nfsd tier and queue, {os.uname().release}: BPF ns per NFS request (randread 8k from the page cache, "
           f"1 client x 4 streams), {ROUNDS} rounds of {SECS} s windows, modes rotating:")
-    for m in MODES:
-        med, _ = median_interval([ns for ns, _ in samples[m]])
-        runs, _ = median_interval([r for _, r in samples[m]])
-        line = f"  {m:5s}: {med:6.0f} ns per request, {runs:5.2f} program runs per request"
-        if m != "plain":
-            ratio, (lo, hi) = median_interval([x[0] / p[0] for x, p in zip(samples[m], samples["plain"]) if p[0]])
-            line += f", x{ratio:.2f} of plain" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None else "")
-        print(line)
+    for b in builds:
+        for m in MODES:
+            med, _ = median_interval([ns for ns, _ in samples[b, m]])
+            runs, _ = median_interval([r for _, r in samples[b, m]])
+            line = f"  {b + ' ' if len(builds) > 1 else ''}{m:5s}: {med:6.0f} ns per request, {runs:5.2f} program runs per request"
+            if m != "plain":
+                line += ", " + interval([x[0] / p[0] for x, p in zip(samples[b, m], samples[b, "plain"]) if p[0]]) + " of plain"
+            print(line)
+    if "before" in builds:
+        for m in MODES:
+            print(f"  {m:5s} this/before: " + interval([x[0] / p[0] for x, p in zip(samples["this", m], samples["before", m])
+                                                     if p[0]]) + " BPF ns per request")
 
 if __name__ == "__main__":
     main(Path(sys.argv[1]), sys.argv[2])

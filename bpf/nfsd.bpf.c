@@ -23,22 +23,25 @@
  * kernel has module BTF, raw_tp (the same code through bpf_probe_read_kernel)
  * otherwise; the collector autoloads one flavour.
  *
- * What needs the request's start, in its thread's record (nfsd_threads, keyed by thread id,
- * written when the thread takes a transport off the queue: sunrpc:svc_xprt_dequeue, on
- * 5.10, 6.1 and 6.12 alike):
- *   nfsd.queue: the call's wait for a thread, to that dequeue from the later of the
- *     transport's sunrpc:svc_xprt_enqueue (svc_xprt_do_enqueue before 5.11) and the first
- *     arrival of data on it (sunrpc:svcsock_data_ready) since a thread last read a whole
- *     call off it (sunrpc:svc_xdr_recvfrom): a transport queued again while its next call
- *     had not arrived (data left flagged by the last call's segments) waits from that
- *     call's arrival, one whose next call was already in (pipelined) from its enqueue
- *     (nfsd_xprts, keyed by the transport); a request whose transport was queued before the
- *     programs attached has none;
- *   nfsd.*[tier]: disk when the thread issued or waited for block I/O from the dequeue to
- *     the reply (bpf/tier.h), else cache; a thread's first request after the tier
- *     programs attach, whose dequeue they did not see, is cache unless it was seen to wait.
- * The collector attaches the dequeue program while either is wanted, the enqueue program
- * with nfsd.queue, the tier programs with a dataset by tier. */
+ * nfsd.queue needs the request's start, in its thread's record (nfsd_threads, keyed by thread
+ * id, written when the thread takes a transport off the queue: sunrpc:svc_xprt_dequeue, on
+ * 5.10, 6.1 and 6.12 alike): the call's wait for a thread, to that dequeue from the later of
+ * the transport's sunrpc:svc_xprt_enqueue (svc_xprt_do_enqueue before 5.11) and the first
+ * arrival of data on it (sunrpc:svcsock_data_ready) since a thread last read a whole call off
+ * it (sunrpc:svc_xdr_recvfrom): a transport queued again while its next call had not arrived
+ * (data left flagged by the last call's segments) waits from that call's arrival, one whose
+ * next call was already in (pipelined) from its enqueue (nfsd_xprts, keyed by the
+ * transport); a request whose transport was queued before the programs attached has none.
+ * The collector attaches these four programs with nfsd.queue only.
+ *
+ * nfsd.*[tier] pairs on the request's own start instead: disk when the thread issued or waited
+ * for block I/O after rq_stime (the whole call read, before its service began), else cache.
+ * The tier programs (bpf/tier.h) stamp an nfsd thread's last block I/O or wait in nfsd_tier_io
+ * (keyed by thread id) and the reply compares; no program runs per request for the tier but
+ * the reply. The wait is taken at io_schedule, io_schedule_timeout and io_schedule_prepare
+ * (fentry: they run only when a thread is about to sleep for I/O) where the kernel attaches
+ * fentry, else at every context switch (sched:sched_switch, prev->in_iowait). The collector
+ * attaches them with a dataset by tier. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -53,16 +56,23 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the collector while the dequeue program is attached: the reply reads the thread's
- * record only then. */
-__u32 nfsd_threads_on;
+ * record only then; and while the tier programs are: the reply reads nfsd_tier_io. */
+__u32 nfsd_threads_on, nfsd_tier_on;
 
 /* The request an nfsd thread serves, from its dequeue to its reply. */
 struct nfsd_thread {
 	__u64 xprt;     /* its transport (struct svc_xprt *) */
 	__u64 queue_ns; /* the transport's wait for a thread */
 	__u32 queued;   /* queue_ns was seen (the transport's enqueue) */
-	__u32 disk;     /* block I/O issued or waited for since the dequeue: tier disk */
 };
+
+/* An nfsd thread's last block I/O issued or waited for (bpf_ktime_get_ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096); /* nfsd threads */
+	__type(key, __u32);
+	__type(value, __u64);
+} nfsd_tier_io SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -230,19 +240,21 @@ static __always_inline int on_reply(struct svc_rqst___nfsd *r, int direct)
 	ev->bytes = (__u64)READ(direct, r, rq_arg.len) + READ(direct, r, rq_res.len);
 	ev->stats_mask = 1u << AGG_STAT_NFSD_OPS | 1u << AGG_STAT_NFSD_LATENCY | 1u << AGG_STAT_NFSD_SIZE;
 	*(__u32 *)ev->dims[AGG_DIM_TIER] = AGG_TIER_CACHE;
+	if (nfsd_tier_on) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		__u64 *io = bpf_map_lookup_elem(&nfsd_tier_io, &tid);
+
+		if (io && start && *io >= start)
+			*(__u32 *)ev->dims[AGG_DIM_TIER] = AGG_TIER_DISK;
+	}
 	if (nfsd_threads_on) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 		struct nfsd_thread *t = bpf_map_lookup_elem(&nfsd_threads, &tid);
 
-		if (t) {
-			if (t->disk)
-				*(__u32 *)ev->dims[AGG_DIM_TIER] = AGG_TIER_DISK;
-			if (t->queued) {
-				ev->queue_ns = t->queue_ns;
-				ev->stats_mask |= 1u << AGG_STAT_NFSD_QUEUE;
-			}
+		if (t && t->queued) {
+			ev->queue_ns = t->queue_ns;
+			ev->stats_mask |= 1u << AGG_STAT_NFSD_QUEUE;
 			t->queued = 0;
-			t->disk = 0;
 		}
 	}
 	agg_event_apply(ev);
@@ -332,7 +344,8 @@ int nfsd_recvfrom(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-/* The tier programs (bpf/tier.h): nfsd threads are kernel threads with a record. */
+/* The tier programs (bpf/tier.h): the current thread, if an nfsd thread, did or waited for
+ * block I/O now. */
 static __always_inline int tier_gate(void)
 {
 	return 1;
@@ -340,12 +353,18 @@ static __always_inline int tier_gate(void)
 
 static __always_inline int tier_mark(int hashed)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct nfsd_thread *t = bpf_map_lookup_elem(&nfsd_threads, &tid);
+	char comm[8];
+	__u32 tid;
+	__u64 now;
 
-	if (t)
-		t->disk = 1;
+	if (bpf_get_current_comm(comm, sizeof(comm)) || comm[0] != 'n' || comm[1] != 'f' || comm[2] != 's' ||
+	    comm[3] != 'd' || comm[4])
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&nfsd_tier_io, &tid, &now, BPF_ANY);
 	return 0;
 }
 
 TIER_PROGRAMS(nfsd_tier, tier_gate, tier_mark)
+TIER_FENTRY_PROGRAMS(nfsd_tier, tier_mark)

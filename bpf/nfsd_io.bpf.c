@@ -17,7 +17,7 @@
  *
  * Tier per call (nfsd.io.*[tier]): bpf/tier.h, the call being the op: its start record is
  * marked by the tier programs, which the collector attaches only while a dataset needs the
- * tier. */
+ * tier, the wait on fentry where the kernel allows. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -131,3 +131,4 @@ static __always_inline int tier_mark(int hashed)
 }
 
 TIER_PROGRAMS(nfsd_io_tier, tier_gate, tier_mark)
+TIER_FENTRY_PROGRAMS(nfsd_io_tier, tier_mark)

@@ -15,7 +15,15 @@
  * with gate() a cheap test that the current thread may be one of its own (0: leave at once)
  * and mark(hashed) marking the current thread's op in flight, if any, as `disk`; hashed is
  * 1 in the raw_tp programs (prefix_bio_h, prefix_wait_h: helper reads only) and 0 in the
- * tp_btf ones (prefix_bio_r, prefix_wait_r). The layer attaches one pair. */
+ * tp_btf ones (prefix_bio_r, prefix_wait_r). The layer attaches one pair.
+ *
+ *     TIER_FENTRY_PROGRAMS(prefix, mark)
+ *
+ * adds the wait where fentry attaches: prefix_io_schedule, prefix_io_schedule_timeout and
+ * prefix_io_schedule_prepare (mutex_lock_io's, and the other two's where not inlined) run
+ * when a thread is about to sleep for I/O, not on every context switch; mark(0) as above.
+ * The layer attaches them instead of prefix_wait_X where the kernel allows
+ * (collectors/tier_links.c). */
 #ifndef STRATA_TIER_H
 #define STRATA_TIER_H
 
@@ -46,6 +54,23 @@ static __always_inline int tier_iowait(struct task_struct *prev)
 	int prefix##_wait_h(struct bpf_raw_tracepoint_args *ctx)                          \
 	{                                                                                 \
 		return gate() && tier_iowait((struct task_struct *)ctx->args[1]) ? mark(1) : 0; \
+	}
+
+#define TIER_FENTRY_PROGRAMS(prefix, mark)                                                \
+	SEC("fentry/io_schedule")                                                         \
+	int BPF_PROG(prefix##_io_schedule)                                                \
+	{                                                                                 \
+		return mark(0);                                                           \
+	}                                                                                 \
+	SEC("fentry/io_schedule_timeout")                                                 \
+	int BPF_PROG(prefix##_io_schedule_timeout)                                        \
+	{                                                                                 \
+		return mark(0);                                                           \
+	}                                                                                 \
+	SEC("fentry/io_schedule_prepare")                                                 \
+	int BPF_PROG(prefix##_io_schedule_prepare)                                        \
+	{                                                                                 \
+		return mark(0);                                                           \
 	}
 
 #endif

@@ -2,8 +2,8 @@
  * and raw_tp (the same code through helper reads) when the kernel refuses it. nfsd's
  * tracepoints exist only while its modules are loaded: until then nfsd.* datasets wait,
  * and the collector attaches when nfsd starts. Its probe "svc_xprt_enqueue" (nfsd.queue) is the
- * transports' enqueue and dequeue; the dequeue is also attached, with the tier programs,
- * while a dataset breaks down or filters by tier (bpf/nfsd.bpf.c). */
+ * transports' enqueue and dequeue; the tier programs are attached while a dataset breaks down
+ * or filters by tier (bpf/nfsd.bpf.c), their wait on fentry where the kernel allows. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,21 +28,21 @@ static bool present(char *why, size_t n)
 	return true;
 }
 
-/* The links the layer keeps itself: the tier programs, the dequeue (while nfsd.queue or the
- * tier needs each request's start) and nfsd.queue's others (enqueue, data_ready, recvfrom). */
+/* The links the layer keeps itself: the tier programs, the dequeue (while nfsd.queue needs
+ * each request's start) and nfsd.queue's others (enqueue, data_ready, recvfrom). */
 struct nfsd_links {
 	struct tier_links tier;
 	struct bpf_link *dequeue, *queue[3];
 	bool attached; /* svc_stats_latency */
 };
 
-/* The dequeue attached exactly while the queue or the tier needs it; the reply reads the
- * thread's record only then. */
+/* The dequeue attached exactly while the queue needs it; the reply reads the thread's record
+ * only then. */
 static void dequeue_sync(struct layer *L, layer_report_fn *report, void *ctx)
 {
 	struct nfsd_bpf *s = L->skel;
 	struct nfsd_links *k = L->state;
-	bool want = k->queue[0] || k->tier.link[0] || k->tier.link[1];
+	bool want = k->queue[0];
 	char msg[160];
 
 	if (want && !k->dequeue && !(k->dequeue = bpf_program__attach(s->progs.nfsd_dequeue)) && report) {
@@ -59,7 +59,9 @@ static void refresh(struct layer *L, layer_report_fn *report, void *ctx)
 {
 	struct nfsd_links *k = L->state;
 
-	tier_links_sync(&k->tier, tier_wanted(L, k->attached), "nfsd", report, ctx);
+	struct nfsd_bpf *s = L->skel;
+
+	s->bss->nfsd_tier_on = tier_links_sync(&k->tier, tier_wanted(L, k->attached), "nfsd", report, ctx);
 	dequeue_sync(L, report, ctx);
 }
 
@@ -127,8 +129,11 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 
 	if (!present(why, n))
 		return -ENOENT;
-	for (int raw = 0; raw < 2; raw++) {
+	/* tp_btf before raw_tp, each with the tier's fentry programs first */
+	for (int flavour = 0; flavour < 4; flavour++) {
+		bool raw = flavour >= 2, fentry = !(flavour & 1);
 		struct nfsd_bpf *s = nfsd_bpf__open();
+		struct nfsd_links *k;
 
 		if (!s)
 			return -errno;
@@ -136,9 +141,12 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 		bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);
 		bpf_program__set_autoload(s->progs.nfsd_reply_btf, !raw);
 		bpf_program__set_autoload(s->progs.nfsd_reply_raw, raw);
-		/* the tier programs through helper reads (raw_tp): nfsd's threads keep no task storage */
+		/* the tier's block I/O and context switch programs through helper reads (raw_tp) */
 		bpf_program__set_autoload(s->progs.nfsd_tier_bio_r, false);
 		bpf_program__set_autoload(s->progs.nfsd_tier_wait_r, false);
+		bpf_program__set_autoload(s->progs.nfsd_tier_io_schedule, fentry);
+		bpf_program__set_autoload(s->progs.nfsd_tier_io_schedule_timeout, fentry);
+		bpf_program__set_autoload(s->progs.nfsd_tier_io_schedule_prepare, fentry);
 		/* libbpf's account of a refusal (the verifier's log) is muted: the tp_btf flavour's is
 		 * followed by the raw_tp flavour, and a refusal of both is the one line below */
 		libbpf_print_fn_t print = libbpf_set_print(silent);
@@ -149,12 +157,17 @@ static int load(struct layer *L, const struct layer_config *cfg, char *why, size
 			nfsd_bpf__destroy(s);
 			continue;
 		}
-		if (!(L->state = calloc(1, sizeof(struct nfsd_links)))) {
+		if (!(L->state = k = calloc(1, sizeof(struct nfsd_links)))) {
 			nfsd_bpf__destroy(s);
 			return -ENOMEM;
 		}
-		((struct nfsd_links *)L->state)->tier = (struct tier_links){
-			.prog = { s->progs.nfsd_tier_bio_h, s->progs.nfsd_tier_wait_h } };
+		k->tier.prog[0] = s->progs.nfsd_tier_bio_h;
+		k->tier.prog[1] = s->progs.nfsd_tier_wait_h;
+		if (fentry) {
+			k->tier.fentry[0] = s->progs.nfsd_tier_io_schedule;
+			k->tier.fentry[1] = s->progs.nfsd_tier_io_schedule_timeout;
+			k->tier.fentry[2] = s->progs.nfsd_tier_io_schedule_prepare;
+		}
 		L->skel = s;
 		LAYER_BIND_COMMON(L, s);
 		layer_add_probe(L, "svc_stats_latency", raw ? s->progs.nfsd_reply_raw : s->progs.nfsd_reply_btf,

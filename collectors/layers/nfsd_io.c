@@ -3,7 +3,8 @@
  * nfsd_write_opened, nfsd_write_io_done), raw_tp programs attached and detached together
  * as the layer's one probe, "io". Like the nfsd layer, it waits while nfsd's modules are
  * not loaded (the tracepoints exist only then). The tier programs (bpf/tier.h) are attached
- * while the probe is and a dataset breaks down or filters by tier. */
+ * while the probe is and a dataset breaks down or filters by tier, their wait on fentry where
+ * the kernel allows. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,31 +28,57 @@ static bool present(char *why, size_t n)
 	return layer_present(LAYER_NFSD, why, n);
 }
 
+static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
 static int load(struct layer *L, const struct layer_config *cfg, char *why, size_t n)
 {
 	struct nfsd_io_bpf *s;
+	struct io_links *io;
 	int err;
 
 	if (!present(why, n))
 		return -ENOENT;
-	if (!(s = nfsd_io_bpf__open()))
-		return -errno;
-	s->rodata->agg_max_keys = cfg->max_keys;
-	bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);
-	/* the tier programs through helper reads (raw_tp), as the others */
-	bpf_program__set_autoload(s->progs.nfsd_io_tier_bio_r, false);
-	bpf_program__set_autoload(s->progs.nfsd_io_tier_wait_r, false);
-	if ((err = nfsd_io_bpf__load(s))) {
+	/* the tier's wait on fentry first, then without it (every context switch) */
+	for (int fentry = 1; fentry >= 0; fentry--) {
+		if (!(s = nfsd_io_bpf__open()))
+			return -errno;
+		s->rodata->agg_max_keys = cfg->max_keys;
+		bpf_map__set_max_entries(s->maps.agg_keyset, AGG_MAX_SLOTS * cfg->max_keys);
+		/* the tier programs through helper reads (raw_tp), as the others */
+		bpf_program__set_autoload(s->progs.nfsd_io_tier_bio_r, false);
+		bpf_program__set_autoload(s->progs.nfsd_io_tier_wait_r, false);
+		bpf_program__set_autoload(s->progs.nfsd_io_tier_io_schedule, fentry);
+		bpf_program__set_autoload(s->progs.nfsd_io_tier_io_schedule_timeout, fentry);
+		bpf_program__set_autoload(s->progs.nfsd_io_tier_io_schedule_prepare, fentry);
+		/* a refusal of the fentry programs is followed by the load without them: its
+		 * account (the verifier's log) is muted */
+		libbpf_print_fn_t print = fentry ? libbpf_set_print(silent) : NULL;
+
+		err = nfsd_io_bpf__load(s);
+		if (fentry)
+			libbpf_set_print(print);
+		if (!err)
+			break;
 		nfsd_io_bpf__destroy(s);
-		snprintf(why, n, "the kernel refused the nfsd I/O programs (%s)", strerror(-err));
-		return err;
+		if (!fentry) {
+			snprintf(why, n, "the kernel refused the nfsd I/O programs (%s)", strerror(-err));
+			return err;
+		}
 	}
-	if (!(L->state = calloc(1, sizeof(struct io_links)))) {
+	if (!(L->state = io = calloc(1, sizeof(struct io_links)))) {
 		nfsd_io_bpf__destroy(s);
 		return -ENOMEM;
 	}
-	((struct io_links *)L->state)->tier = (struct tier_links){
-		.prog = { s->progs.nfsd_io_tier_bio_h, s->progs.nfsd_io_tier_wait_h } };
+	io->tier.prog[0] = s->progs.nfsd_io_tier_bio_h;
+	io->tier.prog[1] = s->progs.nfsd_io_tier_wait_h;
+	if (bpf_program__autoload(s->progs.nfsd_io_tier_io_schedule)) {
+		io->tier.fentry[0] = s->progs.nfsd_io_tier_io_schedule;
+		io->tier.fentry[1] = s->progs.nfsd_io_tier_io_schedule_timeout;
+		io->tier.fentry[2] = s->progs.nfsd_io_tier_io_schedule_prepare;
+	}
 	L->skel = s;
 	LAYER_BIND_COMMON(L, s);
 	layer_add_probe(L, "io", NULL, PROBE_OWN);
