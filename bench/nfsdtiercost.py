@@ -16,6 +16,7 @@ are TCG-emulated; the ratios and runs are the result.   usage: nfsdtiercost.py R
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,11 +38,16 @@ def requests() -> int:
 
 def window(repo: Path, export: str, mode: str, collect: str) -> tuple:
     """(BPF ns, program runs) of the collector's programs per NFS request over one window of mode."""
-    proc = subprocess.Popen([collect], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen([collect], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     proc.stdin.write(MODES[mode])
     proc.stdin.flush()
-    time.sleep(3)  # loaded, verified, attached (the guest is slow)
+    acks = 0
+    for line in proc.stdout:  # loaded, verified, attached (the guest is slow): its datasets acked
+        acks += '"type":"ack"' in line
+        if acks == MODES[mode].count("add") and '"attached":[' in line and '"nfsd"' in line.split('"attached":[')[1]:
+            break
+    threading.Thread(target=proc.stdout.read, daemon=True).start()  # the rest of its records, unread
+    time.sleep(1)
     before, ops = programs_of(proc.pid), requests()
     subprocess.run([str(repo / "build/bin/strata-load"), "--server", "127.0.0.1", "--export", export,
                     "--profile", "randread", "--io-size", "8k", "--threads", "4", "--duration", SECS,
