@@ -37,7 +37,8 @@ def requests() -> int:
 
 
 def window(repo: Path, export: str, mode: str, collect: str) -> tuple:
-    """(BPF ns, program runs) of the collector's programs per NFS request over one window of mode."""
+    """(BPF ns, program runs, {program: runs}) of the collector's programs per NFS request over
+    one window of mode."""
     proc = subprocess.Popen([collect], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     proc.stdin.write(MODES[mode])
     proc.stdin.flush()
@@ -56,8 +57,8 @@ def window(repo: Path, export: str, mode: str, collect: str) -> tuple:
     proc.stdin.close()
     proc.wait(timeout=60)
     ns = sum(t - before.get(n, (0, 0))[1] for n, (_, t) in after.items())
-    runs = sum(c - before.get(n, (0, 0))[0] for n, (c, _) in after.items())
-    return ns / max(ops, 1), runs / max(ops, 1)
+    each = {n: (c - before.get(n, (0, 0))[0]) / max(ops, 1) for n, (c, _) in after.items()}
+    return ns / max(ops, 1), sum(each.values()), each
 
 
 def interval(xs: list) -> str:
@@ -79,16 +80,21 @@ def main(repo: Path, export: str) -> None:
           f"1 client x 4 streams), {ROUNDS} rounds of {SECS} s windows, modes rotating:")
     for b in builds:
         for m in MODES:
-            med, _ = median_interval([ns for ns, _ in samples[b, m]])
-            runs, _ = median_interval([r for _, r in samples[b, m]])
+            med, _ = median_interval([x[0] for x in samples[b, m]])
+            runs, _ = median_interval([x[1] for x in samples[b, m]])
             line = f"  {b + ' ' if len(builds) > 1 else ''}{m:5s}: {med:6.0f} ns per request, {runs:5.2f} program runs per request"
             if m != "plain":
                 line += ", " + interval([x[0] / p[0] for x, p in zip(samples[b, m], samples[b, "plain"]) if p[0]]) + " of plain"
             print(line)
+            names = sorted({n for _, _, each in samples[b, m] for n in each})
+            print("         runs per request: " + ", ".join(
+                f"{n} {median_interval([each.get(n, 0) for _, _, each in samples[b, m]])[0]:.2f}" for n in names))
     if "before" in builds:
         for m in MODES:
             print(f"  {m:5s} this/before: " + interval([x[0] / p[0] for x, p in zip(samples["this", m], samples["before", m])
-                                                     if p[0]]) + " BPF ns per request")
+                                                     if p[0]]) + " BPF ns per request, "
+                  + interval([x[1] / p[1] for x, p in zip(samples["this", m], samples["before", m]) if p[1]])
+                  + " program runs per request")
 
 if __name__ == "__main__":
     main(Path(sys.argv[1]), sys.argv[2])
