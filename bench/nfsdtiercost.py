@@ -42,8 +42,11 @@ def window(repo: Path, export: str, mode: str, collect: str) -> tuple:
     proc = subprocess.Popen([collect], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     proc.stdin.write(MODES[mode])
     proc.stdin.flush()
-    acks = 0
+    acks, deadline = 0, time.monotonic() + 120
     for line in proc.stdout:  # loaded, verified, attached (the guest is slow): its datasets acked
+        if time.monotonic() > deadline:
+            proc.kill()
+            sys.exit(f"nfsdtiercost: the collector did not attach nfsd for {mode} in 120 s")
         acks += '"type":"ack"' in line
         if acks == MODES[mode].count("add") and '"attached":[' in line and '"nfsd"' in line.split('"attached":[')[1]:
             break
