@@ -26,15 +26,14 @@
  * nfsd.queue needs the request's start, in its thread's record (nfsd_threads, keyed by thread
  * id, written when the thread takes a transport off the queue: sunrpc:svc_xprt_dequeue, on
  * 5.10, 6.1 and 6.12 alike): the call's wait for a thread, to that dequeue from the later of
- * the transport's enqueue (its own stamp, svc_xprt.xpt_qtime, from Linux 6.7; before, the
- * time of sunrpc:svc_xprt_enqueue, svc_xprt_do_enqueue before 5.11) and the first
+ * the transport's sunrpc:svc_xprt_enqueue (svc_xprt_do_enqueue before 5.11) and the first
  * arrival of data on it (sunrpc:svcsock_data_ready) since a thread last read a whole call off
  * it (sunrpc:svc_xdr_recvfrom): a transport queued again while its next call had not arrived
  * (data left flagged by the last call's segments) waits from that call's arrival, one whose
  * next call was already in (pipelined) from its enqueue (nfsd_xprts, keyed by the
  * transport); a request whose transport was queued before the programs attached has none.
- * The collector attaches these programs with nfsd.queue only, the enqueue's where the kernel
- * does not stamp it.
+ * The collector attaches these four programs with nfsd.queue only (none of 5.10, 6.1 and 6.12
+ * stamps the transport's enqueue or its data's arrival itself).
  *
  * nfsd.*[tier] pairs on the request's own start instead: disk when the thread issued or waited
  * for block I/O after rq_stime (the whole call read, before its service began), else cache.
@@ -96,11 +95,6 @@ struct {
 	__type(key, __u64);         /* struct svc_xprt * */
 	__type(value, struct nfsd_xprt);
 } nfsd_xprts SEC(".maps");
-
-/* The transport's enqueue time (ktime_get), Linux 6.7+ (sunrpc module BTF). */
-struct svc_xprt___nfsd {
-	__s64 xpt_qtime;
-} __attribute__((preserve_access_index));
 
 /* nfsd's NFSv4 types (nfsd module BTF only). */
 struct nfsd4_create___nfsd {
@@ -326,21 +320,14 @@ int nfsd_dequeue(struct bpf_raw_tracepoint_args *ctx)
 	struct nfsd_thread t = { .xprt = xprt };
 	struct nfsd_xprt *x = bpf_map_lookup_elem(&nfsd_xprts, &xprt);
 	struct nfsd_thread *old;
-	__u64 enqueue = 0, data = 0;
 
-	if (bpf_core_field_exists(struct svc_xprt___nfsd, xpt_qtime))
-		enqueue = (__u64)BPF_CORE_READ((struct svc_xprt___nfsd *)xprt, xpt_qtime);
-	if (x) {
-		if (!bpf_core_field_exists(struct svc_xprt___nfsd, xpt_qtime))
-			enqueue = x->enqueue_ns;
-		data = x->data_ns;
-		x->enqueue_ns = x->data_ns = 0;
-	}
-	if (enqueue) {
-		since = data > enqueue ? data : enqueue;
+	if (x && x->enqueue_ns) {
+		since = x->data_ns > x->enqueue_ns ? x->data_ns : x->enqueue_ns;
 		t.queue_ns = now > since ? now - since : 0;
 		t.queued = 1;
 	}
+	if (x)
+		x->enqueue_ns = x->data_ns = 0;
 	if ((old = bpf_map_lookup_elem(&nfsd_threads, &tid)))
 		*old = t; /* in place: no update of the map per request */
 	else

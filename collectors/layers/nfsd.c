@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "layers.h"
 #include "nfsd_export.h"
@@ -43,7 +42,7 @@ static void dequeue_sync(struct layer *L, layer_report_fn *report, void *ctx)
 {
 	struct nfsd_bpf *s = L->skel;
 	struct nfsd_links *k = L->state;
-	bool want = k->queue[1];
+	bool want = k->queue[0];
 	char msg[160];
 
 	if (want && !k->dequeue && !(k->dequeue = bpf_program__attach(s->progs.nfsd_dequeue)) && report) {
@@ -87,29 +86,9 @@ static void detach(struct layer *L, struct probe *p)
 	dequeue_sync(L, NULL, NULL);
 }
 
-/* Whether the kernel stamps a transport's enqueue itself (struct svc_xprt's xpt_qtime, Linux
- * 6.7+, in the sunrpc module's BTF): then the dequeue reads it and no program runs there. */
-static bool kernel_stamps_enqueue(void)
-{
-	struct btf *vmlinux = btf__load_vmlinux_btf(), *sunrpc = vmlinux ? btf__load_module_btf("sunrpc", vmlinux) : NULL;
-	bool found = false;
-	int id;
-
-	if (sunrpc && (id = btf__find_by_name_kind(sunrpc, "svc_xprt", BTF_KIND_STRUCT)) > 0) {
-		const struct btf_type *t = btf__type_by_id(sunrpc, id);
-		const struct btf_member *m = btf_members(t);
-
-		for (int i = 0; i < btf_vlen(t) && !found; i++)
-			found = strcmp(btf__name_by_offset(sunrpc, m[i].name_off), "xpt_qtime") == 0;
-	}
-	btf__free(sunrpc);
-	btf__free(vmlinux);
-	return found;
-}
-
 /* The probe "svc_xprt_enqueue" (nfsd.queue): the enqueue (svc_xprt_do_enqueue before Linux
- * 5.11) unless the kernel stamps it, the data's arrival, the read of a whole call and the
- * dequeue; refused in one line naming the tracepoint this kernel lacks. */
+ * 5.11), the data's arrival, the read of a whole call and the dequeue; refused in one line
+ * naming the tracepoint this kernel lacks. */
 static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 {
 	struct nfsd_bpf *s = L->skel;
@@ -120,7 +99,7 @@ static int attach(struct layer *L, struct probe *p, char *err, size_t n)
 		{ s->progs.nfsd_recvfrom, "svc_xdr_recvfrom", NULL },
 	};
 
-	for (int i = kernel_stamps_enqueue() ? 1 : 0; i < 3; i++) {
+	for (int i = 0; i < 3; i++) {
 		k->queue[i] = bpf_program__attach_raw_tracepoint(want[i].prog, want[i].tp);
 		if (!k->queue[i] && want[i].old)
 			k->queue[i] = bpf_program__attach_raw_tracepoint(want[i].prog, want[i].old);
