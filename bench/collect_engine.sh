@@ -3,7 +3,9 @@
 # reads from the ARC at RATE ops/s (default 20000; 0: full speed) to 4 strata-load
 # clients (8 threads each), with no
 # datasets, with nfs.ops[op] alone, and with nfs.ops[op], nfs.latency[client],
-# nfs.latency[tier] and disk.latency[device]. One collector runs throughout; the datasets
+# nfs.latency[tier] and disk.latency[device]; with CONFIGS="none one four keyless" also with
+# nfs.ops, nfs.latency, nfs.size and arc.accesses without keys (counted per batch, not per
+# operation: bpf/nfs.bpf.c). One collector runs throughout; the datasets
 # are switched with add/remove between short loads, in an order rotated each round, and
 # each configuration is compared with the no-dataset load of its own round (this VM's
 # speed drifts by tens of percent over a minute). At a fixed rate both loads of a pair ask
@@ -48,11 +50,14 @@ fi
 collect_start ''
 
 declare -A datasets=([none]='' [one]='add a nfs.ops op\n'
-	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n')
+	[four]='add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n'
+	[keyless]='add a nfs.ops -\nadd b nfs.latency -\nadd c nfs.size -\nadd d arc.accesses -\n')
+read -ra kinds <<< "${CONFIGS:-none one four}"
+[ "${kinds[0]}" = none ] || { echo "CONFIGS must begin with none" >&2; exit 2; }
 configs=()
 for ((s = 0; s < ${#sides[@]}; s++)); do
 	side=${sides[s]}
-	for c in none one four; do
+	for c in "${kinds[@]}"; do
 		want[${c}_$side]=${datasets[$c]} progs[${c}_$side]=$([ "$c" = none ] || echo nfs_ops) server[${c}_$side]=$side
 		[ "$side" = before ] && chan[${c}_$side]=4 owner[${c}_$side]=$before_pid
 		configs+=("${c}_$side")
@@ -66,9 +71,11 @@ if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
 	exec 4>&-
 	wait "$before_pid"
 fi
-python3 - "$(nproc)" "$SECS" "$work/results" "$RATE" "$capacity" <<'PY'
+python3 - "$(nproc)" "$SECS" "$work/results" "$RATE" "$capacity" "${kinds[@]:1}" <<'PY'
 import random, statistics, sys
 cores, secs, rate, capacity = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[4]), int(sys.argv[5])
+kinds = sys.argv[6:]
+LABELS = {"one": ("nfs.ops[op]", 0.5), "four": ("4 datasets", 2.0), "keyless": ("4 keyless", None)}
 rows = [l.split() for l in open(sys.argv[3])]
 by = {}
 for r, cfg, ops, nsop, runs, run_ns, coll_ns in rows:
@@ -110,16 +117,18 @@ for side in sides:
     base = [by[r][f"none_{side}"] for r in rounds]
     print(f"{side}: no datasets {statistics.median(b['ops'] for b in base):.0f} ops/s, engine CPU "
           f"{statistics.median(b['cpu'] for b in base):.0f} ns/op")
-    for cfg, label, goal in (("one", "nfs.ops[op]", 0.5), ("four", "4 datasets", 2.0)):
+    for cfg in kinds:
+        label, goal = LABELS[cfg]
         f = [added(side, cfg, r) for r in rounds]
         col = lambda k: interval([x[k] for x in f])
         print(f"  {label:12s} engine CPU {show(col('engine'))} ns/op = {show(col('share'), '+.2f', ' %')} of the "
-              f"machine (goal <= {goal} %); of it BPF {show(col('bpf'), '.0f')}, engine and trap "
+              f"machine{f' (goal <= {goal} %)' if goal else ''}; of it BPF {show(col('bpf'), '.0f')}, engine and trap "
               f"{show(col('own'))}; collector {show(col('coll'), '.2f', ' %')} of a CPU; throughput {show(col('loss'), '+.1f', ' %')} "
               f"lost; {statistics.median(x['hits'] for x in f):.0f} ops per probe hit")
 if len(sides) == 2:
     print("after against before, paired by round:")
-    for cfg, label in (("one", "nfs.ops[op]"), ("four", "4 datasets")):
+    for cfg in kinds:
+        label = LABELS[cfg][0]
         pairs = {k: [(added("after", cfg, r)[k], added("before", cfg, r)[k]) for r in rounds] for k in ("engine", "bpf")}
         diff = interval([a - b for a, b in pairs["engine"]])
         ratio = interval(pairs["bpf"], lambda p: statistics.median(a for a, _ in p) / statistics.median(b for _, b in p))

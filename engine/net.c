@@ -50,6 +50,8 @@ static struct {
 	int workers, exited;
 	struct strata_nfs_batch *batch; /* operations of all workers not yet reported */
 	int batch_timer;                /* a worker waits on timer_cv to fire the batch when due */
+	uint64_t batch_due;             /* when the batch comes due, 0 while it is empty (atomic: the
+	                                 * event loop fires it when no worker is free to) */
 } net = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	  .idle_cv = PTHREAD_COND_INITIALIZER };
 
@@ -193,6 +195,7 @@ static void batch_take(struct strata_nfs_batch **spare)
 
 	net.batch = *spare;
 	*spare = full;
+	__atomic_store_n(&net.batch_due, 0, __ATOMIC_RELAXED);
 }
 
 /* Fires a taken batch (net.lock not held), if a tracer still listens; empties it. */
@@ -212,6 +215,8 @@ static int batch_add(const struct strata_nfs_op *op)
 	struct strata_nfs_batch *b = net.batch;
 
 	b->ops[b->count++] = *op;
+	if (b->count == 1)
+		__atomic_store_n(&net.batch_due, op->end_ns + STRATA_NFS_BATCH_NS, __ATOMIC_RELAXED);
 	return b->count == STRATA_NFS_BATCH ||
 	       (int64_t)(op->end_ns - b->ops[0].end_ns) >= (int64_t)STRATA_NFS_BATCH_NS;
 }
@@ -294,7 +299,9 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 
 /* Requests run on the event loop's thread (netloop.c calls these from it only):
  * replies gathered for one send per connection and round, and the loop's own
- * strata:nfs_ops batch, fired when full or due like the workers' shared one. */
+ * strata:nfs_ops batch, fired when full or due like the workers' shared one. The loop
+ * also fires the workers' batch when it comes due: a waiting worker keeps its timer, but
+ * when every worker runs a request (a slow disk, an injected delay) none does. */
 #define LOOP_OUT_CAP (NET_REPLY_CAP + (256u << 10)) /* gathered replies: flushed past 256 KiB */
 static struct {
 	uint8_t *buf;
@@ -302,6 +309,7 @@ static struct {
 	struct conn *c;                 /* whose replies buf holds */
 	struct strata_nfs_batch *batch;
 	uint32_t unsent;                /* batch->ops[unsent..count) end when buf goes out */
+	struct strata_nfs_batch *spare; /* takes the workers' batch when the loop fires it */
 } lo;
 
 void net_inline_flush(void)
@@ -368,16 +376,41 @@ int net_inline_run(struct conn *c, struct rpc_req *r)
 	return 0;
 }
 
+/* Fires the workers' batch if it is due at now: none of them was free to. Returns the
+ * ms until the loop should look again: until the batch comes due, or, while workers run
+ * requests, the deadline (a batch they start meanwhile wakes nobody); -1: no need. */
+static int shared_tick(uint64_t now)
+{
+	uint64_t due = __atomic_load_n(&net.batch_due, __ATOMIC_RELAXED);
+	if (!due)
+		return __atomic_load_n(&net.busy, __ATOMIC_RELAXED) ? (int)(STRATA_NFS_BATCH_NS / 1000000) : -1;
+	if ((int64_t)(due - now) > 0)
+		return (int)((due - now + 999999) / 1000000);
+	if (!lo.spare)
+		lo.spare = xcalloc(1, sizeof(*lo.spare));
+	pthread_mutex_lock(&net.lock);
+	int taken = net.batch->count && (int64_t)(now - net.batch->ops[0].end_ns) >= (int64_t)STRATA_NFS_BATCH_NS;
+	if (taken)
+		batch_take(&lo.spare);
+	pthread_mutex_unlock(&net.lock);
+	if (taken)
+		batch_fire(lo.spare);
+	return -1;
+}
+
 int net_inline_tick(uint64_t now, int force)
 {
+	int shared_ms = force ? -1 : shared_tick(now);
 	if (!lo.batch || !lo.batch->count)
-		return -1;
+		return shared_ms;
 	uint64_t due = lo.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
-	if (!force && (int64_t)(due - now) > 0)
-		return (int)((due - now + 999999) / 1000000);
+	if (!force && (int64_t)(due - now) > 0) {
+		int ms = (int)((due - now + 999999) / 1000000);
+		return shared_ms >= 0 && shared_ms < ms ? shared_ms : ms;
+	}
 	batch_fire(lo.batch);
 	lo.unsent = 0;
-	return -1;
+	return shared_ms;
 }
 
 /* Waits for work with net.lock held. While operations wait in the shared batch, one

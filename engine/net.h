@@ -38,7 +38,8 @@ void conn_schedule(struct conn *c);
 int net_inline_run(struct conn *c, struct rpc_req *r);
 /* Sends the gathered replies (c->lock not held). */
 void net_inline_flush(void);
-/* Fires the loop's probe batch if due (or `force`); returns the ms until it is due, -1: none. */
+/* Fires the loop's probe batch if due (or `force`), and the workers' if due and no worker
+ * fired it; returns the ms until the loop should look again, -1: no need. */
 int net_inline_tick(uint64_t now, int force);
 /* Starts `workers` workers; -1 if a thread could not be made. */
 int net_workers_start(int workers);

@@ -24,9 +24,14 @@
  * worker threads collect their completed operations in one shared batch, and the event
  * loop those it ran itself in its own (engine/net.c), each with its own start and end
  * time, and fire once per batch: when the batch is full, or when its oldest operation
- * is STRATA_NFS_BATCH_NS old (an idle worker, or the loop, wakes up for that). So an
- * operation is reported at most 5 ms after its reply, and a busy engine pays the trap
- * once per up to STRATA_NFS_BATCH operations.
+ * is STRATA_NFS_BATCH_NS old (an idle worker, or the loop, wakes up for that, the loop
+ * also when every worker is busy; a stopping engine fires what is left). So an operation
+ * is reported at most 15 ms after its reply, and a busy engine pays the trap once per up
+ * to STRATA_NFS_BATCH operations.
+ * Why 256 and 15 ms: at 20,000 ops/s a batch of 128 cost its ops about 42 ns each in
+ * trap alone, and 256 fill within the deadline from about 17,000 ops/s on
+ * (bench/collect_engine.sh). 256 is also the bound of the readers' loops and copies;
+ * the batch (16 KiB) must stay within a per-CPU map value's 32 KiB, so 512 cannot.
  */
 #ifndef STRATA_PROBES_H
 #define STRATA_PROBES_H
@@ -63,14 +68,16 @@ struct strata_nfs_op {
 	__u16 l2arc_hits; /* of the misses, records served by the L2ARC */
 };
 
-#define STRATA_NFS_BATCH    128
-#define STRATA_NFS_BATCH_NS 5000000 /* 5 ms */
+#define STRATA_NFS_BATCH    256 /* a power of two: BPF readers mask indices with it - 1 */
+#define STRATA_NFS_BATCH_NS 15000000 /* 15 ms */
 
 struct strata_nfs_batch {
 	__u32 count;      /* operations in ops[], 1..STRATA_NFS_BATCH */
 	__u32 pad;
 	struct strata_nfs_op ops[STRATA_NFS_BATCH];
 };
+_Static_assert((STRATA_NFS_BATCH & (STRATA_NFS_BATCH - 1)) == 0, "STRATA_NFS_BATCH is a power of two");
+_Static_assert(sizeof(struct strata_nfs_batch) <= 32768, "a batch fits a per-CPU map value (bpf/nfs.bpf.c)");
 
 #define STRATA_VDEV_READ  0
 #define STRATA_VDEV_WRITE 1

@@ -39,7 +39,8 @@ def client_op_counts(report):
 @pytest.mark.view("nfs")
 def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     """...and the gauges (arc.size) of an engine serving its stats on a socket of its own
-    (serve --stats-socket PATH) are read there (strata-collect --stats-socket PATH)."""
+    (serve --stats-socket PATH) are read there (strata-collect --stats-socket PATH). Datasets
+    without a key (counted per batch, not per operation) hold what the keyed ones hold."""
     sock = tmp_path / "own-stats.sock"
     engine = Engine(engine_bin, tmp_path, "a", extra=("--stats-socket", str(sock)))
     c = Collector("--engine-pid", engine.pid, "--stats-socket", sock)
@@ -49,6 +50,10 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
         c.add("lat", "nfs.latency", "op", "op=read")
         c.add("hm", "arc.accesses", "hit/miss")
         c.add("size", "arc.size")
+        c.add("all", "nfs.ops")
+        c.add("lat_op", "nfs.latency", "op")
+        c.add("lat_all", "nfs.latency")
+        c.add("records", "arc.accesses")
         report = engine.load(duration=1)
         c.flush_now()
     finally:
@@ -58,6 +63,13 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     assert did["read"] > load_floor(1000)
     ops = counter_totals(c.data("op"))
     assert counter_totals(c.data("client")) == {"127.0.0.1": sum(ops.values())}
+    assert counter_totals(c.data("all")) == {"": sum(ops.values())}
+    by_op = {}
+    for buckets in heatmap_totals(c.data("lat_op")).values():
+        for b, n in buckets.items():
+            by_op[b] = by_op.get(b, 0) + n
+    assert heatmap_totals(c.data("lat_all")) == {"": by_op} and len(by_op) > 16  # more buckets than sum ways
+    assert counter_totals(c.data("records")) == {"": sum(counter_totals(c.data("hm")).values())}
     ops.pop("null", None)  # libnfs may ping with NULL when connecting: not in strata-load's counts
     ops.pop("mnt_null", None)
     assert ops == did

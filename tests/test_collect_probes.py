@@ -39,6 +39,9 @@ def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
         c.add("reads_by_client", "nfs.ops", "client", "op=read", "tier=pool")
         c.add("arc", "arc.accesses", "hit/miss")
         c.add("file", "nfs.ops", "file", "client=10.0.0.3")
+        c.add("all", "nfs.ops")  # without key nor filter: counted per batch
+        c.add("records", "arc.accesses")
+        c.add("size_all", "nfs.size")
         fired = [
             fixture.nfs(40, NFS_READ, "10.0.0.3", latency_us=3000, tiers=TIER_ARC | TIER_POOL, hits=1, misses=2,
                         size=8192, file=42),
@@ -60,6 +63,9 @@ def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
     assert counter_totals(c.data("file")) == {"object:42": 40}  # the fixture names no objects
     assert counter_totals(c.data("arc")) == {"hit": 40 + 50 + 15, "miss": 80 + 25}
     assert heatmap_totals(c.data("size")) == {"": {llhist.bucket(8192): 40, llhist.bucket(4096): 25}}
+    assert counter_totals(c.data("all")) == {"": 115}
+    assert counter_totals(c.data("records")) == {"": 40 + 50 + 15 + 80 + 25}
+    assert heatmap_totals(c.data("size_all")) == {"": {llhist.bucket(8192): 40, llhist.bucket(4096): 55, 0: 20}}
     lat = heatmap_totals(c.data("lat_op"))
     assert sum(lat["read"].values()) == 65 and sum(lat["write"].values()) == 30
     # the fixture backdates start_ns by the latency: no op can be measured faster than that,
