@@ -4,8 +4,11 @@ On a shared machine one pair of engine processes keeps a bias of a few percent
 through every block it serves, whichever CPU it runs on; measured with one pair,
 that bias is a hidden offset the check's interval knows nothing of. So the
 measured seconds are split over `pairs` pairs run one after another: each pair
-is both sides started afresh (new pools, engines and collectors, in a random
-order), the working sets written, `pair_warmup` seconds of paired load, then its
+is both sides started afresh (engines and collectors, in a random order, each
+engine on a fresh copy of a pool its side's engine wrote the working set to once
+per check, its ARC filled by reading the set back: checks/pools.py; a side
+without a pool to copy writes its set every pair), `pair_warmup` seconds of
+paired load, then its
 share of the blocks (the CPUs swapping every block as in checks/duet.py), and
 both sides stopped. The pairs are the clusters of the test
 (checks/compare_pairs.py), so the per-pair bias is part of the noise the
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from strata.checks import duet
+from strata.checks import duet, pools
 from strata.checks.compare import judge
 from strata.checks.compare_duet import log_ratios
 from strata.checks.errors import CheckError
@@ -82,12 +85,24 @@ def fresh_sides(sides: dict, pair: int) -> dict:
     return out
 
 
+def pair_options(prof, settings: dict) -> dict:
+    """The options of a pair's paired loads: one request in flight per client, the profile's
+    rate split over the two loads."""
+    options = load_options(prof)
+    options["threads"] = 1
+    options["clients"] = settings["clients"]
+    if options.get("rate"):
+        options["rate"] = max(1, round(options["rate"] / 2))
+    return options
+
+
 def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int,
-             previous: threading.Thread | None = None) -> tuple:
+             previous: threading.Thread | None = None, written: dict | None = None) -> tuple:
     """Runs process pair n (1-based) for `blocks` blocks; returns ({"A": archive, "B": archive,
     "started": order, "swaps": CPU swaps, "cpus": rotation, "loads": reports}, the thread
     stopping both sides, to be joined). previous: the thread stopping the pair before,
-    joined before this pair's warm-up begins.
+    joined before this pair's warm-up begins; written: each side's pool with the working
+    set (checks/pools.py), which the pair's engines start on copies of.
 
     Only the warm-up and the blocks are paid in load: the collectors attach while the
     working sets are written and the warm-up runs (blocks before both stored their first
@@ -99,18 +114,19 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
     (nothing is measured then)."""
     sides = fresh_sides(base, n)
     block, warm = settings["block_seconds"], settings["pair_warmup"]
-    options = load_options(prof)
-    options["threads"] = 1
-    options["clients"] = settings["clients"]
-    if options.get("rate"):
-        options["rate"] = max(1, round(options["rate"] / 2))
+    options = pair_options(prof, settings)
     undo = contextlib.ExitStack()
+    undo.callback(pools.remove_pools, sides)
     try:
+        if written:
+            pools.copy_pools(written, sides)
         started = start_sides(prof, sides, undo, wait=False)
         rotation = Rotation()
         rotation.servers = [s.pid for s in sides.values()]
         pairs = [(sides["A"], sides["B"]), (sides["B"], sides["A"])]
-        if prof.load.get("setup"):
+        if written:
+            pools.fill_arcs(sides, options)
+        elif prof.load.get("setup"):
             duet.paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
         if previous is not None:
             previous.join()
@@ -203,11 +219,15 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
     archives, verdict, began = [], None, time.monotonic()
     alpha = alphas[-1]
     closer = None                 # the thread stopping the pair before
+    written = None
+    if prof.load.get("setup") and all(s.binary for s in sides.values()):
+        say("check ab", "writing both working sets once; every pair starts on copies of them")
+        written = pools.write_working_sets(prof, sides, pair_options(prof, settings))
     try:
         with CheckProgress("blocks", pairs * blocks, block) as progress:
             for n in range(1, pairs + 1):
                 pair, closer = one_pair(prof, sides, settings, n, blocks, outdir, progress, (n - 1) * blocks,
-                                        closer)
+                                        closer, written)
                 archives.append(pair)
                 if n in plan and n < pairs:
                     look = alphas[plan.index(n)]

@@ -60,13 +60,21 @@ def repo_root(start: str = ".") -> str:
     return proc.stdout.strip()
 
 
-def private_engine(prof, work: Path, undo, binary: str | None = None, delays: dict | None = None):
-    """The profile's [engine] on a fresh pool in work (binary: which strata-engine),
-    with the profile's inject_delay and then `delays` (tier -> duration) applied;
-    returns (host, nfsport, mountport, export, pid)."""
+def vdev_paths(prof, work: Path) -> list:
+    """The vdev files of a pool the profile's [engine] makes in work."""
+    return [str(work / f"vdev{i}") for i in range(int(prof.engine.get("vdevs", 1)))]
+
+
+def private_engine(prof, work: Path, undo, binary: str | None = None, delays: dict | None = None,
+                   pool: tuple = ()):
+    """The profile's [engine] on a fresh pool in work (pool: on these vdev files instead,
+    a pool already made; binary: which strata-engine), with the profile's inject_delay
+    and then `delays` (tier -> duration) applied; returns (host, nfsport, mountport,
+    export, pid)."""
     e = prof.engine
-    vdevs = [str(work / f"vdev{i}") for i in range(int(e.get("vdevs", 1)))]
-    lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")), binary)
+    vdevs = list(pool) or vdev_paths(prof, work)
+    if not pool:
+        lab_engine.mkpool(vdevs, str(e.get("pool_size", "256M")), str(e.get("recordsize", "128k")), binary)
     extra = [str(a) for a in e.get("args", [])]
     if "cache_size" in e:
         extra += ["--cache", f"{work}/cache0:{e['cache_size']}"]

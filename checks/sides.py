@@ -30,6 +30,7 @@ class Side:
     ports: tuple = ()
     coll: Collection | None = None
     pid: int | None = None   # the server's process
+    pool: tuple = ()         # vdev files of a pool the engine serves as it is (empty: a fresh pool)
 
 
 def make_sides(specs: dict, server_export, repo, delays, scratch: Path) -> dict:
@@ -74,7 +75,8 @@ def start_sides(prof, sides: dict, undo, wait: bool = True):
             s.host, s.ports, s.export, pid = servers.HOST, s.server.ports(), s.server.export, None
             s.pid = s.server.proc.pid
         else:
-            s.host, nfsport, mountport, _, pid = engines.private_engine(prof, s.work, undo, s.binary, s.delays)
+            s.host, nfsport, mountport, _, pid = engines.private_engine(prof, s.work, undo, s.binary, s.delays,
+                                                                                     s.pool)
             s.ports, s.pid = (nfsport, mountport), pid
         s.archive = str(s.work / "collect.db")
         create_datasets(s.archive, prof.datasets)
