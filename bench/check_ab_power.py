@@ -23,7 +23,11 @@ Usage: sudo .venv/bin/python bench/check_ab_power.py [--aa 20] [--planted 10] [-
        [--rounds-planted 5] [--baselines 3] [--profile bench/profiles/smoke.toml] [--rounds N]
        [--seconds S] [--keep DIR] [--skip-stored] [--skip-ab] [--effect 0.03,0.05] [--hog both]
        [--threshold 2%] [--p50-ns NS] [--before CHECKOUT] [--before-args '--pairs 1 --seconds 60']
-       .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [--keep DIR]
+       sudo .venv/bin/python bench/check_ab_power.py --resume RESULTS.json --p50-ns NS [the same flags]
+       .venv/bin/python bench/check_ab_power.py --summary-of RESULTS.json [MORE.json ...] [--keep DIR]
+--resume adds to an earlier run's results: the same plan in the same --seed order, the checks it
+already holds skipped, every new check appended to the file as it ends (a killed run loses at most
+the check it was running); --summary-of summarises the checks of all the files given together.
 --before CHECKOUT (e.g. a worktree of main whose build/ holds the binaries) runs every check ab
 twice, back to back in a random order: with this tree's Python code and with CHECKOUT's;
 --before-args ARGS does the same with these extra arguments as the before design. Each row
@@ -227,16 +231,35 @@ def ab_runs(args, work: Path, out: list) -> int:
         print(f"planted delays: {', '.join(f'{round(p50 * e)} ns ({e:.0%})' for e in effects)} of the median "
               f"p50 of {len(p50s)} duet A/A checks, {p50:.0f} ns", flush=True)
     random.Random(args.seed).shuffle(plan)
+    done = {}                                      # checks an earlier run (--resume) already has, by kind
+    for r in out:
+        done[row_kind(r)] = done.get(row_kind(r), 0) + 1
     for mode, case, effect, hog in plan:
         delay = args.delay_ns or max(1, round(p50 * effect))
         trees = ["after"] + (["before"] if args.before or args.before_args else [])
         random.shuffle(trees)                      # before and after back to back, in a random order
         for tree in trees:
+            kind = (f"ab {mode}", case if case == "A/A" else f"planted {effect:.0%}", hog, tree)
+            if done.get(kind):
+                done[kind] -= 1
+                continue
             row, _ = ab_check(args, mode, case, delay, work, len(out), hog, effect, tree)
             out.append(row)
             if args.json:
-                Path(args.json).write_text(json.dumps(out, indent=2))
+                save(out, args.json)
     return args.delay_ns or max(1, round((p50 or 0) * effects[0]))
+
+
+def row_kind(r: dict) -> tuple:
+    """(design without its tree, case, hog, tree) of a result row: what --resume counts as done."""
+    return " ".join(r["design"].split()[:2]), r["case"], r.get("hog", False), r.get("tree", "after")
+
+
+def save(out: list, path: str):
+    """Writes the rows so far, whole or not at all (a run killed while writing keeps the last copy)."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(out, indent=2))
+    tmp.replace(path)
 
 
 def stored_runs(args, delay: int, work: Path, out: list):
@@ -412,12 +435,28 @@ def main():
     ap.add_argument("--skip-stored", action="store_true")
     ap.add_argument("--skip-ab", action="store_true")
     ap.add_argument("--json", help="also write every check's outcome here")
-    ap.add_argument("--summary-of", metavar="JSON", help="only print the summary of an earlier run's --json")
+    ap.add_argument("--resume", metavar="JSON", help="add to an earlier run's --json: the same plan in the same "
+                    "(--seed) order, skipping the checks it holds, each new check appended to it as it ends "
+                    "(needs --p50-ns or --delay-ns)")
+    ap.add_argument("--summary-of", metavar="JSON", nargs="+", help="only print the summary of earlier runs' "
+                    "--json files (all their checks together)")
     args = ap.parse_args()
     if args.summary_of:
-        summary(json.loads(Path(args.summary_of).read_text()), Path(args.keep) if args.keep else None)
+        try:
+            rows = [r for f in args.summary_of for r in json.loads(Path(f).read_text())]
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"--summary-of: {e}") from None
+        summary(rows, Path(args.keep) if args.keep and len(args.summary_of) == 1 else None)
         return 0
     out = []
+    if args.resume:
+        if not (args.p50_ns or args.delay_ns):
+            raise SystemExit("--resume needs --p50-ns or --delay-ns (the delays the earlier run planted)")
+        try:
+            out = json.loads(Path(args.resume).read_text()) if Path(args.resume).exists() else []
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"--resume {args.resume}: {e}") from None
+        args.json = args.json or args.resume
     delay = args.delay_ns or 2000          # the stored designs alone: no A/A p50 to take a share of
     with tempfile.TemporaryDirectory(prefix="strata-bench-check-") as tmp:
         work = Path(args.keep or tmp)
@@ -432,9 +471,9 @@ def main():
             if not args.skip_stored:
                 stored_runs(args, delay, work, out)
         finally:
-            summary(out)
             if args.json:
-                Path(args.json).write_text(json.dumps(out, indent=2))
+                save(out, args.json)
+            summary(out)
     return 0
 
 
