@@ -139,8 +139,12 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bo
         if hogging:
             hogging.kill()
             hogging.wait()
-    if rep is None:
-        raise SystemExit(f"check ab --mode {mode} failed (exit {rc}): {err}")
+    if rep is None:                               # left out, and run again by a --resume
+        print(f"check {n:02d} ({tree}): {mode} {case}{' beside a hog' if hog else ''} failed (exit {rc}): {err}",
+              flush=True)
+        if out.exists():                          # its archives stay out of the next check's folder
+            out.rename(out.with_name(f"{out.name}-failed-{int(time.time())}"))
+        return None, None
     p50 = p50_read(rep)
     row = {"tree": tree, "design": f"ab {mode}", "case": case if case == "A/A" else f"planted {effect:.0%}",
            "hog": hog, "verdict": rep["verdict"], "minutes": minutes,
@@ -223,6 +227,8 @@ def ab_runs(args, work: Path, out: list) -> int:
         for _ in range(min(CALIBRATION, sum(p[:2] == ("duet", "A/A") and not p[3] for p in plan))):
             plan.remove(("duet", "A/A", 0.0, False))
             row, rep = ab_check(args, "duet", "A/A", 0, work, len(out))
+            if row is None:
+                continue
             out.append(row)
             p50s.append(p50_of(rep, "baseline"))
         if not p50s:
@@ -244,6 +250,8 @@ def ab_runs(args, work: Path, out: list) -> int:
                 done[kind] -= 1
                 continue
             row, _ = ab_check(args, mode, case, delay, work, len(out), hog, effect, tree)
+            if row is None:
+                continue
             out.append(row)
             if args.json:
                 save(out, args.json)

@@ -77,8 +77,6 @@ class AbSettings:
             raise CheckError(f"--rounds must be even (pairs of A and B rounds), not {d['rounds']}")
         if self.duet and d["block_seconds"] * 6 > d["seconds"]:
             raise CheckError(f"--seconds {d['seconds']} holds fewer than 6 blocks of {d['block_seconds']}s")
-        if self.sides["A"][2] or self.sides["B"][2]:
-            d["pairs"] = 1            # a foreign server is started once: its blocks are the unit
         if self.duet and 1 < d["pairs"] < 3:
             raise CheckError(f"--pairs {d['pairs']}: give 1 (one pair of engine processes, its blocks the unit) "
                              f"or 3 or more (fresh pairs, judged across them)")

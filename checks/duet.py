@@ -32,6 +32,7 @@ from strata.checks import sequential
 from strata.checks.compare_rounds import min_pairs
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
+from strata.checks.servers import CPU_PROMISE
 from strata.checks.sides import check_running, load_args, load_options, start_sides, whole
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
@@ -136,6 +137,8 @@ def measure(prof, sides: dict, settings: dict, threshold: float, undo) -> tuple:
     if options.get("rate"):
         options["rate"] = max(1, round(options["rate"] / 2))   # the two loads together give each side the rate
     started = start_sides(prof, sides, undo)
+    if any(s.server for s in sides.values()):
+        say("check ab", CPU_PROMISE)
     rotation = Rotation()
     rotation.servers = [s.pid for s in sides.values()]
     pairs = [(sides["A"], sides["B"]), (sides["B"], sides["A"])]
@@ -248,4 +251,8 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
                                             "alpha": round(1 - settings["confidence"], 6),
                                             "stopped_early": blocks < planned},
                              "blocks": blocks, "window": [start, end], "p50_lag1": lag,
+                             **({"server_cpus": {"threads_pinned": [{n: rotation.pinned.get(s.pid, 0)
+                                                                     for n, s in sides.items() if s.server}],
+                                                 "promise": CPU_PROMISE}}
+                                if any(s.server for s in sides.values()) else {}),
                              "archives": {k: str(p) if keep else p.name for k, p in archives.items()}}

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from strata.checks import duet, pools
+from strata.checks import duet, pools, servers
 from strata.checks.compare import judge
 from strata.checks.compare_duet import log_ratios
 from strata.checks.errors import CheckError
@@ -76,12 +76,15 @@ def decided(means, threshold: float, confidence: float) -> str | None:
 
 
 def fresh_sides(sides: dict, pair: int) -> dict:
-    """Copies of both sides with a work folder of their own for process pair `pair`."""
+    """Copies of both sides with a work folder of their own for process pair `pair` (a
+    server side: the same command as a new server, its own folder and ports)."""
     out = {}
     for name, s in sides.items():
         work = s.work / f"pair{pair}"
         work.mkdir()
-        out[name] = dataclasses.replace(s, work=work, archive="", host="", ports=(), coll=None, pid=None)
+        server = s.server.fresh(work) if s.server else None
+        out[name] = dataclasses.replace(s, work=work, archive="", host="", ports=(), coll=None, pid=None, pool=(),
+                                        server=server)
     return out
 
 
@@ -105,13 +108,14 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
     set (checks/pools.py), which the pair's engines start on copies of.
 
     Only the warm-up and the blocks are paid in load: the collectors attach while the
-    working sets are written and the warm-up runs (blocks before both stored their first
-    second are left out, which on a host does not happen), the measured window is fixed
-    before the loads start (the next whole second at least START_MARGIN away, plus the
-    warm-up), the loads are stopped as soon as its last block has ended, its archives are
-    exported as soon as both collectors stored that block, and the engines and collectors
-    are stopped in the background while the next pair starts and writes its working sets
-    (nothing is measured then)."""
+    working sets are copied and read back (or written), and the warm-up waits for both
+    collectors' first second (on a loaded machine, or for a server side's wire collectors,
+    attaching can outlast the set-up); the measured window is fixed before the loads start
+    (the next whole second at least START_MARGIN away, plus the warm-up), and blocks before
+    both collectors stored a second of it are left out; the loads are stopped as soon as
+    its last block has ended, its archives are exported as soon as both collectors stored
+    that block, and the engines and collectors are stopped in the background while the
+    next pair sets up (nothing is measured then)."""
     sides = fresh_sides(base, n)
     block, warm = settings["block_seconds"], settings["pair_warmup"]
     options = pair_options(prof, settings)
@@ -128,6 +132,8 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
             pools.fill_arcs(sides, options)
         elif prof.load.get("setup"):
             duet.paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
+        for s in sides.values():
+            s.coll.wait_for_data(prof.datasets[0])
         if previous is not None:
             previous.join()
         start = math.ceil(time.time() + START_MARGIN) + warm
@@ -150,7 +156,8 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
             start += (first - start + block - 1) // block * block
         if start >= end:
             raise CheckError(f"process pair {n} measured no whole block (its loads or collectors started too late)")
-        out = {"started": started, "swaps": rotation.swaps, "cpus": rotation.describe(), "loads": sent}
+        out = {"started": started, "swaps": rotation.swaps, "cpus": rotation.describe(), "loads": sent,
+               "server_threads": {name: rotation.pinned.get(s.pid, 0) for name, s in sides.items() if s.server}}
         for name, s in sides.items():
             out[name] = outdir / f"duet-{name}-{n}.archive"
             export_window(s.archive, prof.datasets, start, end, str(out[name]))
@@ -216,6 +223,8 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
                     f"warm-up, then {blocks} blocks of {block}s, A and B at once, servers and loads swapping CPUs "
                     f"every block (ABBA); judged across the pairs after pair {' and '.join(map(str, plan))} "
                     f"(alpha {' and '.join(f'{a:.2g}' for a in alphas)})")
+    if any(s.server for s in sides.values()):
+        say("check ab", servers.CPU_PROMISE)
     archives, verdict, began = [], None, time.monotonic()
     alpha = alphas[-1]
     closer = None                 # the thread stopping the pair before
@@ -254,6 +263,8 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
         "pair_p50_sd": spread, "seconds_measuring": round(time.monotonic() - began, 1),
         "cpus": {**archives[0]["cpus"], "swaps": sum(p["swaps"] for p in archives)},
         "started": [p["started"] for p in archives],
+        **({"server_cpus": {"threads_pinned": [p["server_threads"] for p in archives], "promise": servers.CPU_PROMISE}}
+           if archives[0]["server_threads"] else {}),
         "sequential": {"method": "looks after pairs " + ", ".join(map(str, plan)) + ", O'Brien-Fleming-type "
                                  "alpha spending (Lan-DeMets), union bound over the looks",
                        "alpha": round(1 - settings["confidence"], 6),

@@ -10,20 +10,24 @@ import random
 from pathlib import Path
 
 
-def pin(pid: int, cpu: int):
-    """Every thread of process pid (and of its children, for a server run through sh) on one CPU."""
+def pin(pid: int, cpu: int) -> int:
+    """Every thread of process pid (and of its children, for a server run through sh) on one CPU;
+    returns how many threads it pinned."""
     pids = [pid]
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             pids += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             pass                                  # a kernel without the children file: the process alone
+    pinned = 0
     for p in pids:
         for task in Path(f"/proc/{p}/task").glob("*"):
             try:
                 os.sched_setaffinity(int(task.name), {cpu})
+                pinned += 1
             except (ProcessLookupError, PermissionError, OSError):
                 pass                              # a thread that has just ended
+    return pinned
 
 
 def swapped(block: int) -> bool:
@@ -41,6 +45,7 @@ class Rotation:
         cpus = sorted(os.sched_getaffinity(0))
         self.cpus = random.sample(cpus, 2) if len(cpus) >= 2 else None
         self.servers, self.loads = [], []
+        self.pinned = {}                          # server pid -> threads pinned at the last swap
         self.current = None
         self.swaps = 0
 
@@ -57,7 +62,7 @@ class Rotation:
             return
         server_cpu, load_cpu = want
         for pid in self.servers:
-            pin(pid, server_cpu)
+            self.pinned[pid] = pin(pid, server_cpu)
         for pid in self.loads:
             pin(pid, load_cpu)
         self.swaps += self.current is not None

@@ -11,6 +11,7 @@ and the word becomes the copy's path (e.g. `ganesha.nfsd -F -f @ganesha.conf`).
 The server is ready when {nfsport} (and {mountport}, when the command uses it)
 accepts connections; it is stopped with SIGTERM to its session.
 """
+import copy
 import os
 import re
 import shlex
@@ -27,6 +28,12 @@ READY_TIMEOUT = 30
 STOP_TIMEOUT = 10
 TEMPLATE_WORD = re.compile(r"(?<!\S)@(\S+)")
 WIRE_OF = {"nfs.ops": "wire.ops", "nfs.latency": "wire.latency", "nfs.size": "wire.size"}
+
+
+CPU_PROMISE = ("a server's CPU swaps with the processes its command started (their threads, "
+               "server_cpus.threads_pinned); work it hands to others (kernel threads such as nfsd's, a daemon "
+               "that leaves its session) runs where the kernel puts it, so a CPU's extra load is balanced "
+               "between the sides only for what was pinned")
 
 
 class ServerError(RuntimeError):
@@ -67,16 +74,28 @@ class Server:
         if "{nfsport}" not in text:
             raise ServerError(f"--{side.lower()}-server: {{nfsport}} (the port strata gives the server) "
                               "is neither in the command nor in an @FILE template")
-        self.nfsport, self.mountport = free_port(), free_port()
         self.uses_mountport = "{mountport}" in text
-        self.export = self._fill(export or "{dir}/export")
+        self.export_template = export or "{dir}/export"
+        self._place(self.work)
+
+    def _place(self, work: Path):
+        """This server's own folder {dir} and ports."""
+        self.work, self.export = Path(work), ""
+        self.nfsport, self.mountport = free_port(), free_port()
+        self.export = self._fill(self.export_template)
         self.log_path = self.work / "server.log"
         self.proc = None
+
+    def fresh(self, work: Path) -> "Server":
+        """The same command as a new server: its own folder (work) and ports, not started."""
+        new = copy.copy(self)
+        new._place(work)
+        return new
 
     def _fill(self, text: str) -> str:
         for key, value in (("{nfsport}", self.nfsport), ("{mountport}", self.mountport), ("{dir}", self.work)):
             text = text.replace(key, str(value))
-        return text.replace("{export}", getattr(self, "export", ""))
+        return text.replace("{export}", self.export)
 
     def command(self) -> str:
         """The filled command; each @FILE word becomes the path of its filled copy in {dir}."""

@@ -4,8 +4,9 @@ command template and a config template, loaded by strata-load and measured
 through the wire layer (real TC BPF on lo). In rounds mode the run ends with a
 verdict, and every round archive holds wire data from its own side: its read
 count is at most what that round's strata-load reports it sent, and most of it.
-In duet mode (both ganeshas serving at once under paired reads) each side's wire
-archive counts, second by second, the reads strata-load sent to both. Bad server
+In duet mode (both ganeshas serving at once under paired reads, in fresh pairs of
+servers) each side's wire archive counts, second by second, the reads
+strata-load sent to both, and the report says which threads swapped CPUs. Bad server
 commands give one line and exit 2."""
 import json
 import os
@@ -66,6 +67,7 @@ datasets = ["nfs.latency[op]", "nfs.ops[op]"]
 metrics = ["p50", "mean"]
 [ab]
 mode = "rounds"
+pair_warmup = 1
 rounds = 6
 round_seconds = 2
 round_warmup = 1
@@ -141,21 +143,29 @@ def wire_reads_per_second(path) -> dict:
     return {int(t): int(v) for t, v, p in zip(ops.times, values, ops.present) if p}
 
 
-def test_two_ganeshas_in_duet_mode_see_the_same_reads_each_second(tmp_path, rpcbind):
-    proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA, "--mode", "duet", "--no-early-stop",
-               "--json", "-o", "duet")     # every one of the 8 blocks, even where the p50 is decided sooner
+def test_two_ganeshas_in_fresh_duet_pairs_see_the_same_reads_each_second(tmp_path, rpcbind):
+    """Duet mode in 3 fresh pairs of ganeshas (each pair both servers started anew), 2 blocks each."""
+    proc = run(tmp_path, "--a-server", GANESHA, "--b-server", GANESHA, "--mode", "duet", "--pairs", "3",
+               "--seconds", "6", "--no-early-stop", "--json", "-o", "duet")   # every pair, even once decided
     assert proc.returncode in (0, 1, 3), proc.stderr
     report = json.loads(proc.stdout)
-    assert report["mode"] == "duet" and report["blocks"] == 8
+    assert report["mode"] == "duet" and report["pairs"] == 3 and report["blocks"] == 6
     [lat] = [r for r in report["results"] if r["dataset"] == "wire.latency[op]" and r["key"] == "read"]
-    assert lat["intervals"] == [8, 8]
-    for sent in json.loads((tmp_path / "duet" / "duet.load.json").read_text())["loads"]:   # A first, B first
+    assert lat["intervals"] == [6, 6]
+    # the servers' CPUs swap with the threads strata could pin, and the report says what that promises
+    cpus = report["server_cpus"]
+    assert len(cpus["threads_pinned"]) == 3 and all(p["A"] > 1 and p["B"] > 1 for p in cpus["threads_pinned"])
+    assert "kernel threads" in cpus["promise"] and "kernel threads" in proc.stderr
+    loads = json.loads((tmp_path / "duet" / "duet.load.json").read_text())["pairs"]
+    assert len(loads) == 3
+    for sent in (load for pair in loads for load in pair):           # A first, B first
         by_name = {c["name"]: c["ops"].get("read", 0) for c in sent["clients"]}
         assert by_name["client-0"] == by_name["client-0-b"] > 0 and sent["errors"] == 0
-    a = wire_reads_per_second(tmp_path / report["archives"]["A"])
-    b = wire_reads_per_second(tmp_path / report["archives"]["B"])
-    assert a.keys() == b.keys() and len(a) == 8
-    assert all(abs(a[t] - b[t]) <= 0.05 * a[t] + 5 and a[t] > 100 for t in a), (a, b)   # 400 reads/s each
+    for a_name, b_name in zip(report["archives"]["A"], report["archives"]["B"]):
+        a = wire_reads_per_second(tmp_path / a_name)
+        b = wire_reads_per_second(tmp_path / b_name)
+        assert a.keys() == b.keys() and len(a) == 2
+        assert all(abs(a[t] - b[t]) <= 0.05 * a[t] + 5 and a[t] > 100 for t in a), (a, b)   # 400 reads/s each
 
 
 def test_bad_server_commands_are_one_line_and_exit_2(tmp_path, rpcbind):
