@@ -164,7 +164,7 @@ def run(profile_path, baselines, update_baseline, output, as_json, junit, markdo
 @click.option("--seconds", type=click.IntRange(6, 86400),
               help="duet: measured seconds, split over the pairs (default 28).")
 @click.option("--block-seconds", type=click.IntRange(1, 3600), help="duet: seconds per block (default 1).")
-@click.option("--pairs", type=click.IntRange(1, 100), help="duet: fresh engine pairs, one after another, judged "
+@click.option("--pairs", type=click.IntRange(1, 100), help="duet: fresh pairs of engines (or servers), one after another, judged "
               "across (default 14; 1: one pair, judged on its blocks).")
 @click.option("--rounds", type=click.IntRange(6, 1000), help="rounds: rounds in all, even (default 24).")
 @click.option("--round-seconds", type=click.IntRange(2, 3600), help="rounds: measured seconds per round (default 5).")

@@ -266,7 +266,9 @@ def test_duet_sends_every_read_to_both_and_reads_a_planted_3_percent_worse(runs)
     trimmed = sorted(means)[int(0.2 * len(means)):len(means) - int(0.2 * len(means))]   # the 20 %-trimmed mean
     assert p50["effect"] == pytest.approx(np.expm1(np.mean(trimmed)), rel=1e-6, abs=1e-9)
     assert report["pair_p50_effects"] == pytest.approx(np.expm1(means).tolist(), rel=1e-6, abs=1e-9)
-    # every pair is a fresh pair of engine processes, started in a random order
+    # every pair is a fresh pair of engine processes, started in a random order, on copies of the pools
+    # each side's engine wrote the working set to once
+    assert runs["duet-planted"][2].count("writing both working sets once") == 1
     assert len(report["started"]) == len(pairs) and set(report["started"]) <= {"AB", "BA"}
     # paired: strata-load sent each read to A and to B, and each engine's probes saw them in the same seconds;
     # two loads per pair, one sending each pair to A first and one to B first
