@@ -144,6 +144,7 @@ def ab_check(args, mode: str, case: str, delay: int, work: Path, n: int, hog: bo
               flush=True)
         if out.exists():                          # its archives stay out of the next check's folder
             out.rename(out.with_name(f"{out.name}-failed-{int(time.time())}"))
+        args.failed += 1
         return None, None
     p50 = p50_read(rep)
     row = {"tree": tree, "design": f"ab {mode}", "case": case if case == "A/A" else f"planted {effect:.0%}",
@@ -457,6 +458,7 @@ def main():
         summary(rows, Path(args.keep) if args.keep and len(args.summary_of) == 1 else None)
         return 0
     out = []
+    args.failed = 0                                # checks that ended without a report (exit 1 at the end)
     if args.resume:
         if not (args.p50_ns or args.delay_ns):
             raise SystemExit("--resume needs --p50-ns or --delay-ns (the delays the earlier run planted)")
@@ -482,7 +484,9 @@ def main():
             if args.json:
                 save(out, args.json)
             summary(out)
-    return 0
+    if args.failed:
+        print(f"{args.failed} check(s) failed and were left out", file=sys.stderr)
+    return 1 if args.failed else 0
 
 
 if __name__ == "__main__":

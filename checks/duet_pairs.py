@@ -45,12 +45,13 @@ from strata.checks.baselines import one_sided
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
 from strata.checks.sequential import verdict
-from strata.checks.sides import first_collected, load_options, start_sides, wait_for_second, whole
+from strata.checks.sides import first_collected, first_stored, load_options, start_sides, wait_for_second, whole
 from strata.lab.logs import say
 from strata.lab.window import export_window
 
 START_MARGIN = 0.5    # seconds the loads are given to connect before the warm-up counts
 LOAD_TAIL = 0.2       # seconds the loads run past the last block
+COLLECTOR_TIMEOUT = 20   # seconds past the planned start a pair waits for its collectors' first second
 
 
 def looks(pairs: int, early: bool) -> list:
@@ -99,6 +100,13 @@ def pair_options(prof, settings: dict) -> dict:
     return options
 
 
+def later_start(origin: int, earliest: int, block: int) -> int:
+    """The first start at or after `earliest` an even number of blocks from origin (the
+    rotation's block 0): its blocks then fall on both CPU placements alike (ABBA)."""
+    k = max(0, -(-(earliest - origin) // block))
+    return origin + (k + k % 2) * block
+
+
 def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int,
              previous: threading.Thread | None = None, written: dict | None = None) -> tuple:
     """Runs process pair n (1-based) for `blocks` blocks; returns ({"A": archive, "B": archive,
@@ -108,11 +116,11 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
     set (checks/pools.py), which the pair's engines start on copies of.
 
     Only the warm-up and the blocks are paid in load: the collectors attach while the
-    working sets are copied and read back (or written), and the warm-up waits for both
-    collectors' first second (on a loaded machine, or for a server side's wire collectors,
-    attaching can outlast the set-up); the measured window is fixed before the loads start
-    (the next whole second at least START_MARGIN away, plus the warm-up), and blocks before
-    both collectors stored a second of it are left out; the loads are stopped as soon as
+    working sets are copied and read back (or written) and the warm-up runs; the measured
+    window starts after the warm-up (the next whole second at least START_MARGIN away,
+    plus the warm-up) or, when a collector is slower (a loaded machine, a server side's
+    wire collectors), after the first second both stored, an even number of blocks later
+    (later_start); the loads are stopped as soon as
     its last block has ended, its archives are exported as soon as both collectors stored
     that block, and the engines and collectors are stopped in the background while the
     next pair sets up (nothing is measured then)."""
@@ -132,22 +140,35 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
             pools.fill_arcs(sides, options)
         elif prof.load.get("setup"):
             duet.paired_run(pairs[:1], {**options, "setup_only": True}, "setup", sides, rotation)
-        for s in sides.values():
-            s.coll.wait_for_data(prof.datasets[0])
         if previous is not None:
             previous.join()
-        start = math.ceil(time.time() + START_MARGIN) + warm
-        end = start + blocks * block
+        origin = math.ceil(time.time() + START_MARGIN) + warm     # the rotation's block 0, the earliest start
+        window = {"start": origin, "ready": False}
 
         def tick():
-            progress.update(done + max(0, (int(time.time()) - 1 - start) // block))
+            progress.update(done + max(0, (int(time.time()) - 1 - window["start"]) // block))
 
-        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + 2}, "duet", sides,
-                                  rotation, start, block, tick, lambda: time.time() >= end + LOAD_TAIL)
+        def should_stop():
+            """Until both collectors have stored a second, moves the window past it (by an even number
+            of blocks, so its blocks keep both CPU placements alike); then, whether its end has passed."""
+            if not window["ready"]:
+                first = first_stored(prof, sides, origin - warm - 60)
+                if first is None:
+                    if time.time() > origin + COLLECTOR_TIMEOUT:
+                        raise CheckError(f"process pair {n}: a collector stored nothing within "
+                                         f"{COLLECTOR_TIMEOUT}s of the warm-up")
+                    return False
+                window["start"], window["ready"] = later_start(origin, first + 1, block), True
+            return time.time() >= window["start"] + blocks * block + LOAD_TAIL
+
+        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + COLLECTOR_TIMEOUT + 2},
+                                  "duet", sides, rotation, origin, block, tick, should_stop)
+        start = window["start"]
+        end = start + blocks * block
         late = math.ceil(min(r["start_unix"] for r in sent)) + warm
         if late > start:                  # a load started after the margin: its warm-up decides the start
-            start, end = late, min(late + blocks * block, math.floor(max(r["start_unix"] + r["duration_s"]
-                                                                          for r in sent)))
+            start = later_start(origin, late, block)
+            end = min(start + blocks * block, math.floor(max(r["start_unix"] + r["duration_s"] for r in sent)))
         wait_for_second(prof, sides, end - 1)
         first = first_collected(prof, sides, start, end)
         if first > start:

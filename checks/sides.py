@@ -103,6 +103,20 @@ def first_collected(prof, sides: dict, start: int, end: int) -> int:
     return first
 
 
+def first_stored(prof, sides: dict, since: int) -> int | None:
+    """The latest of both sides' first stored second of the first dataset at or after since;
+    None while one of them has stored none."""
+    firsts = []
+    for s in sides.values():
+        check_running(sides)
+        with Archive.open(s.archive) as ar:
+            q = ar.query(prof.datasets[0], since, int(time.time()) + 2)
+        if not q.present.any():
+            return None
+        firsts.append(int(q.times[q.present][0]))
+    return max(firsts)
+
+
 def wait_for_second(prof, sides: dict, second: int, timeout: float = 15):
     """Blocks until both sides' collectors have stored `second` (or a later one); CheckError
     after timeout seconds."""

@@ -67,6 +67,7 @@ datasets = ["nfs.latency[op]", "nfs.ops[op]"]
 metrics = ["p50", "mean"]
 [ab]
 mode = "rounds"
+pairs = 4
 pair_warmup = 1
 rounds = 6
 round_seconds = 2

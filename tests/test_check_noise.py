@@ -201,3 +201,14 @@ def test_pairs_decide_a_clear_change_and_a_clear_same_only():
     assert pairs_decided(np.log(0.94) + spread, 0.02, 0.975) == "better"
     assert pairs_decided(spread, 0.02, 0.975) == "same"
     assert pairs_decided(rng.normal(0, 0.03, 8), 0.02, 0.975) is None    # pairs too far apart to say "same"
+
+
+def test_a_pair_whose_collector_is_late_starts_an_even_number_of_blocks_later():
+    """A window moved past a slow collector's first second keeps its blocks on both CPU
+    placements alike: it moves by whole ABBA halves from the rotation's block 0."""
+    from strata.checks.duet_pairs import later_start
+    assert [later_start(100, e, 1) for e in (90, 100, 101, 102, 103)] == [100, 100, 102, 102, 104]
+    assert [later_start(100, e, 2) for e in (100, 101, 103, 105)] == [100, 104, 104, 108]
+    for earliest in range(100, 120):
+        start = later_start(100, earliest, 1)
+        assert start >= earliest and [swapped(start - 100 + k) for k in range(2)].count(True) == 1
