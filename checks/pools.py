@@ -11,7 +11,7 @@ in a random order per pair (neither side's files always reach the page cache
 first), holding only the pools' data segments (copy_file_range, a reflink on file
 systems that have them), and the ARC each engine had after writing is filled
 again by reading the working set once (a sequential read against each side, both
-at once). So each pair's engines start from the pools and ARC contents they had
+at once, FILL_THREADS reads in flight). So each pair's engines start from the pools and ARC contents they had
 when every pair wrote its own.
 """
 import contextlib
