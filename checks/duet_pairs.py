@@ -51,6 +51,8 @@ from strata.lab.window import export_window
 
 START_MARGIN = 0.5    # seconds the loads are given to connect before the warm-up counts
 LOAD_TAIL = 0.2       # seconds the loads run past the last block
+MAX_RERUNS = 3        # pairs a check runs again (PairTooLate) before it gives up
+MIN_WARMUP = 1        # seconds of load a pair whose loads started late still gets before its blocks
 COLLECTOR_TIMEOUT = 20   # seconds past the planned start a pair waits for its collectors' first second
 
 
@@ -107,13 +109,19 @@ def later_start(origin: int, earliest: int, block: int) -> int:
     return origin + (k + k % 2) * block
 
 
+class PairTooLate(CheckError):
+    """A pair's loads started too late to measure a block; the check runs the pair again."""
+
+
 def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int,
-             previous: threading.Thread | None = None, written: dict | None = None) -> tuple:
+             previous: threading.Thread | None = None, written: dict | None = None, folder: int = 0) -> tuple:
     """Runs process pair n (1-based) for `blocks` blocks; returns ({"A": archive, "B": archive,
     "started": order, "swaps": CPU swaps, "cpus": rotation, "loads": reports}, the thread
     stopping both sides, to be joined). previous: the thread stopping the pair before,
     joined before this pair's warm-up begins; written: each side's pool with the working
-    set (checks/pools.py), which the pair's engines start on copies of.
+    set (checks/pools.py), which the pair's engines start on copies of; folder: the number
+    of its work folders (n unless a pair was run again). PairTooLate when its loads
+    started too late to leave a block.
 
     Only the warm-up and the blocks are paid in load: the collectors attach while the
     working sets are copied and read back (or written) and the warm-up runs; the measured
@@ -124,7 +132,7 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
     its last block has ended, its archives are exported as soon as both collectors stored
     that block, and the engines and collectors are stopped in the background while the
     next pair sets up (nothing is measured then)."""
-    sides = fresh_sides(base, n)
+    sides = fresh_sides(base, folder or n)
     block, warm = settings["block_seconds"], settings["pair_warmup"]
     options = pair_options(prof, settings)
     undo = contextlib.ExitStack()
@@ -165,10 +173,14 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
                                   "duet", sides, rotation, origin, block, tick, should_stop)
         start = window["start"]
         end = start + blocks * block
-        late = math.ceil(min(r["start_unix"] for r in sent)) + warm
-        if late > start:                  # a load started after the margin: its warm-up decides the start
-            start = later_start(origin, late, block)
-            end = min(start + blocks * block, math.floor(max(r["start_unix"] + r["duration_s"] for r in sent)))
+        began = math.ceil(max(r["start_unix"] for r in sent))    # the first whole second both loads ran
+        if began + warm > start:          # a load started after the margin (a loaded machine): a shorter warm-up
+            if began + MIN_WARMUP > start:   # or none at all: the window moves past MIN_WARMUP of load
+                start = later_start(origin, began + MIN_WARMUP, block)
+                end = min(end, math.floor(min(r["start_unix"] + r["duration_s"] for r in sent)))
+            say("check ab", f"pair {n}: its loads started late; {start - began}s of warm-up before its blocks")
+        if start >= end:
+            raise PairTooLate(f"process pair {n} measured no whole block (its loads started too late)")
         wait_for_second(prof, sides, end - 1)
         first = first_collected(prof, sides, start, end)
         if first > start:
@@ -176,7 +188,7 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
                             f"its first {(first - start + block - 1) // block} block(s) are left out")
             start += (first - start + block - 1) // block * block
         if start >= end:
-            raise CheckError(f"process pair {n} measured no whole block (its loads or collectors started too late)")
+            raise PairTooLate(f"process pair {n} measured no whole block (its loads or collectors started too late)")
         out = {"started": started, "swaps": rotation.swaps, "cpus": rotation.describe(), "loads": sent,
                "server_threads": {name: rotation.pinned.get(s.pid, 0) for name, s in sides.items() if s.server}}
         for name, s in sides.items():
@@ -255,9 +267,18 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
         written = pools.write_working_sets(prof, sides, pair_options(prof, settings))
     try:
         with CheckProgress("blocks", pairs * blocks, block) as progress:
+            tried = 0
             for n in range(1, pairs + 1):
-                pair, closer = one_pair(prof, sides, settings, n, blocks, outdir, progress, (n - 1) * blocks,
-                                        closer, written)
+                while True:
+                    tried += 1
+                    try:
+                        pair, closer = one_pair(prof, sides, settings, n, blocks, outdir, progress, (n - 1) * blocks,
+                                                closer, written, tried)
+                        break
+                    except PairTooLate as e:
+                        if tried - n >= MAX_RERUNS:
+                            raise
+                        say("check ab", f"{e}; running it again")
                 archives.append(pair)
                 if n in plan and n < pairs:
                     look = alphas[plan.index(n)]
