@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CHECK_AB_BOUND = 50   # checks/ 22 (layout, placement, sequential and noise: one address-space layout, the duet's CPU rotation, early stop, noise floor; duet_pairs and compare_pairs: fresh process pairs judged across), lab/ 9, datasets/ 17 (periods: the open rollup periods; derive: a --dataset the archives hold broken down), heatmaps/json_out.py (the --json envelope), cli/writable.py (report paths checked before the run): what the check runs in its own process
+CHECK_AB_BOUND = 51   # checks/ 23 (layout, placement, sequential and noise: one address-space layout, the duet's CPU rotation, early stop, noise floor; duet_pairs and compare_pairs: fresh process pairs judged across; pools: the working sets written once, copied per pair), lab/ 9, datasets/ 17 (periods: the open rollup periods; derive: a --dataset the archives hold broken down), heatmaps/json_out.py (the --json envelope), cli/writable.py (report paths checked before the run): what the check runs in its own process
 
 
 def file_of(module: str):

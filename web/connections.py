@@ -32,6 +32,12 @@ class Connections:
         self.handshakes = {}            # Handshake -> when accepted, while in its handshake
         self.dropped = 0
         self.grace = 1.0                # from made to connected: the loop's next step (plain)
+        lost = server.connection_lost   # each handler tells its server (its manager) when it closes
+        def connection_lost(handler, exc=None):
+            self.born.pop(handler, None)        # closed: no longer holds a slot, even within its grace
+            self.served.discard(handler)
+            lost(handler, exc)
+        server.connection_lost = connection_lost
 
     def _prune(self, now) -> set:
         live = set(self.server.connections)
