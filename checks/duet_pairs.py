@@ -23,8 +23,10 @@ the rest (0.00973), so an early stop needs an overwhelming interval and the last
 look is nearly as sure as a check without looks. The looks' error rates add up
 to alpha, so by the union bound a verdict at any look is wrong with probability
 at most 1 - confidence in all. It stops at the first look whose interval decides
-(worse/better beyond the threshold, or inside +-threshold). Without early
-stopping there is one look at the full error rate.
+(worse/better beyond the threshold, or inside +-threshold) and whose test over
+every metric, at that look's error rate, would not end "inconclusive": a look
+never stops on a p50 decision the verdict then drops. Without early stopping
+there is one look at the full error rate.
 """
 import contextlib
 import dataclasses
@@ -40,10 +42,12 @@ from strata.checks import duet, pools, servers
 from strata.checks.compare import judge
 from strata.checks.compare_duet import log_ratios
 from strata.checks.errors import CheckError
+from strata.checks.noise import apply_floor
 from strata.checks.compare_pairs import MIN_PAIRS, compare_pairs, pair_p50_means, trimmed_t_test
 from strata.checks.baselines import one_sided
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
+from strata.checks.report import overall
 from strata.checks.sequential import verdict
 from strata.checks.sides import first_collected, first_stored, load_options, start_sides, wait_for_second, whole
 from strata.lab.logs import say
@@ -215,6 +219,15 @@ def busiest_key(prof, archives: list):
     return name, max(keys, key=lambda k: int(qa.counts[qa.keys.index(k)].sum()))
 
 
+def final_verdict(prof, archives: list, block: int, threshold: float, confidence: float, correction: str) -> str:
+    """The verdict the check would give if it stopped now (the test over every metric, then the
+    noise floor): a look stops only on a p50 decision this keeps, never on one that would end
+    "inconclusive"."""
+    results, _ = judge_pairs(prof, archives, block, threshold, confidence, correction)
+    apply_floor(results, threshold)
+    return overall(results)
+
+
 def p50_means(prof, archives: list, block: int):
     """The pairs' mean p50 log ratios of the busiest latency key (None without one)."""
     busiest = busiest_key(prof, archives)
@@ -285,6 +298,11 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
                     means = p50_means(prof, archives, block)
                     verdict = None if means is None or len(means) < MIN_PAIRS else decided(means, threshold,
                                                                                               1 - look)
+                    if verdict and final_verdict(prof, archives, block, threshold, 1 - look,
+                                                 settings["correction"]) == "inconclusive":
+                        say("check ab", f"after {n} of {pairs} process pairs the p50 decides {verdict!r} but the "
+                                        "test over every metric does not yet: measuring on")
+                        verdict = None
                     if verdict:
                         alpha = look
                         say("check ab", f"stopped after {n} of {pairs} process pairs: their p50 already decides "
