@@ -39,8 +39,12 @@ class Statistic:
 class Catalogue:
     statistics: tuple              # Statistic, in catalogue order
     dimensions: dict               # field -> its values: "op", a key set, "address", "u64", "u32", "device"
-    keysets: dict                  # key set -> tuple of its texts
-    key_values: dict = field(default_factory=dict)   # key set -> {text: the key value it stands for}
+    key_values: dict               # key set -> {text: the key value it stands for}, in catalogue order
+
+    @property
+    def keysets(self) -> dict:
+        """Key set -> tuple of its texts."""
+        return {name: tuple(values) for name, values in self.key_values.items()}
 
     def by_name(self) -> dict:
         return {s.statistic: s for s in self.statistics}
@@ -69,7 +73,6 @@ def parse(text: str) -> Catalogue:
             if s.kind not in ("heatmap", "counter", "gauge"):
                 raise ValueError(f"unknown kind {s.kind!r}")
         return Catalogue(stats, {str(d["name"]): str(d["values"]) for d in doc["dimensions"]},
-                         {str(k["name"]): tuple(str(t["text"]) for t in k["keys"]) for k in doc["keysets"]},
                          {str(k["name"]): {str(t["text"]): int(t["value"]) for t in k["keys"]}
                           for k in doc["keysets"]})
     except (ValueError, KeyError, TypeError) as e:
