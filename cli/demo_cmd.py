@@ -4,6 +4,7 @@ the ARC, collection into DIR/archive.db, and the heat maps it gives. With
 --server ganesha or nfsd, the same picture on nfs-ganesha or the kernel's nfsd over
 ext4, the page cache dropped halfway."""
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -133,6 +134,10 @@ def _epilogue(facts, written, seconds, explore):
     click.echo("Explore the archive it left (the random reads; widen --since to see the setup writes):")
     for cmd in explore(facts, rng):
         click.echo(f"  {cmd}")
+    running = os.path.realpath(sys.argv[0])
+    if not shutil.which("strata") or os.path.realpath(shutil.which("strata")) != running:
+        click.echo(f"  (`strata` is {sys.argv[0]} here: `export PATH={os.path.dirname(running)}:$PATH`, "
+                   "or `make install`)")
 
 
 def _engine_commands(facts, rng):
