@@ -185,9 +185,10 @@ def ab(profile_path, a_path, b_path, a_rev, b_rev, a_server, b_server, server_ex
     every READ to both, back to back in a random order, one request in flight
     per client; each block of seconds gives one B/A ratio per metric. In rounds
     mode they take turns (ABBA... rounds) and each pair of adjacent rounds gives
-    one ratio. Either way a sign-flip permutation test over the blocks or pairs
-    gives each metric's p-value and interval (p50, p99, p99.9, mean, shape; rate
-    for counters), adjusted over all datasets, keys and metrics. B is worse where
+    one ratio. A test across the duet's pairs (below), or with --pairs 1 and in
+    rounds a sign-flip permutation test over the blocks or round pairs, gives
+    each metric's p-value and interval (p50, p99, p99.9, mean, shape; rate for
+    counters), adjusted over all datasets, keys and metrics. B is worse where
     the adjusted p-value is below 1 - confidence and the effect exceeds the
     threshold. Needs root (BPF probes).
 
