@@ -124,7 +124,7 @@ def _collector_line(s: dict) -> str:
 @click.option("--allow-absent-device", is_flag=True,
               help="Accept a device filter naming a block device this host does not have (yet).")
 def create(archive_path, name, keep, suspended, allow_absent_device):
-    """Create dataset NAME, e.g. 'nfs.ops[op=read][client]'.
+    """Create dataset NAME, such as 'nfs.ops[op=read][client]'.
 
     The statistic, the fields and the filter values must be ones the
     catalogue has (`strata statistics --json` lists them; a wrong one is
