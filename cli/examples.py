@@ -26,7 +26,7 @@ EXAMPLES = {
     ],
     "web": [
         "strata web",
-        "strata web --listen :8470 --web-config /etc/strata/web.yml",
+        "strata web --listen 0.0.0.0:8470 --web-config /etc/strata/web.yml",
         "strata web --open incident-42",
     ],
     "datasets": [
