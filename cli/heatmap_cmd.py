@@ -6,6 +6,7 @@ from strata.cli.archive_option import archive_option, open_archive, prometheus_o
 from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
 from strata.cli.views import draw_heatmap, heat_options, heat_view, output_options, time_options
+from strata.heatmaps import time_went
 from strata.heatmaps.errors import ViewError
 from strata.views import lookup, times
 
@@ -39,6 +40,8 @@ def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, p
     """
     fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
+        if time_went.family_of(dataset):
+            raise ViewError(f"{dataset} is a graph of each op's time by component: strata show {dataset}")
         span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             src, keys = lookup.resolve(reader, dataset, keys)

@@ -80,6 +80,8 @@ def test_drill_down_by_filter_and_by_key(archive):
     (["heatmap", "nfs.latency", "--percentiles", "50,abc"], "--percentiles"),
     (["heatmap", "nfs.latency", "--format", "gif"], "gif"),
     (["heatmap", "bad name!"], "bad dataset name"),
+    (["heatmap", "time:disk"], "is a graph of each op's time by component: strata show time:disk"),
+    (["breakdown", "time:fs"], "strata show time:fs"),
     (["breakdown", "nfs.ops[op=read]", "--by", "op"], "holds only op=read; no breakdown of it is held here "
                                                       "(to collect one: strata datasets create 'nfs.ops[op=read][client]')"),
     (["breakdown", "nfs.ops[client=10.0.0.1]", "--by", "client"], "holds only client=10.0.0.1; no breakdown"),
