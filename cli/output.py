@@ -33,7 +33,8 @@ def choose_format(fmt: str | None, as_json: bool, as_csv: bool, output: str | No
                                f"{' '.join(sorted(set(EXTENSIONS) - {'.htm'}))} or .txt (the terminal's text), "
                                f"or give --format")
     if asked and implied and asked != implied:
-        raise click.UsageError(f"-o {output} names a {implied.upper()} file but --format {asked} "
+        article = "an" if implied in ("html", "svg") else "a"
+        raise click.UsageError(f"-o {output} names {article} {implied.upper()} file but --format {asked} "
                                f"asks for {asked.upper()}: drop one, or name the file .{asked}")
     chosen = asked or implied or "term"
     if output:
