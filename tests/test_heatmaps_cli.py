@@ -75,6 +75,7 @@ def test_drill_down_by_filter_and_by_key(archive):
     (["heatmap", "nfs.latency", "--ymax", "10parsecs"], "--ymax"),
     (["heatmap", "nfs.latency", "--ymax", "1ms", "--outliers", "99"], "not both"),
     (["heatmap", "nfs.latency", "--since", "yesterday-ish"], "not a time"),
+    (["heatmap", "nfs.latency", "--since", "25:00"], "not a time: '25:00' (hour must be in 0..23)"),
     (["heatmap", "nfs.latency", "--log", "--ymin", "5ms", "--ymax", "1ms"], "--ymin 5ms is not below --ymax 1ms"),
     (["heatmap", "nfs.ops[client]"], "is a counter"),
     (["heatmap", "nfs.latency", "--percentiles", "50,abc"], "--percentiles"),

@@ -36,7 +36,10 @@ def parse_time(text: str, now: int) -> int:
         return int(t)
     if re.fullmatch(r"[0-9]{1,2}:[0-9]{2}(:[0-9]{2})?", t):
         today = dt.datetime.fromtimestamp(now).date().isoformat()
-        value = int(dt.datetime.fromisoformat(f"{today}T{t.zfill(5) if len(t) == 4 else t}").timestamp())
+        try:
+            value = int(dt.datetime.fromisoformat(f"{today}T{t.zfill(5) if len(t) == 4 else t}").timestamp())
+        except ValueError as e:                 # 25:00: "hour must be in 0..23"
+            raise ValueError(f"not a time: {text!r} ({e})") from None
         return value - 86400 if value > now else value
     try:
         parsed = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
