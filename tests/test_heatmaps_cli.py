@@ -1,6 +1,7 @@
 """`strata heatmap` and `strata breakdown` end to end on real archives written
 through the datasets API: drill-down, errors, empty / single-second / one-key /
 10,000-key datasets, JSON."""
+import datetime
 import json
 
 import numpy as np
@@ -171,3 +172,14 @@ def test_ten_thousand_keys(tmp_path):
     assert t.returncode == 0 and "other (9,995 keys)" in t.stdout
     h = run_strata(["heatmap", "nfs.latency[client]"] + rng, env_extra=PLAIN)
     assert h.returncode == 0 and "180k ops" in h.stdout and ":00:00" in h.stdout.splitlines()[-2]
+
+
+def test_until_a_time_of_day_still_to_come_says_it_is_yesterdays():
+    from strata.heatmaps.errors import ViewUsageError
+    from strata.views import times
+    noon = int(datetime.datetime(2026, 6, 1, 12, 0).timestamp())      # local zone, as parse_time reads
+    with pytest.raises(ViewUsageError, match=r"--until 13:00 \(13:00 is still to come today, so it is yesterday's\)"):
+        times.time_range(None, "11:00", "13:00", now=noon)
+    with pytest.raises(ViewUsageError) as past:
+        times.time_range(None, "11:30", "11:00", now=noon)
+    assert "yesterday" not in str(past.value)

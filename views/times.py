@@ -13,6 +13,7 @@ from strata.datasets.errors import ArchiveError
 from strata.heatmaps.errors import ViewUsageError
 
 DEFAULT_LAST = 600
+CLOCK = r"[0-9]{1,2}:[0-9]{2}(:[0-9]{2})?"   # HH:MM[:SS], today's, or yesterday's when still to come
 
 
 def parse_duration(text: str) -> int:
@@ -25,7 +26,8 @@ def parse_duration(text: str) -> int:
 
 
 def parse_time(text: str, now: int) -> int:
-    """Unix seconds from 'now', '-10m' / '10m ago', an epoch, 'HH:MM[:SS]' (today) or ISO 8601."""
+    """Unix seconds from 'now', '-10m' / '10m ago', an epoch, 'HH:MM[:SS]' (today's; yesterday's
+    when still to come) or ISO 8601."""
     t = text.strip().lower()
     if t == "now":
         return now
@@ -34,7 +36,7 @@ def parse_time(text: str, now: int) -> int:
         return now - parse_duration(m.group(1) or m.group(2))
     if re.fullmatch(r"[0-9]{1,11}", t):       # unix seconds, 0 (1970) included, as dates from 1970 are
         return int(t)
-    if re.fullmatch(r"[0-9]{1,2}:[0-9]{2}(:[0-9]{2})?", t):
+    if re.fullmatch(CLOCK, t):
         today = dt.datetime.fromtimestamp(now).date().isoformat()
         try:
             value = int(dt.datetime.fromisoformat(f"{today}T{t.zfill(5) if len(t) == 4 else t}").timestamp())
@@ -61,7 +63,8 @@ def time_range(last, since, until, now: int | None = None) -> tuple:
         if since is not None:
             start = parse_time(since, now)
             if start >= end:
-                raise ViewUsageError(f"--since {since} is not before --until {until}" if until else
+                raise ViewUsageError(f"--since {since} is not before --until {until}{_yesterday(until, end, now)}"
+                                     if until else
                                      f"--since {since} is in the future" if start > end else
                                      f"--since {since} is not before now")
             return start, end, True
@@ -70,3 +73,9 @@ def time_range(last, since, until, now: int | None = None) -> tuple:
         raise ViewUsageError(str(e)) from None
 
 
+def _yesterday(text: str, value: int, now: int) -> str:
+    """A note for an HH:MM[:SS] that parse_time took as yesterday's (it was still to come today)."""
+    if re.fullmatch(CLOCK, text.strip()) and (dt.datetime.fromtimestamp(value).date()
+                                              < dt.datetime.fromtimestamp(now).date()):
+        return f" ({text} is still to come today, so it is yesterday's)"
+    return ""
