@@ -236,7 +236,9 @@ int client_pump(struct load_client *c, uint64_t timeout_ns)
 	if (c->broken)
 		return -1;
 	if (pump_rpc(c->rpc, timeout_ns) < 0) {
-		client_fail(c, "connection lost: %s", rpc_get_error(c->rpc));
+		const char *why = rpc_get_error(c->rpc);   /* NULL when the server just hung up */
+
+		client_fail(c, "connection lost: %s", why && *why ? why : "the server closed it");
 		return -1;
 	}
 	return c->broken ? -1 : 0;
