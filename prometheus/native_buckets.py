@@ -28,7 +28,7 @@ DEFAULT_SCHEMA = 4          # = default_schema(), without computing it at every 
 
 
 @functools.lru_cache(maxsize=None)
-def _bucket(x: float, schema: int) -> int:
+def bucket_of(x: float, schema: int) -> int:
     """The native bucket index holding x > 0: 2^((i-1)/2^s) < x <= 2^(i/2^s)."""
     width = 2.0 ** -schema
     i = math.ceil(math.log2(x) / width)
@@ -52,7 +52,7 @@ def bins_to_native(schema: int, per: float) -> np.ndarray:
     if schema not in SCHEMAS:
         raise ValueError(f"native histogram schema must be -4..8, not {schema}")
     c = centres()
-    return np.array([0] + [_bucket(x / per, schema) for x in c[1:]], dtype=np.int64)
+    return np.array([0] + [bucket_of(x / per, schema) for x in c[1:]], dtype=np.int64)
 
 
 def bucket_bounds(index: np.ndarray, schema: int) -> tuple:
