@@ -30,6 +30,7 @@ from strata.checks.compare import judge
 from strata.checks.compare_duet import compare_duet, lag1, log_ratios
 from strata.checks import sequential
 from strata.checks.compare_rounds import min_pairs
+from strata.checks.errors import CheckError
 from strata.checks.placement import Rotation
 from strata.checks.progress import CheckProgress
 from strata.checks.servers import CPU_PROMISE
@@ -37,7 +38,7 @@ from strata.checks.sides import check_running, load_args, load_options, start_si
 from strata.datasets.archive import Archive
 from strata.datasets.errors import ArchiveError
 from strata.lab.load import Load
-from strata.lab.logs import say
+from strata.lab.logs import last_line, say
 from strata.lab.window import export_window
 
 LAG1_WARN = 0.3   # blocks this correlated make the sign-flip test too sure of itself
@@ -50,12 +51,21 @@ def paired_args(first, second, options: dict) -> list:
                                         "--pair-export", second.export]
 
 
+class LoadNeverRan(CheckError):
+    """A load stopped on purpose before its run began (still connecting or looking its files up)."""
+
+
 def _report_of(load: Load, stopped: bool) -> dict:
-    """A load's report; one stopped early on purpose says "interrupted" and is read as it is."""
+    """A load's report; one stopped early on purpose says "interrupted" and is read as it is,
+    and one stopped before its run began wrote none (LoadNeverRan)."""
     if not stopped:
         return load.wait(timeout=120)
     load.stop()
-    return json.loads(load.report_path.read_text())
+    try:
+        return json.loads(load.report_path.read_text())
+    except (OSError, ValueError):
+        raise LoadNeverRan(f"strata-load {load.report_path.stem[5:]} was stopped before its run began: "
+                           f"{last_line(load.log_path)}") from None
 
 
 def paired_run(pairs: list, options: dict, tag: str, sides: dict, rotation: Rotation, block_start: float = 0.0,

@@ -117,6 +117,22 @@ class PairTooLate(CheckError):
     """A pair's loads started too late to measure a block; the check runs the pair again."""
 
 
+def loads_window(sent: list, origin: int, start: int, blocks: int, warm: int, block: int) -> tuple:
+    """(start, end, warm-up) of a pair's measured window once its loads' reports (sent) are in,
+    the window planned at start for `blocks` blocks: when the loads began late (a loaded machine)
+    it keeps at least MIN_WARMUP s of load before its blocks, by moving later an even number of
+    blocks from origin and ending when the first load ended; warm-up: the seconds of load before
+    a window whose loads began late, else None. start >= end: no whole block is left."""
+    end = start + blocks * block
+    began = math.ceil(max(r["start_unix"] for r in sent))    # the first whole second both loads ran
+    if began + warm <= start:
+        return start, end, None
+    if began + MIN_WARMUP > start:
+        start = later_start(origin, began + MIN_WARMUP, block)
+        end = min(end, math.floor(min(r["start_unix"] + r["duration_s"] for r in sent)))
+    return start, end, start - began
+
+
 def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path, progress, done: int,
              previous: threading.Thread | None = None, written: dict | None = None, folder: int = 0) -> tuple:
     """Runs process pair n (1-based) for `blocks` blocks; returns ({"A": archive, "B": archive,
@@ -173,16 +189,14 @@ def one_pair(prof, base: dict, settings: dict, n: int, blocks: int, outdir: Path
                 window["start"], window["ready"] = later_start(origin, first + 1, block), True
             return time.time() >= window["start"] + blocks * block + LOAD_TAIL
 
-        sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + COLLECTOR_TIMEOUT + 2},
-                                  "duet", sides, rotation, origin, block, tick, should_stop)
-        start = window["start"]
-        end = start + blocks * block
-        began = math.ceil(max(r["start_unix"] for r in sent))    # the first whole second both loads ran
-        if began + warm > start:          # a load started after the margin (a loaded machine): a shorter warm-up
-            if began + MIN_WARMUP > start:   # or none at all: the window moves past MIN_WARMUP of load
-                start = later_start(origin, began + MIN_WARMUP, block)
-                end = min(end, math.floor(min(r["start_unix"] + r["duration_s"] for r in sent)))
-            say("check ab", f"pair {n}: its loads started late; {start - began}s of warm-up before its blocks")
+        try:
+            sent, _ = duet.paired_run(pairs, {**options, "duration": warm + blocks * block + COLLECTOR_TIMEOUT + 2},
+                                      "duet", sides, rotation, origin, block, tick, should_stop)
+        except duet.LoadNeverRan as e:
+            raise PairTooLate(f"process pair {n} measured no whole block ({e})") from None
+        start, end, warmed = loads_window(sent, origin, window["start"], blocks, warm, block)
+        if warmed is not None:
+            say("check ab", f"pair {n}: its loads started late; {warmed}s of warm-up before its blocks")
         if start >= end:
             raise PairTooLate(f"process pair {n} measured no whole block (its loads started too late)")
         wait_for_second(prof, sides, end - 1)
@@ -290,7 +304,9 @@ def run(prof, sides: dict, settings: dict, threshold: float, undo, outdir: Path,
                         break
                     except PairTooLate as e:
                         if tried - n >= MAX_RERUNS:
-                            raise
+                            raise CheckError(f"{e}; {MAX_RERUNS} pairs were run again already, so the check "
+                                             "stops: the machine is too busy for its loads to start in time "
+                                             "(a longer [ab] pair_warmup gives them more)") from None
                         say("check ab", f"{e}; running it again")
                 archives.append(pair)
                 if n in plan and n < pairs:

@@ -212,3 +212,23 @@ def test_a_pair_whose_collector_is_late_starts_an_even_number_of_blocks_later():
     for earliest in range(100, 120):
         start = later_start(100, earliest, 1)
         assert start >= earliest and [swapped(start - 100 + k) for k in range(2)].count(True) == 1
+
+
+def test_a_pair_whose_loads_began_late_keeps_a_second_of_warm_up_or_has_no_block_left():
+    """The measured window of a pair (block 0 at origin 100, planned at `start`) once its two loads'
+    reports are in: loads that began late shorten its warm-up, then move it an even number of blocks
+    on past 1 s of load, ending when the first load ended; past its end, no block is left
+    (PairTooLate: the check runs the pair again)."""
+    from strata.checks.duet_pairs import MIN_WARMUP, loads_window
+
+    def sent(*starts, stopped=110.5):
+        return [{"start_unix": s, "duration_s": stopped - s} for s in starts]
+    assert MIN_WARMUP == 1
+    assert loads_window(sent(97.3, 97.9), 100, 100, 8, 2, 1) == (100, 108, None)     # 2 s of warm-up
+    assert loads_window(sent(97.0, 98.2), 100, 100, 8, 2, 1) == (100, 108, 1)        # 1 s left
+    assert loads_window(sent(99.5, 98.0), 100, 100, 8, 2, 1) == (102, 108, 2)        # moved 2 blocks on
+    assert loads_window(sent(99.5, 98.0) + sent(98, stopped=106.5), 100, 100, 8, 2, 1) == (102, 106, 2)
+    start, end, _ = loads_window(sent(106.2, 98.0), 100, 100, 8, 2, 1)
+    assert start == end == 108                                                         # no block left
+    assert loads_window(sent(100.4), 100, 100, 4, 1, 2) == (104, 108, 3)              # 2 s blocks: 1 ABBA half on
+    assert loads_window(sent(99.0, 99.9), 100, 102, 8, 2, 1) == (102, 110, None)     # moved by a late collector
