@@ -228,26 +228,29 @@ def test_planted_nfs_delay_reads_worse_and_agrees_with_the_round_archives(runs):
 
 
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, engine_bin):
+    """Each refused before anything starts; the invocations run at once (each a Python start-up)."""
     profile = tmp_path / "ab.toml"
     profile.write_text(PROFILE)
-    for args, why in ((["--a", engine_bin], "side B"),
-                      (["--a", engine_bin, "--b", str(tmp_path)], "no strata-engine"),
-                      (["--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "disk:1ms"], "TIER:DURATION"),
-                      (["--a", engine_bin, "--b", engine_bin, "--mode", "rounds", "--rounds", "7"], "even"),
-                      (["--a", engine_bin, "--b", engine_bin, "--seconds", "10", "--block-seconds", "2"], "6 blocks"),
-                      (["--a", engine_bin, "--b", engine_bin, "--pairs", "2"], "3 or more"),
-                      (["--a", engine_bin, "--b", engine_bin, "--pairs", "7"], "fewer than 2 blocks")):
-        proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), *args],
-                              capture_output=True, text=True, timeout=30)
-        assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
-        assert proc.stderr.strip().count("\n") == 0, proc.stderr
-    for change, why in (('[ab]\n', '[ab]\nmode = "sideways"\n'), "ab.mode must be one of duet, rounds"), \
-                       (('"randread"', '"write"'), "duet mode sends each READ to both sides"):
-        profile.write_text(PROFILE.replace(*change))
-        proc = subprocess.run([*STRATA, "check", "ab", "--profile", str(profile), "--a", engine_bin, "--b", engine_bin],
-                              capture_output=True, text=True, timeout=30)
-        assert proc.returncode == 2 and why in proc.stderr, (change, proc.stderr)
-        assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    cases = [([str(profile), "--a", engine_bin], "side B"),
+             ([str(profile), "--a", engine_bin, "--b", str(tmp_path)], "no strata-engine"),
+             ([str(profile), "--a", engine_bin, "--b", engine_bin, "--b-inject-delay", "disk:1ms"], "TIER:DURATION"),
+             ([str(profile), "--a", engine_bin, "--b", engine_bin, "--mode", "rounds", "--rounds", "7"], "even"),
+             ([str(profile), "--a", engine_bin, "--b", engine_bin, "--seconds", "10", "--block-seconds", "2"],
+              "6 blocks"),
+             ([str(profile), "--a", engine_bin, "--b", engine_bin, "--pairs", "2"], "3 or more"),
+             ([str(profile), "--a", engine_bin, "--b", engine_bin, "--pairs", "7"], "fewer than 2 blocks")]
+    for n, (change, why) in enumerate(((('[ab]\n', '[ab]\nmode = "sideways"\n'), "ab.mode must be one of duet, rounds"),
+                                       (('"randread"', '"write"'), "duet mode sends each READ to both sides"))):
+        changed = tmp_path / f"changed{n}.toml"
+        changed.write_text(PROFILE.replace(*change))
+        cases.append(([str(changed), "--a", engine_bin, "--b", engine_bin], why))
+    started = [(args, why, subprocess.Popen([*STRATA, "check", "ab", "--profile", *args],
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+               for args, why in cases]
+    for args, why, proc in started:
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and why in stderr, (args, stderr)
+        assert stderr.strip().count("\n") == 0, stderr
 
 
 def duet_p50_ratios(a_path, b_path) -> np.ndarray:
