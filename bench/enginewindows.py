@@ -1,0 +1,303 @@
+"""enginewindows.py — what the engine's probes cost in all (bench/collect_engine.sh runs it):
+the whole CPU time the datasets add per operation, in short windows of one steady load.
+
+One strata-load runs at a fixed rate against one engine for a segment of CYCLES cycles;
+each cycle switches the datasets of every configuration on in a window of its own, between
+windows with none ("N c1 N c2 N ..."; the order of the configurations is shuffled each
+cycle). A window starts SETTLE seconds after the collector acked its adds and lasts WINDOW
+seconds. Each window reads, from /proc (schedstat: on-CPU time of every thread), the CPU
+time of the engine, of its collector and of the load; the operations the engine answered
+(its stats socket); and the run count and time of the collector's nfs programs (the
+kernel's BPF statistics, from the programs' fdinfo). A configuration's cost in a window is
+its figure less the mean of the windows without datasets just before and after it, which
+cancels the machine's drift (tens of percent over a minute on a loaded host); the cost
+per operation is then the 20 % trimmed mean over the windows, with its 95 % bootstrap
+interval. Whole cost = engine + collector (everything the probe adds: the uprobe trap,
+BPF, its helpers, the engine's work for the probe, the collector's reads); the load's own
+CPU is shown apart. With two sides (a before build) the segments alternate sides, the
+first side swapped each segment.
+
+Planted cost: configuration "plant" is "one" plus keyed datasets on the same probe. They
+add only BPF work per hit (the trap and the engine's work are the same), which the
+kernel times exactly, so the engine's CPU must rise by the BPF time they add; the output
+says whether the interval of the measured rise holds it.
+
+usage: enginewindows.py OUT SIDES_JSON   (the sides, configurations and timing: collect_engine.sh)"""
+import glob
+import json
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+TRIM = 0.2
+
+
+def cpu_ns(pid):
+    """(on-CPU ns, times switched onto a CPU) of every thread of pid so far (schedstat;
+    threads that ended are lost: the engine's, the collector's and the load's threads live
+    as long as their process)."""
+    ns = runs = 0
+    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            v = open(f).read().split()
+            ns, runs = ns + int(v[0]), runs + int(v[2])
+        except (OSError, IndexError, ValueError):
+            pass
+    return ns, runs
+
+
+def engine_ops(sock_path):
+    """NFS operations the engine answered so far (its stats socket)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock_path)
+    s.sendall(b"stats\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    return sum(json.loads(data)["nfs"].values())
+
+
+def prog_ids(pid, pattern):
+    """Ids of the BPF programs of process pid whose name matches pattern."""
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True, check=True).stdout
+    return {p["id"] for p in json.loads(out) if re.fullmatch(pattern, p.get("name", ""))} & fd_progs(pid).keys()
+
+
+def fd_progs(pid):
+    """{prog id: (run count, run ns)} of the BPF programs process pid holds (fdinfo)."""
+    progs = {}
+    for f in glob.glob(f"/proc/{pid}/fdinfo/*"):
+        try:
+            text = open(f).read()
+        except OSError:
+            continue
+        m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
+        if m and text.find("prog_type:") >= 0:  # a program (a link's fdinfo names its program too)
+            cnt = re.search(r"^run_cnt:\s*(\d+)", text, re.M)
+            ns = re.search(r"^run_time_ns:\s*(\d+)", text, re.M)
+            progs[int(m.group(1))] = (int(cnt.group(1)) if cnt else 0, int(ns.group(1)) if ns else 0)
+    return progs
+
+
+class Side:
+    """One engine with its collector (commands through a fifo, replies in a file)."""
+
+    def __init__(self, d):
+        self.name, self.engine, self.collector = d["name"], d["engine_pid"], d["collector_pid"]
+        self.nfs_port, self.mount_port, self.sock = d["nfs_port"], d["mount_port"], d["stats_socket"]
+        self.ctl = open(d["ctl"], "w", buffering=1)
+        self.replies = d["replies"]
+        self.ids = set()
+        self.on = []  # ids of the datasets switched on
+
+    def replies_count(self):
+        with open(self.replies) as f:
+            return sum(1 for line in f if '"type":"ack"' in line or '"type":"error"' in line)
+
+    def command(self, lines):
+        """Writes command lines and waits for their replies (an error stops the bench)."""
+        if not lines:
+            return
+        n = self.replies_count()
+        self.ctl.write("".join(f"{l}\n" for l in lines))
+        deadline = time.monotonic() + 30
+        while self.replies_count() < n + len(lines):
+            if time.monotonic() > deadline:
+                sys.exit(f"enginewindows: the collector of {self.name} did not answer {lines}")
+            time.sleep(0.01)
+        with open(self.replies) as f:
+            errors = [l for l in f if '"type":"error"' in l]
+        if errors:
+            sys.exit(f"enginewindows: strata-collect failed: {errors[-1].strip()}")
+
+    def switch(self, adds):
+        self.command([f"remove {i}" for i in self.on] + adds)
+        self.on = [a.split()[1] for a in adds]
+        if adds and not self.ids:
+            self.ids = prog_ids(self.collector, "nfs_ops")
+
+    def bpf(self):
+        progs = fd_progs(self.collector)
+        return [sum(progs.get(i, (0, 0))[k] for i in self.ids) for k in (0, 1)]
+
+    def reading(self):
+        """(monotonic s, engine ops, engine ns, engine switches, collector ns, load ns,
+        BPF runs, BPF ns)."""
+        ops0 = engine_ops(self.sock)
+        (e, es), (c, _), (l, _) = cpu_ns(self.engine), cpu_ns(self.collector), cpu_ns(self.load.pid)
+        runs, ns = self.bpf()
+        ops1 = engine_ops(self.sock)
+        return time.monotonic(), (ops0 + ops1) / 2, e, es, c, l, runs, ns
+
+
+def segment(side, plan, args, out, seg, rng):
+    """One steady load on side's engine through CYCLES cycles of windows."""
+    side.load = subprocess.Popen(
+        ["build/bin/strata-load", "--server", "127.0.0.1", "--nfsport", str(side.nfs_port), "--mountport",
+         str(side.mount_port), "--export", args["export"], "--profile", "randread", "--io-size", "8k",
+         "--clients", "4", "--threads", "8", "--duration", "3600", *args["load_args"]],
+        stdout=subprocess.DEVNULL)
+    time.sleep(args["warm"])  # mounted, running at its rate
+    kinds = list(plan)
+    for cyc in range(args["cycles"]):
+        rng.shuffle(kinds)
+        order = []
+        for k in kinds:
+            order += ["none", k]
+        if cyc == args["cycles"] - 1:
+            order.append("none")
+        for cfg in order:
+            side.switch(plan.get(cfg, []))
+            time.sleep(args["settle"])
+            a = side.reading()
+            time.sleep(args["window"])
+            b = side.reading()
+            out.write(" ".join(map(str, [side.name, seg, cyc, cfg, *(round(y - x, 6) for x, y in zip(a, b))])) + "\n")
+            out.flush()
+    side.switch([])
+    side.load.send_signal(signal.SIGINT)
+    side.load.wait()
+
+
+class Windows:
+    """The windows of one side, per operation: y[k] the figures, cfg the configuration,
+    cyc the cycle (segment, cycle) each belongs to."""
+
+    def __init__(self, rows):
+        self.cfg = [r[3] for r in rows]
+        cycles = sorted({(int(r[1]), int(r[2])) for r in rows})
+        self.cyc = np.array([cycles.index((int(r[1]), int(r[2]))) for r in rows])
+        v = np.array([[float(x) for x in r[4:]] for r in rows])
+        secs, ops, eng, switches, coll, load, runs, bpf = v.T
+        self.ops_per_s = ops / secs
+        self.y = dict(whole=(eng + coll) / ops, engine=eng / ops, collector=coll / ops, load=load / ops,
+                      bpf=bpf / ops, switches=switches / ops, hits=runs / ops)
+
+    def fit(self, kinds, key, covariates=(), cycles=None):
+        """Each configuration's figure less the windows without datasets of the same cycles
+        (least squares, an intercept per cycle), the covariates held equal; over the
+        cycles given (a bootstrap's draw), else all."""
+        cycles = np.arange(self.cyc.max() + 1) if cycles is None else cycles
+        rows = np.concatenate([np.flatnonzero(self.cyc == c) for c in cycles])
+        group = np.repeat(np.arange(len(cycles)), [np.count_nonzero(self.cyc == c) for c in cycles])
+        cfg = np.array(self.cfg)[rows]
+        X = np.column_stack([(cfg == k).astype(float) for k in kinds] + [self.y[c][rows] for c in covariates])
+        y = self.y[key][rows]
+
+        def demean(a):
+            sums = np.zeros((len(cycles),) + a.shape[1:])
+            np.add.at(sums, group, a)
+            return a - (sums / np.bincount(group, minlength=len(cycles)).reshape((-1,) + (1,) * (a.ndim - 1)))[group]
+
+        beta = np.linalg.lstsq(demean(X), demean(y), rcond=None)[0]
+        return dict(zip(kinds, beta[:len(kinds)]))
+
+    def estimate(self, kinds, key, covariates=(), rng=None, draws=1000):
+        """{config: (estimate, low, high)}: the 95 % percentile-bootstrap interval over cycles."""
+        est = self.fit(kinds, key, covariates)
+        n = self.cyc.max() + 1
+        boot = [self.fit(kinds, key, covariates, rng.integers(0, n, n)) for _ in range(draws)]
+        return {k: (est[k], *np.percentile([b[k] for b in boot], [2.5, 97.5])) for k in kinds}
+
+    def mean(self, cfg, key):
+        return float(np.mean([v for c, v in zip(self.cfg, self.y[key]) if c == cfg]))
+
+
+LABELS = {"one": ("nfs.ops[op]", 0.5), "four": ("4 datasets", 2.0), "keyless": ("4 keyless", None),
+          "plant": ("planted", None)}
+COVARIATES = ("load", "switches")
+
+
+def show(x, fmt="+.0f", unit=""):
+    m, lo, hi = x
+    return f"{m:{fmt}}{unit} [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def report(path, spec):
+    rows = [l.split() for l in open(path)]
+    rng = np.random.default_rng(1)
+    kinds = [k for k in spec["configs"] if k != "none"]
+    cores, rate, capacity = spec["cores"], spec["rate"], spec["capacity"]
+    machine = cores * 1e9 / capacity  # the machine's CPU per op at full speed, ns
+    sides = [d["name"] for d in spec["sides"]]
+    w = {s: Windows([r for r in rows if r[0] == s]) for s in sides}
+    print(f"engine randread 8k at {rate} ops/s, 4 clients x 8 threads; {spec['segments']} segment(s) per side of "
+          f"{spec['cycles']} cycles, a window of {spec['window']} s per configuration and cycle between windows without "
+          f"datasets; {cores} CPUs, full speed {capacity} ops/s = {machine:.0f} ns of CPU per op. Per op, each "
+          f"configuration less the windows without datasets of its cycles [95 % bootstrap interval over cycles]; "
+          f"whole = engine + collector (schedstat); adjusted: the load's CPU and the engine's switches per op held "
+          f"equal (least squares)")
+    res = {}
+    for s in sides:
+        W = w[s]
+        res[s] = {key: W.estimate(kinds, key, (), rng) for key in ("whole", "engine", "collector", "load", "switches")}
+        res[s]["adj"] = W.estimate(kinds, "whole", COVARIATES, rng)
+        res[s]["adj_engine"] = W.estimate(kinds, "engine", COVARIATES, rng)
+        print(f"{s}: {len(W.cfg)} windows; no datasets {np.mean(W.ops_per_s):.0f} ops/s, "
+              f"engine CPU {W.mean('none', 'engine'):.0f} ns/op, load CPU {W.mean('none', 'load'):.0f} ns/op")
+        for k in kinds:
+            label, goal = LABELS[k]
+            r = res[s]
+            share = tuple(100 * x / machine for x in r["adj"][k])
+            print(f"  {label:12s} whole {show(r['whole'][k])} ns/op, adjusted {show(r['adj'][k])} ns/op = "
+                  f"{show(share, '+.2f', ' %')} of the machine{f' (goal <= {goal} %)' if goal else ''}; "
+                  f"engine {show(r['engine'][k])}, adjusted {show(r['adj_engine'][k])}; of it BPF "
+                  f"{W.mean(k, 'bpf'):.1f} ns/op (kernel); collector {show(r['collector'][k])}; load {show(r['load'][k])}; "
+                  f"engine switches {show(r['switches'][k], '+.4f')} per op; "
+                  f"{1 / W.mean(k, 'hits'):.0f} ops per probe hit")
+        if "plant" in kinds and "one" in kinds:
+            planted = W.mean("plant", "bpf") - W.mean("one", "bpf")
+            n = W.cyc.max() + 1
+            for cov, name in (((), "measured"), (COVARIATES, "adjusted")):
+                est = W.fit(["one", "plant"], "engine", cov)
+                boot = []
+                for _ in range(1000):
+                    b = W.fit(["one", "plant"], "engine", cov, rng.integers(0, n, n))
+                    boot.append(b["plant"] - b["one"])
+                lo, hi = np.percentile(boot, [2.5, 97.5])
+                got = est["plant"] - est["one"]
+                print(f"  planted cost: the kernel timed {planted:.1f} ns/op more BPF with 3 keyed datasets beside "
+                      f"nfs.ops[op]; the engine's CPU rose {name} {got:+.0f} [{lo:+.0f}, {hi:+.0f}] ns/op: "
+                      f"{'recovered (within the interval)' if lo <= planted <= hi else 'NOT recovered'}")
+    if len(sides) == 2:
+        print("after against before:")
+        a, b = w[sides[0]], w[sides[1]]
+        na, nb = a.cyc.max() + 1, b.cyc.max() + 1
+        for k in [k for k in kinds if k != "plant"]:
+            d, r = [], []
+            for _ in range(1000):
+                fa = a.fit([k], "whole", COVARIATES, rng.integers(0, na, na))[k]
+                fb = b.fit([k], "whole", COVARIATES, rng.integers(0, nb, nb))[k]
+                d.append(fa - fb)
+            est = res[sides[0]]["adj"][k][0] - res[sides[1]]["adj"][k][0]
+            ratio = a.mean(k, "bpf") / b.mean(k, "bpf")
+            print(f"  {LABELS[k][0]:12s} whole after - before (adjusted) {est:+.0f} "
+                  f"[{np.percentile(d, 2.5):+.0f}, {np.percentile(d, 97.5):+.0f}] ns/op; BPF after/before {ratio:.3f}")
+
+
+def main():
+    if sys.argv[1] == "report":
+        report(sys.argv[2], json.loads(sys.argv[3]))
+        return
+    out_path, spec = sys.argv[1], json.loads(sys.argv[2])
+    sides = [Side(d) for d in spec["sides"]]
+    plan = {k: [l for l in v.split("\n") if l] for k, v in spec["configs"].items() if k != "none"}
+    rng = random.Random(spec.get("seed", 1))
+    with open(out_path, "w") as out:
+        for seg in range(spec["segments"]):
+            for side in (sides if seg % 2 == 0 else sides[::-1]):
+                segment(side, plan, spec, out, seg, rng)
+
+
+if __name__ == "__main__":
+    main()
