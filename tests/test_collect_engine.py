@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -123,6 +124,87 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
     assert ops == client_op_counts(report)
     did = sum(ops.values())
     assert 0 < runs and did / runs >= 2, f"{did} operations in {runs} probe hits"
+
+
+def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, tmp_path):
+    """The workers' batch is reported within its deadline (15 ms, engine/strata_probes.h)
+    even when no worker is free to keep its timer: with 2 workers and `inject-delay nfs 1s`,
+    4 NULL calls at once run in two waves; the first wave's batch must fire while the
+    workers are held on the second (the event loop fires it, engine/net.c), not when a
+    worker comes free a second later."""
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        was = f.read().strip()
+    engine = Engine(engine_bin, tmp_path, "busy", extra=("--workers", "2"))
+    c = Collector("--engine-pid", engine.pid)
+    replies, fired, done = [], [], threading.Event()
+
+    def call():
+        client = RpcClient(int(engine.nfs_port), timeout=30)
+        client.call(NFS_PROG, 0)
+        replies.append(time.monotonic())
+        client.close()
+
+    def watch(ids):
+        """The times the collector's nfs_ops program ran (its run count rose)."""
+        last = 0
+        while not done.is_set():
+            runs = sum(program_runs(c.proc.pid, ids))
+            if runs > last:
+                fired.append(time.monotonic())
+                last = runs
+            time.sleep(0.005)
+
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        c.add("op", "nfs.ops", "op")
+        subprocess.run([str(engine_bin), "ctl", "--pid", str(engine.pid), "inject-delay", "nfs", "1s"],
+                       check=True, capture_output=True, timeout=10)
+        watcher = threading.Thread(target=watch, args=(nfs_ops_program_ids(c.proc.pid),))
+        watcher.start()
+        calls = [threading.Thread(target=call) for _ in range(4)]
+        for t in calls:
+            t.start()
+        for t in calls:
+            t.join()
+        time.sleep(0.1)  # the second wave's batch, fired by a worker now free
+        done.set()
+        watcher.join()
+    finally:
+        done.set()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(was)
+        assert c.stop() == 0
+        engine.stop()
+    replies.sort()
+    assert len(replies) == 4 and replies[2] - replies[1] > 0.8, replies  # two waves, 1 s apart
+    assert fired and fired[0] >= replies[0] - 0.05, (fired, replies)
+    # the first wave reported while both workers still ran the second (their next free
+    # moment is its replies): half a second of margin for a slow machine
+    assert fired[0] < replies[2] - 0.5, (fired, replies)
+
+
+def nfs_ops_program_ids(collector_pid):
+    """Ids of the nfs_ops BPF programs this collector loaded."""
+    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
+                                      text=True).stdout)
+    return {p["id"] for p in progs if p.get("name") == "nfs_ops"} & set(program_runs(collector_pid, None, True))
+
+
+def program_runs(collector_pid, ids, all_ids=False):
+    """Run counts of the collector's BPF programs of the given ids (fdinfo; kernel BPF
+    statistics); all_ids: {id: count} of every program it holds."""
+    runs = {}
+    for fdinfo in Path(f"/proc/{collector_pid}/fdinfo").iterdir():
+        try:
+            text = fdinfo.read_text()
+        except OSError:
+            continue
+        prog = re.search(r"^prog_id:\s*(\d+)", text, re.M)
+        if prog and "prog_type:" in text:
+            count = re.search(r"^run_cnt:\s*(\d+)", text, re.M)
+            runs[int(prog.group(1))] = int(count.group(1)) if count else 0
+    return runs if all_ids else [n for i, n in runs.items() if i in ids]
 
 
 def test_engine_restart_under_load_is_followed_within_2s(engine_bin, tmp_path):
