@@ -32,10 +32,9 @@ bpf_stats_on
 engine_start
 load "$WARM_SECS" --setup > /dev/null # files written, ARC warm
 capacity=$(load "$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 4)") # full speed, ops/s: the machine's CPU per op is cores / capacity
-after_pid=$engine_pid after_nfs=$nfs_port after_mount=$mount_port
-collect_start ''
-sides=("after $after_pid $collect_pid $after_nfs $after_mount $work/ctl $work/collect.out")
-if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
+server_save after
+sides=()
+if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then # started first: the after collector's fifo (fd 3) is not theirs
 	ENGINE_BIN=${BEFORE_ENGINE:-${ENGINE_BIN:-build/bin/strata-engine}} engine_start _before
 	load "$WARM_SECS" --setup > /dev/null
 	server_save before
@@ -45,7 +44,10 @@ if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
 	before_pid=$!
 	exec 4> "$work/ctl_before"
 	sides+=("before $engine_pid $before_pid $nfs_port $mount_port $work/ctl_before $work/collect_before.out")
+	server_use after
 fi
+collect_start ''
+sides=("after $engine_pid $collect_pid $nfs_port $mount_port $work/ctl $work/collect.out" "${sides[@]}")
 read -ra kinds <<< "${CONFIGS:-none one four}"
 spec=$(python3 - "$RATE" "$capacity" "$(nproc)" "$ROUNDS" "$CYCLES" "$WINDOW" "$WARM_SECS" "${kinds[*]}" "${sides[@]}" <<'PY'
 import json, sys
