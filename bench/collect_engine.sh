@@ -80,5 +80,5 @@ if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
 	exec 4>&-
 	wait "$before_pid"
 fi
-.venv/bin/python bench/enginewindows.py report "$work/windows" "$spec"
 [ -z "${WINDOWS_OUT:-}" ] || cp "$work/windows" "$WINDOWS_OUT" # every window's readings, for a second look
+.venv/bin/python bench/enginewindows.py report "$work/windows" "$spec"

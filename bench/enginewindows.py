@@ -174,6 +174,9 @@ class Windows:
     cyc the cycle (segment, cycle) each belongs to."""
 
     def __init__(self, rows):
+        ops = np.array([float(r[5]) / float(r[4]) for r in rows])
+        self.stalled = [r for r, o in zip(rows, ops) if o < np.median(ops) / 2]
+        rows = [r for r, o in zip(rows, ops) if o >= np.median(ops) / 2]  # the load stalled: a busy host's pause
         self.cfg = [r[3] for r in rows]
         cycles = sorted({(int(r[1]), int(r[2])) for r in rows})
         self.cyc = np.array([cycles.index((int(r[1]), int(r[2]))) for r in rows])
@@ -243,7 +246,7 @@ def report(path, spec):
         res[s] = {key: W.estimate(kinds, key, (), rng) for key in ("whole", "engine", "collector", "load", "switches")}
         res[s]["adj"] = W.estimate(kinds, "whole", COVARIATES, rng)
         res[s]["adj_engine"] = W.estimate(kinds, "engine", COVARIATES, rng)
-        print(f"{s}: {len(W.cfg)} windows; no datasets {np.mean(W.ops_per_s):.0f} ops/s, "
+        print(f"{s}: {len(W.cfg)} windows ({len(W.stalled)} more left out, where the load ran under half its rate); no datasets {np.mean(W.ops_per_s):.0f} ops/s, "
               f"engine CPU {W.mean('none', 'engine'):.0f} ns/op, load CPU {W.mean('none', 'load'):.0f} ns/op")
         for k in kinds:
             label, goal = LABELS[k]
