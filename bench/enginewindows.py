@@ -8,11 +8,13 @@ cycle). A window starts SETTLE seconds after the collector acked its adds and la
 seconds. Each window reads, from /proc (schedstat: on-CPU time of every thread), the CPU
 time of the engine, of its collector and of the load; the operations the engine answered
 (its stats socket); and the run count and time of the collector's nfs programs (the
-kernel's BPF statistics, from the programs' fdinfo). A configuration's cost in a window is
-its figure less the mean of the windows without datasets just before and after it, which
-cancels the machine's drift (tens of percent over a minute on a loaded host); the cost
-per operation is then the 20 % trimmed mean over the windows, with its 95 % bootstrap
-interval. Whole cost = engine + collector (everything the probe adds: the uprobe trap,
+kernel's BPF statistics, from the programs' fdinfo). A configuration's cost per operation
+is its figure less that of the windows without datasets of the same cycles (least squares,
+an intercept per cycle: that cancels the machine's drift, tens of percent over a minute on
+a loaded host), with a 95 % bootstrap interval over cycles; raw, and adjusted with the load
+generator's CPU per op held equal (it follows the machine's state as the engine's does).
+Windows where the load ran under half its rate (a stalled host) are left out, and counted.
+Whole cost = engine + collector (everything the probe adds: the uprobe trap,
 BPF, its helpers, the engine's work for the probe, the collector's reads); the load's own
 CPU is shown apart. With two sides (a before build) the segments alternate sides, the
 first side swapped each segment.
@@ -22,22 +24,18 @@ add only BPF work per hit (the trap and the engine's work are the same), which t
 kernel times exactly, so the engine's CPU must rise by the BPF time they add; the output
 says whether the interval of the measured rise holds it.
 
-usage: enginewindows.py OUT SIDES_JSON   (the sides, configurations and timing: collect_engine.sh)"""
+usage: enginewindows.py OUT SPEC_JSON | report OUT SPEC_JSON   (the spec: collect_engine.sh)"""
 import glob
 import json
-import os
 import random
 import re
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
-
-TRIM = 0.2
 
 
 def cpu_ns(pid):
