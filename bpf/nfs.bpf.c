@@ -60,10 +60,29 @@ struct {
 	__type(value, struct agg_pending);
 } nfs_sums SEC(".maps"); /* empty between hits */
 
-/* Per hit: the slots each operation is applied to, the nfs_sums entries taken, and the
- * batch's ARC records. In a per-CPU map rather than on the stack: Linux 5.10's verifier
- * refuses a stack access at a variable offset, and would follow every value of a mask kept
- * in a register as a state of its own. */
+/* Key indices of the small closed key sets: an NFS procedure p is p, a MOUNT one 32 + p,
+ * a tier its key value. */
+#define NFS_KEY_INDICES 64
+
+/* The key index of operation op under breakdown bd (op or tier), or NFS_KEY_INDICES
+ * when it has none (an unknown program or procedure). */
+static __always_inline __u32 nfs_key_index(const struct strata_nfs_op *op, __u32 bd)
+{
+	if (bd == AGG_DIM_TIER)
+		return deepest_tier(op->tiers);
+	if (op->proc >= 32)
+		return NFS_KEY_INDICES;
+	if (op->prog == STRATA_PROG_NFS)
+		return op->proc;
+	if (op->prog == STRATA_PROG_MOUNT)
+		return 32 + op->proc;
+	return NFS_KEY_INDICES;
+}
+
+/* Per hit: the slots each operation is applied to, the nfs_sums entries taken, the
+ * batch's ARC records and a counter's sums per key index. In a per-CPU map rather than on
+ * the stack: Linux 5.10's verifier refuses a stack access at a variable offset, and would
+ * follow every value of a mask kept in a register as a state of its own. */
 struct nfs_hit {
 	__u32 per_op;                   /* 1 << slot for each slot nfs_op_apply applies operations to */
 	__u32 nsums;                    /* entries of nfs_sums taken in this hit */
@@ -71,6 +90,9 @@ struct nfs_hit {
 	__u64 misses;
 	__u8 claimed[AGG_MAX_SLOTS];    /* nfs_sums entries each slot took in this hit */
 	__u8 sums[NFS_SUM_ENTRIES];     /* which, in the order they were taken */
+	__u64 count[NFS_KEY_INDICES];   /* a counter slot's sum per key index of the batch (nfs_key_index) */
+	__u32 ops[NFS_KEY_INDICES];     /* the operations in it; all zero between uses */
+	__u64 refused;                  /* 1 << key index of each sum nfs_sums had no room for */
 };
 _Static_assert(NFS_SUM_PER_SLOT < 256 && NFS_SUM_ENTRIES <= 256, "nfs_hit's counts and indices are bytes");
 
@@ -111,20 +133,59 @@ __noinline int nfs_arc_op(__u32 j)
 	return 0;
 }
 
+/* Adds inc, from adds operations, at bucket (the interval's parity included) of key to
+ * slot i (generation gen) in the batch's sums. Returns 0 when they have no room for it. */
+static __always_inline int nfs_sum_at(__u32 i, __u32 gen, __u32 bucket, const __u64 *key, int bounded,
+				      __u64 inc, __u64 adds)
+{
+	/* the counts key as agg_key's three words: {slot, gen, chunk}, then the key bytes */
+	__u64 w = i | (__u64)(gen & 0xffff) << 16 | (__u64)(bucket & ~(AGG_CHUNK - 1)) << 32, h, *k;
+	__u32 zero = 0, idx;
+	struct nfs_hit *hit;
+	struct agg_pending *e;
+
+	h = (w * 0x9e3779b97f4a7c15ULL ^ key[0] * 0xc2b2ae3d27d4eb4fULL ^ key[1]) * 0xbf58476d1ce4e5b9ULL;
+	for (__u32 p = 0; p < NFS_SUM_PROBES; p++) {
+		idx = (__u32)(h >> 32) + p;
+		idx &= NFS_SUM_ENTRIES - 1;
+		e = bpf_map_lookup_elem(&nfs_sums, &idx);
+		if (!e)
+			return 0;
+		k = (__u64 *)&e->k;
+		if (e->used) {
+			if (k[0] != w || k[1] != key[0] || k[2] != key[1])
+				continue;
+		} else {
+			hit = bpf_map_lookup_elem(&nfs_hits, &zero);
+			if (!hit || hit->claimed[i & (AGG_MAX_SLOTS - 1)] >= NFS_SUM_PER_SLOT ||
+			    hit->nsums >= NFS_SUM_ENTRIES)
+				return 0;
+			hit->claimed[i & (AGG_MAX_SLOTS - 1)]++;
+			hit->sums[hit->nsums++ & (NFS_SUM_ENTRIES - 1)] = idx;
+			k[0] = w;
+			k[1] = key[0];
+			k[2] = key[1];
+			e->used = 1;
+			e->bounded = bounded;
+		}
+		*agg_chunk_counter(&e->c, bucket) += inc;
+		e->adds += adds;
+		return 1;
+	}
+	return 0;
+}
+
 /* Adds operation j of the batch to slot i (unfiltered; its breakdown none, op, client, tier
  * or file) in the batch's sums (ep: the hit's interval parity), as agg_slot_apply would add
  * it. A global function: the loop over the batch that calls it is verified without its body
  * (the bucket's own loop inside that one would take the verifier seconds). */
 __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 {
-	__u32 zero = 0, stat, bd, gen, bucket, idx;
+	__u32 zero = 0, stat, bd, gen, bucket;
 	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
-	__u64 key[AGG_KEY_BYTES / 8] = {}, w, h, inc = 1;
+	__u64 key[AGG_KEY_BYTES / 8] = {}, inc = 1;
 	struct strata_nfs_op *op;
-	struct nfs_hit *hit;
-	struct agg_pending *e;
 	struct agg_slot *s;
-	__u64 *k;
 
 	if (!b || i >= AGG_MAX_SLOTS)
 		return 0;
@@ -161,36 +222,75 @@ __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 		bucket = llhist_bucket(op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0);
 	}
 	bucket |= ep;
-	/* the counts key as agg_key's three words: {slot, gen, chunk}, then the key bytes */
-	w = i | (__u64)(gen & 0xffff) << 16 | (__u64)(bucket & ~(AGG_CHUNK - 1)) << 32;
-	h = (w * 0x9e3779b97f4a7c15ULL ^ key[0] * 0xc2b2ae3d27d4eb4fULL ^ key[1]) * 0xbf58476d1ce4e5b9ULL;
-	for (__u32 p = 0; p < NFS_SUM_PROBES; p++) {
-		idx = (__u32)(h >> 32) + p;
-		idx &= NFS_SUM_ENTRIES - 1;
-		e = bpf_map_lookup_elem(&nfs_sums, &idx);
-		if (!e)
-			break;
-		k = (__u64 *)&e->k;
-		if (e->used) {
-			if (k[0] != w || k[1] != key[0] || k[2] != key[1])
-				continue;
-		} else {
-			hit = bpf_map_lookup_elem(&nfs_hits, &zero);
-			if (!hit || hit->claimed[i] >= NFS_SUM_PER_SLOT || hit->nsums >= NFS_SUM_ENTRIES)
-				break;
-			hit->claimed[i]++;
-			hit->sums[hit->nsums++ & (NFS_SUM_ENTRIES - 1)] = idx;
-			k[0] = w;
-			k[1] = key[0];
-			k[2] = key[1];
-			e->used = 1;
-			e->bounded = bd != AGG_DIM_NONE;
-		}
-		*agg_chunk_counter(&e->c, bucket) += inc;
-		e->adds++;
+	if (!nfs_sum_at(i, gen, bucket, key, bd != AGG_DIM_NONE, inc, 1))
+		agg_add_pending(i, gen, bucket, (const __u8 *)key, bd != AGG_DIM_NONE, inc);
+	return 0;
+}
+
+/* How nfs_count_op takes an operation. */
+#define NFS_COUNT_TIER    1 /* its key index is its tier's, else its procedure's */
+#define NFS_COUNT_ARC     2 /* it adds its ARC records, else 1 */
+#define NFS_COUNT_REFUSED 4 /* only when its sum found no room: one by one (nfs_sum_op) */
+
+/* Adds operation j of the batch to slot i's sum per key index (a counter broken down by op
+ * or tier, without filter): a few instructions. An operation without key index takes
+ * nfs_sum_op. A global function: the loop over the batch that calls it is verified
+ * without its branches. */
+__noinline int nfs_count_op(__u32 i, __u32 j, __u32 ep, __u32 how)
+{
+	__u32 zero = 0, x;
+	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+	struct strata_nfs_op *op;
+	__u64 inc = 1;
+
+	if (!b || !h)
+		return 0;
+	barrier_var(j); /* the mask stays where j is used: the verifier sees the bound */
+	op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+	x = nfs_key_index(op, how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
+	if (how & NFS_COUNT_REFUSED) {
+		if (x < NFS_KEY_INDICES && h->refused >> x & 1)
+			nfs_sum_op(i, j, ep);
 		return 0;
 	}
-	agg_add_pending(i, gen, bucket, (const __u8 *)key, bd != AGG_DIM_NONE, inc);
+	if (how & NFS_COUNT_ARC) {
+		inc = (__u64)op->arc_hits + op->arc_misses;
+		if (!inc)
+			return 0;
+	}
+	if (x >= NFS_KEY_INDICES) {
+		nfs_sum_op(i, j, ep);
+		return 0;
+	}
+	h->count[x] += inc;
+	h->ops[x]++;
+	return 0;
+}
+
+/* Adds slot i's sum of key index x to the batch's sums and empties it; a sum they have no
+ * room for is marked refused, its operations then added one by one (NFS_COUNT_REFUSED). */
+__noinline int nfs_count_put(__u32 i, __u32 x, __u32 ep)
+{
+	__u32 zero = 0, bd, gen;
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+	__u64 key[AGG_KEY_BYTES / 8] = {};
+
+	if (!h || i >= AGG_MAX_SLOTS || x >= NFS_KEY_INDICES)
+		return 0;
+	barrier_var(i);
+	barrier_var(x);
+	i &= AGG_MAX_SLOTS - 1;
+	x &= NFS_KEY_INDICES - 1;
+	if (!h->ops[x])
+		return 0;
+	bd = agg_slots[i].breakdown;
+	gen = agg_slots[i].gen;
+	key[0] = bd == AGG_DIM_OP && x >= 32 ? 0x10000u | (x - 32) : x;
+	if (!nfs_sum_at(i, gen, ep, key, 1, h->count[x], h->ops[x]))
+		h->refused |= 1ull << x;
+	h->count[x] = 0;
+	h->ops[x] = 0;
 	return 0;
 }
 
@@ -217,7 +317,7 @@ __noinline int nfs_sum_flush(__u32 k)
  * feed), 0 when each operation is to be applied to it (nfs_op_apply). */
 __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 {
-	__u32 zero = 0, stat, bd;
+	__u32 zero = 0, stat, bd, how;
 	struct nfs_hit *h;
 	struct agg_slot *s;
 
@@ -257,6 +357,26 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 	    bd != AGG_DIM_CLIENT)
 		return 0;
 	h->claimed[i & (AGG_MAX_SLOTS - 1)] = 0;
+	if ((stat == AGG_STAT_NFS_OPS || stat == AGG_STAT_ARC_ACCESSES) &&
+	    (bd == AGG_DIM_OP || bd == AGG_DIM_TIER)) {
+		how = (bd == AGG_DIM_TIER ? NFS_COUNT_TIER : 0) | (stat == AGG_STAT_ARC_ACCESSES ? NFS_COUNT_ARC : 0);
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
+			if (j >= n)
+				break;
+			nfs_count_op(i, j, ep, how);
+		}
+		h->refused = 0;
+		for (__u32 x = 0; x < NFS_KEY_INDICES; x++)
+			nfs_count_put(i, x, ep);
+		if (!h->refused)
+			return 1;
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
+			if (j >= n)
+				break;
+			nfs_count_op(i, j, ep, how | NFS_COUNT_REFUSED);
+		}
+		return 1;
+	}
 	for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
 		if (j >= n)
 			break;
