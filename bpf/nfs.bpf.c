@@ -92,6 +92,7 @@ struct nfs_hit {
 	__u8 sums[NFS_SUM_ENTRIES];     /* which, in the order they were taken */
 	__u64 count[NFS_KEY_INDICES];   /* a counter slot's sum per key index of the batch (nfs_key_index) */
 	__u32 ops[NFS_KEY_INDICES];     /* the operations in it; all zero between uses */
+	__u64 touched;                  /* 1 << key index of each sum the batch added to */
 	__u64 refused;                  /* 1 << key index of each sum nfs_sums had no room for */
 };
 _Static_assert(NFS_SUM_PER_SLOT < 256 && NFS_SUM_ENTRIES <= 256, "nfs_hit's counts and indices are bytes");
@@ -265,6 +266,7 @@ __noinline int nfs_count_op(__u32 i, __u32 j, __u32 ep, __u32 how)
 	}
 	h->count[x] += inc;
 	h->ops[x]++;
+	h->touched |= 1ull << x;
 	return 0;
 }
 
@@ -366,8 +368,11 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 			nfs_count_op(i, j, ep, how);
 		}
 		h->refused = 0;
-		for (__u32 x = 0; x < NFS_KEY_INDICES; x++)
-			nfs_count_put(i, x, ep);
+		for (__u32 x = 0; x < NFS_KEY_INDICES; x++) {
+			if (h->touched >> x & 1)
+				nfs_count_put(i, x, ep);
+		}
+		h->touched = 0;
 		if (!h->refused)
 			return 1;
 		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
