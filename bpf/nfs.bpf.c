@@ -233,40 +233,53 @@ __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 #define NFS_COUNT_ARC     2 /* it adds its ARC records, else 1 */
 #define NFS_COUNT_REFUSED 4 /* only when its sum found no room: one by one (nfs_sum_op) */
 
-/* Adds operation j of the batch to slot i's sum per key index (a counter broken down by op
- * or tier, without filter): a few instructions. An operation without key index takes
- * nfs_sum_op. A global function: the loop over the batch that calls it is verified
- * without its branches. */
-__noinline int nfs_count_op(__u32 i, __u32 j, __u32 ep, __u32 how)
+/* Adds operation j of the batch b to slot i's sum per key index in h (a counter broken
+ * down by op or tier, without filter). An operation without key index takes nfs_sum_op. */
+static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs_hit *h, __u32 i, __u32 j,
+					  __u32 ep, __u32 how)
 {
-	__u32 zero = 0, x;
-	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
-	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
-	struct strata_nfs_op *op;
+	struct strata_nfs_op *op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+	__u32 x = nfs_key_index(op, how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
 	__u64 inc = 1;
 
-	if (!b || !h)
-		return 0;
-	barrier_var(j); /* the mask stays where j is used: the verifier sees the bound */
-	op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
-	x = nfs_key_index(op, how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
 	if (how & NFS_COUNT_REFUSED) {
 		if (x < NFS_KEY_INDICES && h->refused >> x & 1)
 			nfs_sum_op(i, j, ep);
-		return 0;
+		return;
 	}
 	if (how & NFS_COUNT_ARC) {
 		inc = (__u64)op->arc_hits + op->arc_misses;
 		if (!inc)
-			return 0;
+			return;
 	}
 	if (x >= NFS_KEY_INDICES) {
 		nfs_sum_op(i, j, ep);
-		return 0;
+		return;
 	}
 	h->count[x] += inc;
 	h->ops[x]++;
 	h->touched |= 1ull << x;
+}
+
+/* Operations nfs_count_op takes per call (a power of two dividing STRATA_NFS_BATCH). */
+#define NFS_COUNT_STEP 4
+
+/* Adds operations j .. j + NFS_COUNT_STEP - 1 of the batch's n with nfs_count_one: a few
+ * instructions each. A global function: the loop over the batch that calls it is verified
+ * without its branches. */
+__noinline int nfs_count_op(__u32 i, __u32 j, __u32 n, __u32 ep, __u32 how)
+{
+	__u32 zero = 0;
+	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+
+	if (!b || !h)
+		return 0;
+	for (__u32 k = 0; k < NFS_COUNT_STEP; k++) {
+		if (j + k >= n)
+			break;
+		nfs_count_one(b, h, i, j + k, ep, how);
+	}
 	return 0;
 }
 
@@ -362,10 +375,10 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 	if ((stat == AGG_STAT_NFS_OPS || stat == AGG_STAT_ARC_ACCESSES) &&
 	    (bd == AGG_DIM_OP || bd == AGG_DIM_TIER)) {
 		how = (bd == AGG_DIM_TIER ? NFS_COUNT_TIER : 0) | (stat == AGG_STAT_ARC_ACCESSES ? NFS_COUNT_ARC : 0);
-		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j += NFS_COUNT_STEP) {
 			if (j >= n)
 				break;
-			nfs_count_op(i, j, ep, how);
+			nfs_count_op(i, j, n, ep, how);
 		}
 		h->refused = 0;
 		for (__u32 x = 0; x < NFS_KEY_INDICES; x++) {
@@ -375,10 +388,10 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 		h->touched = 0;
 		if (!h->refused)
 			return 1;
-		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j += NFS_COUNT_STEP) {
 			if (j >= n)
 				break;
-			nfs_count_op(i, j, ep, how | NFS_COUNT_REFUSED);
+			nfs_count_op(i, j, n, ep, how | NFS_COUNT_REFUSED);
 		}
 		return 1;
 	}
