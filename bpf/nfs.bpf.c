@@ -2,10 +2,10 @@
  * (one hit per batch of completed NFS/MOUNT operations, engine/strata_probes.h) feeds
  * nfs.ops, nfs.latency, nfs.size and arc.accesses, broken down by op, client, tier or
  * file (bpf/aggregate.h). Each operation carries its own start and end time. A dataset
- * without filter counts the batch at once (nfs_slot_batch): a count the batch sums whole,
- * else its operations summed per counts key in a small table first (nfs_sums), so each key
- * and chunk the batch touched joins its home once. A dataset with filters takes each
- * operation in turn (nfs_op_apply). */
+ * without filter counts the batch at once (nfs_slot_batch): a count the batch sums whole;
+ * a counter by op or tier, per key index; the others, per counts key in a small per-hit
+ * table (nfs_sums). So each key and chunk the batch touched joins its home once. A dataset
+ * with filters takes each operation in turn (nfs_op_apply). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
