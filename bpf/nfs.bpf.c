@@ -2,8 +2,10 @@
  * (one hit per batch of completed NFS/MOUNT operations, engine/strata_probes.h) feeds
  * nfs.ops, nfs.latency, nfs.size and arc.accesses, broken down by op, client, tier or
  * file (bpf/aggregate.h). Each operation carries its own start and end time. A dataset
- * with neither key nor filter counts the whole batch at once (nfs_slot_batch); the
- * others take each operation in turn (nfs_op_apply). */
+ * without filter counts the batch at once (nfs_slot_batch): a count the batch sums whole;
+ * a counter by op or tier, per key index; the others, per counts key in a small per-hit
+ * table (nfs_sums). So each key and chunk the batch touched joins its home once. A dataset
+ * with filters takes each operation in turn (nfs_op_apply). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -39,17 +41,61 @@ struct {
 #define NFS_STATS (1u << AGG_STAT_NFS_OPS | 1u << AGG_STAT_NFS_LATENCY | 1u << AGG_STAT_NFS_SIZE | \
 		   1u << AGG_STAT_ARC_ACCESSES)
 
-/* Per hit: the slots each operation is applied to, and a keyless slot's buckets of the
- * batch, summed before they join its pending chunks (direct-mapped by bucket). In a per-CPU
- * map rather than on the stack: Linux 5.10's verifier refuses a stack access at a variable
- * offset, and would follow every value of a mask kept in a register as a state of its own. */
-#define NFS_SUM_WAYS 16 /* a power of two */
+/* The batch's sums: a dataset without filter adds each operation of the hit here, under
+ * its whole counts key {slot, generation, chunk, key}, and each entry taken joins its home
+ * once at the end of the hit (agg_pending_flush), not once per operation. Open addressing,
+ * up to NFS_SUM_PROBES entries from the key's hash; an entry taken keeps its key for the
+ * whole hit, and a key that finds no free entry among its probes, or whose slot already
+ * took NFS_SUM_PER_SLOT entries, goes the way of a single operation (agg_add_pending):
+ * either way every count lands once. One entry per element of a per-CPU array, so each
+ * lookup gives a pointer at a fixed offset (Linux 5.10's verifier). */
+#define NFS_SUM_ENTRIES 128 /* a power of two */
+#define NFS_SUM_PROBES  4
+#define NFS_SUM_PER_SLOT 32 /* a slot with many keys (files, clients) leaves room to the others */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NFS_SUM_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct agg_pending);
+} nfs_sums SEC(".maps"); /* empty between hits */
+
+/* Key indices of the small closed key sets: an NFS procedure p is p, a MOUNT one 32 + p,
+ * a tier its key value. */
+#define NFS_KEY_INDICES 64
+
+/* The key index of operation op under breakdown bd (op or tier), or NFS_KEY_INDICES
+ * when it has none (an unknown program or procedure). */
+static __always_inline __u32 nfs_key_index(const struct strata_nfs_op *op, __u32 bd)
+{
+	if (bd == AGG_DIM_TIER)
+		return deepest_tier(op->tiers);
+	if (op->proc >= 32)
+		return NFS_KEY_INDICES;
+	if (op->prog == STRATA_PROG_NFS)
+		return op->proc;
+	if (op->prog == STRATA_PROG_MOUNT)
+		return 32 + op->proc;
+	return NFS_KEY_INDICES;
+}
+
+/* Per hit: the slots each operation is applied to, the nfs_sums entries taken, the
+ * batch's ARC records and a counter's sums per key index. In a per-CPU map rather than on
+ * the stack: Linux 5.10's verifier refuses a stack access at a variable offset, and would
+ * follow every value of a mask kept in a register as a state of its own. */
 struct nfs_hit {
-	__u32 per_op;              /* 1 << slot for each slot nfs_op_apply applies operations to */
-	__u64 records;             /* a keyless arc.accesses slot's records of the batch */
-	__u32 bucket[NFS_SUM_WAYS];
-	__u32 count[NFS_SUM_WAYS]; /* all zero between uses */
+	__u32 per_op;                   /* 1 << slot for each slot nfs_op_apply applies operations to */
+	__u32 nsums;                    /* entries of nfs_sums taken in this hit */
+	__u64 hits;                     /* the batch's ARC records found, and not found */
+	__u64 misses;
+	__u8 claimed[AGG_MAX_SLOTS];    /* nfs_sums entries each slot took in this hit */
+	__u8 sums[NFS_SUM_ENTRIES];     /* which, in the order they were taken */
+	__u64 count[NFS_KEY_INDICES];   /* a counter slot's sum per key index of the batch (nfs_key_index) */
+	__u32 ops[NFS_KEY_INDICES];     /* the operations in it; all zero between uses */
+	__u64 touched;                  /* 1 << key index of each sum the batch added to */
+	__u64 refused;                  /* 1 << key index of each sum nfs_sums had no room for */
 };
+_Static_assert(NFS_SUM_PER_SLOT < 256 && NFS_SUM_ENTRIES <= 256, "nfs_hit's counts and indices are bytes");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -58,65 +104,236 @@ struct {
 	__type(value, struct nfs_hit);
 } nfs_hits SEC(".maps");
 
-/* Adds count to bucket (the interval's parity included) of keyless slot i, pending until
- * the end of the hit. A global function: the loops that call it are verified without
- * its body. */
-__noinline int nfs_keyless_add(__u32 i, __u32 bucket, __u32 count)
+/* Adds count at bucket (the interval's parity included) under the key whose first 8 bytes
+ * are key0 (the rest zero) to slot i, pending until the end of the hit: a count the batch
+ * summed whole (keyless nfs.ops, arc.accesses and arc.accesses[hit/miss]). */
+__noinline int nfs_batch_add(__u32 i, __u32 bucket, __u64 key0, __u64 count)
 {
-	__u8 key[AGG_KEY_BYTES] = {};
+	__u64 key[AGG_KEY_BYTES / 8] = { key0 };
 
 	if (i >= AGG_MAX_SLOTS)
 		return 0;
-	agg_add_pending(i, agg_slots[i].gen, bucket, key, 0, count);
+	agg_add_pending(i, agg_slots[i].gen, bucket, (const __u8 *)key, 0, count);
 	return 0;
 }
 
-/* Adds operation j of the batch to keyless slot i's sums of this hit (ep: the hit's
- * interval parity): its records for arc.accesses, else its bucket. A global function: the
- * loop over the batch that calls it is verified without its body (the bucket's own loop
- * inside that one would take the verifier seconds). */
-__noinline int nfs_keyless_op(__u32 i, __u32 j, __u32 ep)
+/* Adds operation j's ARC records to the hit's sums. */
+__noinline int nfs_arc_op(__u32 j)
 {
-	__u32 zero = 0, stat, bucket, w;
+	__u32 zero = 0;
 	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
-	struct nfs_hit *sum = bpf_map_lookup_elem(&nfs_hits, &zero);
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 	struct strata_nfs_op *op;
-	__u64 v;
 
-	if (!b || !sum || i >= AGG_MAX_SLOTS)
+	if (!b || !h)
+		return 0;
+	barrier_var(j); /* the mask stays where j is used: the verifier sees the bound */
+	op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+	h->hits += op->arc_hits;
+	h->misses += op->arc_misses;
+	return 0;
+}
+
+/* Adds inc, from adds operations, at bucket (the interval's parity included) of key to
+ * slot i (generation gen) in the batch's sums. Returns 0 when they have no room for it. */
+static __always_inline int nfs_sum_at(__u32 i, __u32 gen, __u32 bucket, const __u64 *key, int bounded,
+				      __u64 inc, __u64 adds)
+{
+	/* the counts key as agg_key's three words: {slot, gen, chunk}, then the key bytes */
+	__u64 w = i | (__u64)(gen & 0xffff) << 16 | (__u64)(bucket & ~(AGG_CHUNK - 1)) << 32, h, *k;
+	__u32 zero = 0, idx;
+	struct nfs_hit *hit;
+	struct agg_pending *e;
+
+	h = (w * 0x9e3779b97f4a7c15ULL ^ key[0] * 0xc2b2ae3d27d4eb4fULL ^ key[1]) * 0xbf58476d1ce4e5b9ULL;
+	for (__u32 p = 0; p < NFS_SUM_PROBES; p++) {
+		idx = (__u32)(h >> 32) + p;
+		idx &= NFS_SUM_ENTRIES - 1;
+		e = bpf_map_lookup_elem(&nfs_sums, &idx);
+		if (!e)
+			return 0;
+		k = (__u64 *)&e->k;
+		if (e->used) {
+			if (k[0] != w || k[1] != key[0] || k[2] != key[1])
+				continue;
+		} else {
+			hit = bpf_map_lookup_elem(&nfs_hits, &zero);
+			if (!hit || hit->claimed[i & (AGG_MAX_SLOTS - 1)] >= NFS_SUM_PER_SLOT ||
+			    hit->nsums >= NFS_SUM_ENTRIES)
+				return 0;
+			hit->claimed[i & (AGG_MAX_SLOTS - 1)]++;
+			hit->sums[hit->nsums++ & (NFS_SUM_ENTRIES - 1)] = idx;
+			k[0] = w;
+			k[1] = key[0];
+			k[2] = key[1];
+			e->used = 1;
+			e->bounded = bounded;
+		}
+		*agg_chunk_counter(&e->c, bucket) += inc;
+		e->adds += adds;
+		return 1;
+	}
+	return 0;
+}
+
+/* Adds operation j of the batch to slot i (unfiltered; its breakdown none, op, client, tier
+ * or file) in the batch's sums (ep: the hit's interval parity), as agg_slot_apply would add
+ * it. A global function: the loop over the batch that calls it is verified without its body
+ * (the bucket's own loop inside that one would take the verifier seconds). */
+__noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
+{
+	__u32 zero = 0, stat, bd, gen, bucket;
+	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	__u64 key[AGG_KEY_BYTES / 8] = {}, inc = 1;
+	struct strata_nfs_op *op;
+	struct agg_slot *s;
+
+	if (!b || i >= AGG_MAX_SLOTS)
 		return 0;
 	barrier_var(i); /* the masks stay where i and j are used: the verifier sees the bounds */
 	barrier_var(j);
+	i &= AGG_MAX_SLOTS - 1;
 	op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
-	stat = agg_slots[i & (AGG_MAX_SLOTS - 1)].stat;
-	if (stat == AGG_STAT_ARC_ACCESSES) {
-		sum->records += (__u64)op->arc_hits + op->arc_misses;
-		return 0;
+	s = &agg_slots[i];
+	stat = s->stat;
+	bd = s->breakdown;
+	gen = s->gen;
+	if (bd == AGG_DIM_OP) {
+		key[0] = (op->prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op->proc;
+	} else if (bd == AGG_DIM_TIER) {
+		key[0] = deepest_tier(op->tiers);
+	} else if (bd == AGG_DIM_FILE) {
+		key[0] = op->file_id;
+	} else if (bd == AGG_DIM_CLIENT) {
+		if (op->family == 2) /* AF_INET: ::ffff:a.b.c.d */
+			key[1] = 0xffff0000ull | (__u64)*(__u32 *)op->client << 32;
+		else
+			__builtin_memcpy(key, op->client, 16);
 	}
-	if (stat == AGG_STAT_NFS_SIZE)
-		v = op->bytes;
-	else
-		v = op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;
-	bucket = llhist_bucket(v);
-	w = bucket & (NFS_SUM_WAYS - 1);
-	if (sum->count[w] && sum->bucket[w] != bucket) {
-		nfs_keyless_add(i, ep | sum->bucket[w], sum->count[w]);
-		sum->count[w] = 0;
+	if (stat == AGG_STAT_NFS_OPS) {
+		bucket = 0;
+	} else if (stat == AGG_STAT_ARC_ACCESSES) {
+		bucket = 0;
+		inc = (__u64)op->arc_hits + op->arc_misses;
+		if (!inc)
+			return 0;
+	} else if (stat == AGG_STAT_NFS_SIZE) {
+		bucket = llhist_bucket(op->bytes);
+	} else {
+		bucket = llhist_bucket(op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0);
 	}
-	sum->bucket[w] = bucket;
-	sum->count[w]++;
+	bucket |= ep;
+	if (!nfs_sum_at(i, gen, bucket, key, bd != AGG_DIM_NONE, inc, 1))
+		agg_add_pending(i, gen, bucket, (const __u8 *)key, bd != AGG_DIM_NONE, inc);
 	return 0;
 }
 
-/* Counts slot i for the whole batch of n operations at once when it has neither key nor
- * filter: nfs.ops adds n, arc.accesses the batch's records, nfs.latency and nfs.size one
- * add per bucket the batch touched (one per operation otherwise). ep: the hit's interval
- * parity. Returns 1 when the slot needs nothing more of this hit (also a slot this probe
- * does not feed), 0 when each operation is to be applied to it (nfs_op_apply). */
+/* How nfs_count_op takes an operation. */
+#define NFS_COUNT_TIER    1 /* its key index is its tier's, else its procedure's */
+#define NFS_COUNT_ARC     2 /* it adds its ARC records, else 1 */
+#define NFS_COUNT_REFUSED 4 /* only when its sum found no room: one by one (nfs_sum_op) */
+
+/* Adds operation j of the batch b to slot i's sum per key index in h (a counter broken
+ * down by op or tier, without filter). An operation without key index takes nfs_sum_op. */
+static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs_hit *h, __u32 i, __u32 j,
+					  __u32 ep, __u32 how)
+{
+	struct strata_nfs_op *op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+	__u32 x = nfs_key_index(op, how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
+	__u64 inc = 1;
+
+	if (how & NFS_COUNT_REFUSED) {
+		if (x < NFS_KEY_INDICES && h->refused >> x & 1)
+			nfs_sum_op(i, j, ep);
+		return;
+	}
+	if (how & NFS_COUNT_ARC) {
+		inc = (__u64)op->arc_hits + op->arc_misses;
+		if (!inc)
+			return;
+	}
+	if (x >= NFS_KEY_INDICES) {
+		nfs_sum_op(i, j, ep);
+		return;
+	}
+	h->count[x] += inc;
+	h->ops[x]++;
+	h->touched |= 1ull << x;
+}
+
+/* Operations nfs_count_op takes per call (a power of two dividing STRATA_NFS_BATCH). */
+#define NFS_COUNT_STEP 4
+
+/* Adds operations j .. j + NFS_COUNT_STEP - 1 of the batch's n with nfs_count_one: a few
+ * instructions each. A global function: the loop over the batch that calls it is verified
+ * without its branches. */
+__noinline int nfs_count_op(__u32 i, __u32 j, __u32 n, __u32 ep, __u32 how)
+{
+	__u32 zero = 0;
+	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+
+	if (!b || !h)
+		return 0;
+	for (__u32 k = 0; k < NFS_COUNT_STEP; k++) {
+		if (j + k >= n)
+			break;
+		nfs_count_one(b, h, i, j + k, ep, how);
+	}
+	return 0;
+}
+
+/* Adds slot i's sum of key index x to the batch's sums and empties it; a sum they have no
+ * room for is marked refused, its operations then added one by one (NFS_COUNT_REFUSED). */
+__noinline int nfs_count_put(__u32 i, __u32 x, __u32 ep)
+{
+	__u32 zero = 0, bd, gen;
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+	__u64 key[AGG_KEY_BYTES / 8] = {};
+
+	if (!h || i >= AGG_MAX_SLOTS || x >= NFS_KEY_INDICES)
+		return 0;
+	barrier_var(i);
+	barrier_var(x);
+	i &= AGG_MAX_SLOTS - 1;
+	x &= NFS_KEY_INDICES - 1;
+	if (!h->ops[x])
+		return 0;
+	bd = agg_slots[i].breakdown;
+	gen = agg_slots[i].gen;
+	key[0] = bd == AGG_DIM_OP && x >= 32 ? 0x10000u | (x - 32) : x;
+	if (!nfs_sum_at(i, gen, ep, key, 1, h->count[x], h->ops[x]))
+		h->refused |= 1ull << x;
+	h->count[x] = 0;
+	h->ops[x] = 0;
+	return 0;
+}
+
+/* Merges the hit's k-th nfs_sums entry into its home and empties it. */
+__noinline int nfs_sum_flush(__u32 k)
+{
+	__u32 zero = 0, idx;
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+	struct agg_pending *e;
+
+	if (!h)
+		return 0;
+	idx = h->sums[k & (NFS_SUM_ENTRIES - 1)];
+	e = bpf_map_lookup_elem(&nfs_sums, &idx);
+	if (e && e->used)
+		agg_pending_flush(e);
+	return 0;
+}
+
+/* Counts slot i for the whole batch of n operations when it has no filter: nfs.ops
+ * without key adds n, arc.accesses without key or by hit/miss the batch's records, the
+ * others each operation in the batch's sums (nfs_sum_op). ep: the hit's interval parity.
+ * Returns 1 when the slot needs nothing more of this hit (also a slot this probe does not
+ * feed), 0 when each operation is to be applied to it (nfs_op_apply). */
 __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 {
-	__u32 zero = 0, stat;
-	struct nfs_hit *sum;
+	__u32 zero = 0, stat, bd, how;
+	struct nfs_hit *h;
 	struct agg_slot *s;
 
 	if (i >= AGG_MAX_SLOTS)
@@ -125,30 +342,63 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 	stat = s->stat;
 	if (stat >= AGG_STAT_COUNT || !(NFS_STATS & (1u << stat)))
 		return 1;
-	if (s->breakdown != AGG_DIM_NONE || s->nfilters)
+	bd = s->breakdown;
+	if (s->nfilters)
 		return 0;
-	if (stat == AGG_STAT_NFS_OPS) {
-		nfs_keyless_add(i, ep, n);
+	if (stat == AGG_STAT_NFS_OPS && bd == AGG_DIM_NONE) {
+		nfs_batch_add(i, ep, 0, n);
 		return 1;
 	}
-	sum = bpf_map_lookup_elem(&nfs_hits, &zero);
-	if (!sum)
+	h = bpf_map_lookup_elem(&nfs_hits, &zero);
+	if (!h)
 		return 0;
-	sum->records = 0;
+	if (stat == AGG_STAT_ARC_ACCESSES && (bd == AGG_DIM_NONE || bd == AGG_DIM_HITMISS)) {
+		h->hits = 0;
+		h->misses = 0;
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
+			if (j >= n)
+				break;
+			nfs_arc_op(j);
+		}
+		if (bd == AGG_DIM_NONE) {
+			nfs_batch_add(i, ep, 0, h->hits + h->misses);
+		} else {
+			nfs_batch_add(i, ep, AGG_HITMISS_HIT, h->hits);
+			nfs_batch_add(i, ep, AGG_HITMISS_MISS, h->misses);
+		}
+		return 1;
+	}
+	if (bd != AGG_DIM_NONE && bd != AGG_DIM_OP && bd != AGG_DIM_TIER && bd != AGG_DIM_FILE &&
+	    bd != AGG_DIM_CLIENT)
+		return 0;
+	h->claimed[i & (AGG_MAX_SLOTS - 1)] = 0;
+	if ((stat == AGG_STAT_NFS_OPS || stat == AGG_STAT_ARC_ACCESSES) &&
+	    (bd == AGG_DIM_OP || bd == AGG_DIM_TIER)) {
+		how = (bd == AGG_DIM_TIER ? NFS_COUNT_TIER : 0) | (stat == AGG_STAT_ARC_ACCESSES ? NFS_COUNT_ARC : 0);
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j += NFS_COUNT_STEP) {
+			if (j >= n)
+				break;
+			nfs_count_op(i, j, n, ep, how);
+		}
+		h->refused = 0;
+		for (__u32 x = 0; x < NFS_KEY_INDICES; x++) {
+			if (h->touched >> x & 1)
+				nfs_count_put(i, x, ep);
+		}
+		h->touched = 0;
+		if (!h->refused)
+			return 1;
+		for (__u32 j = 0; j < STRATA_NFS_BATCH; j += NFS_COUNT_STEP) {
+			if (j >= n)
+				break;
+			nfs_count_op(i, j, n, ep, how | NFS_COUNT_REFUSED);
+		}
+		return 1;
+	}
 	for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
 		if (j >= n)
 			break;
-		nfs_keyless_op(i, j, ep);
-	}
-	if (stat == AGG_STAT_ARC_ACCESSES) {
-		if (sum->records)
-			nfs_keyless_add(i, ep, sum->records > 0xffffffffu ? 0xffffffffu : (__u32)sum->records);
-		return 1;
-	}
-	for (__u32 w = 0; w < NFS_SUM_WAYS; w++) {
-		if (sum->count[w])
-			nfs_keyless_add(i, ep | sum->bucket[w], sum->count[w]);
-		sum->count[w] = 0;
+		nfs_sum_op(i, j, ep);
 	}
 	return 1;
 }
@@ -224,6 +474,7 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 		return 0;
 	}
 	h->per_op = 0;
+	h->nsums = 0;
 	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
 		if (s >= nslots)
 			break;
@@ -234,6 +485,11 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 		if (i >= n || !h->per_op)
 			break;
 		nfs_op_apply(i);
+	}
+	for (__u32 k = 0; k < NFS_SUM_ENTRIES; k++) {
+		if (k >= h->nsums)
+			break;
+		nfs_sum_flush(k);
 	}
 	agg_pending_flush_all();
 	return 0;
