@@ -6,10 +6,10 @@ import click
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
-from strata.cli.views import draw_graph, graph_options, output_options, refuse_unused, time_options
+from strata.cli.views import draw_graph, graph_options, output_options, refuse_time_view, refuse_unused, time_options
 from strata.datasets import catalogue, names
-from strata.heatmaps import figures, time_went, value_range
-from strata.heatmaps.errors import ViewError, ViewUsageError
+from strata.heatmaps import figures, value_range
+from strata.heatmaps.errors import ViewUsageError
 from strata.views import lookup, times
 
 BY = tuple(catalogue.load().dimensions)  # every field a dataset can be broken down by
@@ -87,8 +87,7 @@ def breakdown(ctx, dataset, by, keys, style, top, csv_table, percentile, range_t
     if raw:
         raise click.UsageError("--raw adds a heat map's llhist buckets to its --json; a breakdown has none")
     with user_errors():
-        if time_went.family_of(dataset):
-            raise ViewError(f"{dataset} is a graph of each op's time by component: strata show {dataset}")
+        refuse_time_view(dataset)
         span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             name = dataset_name(reader, dataset, by, range_text is not None)

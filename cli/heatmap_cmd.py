@@ -5,8 +5,7 @@ import click
 from strata.cli.archive_option import archive_option, open_archive, prometheus_option
 from strata.cli.output import choose_format
 from strata.cli.view_errors import user_errors
-from strata.cli.views import draw_heatmap, heat_options, heat_view, output_options, time_options
-from strata.heatmaps import time_went
+from strata.cli.views import draw_heatmap, heat_options, heat_view, output_options, refuse_time_view, time_options
 from strata.heatmaps.errors import ViewError
 from strata.views import lookup, times
 
@@ -40,8 +39,7 @@ def heatmap(dataset, last, since, until, keys, ymax, ymin, log_axis, outliers, p
     """
     fmt = choose_format(fmt, as_json, as_csv, output)
     with user_errors():
-        if time_went.family_of(dataset):
-            raise ViewError(f"{dataset} is a graph of each op's time by component: strata show {dataset}")
+        refuse_time_view(dataset)
         span = times.time_range(last, since, until)
         with open_archive(archive_path, prometheus_url=prometheus_url) as reader:
             src, keys = lookup.resolve(reader, dataset, keys)

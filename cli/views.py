@@ -7,8 +7,8 @@ import sys
 import click
 
 from strata.cli.output import emit_text, write_figure
-from strata.heatmaps import figures, grid_json, json_out, outage_marks, table_csv, termcaps
-from strata.heatmaps.errors import ViewUsageError
+from strata.heatmaps import figures, grid_json, json_out, outage_marks, table_csv, termcaps, time_went
+from strata.heatmaps.errors import ViewError, ViewUsageError
 from strata.heatmaps.units import parse_value
 from strata.views import lookup, window
 
@@ -83,6 +83,12 @@ def graph_options(f):
 
 HEAT_ONLY = ("ymax", "ymin", "log_axis", "outliers", "percentiles", "rows")   # heat_options'
 GRAPH_ONLY = ("style", "top")                                                  # graph_options'
+
+
+def refuse_time_view(dataset: str) -> None:
+    """A time:FAMILY name given to heatmap or breakdown: one line pointing at strata show."""
+    if time_went.family_of(dataset):
+        raise ViewError(f"{dataset} is a graph of each op's time by component: strata show {dataset}")
 
 
 def refuse_unused(ctx, params, what: str) -> None:
