@@ -63,6 +63,7 @@ struct {
 /* Key indices of the small closed key sets: an NFS procedure p is p, a MOUNT one 32 + p,
  * a tier its key value. */
 #define NFS_KEY_INDICES 64
+#define NFS_OP_MOUNT 0x10000u /* nfs_op key value of MOUNT's procedure 0 (catalogue/statistics.def) */
 
 /* The key index of operation op under breakdown bd (op or tier), or NFS_KEY_INDICES
  * when it has none (an unknown program or procedure). */
@@ -199,7 +200,7 @@ __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 	bd = s->breakdown;
 	gen = s->gen;
 	if (bd == AGG_DIM_OP) {
-		key[0] = (op->prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op->proc;
+		key[0] = (op->prog == STRATA_PROG_MOUNT ? NFS_OP_MOUNT : 0) | op->proc;
 	} else if (bd == AGG_DIM_TIER) {
 		key[0] = deepest_tier(op->tiers);
 	} else if (bd == AGG_DIM_FILE) {
@@ -301,7 +302,7 @@ __noinline int nfs_count_put(__u32 i, __u32 x, __u32 ep)
 		return 0;
 	bd = agg_slots[i].breakdown;
 	gen = agg_slots[i].gen;
-	key[0] = bd == AGG_DIM_OP && x >= 32 ? 0x10000u | (x - 32) : x;
+	key[0] = bd == AGG_DIM_OP && x >= 32 ? NFS_OP_MOUNT | (x - 32) : x;
 	if (!nfs_sum_at(i, gen, ep, key, 1, h->count[x], h->ops[x]))
 		h->refused |= 1ull << x;
 	h->count[x] = 0;
@@ -421,7 +422,7 @@ __noinline int nfs_op_apply(__u32 i)
 		return 1;
 	barrier_var(i); /* the mask stays where i is used: the verifier sees the bound */
 	op = &b->ops[i & (STRATA_NFS_BATCH - 1)];
-	*(__u32 *)ev->dims[AGG_DIM_OP] = (op->prog == STRATA_PROG_MOUNT ? 0x10000u : 0) | op->proc;
+	*(__u32 *)ev->dims[AGG_DIM_OP] = (op->prog == STRATA_PROG_MOUNT ? NFS_OP_MOUNT : 0) | op->proc;
 	if (agg_dim_used(AGG_DIM_CLIENT)) {
 		if (op->family == 2) { /* AF_INET: ::ffff:a.b.c.d */
 			*(__u64 *)ev->dims[AGG_DIM_CLIENT] = 0;
