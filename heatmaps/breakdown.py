@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .rebin import percentile_of, select_keys
-from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
+from .timebins import TimeBins, choose_bins, collected_seconds, counted_span, rate_seconds, sum_columns
 
 OTHER = "other"
 ALL = "all"          # the one series of a dataset without a breakdown
@@ -198,7 +198,8 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
         series = np.asarray(series, dtype=np.float64)
         series[:, gaps] = np.nan
     total_collected = int(collected.sum()) if collected is not None else None
-    seconds = rate_seconds(total_collected, (int(start), int(end)))
+    span = counted_span(start, end, qr.step)
+    seconds = rate_seconds(total_collected, span)
     total_events = int(events.sum()) if len(events) else 0
     rows = []
     means = [_time_mean(s, collected) for s in series]
@@ -218,7 +219,7 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
     for row in rows:
         row.key = row.key or ALL
     return Breakdown(name=qr.name, statistic=qr.statistic, kind="heatmap" if value_range else qr.kind,
-                     unit=unit, by=by, bins=bins, span=(int(start), int(end)), metric=metric,
+                     unit=unit, by=by, bins=bins, span=span, metric=metric,
                      percentile=float(percentile), keys=names, series=series.reshape(len(names), bins.ncols),
                      rows=rows, folded=folded, total_keys=len(qr.keys) if keys is None else len(keys),
                      total_events=total_events, value_range=value_range, derived=qr.derived,

@@ -82,6 +82,14 @@ def sum_columns(data: np.ndarray, times: np.ndarray, bins: TimeBins, axis: int) 
     return out
 
 
+def counted_span(start: int, end: int, step: int) -> tuple:
+    """The seconds a query over [start, end) counted: whole steps, since a record of a
+    rollup (a minute, an hour) counts its whole step. A title names this range."""
+    step = max(int(step), 1)
+    start, end = int(start), int(end)
+    return start - start % step, end + (-end) % step
+
+
 def rate_seconds(collected, span) -> int:
     """What a rate over a range is divided by: the seconds collected in it (None: the reader
     does not say), else the span's length."""

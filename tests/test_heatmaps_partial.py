@@ -30,7 +30,11 @@ def archive(tmp_path_factory):
 
 
 def _breakdown(archive, name, seconds):
-    p = run_strata(["breakdown", name, "--since", str(T0), "--until", str(T0 + seconds), "--json",
+    return _breakdown_since(archive, name, T0, T0 + seconds)
+
+
+def _breakdown_since(archive, name, since, until):
+    p = run_strata(["breakdown", name, "--since", str(since), "--until", str(until), "--json",
                     "--archive", str(archive)])
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
@@ -85,3 +89,16 @@ def test_gauge_mean_weighs_columns_by_collected_seconds(archive):
     b = compute(qr, T0, T0 + 180, max_cols=3)
     assert list(b.series[0][:2]) == [100, 400]
     assert b.rows[0].rate == pytest.approx((100 * 60 + 400 * 10) / 70)   # was 250, the columns' mean
+
+
+def test_rollup_range_is_named_as_counted(archive):
+    """Minute records count whole minutes: a range that starts and ends inside minutes is
+    drawn, counted and titled as the whole minutes it read, never as the range asked."""
+    with Archive.open(str(archive)) as ar:
+        qr = ar.query("nfs.latency", T0 + 30, T0 + 150, 60)
+    grid = build_grid(qr, T0 + 30, T0 + 150, max_cols=3, ncells=10)
+    assert qr.level == "minute" and grid.span == (T0, T0 + 180)
+    assert grid.total == 90 * OPS and grid.seconds == 90
+    data = _breakdown_since(archive, "nfs.ops[client]", T0 + 30, T0 + 30 + 599 * 60)
+    assert data["step"] == 60 and (data["start"], data["end"]) == (T0, T0 + 600 * 60)
+    assert data["table"][0]["events"] == 90 * OPS and data["table"][0]["rate"] == OPS
