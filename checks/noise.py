@@ -29,7 +29,11 @@ def apply_floor(results: list, threshold: float) -> float | None:
             continue
         floor = floor_of(m)
         floors.append(floor)
-        if kv.verdict != "same" or (-threshold < m.ci_low and m.ci_high < threshold):
+        if kv.verdict != "same":
+            continue
+        if -threshold < m.ci_low and m.ci_high < threshold:
+            kv.reason = f"p50 {m.effect:+.1%} [{m.ci_low:+.1%}, {m.ci_high:+.1%}] is inside ±{threshold:.1%}, " \
+                        f"noise floor ±{floor:.1%}; {kv.reason}"
             continue
         kv.verdict = "inconclusive"
         if floor >= threshold:

@@ -1,6 +1,7 @@
 """`strata check` outputs for people and CI systems: a table, JSON, JUnit XML and a
 Markdown step summary. Each takes the list of (dataset, KeyVerdict) pairs."""
 from dataclasses import asdict, dataclass, field
+import math
 from xml.etree import ElementTree as ET
 
 SYMBOL = {"worse": "❌ worse", "better": "✅ better", "same": "➖ same", "error": "⚠️ error",
@@ -27,11 +28,17 @@ def overall(results) -> str:
     return "same"
 
 
-def print_table(results, console, unit: str = "runs") -> None:
-    """unit: what the (baseline, candidate) counts are, runs or rounds."""
+def print_table(results, console, unit: str = "runs", extra: dict | None = None) -> None:
+    """unit: what the (baseline, candidate) counts are, runs or rounds; extra: the design's
+    fields, whose noise floor (check ab) is said under the table."""
     from rich.table import Table
 
-    table = Table(title="strata check", title_justify="left")
+    floor, threshold = (extra or {}).get("noise_floor"), (extra or {}).get("threshold")
+    seen = "unbounded" if floor is None or math.isinf(floor) else f"±{floor:.1%}"
+    caption = None if "noise_floor" not in (extra or {}) else \
+        f"noise floor {seen} (the p50 interval's half-width: the smallest change this check could see)" \
+        + ("" if threshold is None else f", threshold {threshold:.1%}")
+    table = Table(title="strata check", title_justify="left", caption=caption, caption_justify="left")
     for col in ("dataset", "key", "verdict", unit, "evidence"):
         table.add_column(col, overflow="fold")
     colour = {"worse": "red", "better": "green", "same": "dim", "error": "yellow", "inconclusive": "yellow"}
@@ -106,7 +113,7 @@ def emit(verdict: Verdict, to_json, junit: str | None, markdown: str | None) -> 
         print(to_json(json_body(verdict.results, verdict.baseline, verdict.candidate, verdict.extra or None)))
     else:
         from rich.console import Console
-        print_table(verdict.results, Console(), verdict.unit)
+        print_table(verdict.results, Console(), verdict.unit, verdict.extra)
     if junit:
         write_junit(verdict.results, junit)
     if markdown:

@@ -3,20 +3,24 @@ known: the duet's CPU rotation (ABBA, real re-pinning of a real process), the
 confidence sequence it stops on (its miscoverage over every look, simulated),
 the test across fresh process pairs and its two looks with their error rate spent
 O'Brien-Fleming-style (simulated pairs with a bias each),
-and the noise floor that turns an undecided "same" into "inconclusive" (exit 3)."""
+the noise floor that turns an undecided "same" into "inconclusive" (exit 3), and the
+time a check's progress says is left, its set-up included."""
+import io
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from strata.checks.compare import KeyVerdict, MetricResult, judge
 from strata.checks.compare_pairs import trimmed_t_test
 from strata.checks.duet_pairs import decided as pairs_decided, looks, spent
 from strata.checks.noise import advice, apply_floor
 from strata.checks.placement import Rotation, swapped
-from strata.checks.report import EXIT, Verdict, emit, overall
+from strata.checks.progress import CheckProgress
+from strata.checks.report import EXIT, Verdict, emit, overall, print_table
 from strata.checks.sequential import MIN_BLOCKS, confidence_sequence, decided
 
 
@@ -89,6 +93,11 @@ def _p50(effect, lo, hi):
 def test_same_needs_an_interval_inside_the_threshold_else_inconclusive(tmp_path):
     narrow = judge(_p50(0.004, -0.002, 0.010), 0.02, 0.99)
     assert apply_floor(narrow, 0.02) == pytest.approx(0.006) and overall(narrow) == "same"
+    assert narrow[0][1].reason.startswith("p50 +0.4% [-0.2%, +1.0%] is inside ±2.0%, noise floor ±0.6%; ")
+    table = Console(width=200, record=True, file=io.StringIO())
+    print_table(narrow, table, "blocks", {"noise_floor": 0.006, "threshold": 0.02})
+    shown = table.export_text()
+    assert "noise floor ±0.6% (" in shown and "threshold 2.0%" in shown
 
     wide = judge(_p50(0.004, -0.03, 0.04), 0.02, 0.99)          # floor ±3.6 % above a 2 % threshold
     assert apply_floor(wide, 0.02) == pytest.approx(0.036)
@@ -232,3 +241,16 @@ def test_a_pair_whose_loads_began_late_keeps_a_second_of_warm_up_or_has_no_block
     assert start == end == 108                                                         # no block left
     assert loads_window(sent(100.4), 100, 100, 4, 1, 2) == (104, 108, 3)              # 2 s blocks: 1 ABBA half on
     assert loads_window(sent(99.0, 99.9), 100, 102, 8, 2, 1) == (102, 110, None)     # moved by a late collector
+
+
+def test_time_left_counts_the_set_up_between_blocks(capsys, monkeypatch):
+    """Blocks of 1 s that took 3 s each, set-up included: 3 s a block is what is left."""
+    now = [100.0]
+    monkeypatch.setattr("strata.checks.progress.time.monotonic", lambda: now[0])
+    with CheckProgress("blocks", 4, 1) as p:     # stderr is captured, so one plain line per block
+        now[0] = 106.0
+        p.update(2)
+        now[0] = 112.0
+        p.update(4)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[1] == "strata check ab: block 2/4, 6s left" and lines[3].endswith("block 4/4, 0s left")
