@@ -76,6 +76,14 @@ def format_value(v: float, unit: str, sig: int = 3) -> str:
     return _scaled(v, SI_UNITS, sig)
 
 
+def typed_value(v: float, unit: str) -> str:
+    """A value as a command's --range reads it back: '2.223ms', '1.5MiB' (format_value's text
+    to 4 digits, µ written u); a plain number for a unit with no suffixes."""
+    if family(unit) not in ("time", "bytes"):
+        return str(int(v))
+    return format_value(v, unit, sig=4).replace("µ", "u")
+
+
 def format_count(n: float) -> str:
     """A count or rate for panels and tables, at most 7 characters: 987, 1.23k, 45.6M; two
     decimals below 10, three significant digits below 0.1 (0.0123, 0.00123) and below

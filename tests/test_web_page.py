@@ -8,6 +8,7 @@ import base64
 import http.client as httpclient
 import json
 import os
+import shlex
 import shutil
 import socket
 import ssl
@@ -22,7 +23,7 @@ from selenium.webdriver.support.ui import Select
 
 from datasets_util import strata
 from strata.datasets.archive import Archive
-from strata.heatmaps.units import format_count
+from strata.heatmaps.units import format_count, parse_value
 from heatmaps_util import T0, build_archive, histogram, seed_latencies
 from strata.web.connections import MAX_CONNECTIONS
 from web_util import browser, drag_heatmap, http, plots_ready, sse_stream, state_url, wait_js, web_server
@@ -78,7 +79,7 @@ def test_drag_clicks_and_a_copied_address(archive):
             ".map(r => [r.cells[0].textContent, r.cells[1].textContent])")}
         since, until, text, target = (table.get_attribute(a) for a in ("data-since", "data-until", "data-range",
                                                                        "data-target"))
-        lo, hi = map(int, text.split(".."))
+        lo, hi = (parse_value(v, "ns") for v in text.split(".."))
         assert lo <= 128_000 and 260_000 <= hi < 1_900_000, text          # the band, not DRAM nor disk
         assert abs(int(since) - (T0 + 60)) <= 2 and abs(int(until) - (T0 + 180)) <= 2
         cli = strata("breakdown", target, "--range", text, "--since", since, "--until", until, "--json",
@@ -403,15 +404,25 @@ def test_a_drag_on_a_filtered_view_stays_within_its_key(archive):
         status, answer = http(base + "/api/drill", dict(band, view={"name": "nfs.latency"}, by="size"))
     assert status == 400 and "no breakdown of nfs.latency by 'size': it has client, op" in answer["error"], answer
     assert [r["events"] for r in one["table"]] == [per_client[CLIENTS[1]]], one["table"]
-    cli = strata("breakdown", one["target"], "--range", one["range"], "--since", str(one["since"]),
-                 "--until", str(one["until"]), "--json", "--archive", str(archive))
+    # the command the panel prints, as a user would type it: units and local times with their offset
+    command = shlex.split(one["command"])
+    assert command[:2] == ["strata", "breakdown"] and "--range" in command, one["command"]
+    assert command[command.index("--range") + 1] == "100us..400us", one["command"]
+    assert command[command.index("--since") + 1] == _local(one["since"], "T") + _offset(one["since"]), command
+    cli = strata(*command[1:], "--json", "--archive", str(archive))
     assert cli.returncode == 0 and [r["events"] for r in json.loads(cli.stdout)["table"]] == [one["events"]]
 
 
-def _local(t: int) -> str:
+def _local(t: int, sep: str = " ") -> str:
     """A unix second as the page's time axis writes it (local time, ISO)."""
     import datetime as dt
-    return dt.datetime.fromtimestamp(t).isoformat(sep=" ")
+    return dt.datetime.fromtimestamp(t).isoformat(sep=sep)
+
+
+def _offset(t: int) -> str:
+    """The local zone's offset at t as ISO 8601 writes it: '+00:00', '+05:30'."""
+    import datetime as dt
+    return dt.datetime.fromtimestamp(t).astimezone().isoformat()[-6:]
 
 
 def test_a_time_view_draws_where_the_time_went(tmp_path):

@@ -27,11 +27,13 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 from strata.collect import status
 from strata.datasets import codec, reader
 from strata.datasets.errors import BadRecord
 from strata.datasets.ingest import cells_of, check_time
+from strata.heatmaps.clock import zone
 
 MAX_LINE = 16 << 20     # the collector's own bound on a daemon line (collect/collector.py)
 MAX_HEADER = 512
@@ -220,7 +222,7 @@ class LiveFeed:
                 self.datasets, self.bytes = {}, 0
                 self.since, self.identity, self.following = since, identity, True
             self._say(f"live columns from the seconds the collector (pid {pid}) stores, from "
-                      f"{since} on", again=True)
+                      f"{time.strftime('%H:%M:%S', time.localtime(since))} {zone(since)} on", again=True)
             while True:
                 line = await stream.readline()
                 if not line:

@@ -25,7 +25,8 @@ from strata.heatmaps.errors import ViewError as SourceError
 from strata.heatmaps.plot_breakdown import BREAKDOWN_MAX_COLS, y_axis
 from strata.heatmaps.rebin import Grid, column_histograms, row_counts
 from strata.heatmaps.timebins import TimeBins, choose_bins, collected_seconds
-from strata.heatmaps.units import event_noun
+from strata.heatmaps.clock import typed
+from strata.heatmaps.units import event_noun, typed_value
 from strata.views import lookup, window
 from strata.views import time_went as time_went_read
 
@@ -380,7 +381,6 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ViewError("a drill-down's values must be finite numbers")
     lo, hi = sorted((max(float(lo), 0.0), max(float(hi), 0.0)))
-    text = f"{int(math.floor(lo))}..{max(int(math.ceil(hi)), int(math.floor(lo)) + 1)}"
     choices = breakdowns(reader, src)
     if by is not None and by not in choices:
         raise ViewError(f"the archive holds no breakdown of {src.wanted} by {str(by)[:40]!r}: "
@@ -391,6 +391,7 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by
         raise ViewError(f"the archive holds no breakdown of {src.wanted}: create e.g. "
                         f"{src.info.statistic}[client] to break its bands down")
     tsrc, _ = _resolve(reader, target)
+    text = f"{typed_value(lo, tsrc.info.unit)}..{typed_value(max(hi, lo + 1), tsrc.info.unit)}"
     try:
         selected = value_range.parse(text, tsrc.info.unit)
     except ValueError as e:
@@ -404,5 +405,5 @@ def drill(reader, spec: ViewSpec, x0, x1, lo: float, hi: float, top: int = 8, by
         raise ViewError(str(e)) from None
     out = {k: v for k, v in to_json(b).items() if k not in ("times", "series")}
     out.update(target=target, since=since, until=until, range=text, label=selected.label(), choices=choices,
-               command=f"strata breakdown '{target}' --range {text} --since {since} --until {until}")
+               command=f"strata breakdown '{target}' --range {text} --since {typed(since)} --until {typed(until)}")
     return out
