@@ -180,9 +180,13 @@ static char *request(pid_t pid, const char *line, size_t *len, char *why, size_t
 	    connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		int e = errno;
 
-		snprintf(why, n, "engine stats socket %s: %s%s", addr.sun_path, strerror(e),
-			 e == ENOENT && !socket_given ? " (an engine serving with --stats-socket PATH: give "
-							"strata collect --stats-socket PATH)" : "");
+		if (e == EAGAIN || e == EWOULDBLOCK)
+			snprintf(why, n, "engine stats socket %s: not accepted within %d ms (a busy engine or machine)",
+				 addr.sun_path, STATS_TIMEOUT_MS);
+		else
+			snprintf(why, n, "engine stats socket %s: %s%s", addr.sun_path, strerror(e),
+				 e == ENOENT && !socket_given ? " (an engine serving with --stats-socket PATH: give "
+								"strata collect --stats-socket PATH)" : "");
 		goto fail;
 	}
 	/* one writev: a server that answers its first read and closes must not see a second write */
@@ -197,7 +201,13 @@ static char *request(pid_t pid, const char *line, size_t *len, char *why, size_t
 	while (*len < STATS_MAX_BYTES && (got = read(fd, buf + *len, STATS_MAX_BYTES - *len)) > 0)
 		*len += (size_t)got;
 	if (*len == 0) {
-		snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, got < 0 ? strerror(errno) : "empty reply");
+		int e = errno;
+
+		if (got < 0 && (e == EAGAIN || e == EWOULDBLOCK))
+			snprintf(why, n, "engine stats socket %s: no answer within %d ms (a busy engine or machine)",
+				 addr.sun_path, STATS_TIMEOUT_MS);
+		else
+			snprintf(why, n, "engine stats socket %s: %s", addr.sun_path, got < 0 ? strerror(e) : "empty reply");
 		goto fail;
 	}
 	close(fd);

@@ -1,6 +1,7 @@
 /* statcmd.c — the commands that talk to a running engine over its stats
  * socket: `strata-engine stats` prints the JSON it serves, `strata-engine ctl`
  * changes it at run time (L2ARC on/off, LZ4, fault-injection delays, ARC size). */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -41,6 +42,54 @@ static int stale_socket(const char *path)
 	return 1;
 }
 
+/* The stats socket pid listens on: the AF_UNIX listening socket with a path among its open
+ * files (/proc/PID/fd against /proc/net/unix), so an engine serving with --stats-socket PATH
+ * is found by its pid too; STATS_DIR/engine-PID.sock when none is found. */
+static void socket_of_pid(long pid, char *path, size_t psz)
+{
+	char dir[64], link[64], line[4096];
+	unsigned long inodes[64];
+	size_t n = 0;
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	snprintf(path, psz, STATS_DIR "/engine-%ld.sock", pid);
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+	if (!(d = opendir(dir)))
+		return;
+	while ((e = readdir(d)) && n < sizeof(inodes) / sizeof(inodes[0])) {
+		char at[320];
+		ssize_t len;
+
+		snprintf(at, sizeof(at), "%s/%s", dir, e->d_name);
+		if ((len = readlink(at, link, sizeof(link) - 1)) > 0) {
+			link[len] = 0;
+			if (sscanf(link, "socket:[%lu]", &inodes[n]) == 1)
+				n++;
+		}
+	}
+	closedir(d);
+	if (!n || !(f = fopen("/proc/net/unix", "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long flags, inode;
+		char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+
+		/* Num RefCount Protocol Flags Type St Inode Path; Flags 0x10000: listening */
+		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %lu %108s", &flags, &inode, name) != 3 ||
+		    !(flags & 0x10000) || name[0] != '/')
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (inodes[i] == inode && strlen(name) < psz) {
+				snprintf(path, psz, "%s", name);
+				fclose(f);
+				return;
+			}
+	}
+	fclose(f);
+}
+
 /* --socket/--pid into path; returns the index of the first operand or -1 (rc set). */
 static int parse_target(const char *cmd, int argc, char **argv, char *path, size_t psz, int *rc)
 {
@@ -69,7 +118,7 @@ static int parse_target(const char *cmd, int argc, char **argv, char *path, size
 				fprintf(stderr, "strata-engine %s: bad --pid '%s'\n", cmd, optarg);
 				return *rc = 2, -1;
 			}
-			snprintf(path, psz, STATS_DIR "/engine-%ld.sock", pid);
+			socket_of_pid(pid, path, psz);
 			break;
 		}
 		case 'h':

@@ -31,6 +31,10 @@ def test_stats_json_contract(engine, tmp_path):
     cli = subprocess.run([engine_binary(), "stats", "--socket", str(engine.stats_socket)],
                          capture_output=True, check=True, timeout=10)
     assert b'"version":1' in cli.stdout
+    # by pid: the engine serves on --stats-socket PATH, not /run/strata/engine-PID.sock
+    cli = subprocess.run([engine_binary(), "stats", "--pid", str(engine.proc.pid)],
+                         capture_output=True, timeout=10)
+    assert cli.returncode == 0 and json.loads(cli.stdout)["pid"] == engine.proc.pid, cli.stderr
     sock = engine.stats_socket
     assert engine.stop() == 0
     assert not sock.exists()
