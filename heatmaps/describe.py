@@ -118,8 +118,10 @@ def by(b) -> str:
 
 
 def key_count(b) -> str:
-    """'12 keys · ' ('1 key · ') for a graph broken down by a field, '' for a dataset's one series."""
-    return f"{b.total_keys:,} {'key' if b.total_keys == 1 else 'keys'} · " if b.by else ""
+    """'12 keys · ' ('1 key · ', '3 components · ' for a time:FAMILY graph) for a graph broken
+    down by a field, '' for a dataset's one series."""
+    noun = "component" if b.by == "component" else "key"
+    return f"{b.total_keys:,} {noun}{'' if b.total_keys == 1 else 's'} · " if b.by else ""
 
 
 def range_of(b) -> str:

@@ -62,6 +62,7 @@ def test_time_disk_stacks_queue_and_device_time_per_request(tmp_path):
     assert len(rows) - 1 == len(doc["times"])
     term = run(cli, ["show", "time:disk", "--color", "none", *span])
     assert term.exit_code == 0 and "time:disk" in term.output and "p99 of each component" in term.output, term.output
+    assert "2 components · " in term.output and " keys" not in term.output, term.output
     bad = run(cli, ["show", "time:zfs", *span])
     assert bad.exit_code != 0 and "families: time:nfsd, time:fs, time:disk" in bad.output, bad.output
     assert "Traceback" not in bad.output
