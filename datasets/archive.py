@@ -201,13 +201,21 @@ class Archive:
 
     def dataset(self, name: str) -> DatasetInfo:
         """The dataset called name (any filter order); ArchiveError naming the choices if none."""
-        canonical = str(names.parse(name))
+        wanted = names.parse(name)
+        canonical = str(wanted)
         infos = self.datasets()
         for info in infos:
             if info.name == canonical:
                 return info
         have = [i.name for i in infos]
-        hint = did_you_mean(canonical, have) or f"; datasets here: {', '.join(have) or 'none'}"
+        same = [i.name for i in infos if i.statistic == wanted.statistic]
+        here = f"; datasets here: {', '.join(have) or 'none'}"
+        if same:
+            hint = did_you_mean(canonical, same) or f"; {wanted.statistic} datasets here: {', '.join(same)}"
+        elif wanted.statistic in catalogue.load().by_name():   # a statistic no dataset here keeps
+            hint = f"{here}; to collect it: strata datasets create '{canonical}'"
+        else:
+            hint = did_you_mean(canonical, have) or here
         raise ArchiveError(f"no dataset {canonical} in {self.path}{hint}")
 
     def changes(self) -> int:

@@ -52,7 +52,13 @@ def test_lifecycle_commands(tmp_path):
     assert table[-2].startswith("archive file: ") and str(tmp_path / "x.db") in table[-2]
     assert strata("datasets", "destroy", "disk.latency[device]", "-y", env=env).returncode == 0
     assert "disk.latency" not in strata("datasets", "list", env=env).stdout
-    one_line_error(strata("datasets", "destroy", "disk.latency[device]", "-y", env=env), "no dataset")
+    one_line_error(strata("datasets", "destroy", "disk.latency[device]", "-y", env=env),
+                   "no dataset disk.latency[device]")
+    # a statistic no dataset here keeps: the command that collects it, not datasets of other statistics
+    one_line_error(strata("datasets", "resume", "zil.latency", env=env),
+                   "to collect it: strata datasets create 'zil.latency'")
+    one_line_error(strata("datasets", "suspend", "nfs.ops[op=read][clinet]", env=env),
+                   "did you mean nfs.ops[op=read][client]?")
 
 
 def test_unknown_statistic_or_breakdown_lists_the_valid_ones(tmp_path):
