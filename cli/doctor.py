@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import click
 
 from strata.lab.binaries import MissingBinary, find_binary
+from strata.cli import table
 from strata.cli.doctor_views import describe, nfsd_running, server_views
 from strata.collect import status
 
@@ -220,6 +221,23 @@ def run_checks() -> tuple[list[Check], list]:
     return checks, server_views(found or {}, have_engine)
 
 
+def _status(c: Check) -> str:
+    return c.state or ("ok" if c.ok else "FAIL" if c.required else "absent")
+
+
+def _plain(checks: list, servers: list, ready: bool) -> list:
+    """The report for a pipe or file: one whole line per check and per server kind
+    (cli/table.lines), the fix of a failing check at the end of its line."""
+    rows = [["check", "status", "detail"]] + [
+        [c.name, _status(c), c.detail + (f"; fix: {c.fix}" if c.fix else "")] for c in checks]
+    views = [["server", "on this host", "views here", "not here", "note"]] + [
+        [s.server, "yes" if s.installed else "no", describe(s.here), ", ".join(s.absent) or "-", s.note]
+        for s in servers]
+    return ["strata doctor", *table.lines(rows, (2,)), "", "views this host offers, by server",
+            *table.lines(views, (4,)), "",
+            "collection can run here" if ready else "collection cannot run here: fix the FAIL rows"]
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 def doctor(as_json):
@@ -245,20 +263,23 @@ def doctor(as_json):
         from strata.heatmaps import json_out   # numpy: only for --json
         click.echo(json_out.dumps(json_out.document("doctor", {
             "ready": ready, "checks": [asdict(c) for c in checks], "servers": [asdict(s) for s in servers]})))
+    elif table.width() == table.UNLIMITED:
+        for line in _plain(checks, servers, ready):
+            click.echo(line)
     else:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title="strata doctor", title_justify="left")
-        table.add_column("check", no_wrap=True)   # names never fold; min_width would crop the table at 80 columns
-        table.add_column("status", no_wrap=True, min_width=6)   # "absent": the status shows at any width
+        checks_table = Table(title="strata doctor", title_justify="left")
+        checks_table.add_column("check", no_wrap=True)   # names never fold; min_width would crop the table at 80 columns
+        checks_table.add_column("status", no_wrap=True, min_width=6)   # "absent": the status shows at any width
         for col in ("detail", "fix"):
-            table.add_column(col, overflow="fold")
+            checks_table.add_column(col, overflow="fold")
         for c in checks:
             shown = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
             if c.state:
                 shown = f"[{'green' if c.ok else 'yellow'}]{c.state}[/]"
-            table.add_row(c.name, shown, c.detail, c.fix)
+            checks_table.add_row(c.name, shown, c.detail, c.fix)
         views = Table(title="views this host offers, by server", title_justify="left")
         for col in ("server", "on this host", "views here", "not here", "note"):
             views.add_column(col, overflow="fold")
@@ -266,7 +287,7 @@ def doctor(as_json):
             views.add_row(s.server, "yes" if s.installed else "no", f"[green]{describe(s.here)}[/]",
                           f"[yellow]{', '.join(s.absent)}[/]", s.note)
         console = Console()
-        console.print(table)
+        console.print(checks_table)
         console.print(views)
         console.print("collection can run here" if ready else "[red]collection cannot run here: fix the FAIL rows[/]")
     raise SystemExit(0 if ready else 1)
