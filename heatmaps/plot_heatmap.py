@@ -144,15 +144,20 @@ def figure_json(grid, drill: str | None = None) -> dict:
             name=describe.percentile_label(p),
             hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"))
 
-    if grid.bands:   # a map broken down by tier: each band's name at its median, at the map's right edge
+    if grid.bands:   # a map broken down by tier: a mark at each band's median at the map's right edge,
+        medians = [m / scale for _, m, _ in grid.bands]   # its name beside it, moved apart from the others
+        ytype = "log" if grid.axis == "log" else "linear"
         data.append(dict(
-            type="scatter", xaxis="x2", yaxis="y2",
-            x=[x_edges[-1]] * len(grid.bands), y=[m / scale for _, m, _ in grid.bands], mode="markers+text",
-            text=[f"{k} " for k, _, _ in grid.bands], textposition="middle left", cliponaxis=False,
+            type="scatter", xaxis="x2", yaxis="y2", x=[x_edges[-1]] * len(grid.bands), y=medians,
+            mode="markers", cliponaxis=False, marker=dict(symbol="triangle-left", size=10, color="#111"),
+            text=[k for k, _, _ in grid.bands], name="tier bands", showlegend=False,
+            hovertemplate="%{text} band: median %{y:,.4~g} " + unit_label + "<extra></extra>"))
+        data.append(dict(
+            type="scatter", xaxis="x2", yaxis="y2", x=[x_edges[-1]] * len(grid.bands),
+            y=apart(medians, _y_range(y_edges, ytype), ytype), mode="text", cliponaxis=False,
+            text=[f"{k}  " for k, _, _ in grid.bands], textposition="middle left",
             textfont=dict(color="#111", size=14, weight="bold", shadow=HALO),
-            marker=dict(symbol="triangle-left", size=10, color="#111"),
-            name="tier bands", showlegend=False,
-            hovertemplate="%{text}band: median %{y:,.4~g} " + unit_label + "<extra></extra>"))
+            name="tier band names", showlegend=False, hoverinfo="skip"))
     # outages collected as one record: shaded, named below the title
     shapes = [dict(type="rect", xref="x2", yref="y2 domain", x0=_local(start), x1=_local(end), y0=0, y1=1,
                    fillcolor="#888", opacity=0.12, line=dict(width=0)) for start, end, _ in grid.spans]
@@ -183,6 +188,30 @@ def figure_json(grid, drill: str | None = None) -> dict:
     layout["xaxis2"].update(title=dict(text=f"time ({clock.zone()})"), range=[x_edges[0], x_edges[-1]],
                             showgrid=False, ticks="outside")
     return {"data": data, "layout": layout}
+
+
+LABEL_GAP = 0.045   # the least distance between two band names, as a share of the y-axis' height
+
+
+def apart(values: list, axis_range: list, ytype: str) -> list:
+    """Where to write labels for values on a y-axis spanning axis_range (in the axis' own
+    units: log10 on a log axis), at least LABEL_GAP of its height apart and inside it: each
+    as near its value as that allows, in the values' order."""
+    to_axis = (lambda v: np.log10(max(v, 1e-12))) if ytype == "log" else float
+    lo, hi = axis_range
+    gap = LABEL_GAP * (hi - lo)
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    at = [min(max(to_axis(values[i]), lo + gap / 2), hi - gap / 2) for i in order]
+    for j in range(1, len(at)):                     # pushed up past the one below
+        at[j] = max(at[j], at[j - 1] + gap)
+    if at:
+        at[-1] = min(at[-1], hi - gap / 2)
+    for j in range(len(at) - 2, -1, -1):            # and down below the one above, where the top ran out
+        at[j] = min(at[j], at[j + 1] - gap)
+    out = [0.0] * len(values)
+    for j, i in enumerate(order):
+        out[i] = float(10 ** at[j]) if ytype == "log" else at[j]
+    return out
 
 
 def _y_range(y_edges: np.ndarray, ytype: str) -> list:

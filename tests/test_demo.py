@@ -50,7 +50,7 @@ def test_tier_bands_named(demo):
     assert {"arc", "pool"} <= set(at), line
     assert parse_value(at["arc"], "ns") < parse_value(at["pool"], "ns"), line
     html = (out / "nfs-latency.html").read_text()
-    assert '"name":"tier bands"' in html and '"arc "' in html and '"pool "' in html
+    assert '"name":"tier band names"' in html and '"arc  "' in html and '"pool  "' in html
 
 
 def test_time_went_at_the_disk(demo):

@@ -85,7 +85,7 @@ def test_tier_bands_named(demo):
     at = {k: parse_value(v, "ns") for k, v in re.findall(r"(\w+) at (\S+) \(", line)}
     assert at["cache"] < DISK_NS < at["disk"], line
     html = (out / "fs-latency.html").read_text()
-    assert '"name":"tier bands"' in html and '"cache "' in html and '"disk "' in html
+    assert '"name":"tier band names"' in html and '"cache  "' in html and '"disk  "' in html
 
 
 def test_page_cache_band_before_the_drop(demo):
