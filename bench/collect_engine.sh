@@ -20,6 +20,9 @@
 # after - before of the whole cost and after/before of the BPF time are reported.
 # BEFORE_COLLECT=PATH gives that second side another collector build (its BPF programs); with
 # it alone, the second engine is this tree's.
+# PAIRED=1: two engines of this tree ("after" and "twin"), each with its collector and load,
+# at once; in each window one has a configuration's datasets and the other none, and the cost
+# is read from their difference (bench/enginewindows.py, "Paired").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${BENCH_SMOKE:-}" = 1 ]; then ROUNDS=1 CYCLES=1 WINDOW=0.2; fi # smoke mode (bench/run.sh)
@@ -34,7 +37,12 @@ load "$WARM_SECS" --setup > /dev/null # files written, ARC warm
 capacity=$(load "$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 4)") # full speed, ops/s: the machine's CPU per op is cores / capacity
 server_save after
 sides=()
-if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then # started first: the after collector's fifo (fd 3) is not theirs
+second=before
+if [ "${PAIRED:-}" = 1 ]; then
+	[ -z "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ] || { echo "collect_engine.sh: PAIRED=1 sets this tree's engine against itself, without BEFORE_ENGINE or BEFORE_COLLECT" >&2; exit 2; }
+	second=twin
+fi
+if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ] || [ "$second" = twin ]; then # started first: the after collector's fifo (fd 3) is not theirs
 	ENGINE_BIN=${BEFORE_ENGINE:-${ENGINE_BIN:-build/bin/strata-engine}} engine_start _before
 	load "$WARM_SECS" --setup > /dev/null
 	server_save before
@@ -43,15 +51,15 @@ if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then # started first: the aft
 		> "$work/collect_before.out" 3>&- &
 	before_pid=$!
 	exec 4> "$work/ctl_before"
-	sides+=("before $engine_pid $before_pid $nfs_port $mount_port $work/ctl_before $work/collect_before.out")
+	sides+=("$second $engine_pid $before_pid $nfs_port $mount_port $work/ctl_before $work/collect_before.out")
 	server_use after
 fi
 collect_start ''
 sides=("after $engine_pid $collect_pid $nfs_port $mount_port $work/ctl $work/collect.out" "${sides[@]}")
 read -ra kinds <<< "${CONFIGS:-none one four}"
-spec=$(python3 - "$RATE" "$capacity" "$(nproc)" "$ROUNDS" "$CYCLES" "$WINDOW" "$WARM_SECS" "${kinds[*]}" "${sides[@]}" <<'PY'
+spec=$(python3 - "$RATE" "$capacity" "$(nproc)" "$ROUNDS" "$CYCLES" "$WINDOW" "$WARM_SECS" "${kinds[*]}" "${PAIRED:-}" "${sides[@]}" <<'PY'
 import json, sys
-rate, capacity, cores, rounds, cycles, window, warm, kinds = sys.argv[1:9]
+rate, capacity, cores, rounds, cycles, window, warm, kinds, paired = sys.argv[1:10]
 datasets = {"one": "add a nfs.ops op\n",
             "four": "add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n",
             "keyless": "add a nfs.ops -\nadd b nfs.latency -\nadd c nfs.size -\nadd d arc.accesses -\n",
@@ -64,19 +72,19 @@ if bad:
 if "one" in kinds:
     kinds.append("plant")
 sides = []
-for s in sys.argv[9:]:
+for s in sys.argv[10:]:
     name, engine, collector, nfs, mount, ctl, replies = s.split()
     sides.append(dict(name=name, engine_pid=int(engine), collector_pid=int(collector), nfs_port=int(nfs),
                       mount_port=int(mount), stats_socket=f"/run/strata/engine-{engine}.sock", ctl=ctl, replies=replies))
 print(json.dumps(dict(sides=sides, configs={k: datasets[k] for k in kinds}, segments=int(rounds), cycles=int(cycles),
                       window=float(window), settle=0.1, warm=int(warm), export="/export",
                       load_args=[] if rate == "0" else ["--rate", rate], rate=int(rate), capacity=int(capacity),
-                      cores=int(cores))))
+                      cores=int(cores), paired=paired == "1")))
 PY
 )
 .venv/bin/python bench/enginewindows.py "$work/windows" "$spec"
 collect_stop
-if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ]; then
+if [ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ] || [ "$second" = twin ]; then
 	exec 4>&-
 	wait "$before_pid"
 fi

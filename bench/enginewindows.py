@@ -19,6 +19,14 @@ BPF, its helpers, the engine's work for the probe, the collector's reads); the l
 CPU is shown apart. With two sides (a before build) the segments alternate sides, the
 first side swapped each segment.
 
+Paired (PAIRED=1): two engines of this tree, each with its collector and its own steady
+load, both at once. In each window one engine has a configuration's datasets and the other
+none; each configuration is on each engine once per cycle, in a shuffled order. A window's
+difference between the engines (per op) holds the machine's state only as far as it hits
+one engine and not the other, and the swap cancels any lasting difference between them:
+cost = half the difference between the two orientations of a cycle (least squares with an
+intercept per cycle, the loads' difference per op held equal when adjusted).
+
 Planted cost: configuration "plant" is "one" plus keyed datasets on the same probe. They
 add only BPF work per hit (the trap and the engine's work are the same), which the
 kernel times exactly, so the engine's CPU must rise by the BPF time they add; the output
@@ -138,13 +146,18 @@ class Side:
         return time.monotonic(), (ops0 + ops1) / 2, e, es, c, l, runs, ns
 
 
-def segment(side, plan, args, out, seg, rng):
-    """One steady load on side's engine through CYCLES cycles of windows."""
-    side.load = subprocess.Popen(
+def start_load(side, args):
+    """strata-load's steady randread against side's engine, for as long as the segment runs."""
+    return subprocess.Popen(
         ["build/bin/strata-load", "--server", "127.0.0.1", "--nfsport", str(side.nfs_port), "--mountport",
          str(side.mount_port), "--export", args["export"], "--profile", "randread", "--io-size", "8k",
          "--clients", "4", "--threads", "8", "--duration", "3600", *args["load_args"]],
         stdout=subprocess.DEVNULL)
+
+
+def segment(side, plan, args, out, seg, rng):
+    """One steady load on side's engine through CYCLES cycles of windows."""
+    side.load = start_load(side, args)
     time.sleep(args["warm"])  # mounted, running at its rate
     kinds = list(plan)
     for cyc in range(args["cycles"]):
@@ -165,6 +178,32 @@ def segment(side, plan, args, out, seg, rng):
     side.switch([])
     side.load.send_signal(signal.SIGINT)
     side.load.wait()
+
+
+def paired_segment(sides, plan, args, out, seg, rng):
+    """Both engines under a steady load each, at once, through CYCLES cycles of windows; in
+    each window one side has a configuration's datasets and the other none."""
+    for side in sides:
+        side.load = start_load(side, args)
+    time.sleep(args["warm"])
+    windows = [(k, s) for k in plan for s in range(len(sides))]
+    for cyc in range(args["cycles"]):
+        rng.shuffle(windows)
+        for w, (k, on) in enumerate(windows):
+            for i, side in enumerate(sides):
+                side.switch(plan[k] if i == on else [])
+            time.sleep(args["settle"])
+            a = [side.reading() for side in sides]
+            time.sleep(args["window"])
+            b = [side.reading() for side in sides]
+            for i, side in enumerate(sides):
+                cfg = k if i == on else "none"
+                out.write(" ".join(map(str, [side.name, seg, cyc, cfg, w, k, *(round(y - x, 6) for x, y in zip(a[i], b[i]))])) + "\n")
+            out.flush()
+    for side in sides:
+        side.switch([])
+        side.load.send_signal(signal.SIGINT)
+        side.load.wait()
 
 
 class Windows:
@@ -288,9 +327,111 @@ def report(path, spec):
                   f"{ba.mean() / bb.mean():.3f} [{np.percentile(ratios, 2.5):.3f}, {np.percentile(ratios, 97.5):.3f}]")
 
 
+class Pairs:
+    """The windows of a paired run, one row per window: which configuration and which side
+    had it (sign +1: the first side), and the first side's figure less the second's, per op."""
+
+    def __init__(self, rows, names):
+        by = {}
+        for r in rows:
+            by.setdefault((int(r[1]), int(r[2]), int(r[4])), {})[r[0]] = r
+        keep, self.stalled = [], 0
+        per = {}
+        for key, pair in sorted(by.items()):
+            if len(pair) != 2:
+                continue
+            fig = {}
+            for name, r in pair.items():
+                secs, ops, eng, switches, coll, load, runs, bpf = (float(x) for x in r[6:])
+                fig[name] = dict(rate=ops / secs, whole=(eng + coll) / ops, engine=eng / ops, collector=coll / ops,
+                                 load=load / ops, bpf=bpf / ops, hits=runs / ops, cfg=r[3], k=r[5])
+            keep.append((key, fig))
+        rates = np.array([f[n]["rate"] for _, f in keep for n in names])
+        floor = np.median(rates) / 2
+        rows = [(key, f) for key, f in keep if all(f[n]["rate"] >= floor for n in names)]
+        self.stalled = len(keep) - len(rows)
+        cycles = sorted({key[:2] for key, _ in rows})
+        self.cyc = np.array([cycles.index(key[:2]) for key, _ in rows])
+        self.k = [f[names[0]]["k"] for _, f in rows]
+        self.sign = np.array([1.0 if f[names[0]]["cfg"] != "none" else -1.0 for _, f in rows])
+        self.d = {m: np.array([f[names[0]][m] - f[names[1]][m] for _, f in rows])
+                  for m in ("whole", "engine", "collector", "load")}
+        self.bpf = {k: float(np.mean([f[n]["bpf"] for _, f in rows for n in names if f[n]["cfg"] == k]))
+                    for k in set(self.k)}
+        self.hits = {k: float(np.mean([f[n]["hits"] for _, f in rows for n in names if f[n]["cfg"] == k]))
+                     for k in set(self.k)}
+        self.rate = float(np.mean(rates))
+
+    def fit(self, kinds, key, adjusted, cycles=None):
+        """{configuration: cost per op} by least squares: the difference = sign x cost, plus an
+        intercept per cycle (the engines' lasting difference), plus the loads' difference when
+        adjusted; over the cycles given (a bootstrap's draw), else all. Also the residuals' sd."""
+        cycles = np.arange(self.cyc.max() + 1) if cycles is None else cycles
+        rows = np.concatenate([np.flatnonzero(self.cyc == c) for c in cycles])
+        group = np.repeat(np.arange(len(cycles)), [np.count_nonzero(self.cyc == c) for c in cycles])
+        k = np.array(self.k)[rows]
+        X = np.column_stack([self.sign[rows] * (k == c) for c in kinds]
+                            + ([self.d["load"][rows]] if adjusted else [])
+                            + [(group == g).astype(float) for g in range(len(cycles))])
+        y = self.d[key][rows]
+        beta = np.linalg.lstsq(X, y, rcond=None)[0]
+        return dict(zip(kinds, beta[:len(kinds)])), float(np.std(y - X @ beta))
+
+    def estimate(self, kinds, key, adjusted, rng, draws=1000):
+        est, sd = self.fit(kinds, key, adjusted)
+        n = self.cyc.max() + 1
+        boot = [self.fit(kinds, key, adjusted, rng.integers(0, n, n))[0] for _ in range(draws)]
+        return {k: (est[k], *np.percentile([b[k] for b in boot], [2.5, 97.5])) for k in kinds}, sd
+
+
+def report_paired(path, spec):
+    rows = [l.split() for l in open(path)]
+    rng = np.random.default_rng(1)
+    kinds = [k for k in spec["configs"] if k != "none"]
+    cores, rate, capacity = spec["cores"], spec["rate"], spec["capacity"]
+    machine = cores * 1e9 / capacity
+    names = [d["name"] for d in spec["sides"]]
+    P = Pairs(rows, names)
+    print(f"paired: two engines, each under randread 8k at {rate} ops/s (4 clients x 8 threads) at once; "
+          f"{spec['segments']} segment(s) of {spec['cycles']} cycles, a window of {spec['window']} s per configuration, "
+          f"side and cycle, the other side without datasets; {cores} CPUs, full speed {capacity} ops/s = {machine:.0f} ns "
+          f"of CPU per op. Per op: half the difference between a cycle's two orientations [95 % bootstrap interval "
+          f"over cycles]; whole = engine + collector (schedstat); adjusted: the loads' difference per op held equal")
+    print(f"{len(P.sign)} windows ({P.stalled} more left out, where a load ran under half its rate); "
+          f"{P.rate:.0f} ops/s per engine")
+    res = {}
+    for key, adjusted in (("whole", False), ("whole", True), ("engine", True), ("collector", False)):
+        res[key, adjusted] = P.estimate(kinds, key, adjusted, rng)
+    for k in kinds:
+        label, goal = LABELS[k]
+        adj = res["whole", True][0][k]
+        share = tuple(100 * x / machine for x in adj)
+        print(f"  {label:12s} whole {show(res['whole', False][0][k])} ns/op, adjusted {show(adj)} ns/op = "
+              f"{show(share, '+.2f', ' %')} of the machine{f' (goal <= {goal} %)' if goal else ''}; engine adjusted "
+              f"{show(res['engine', True][0][k])}; of it BPF {P.bpf[k]:.1f} ns/op (kernel); collector "
+              f"{show(res['collector', False][0][k])}; {1 / P.hits[k]:.0f} ops per probe hit")
+    print(f"  noise: the residual sd of a window's difference, {res['whole', False][1]:.0f} ns/op raw, "
+          f"{res['whole', True][1]:.0f} adjusted")
+    if "plant" in kinds and "one" in kinds:
+        planted = P.bpf["plant"] - P.bpf["one"]
+        n = P.cyc.max() + 1
+        for adjusted, name in ((False, "measured"), (True, "adjusted")):
+            est = P.fit(["one", "plant"], "engine", adjusted)[0]
+            boot = []
+            for _ in range(1000):
+                b = P.fit(["one", "plant"], "engine", adjusted, rng.integers(0, n, n))[0]
+                boot.append(b["plant"] - b["one"])
+            lo, hi = np.percentile(boot, [2.5, 97.5])
+            got = est["plant"] - est["one"]
+            print(f"  planted cost: the kernel timed {planted:.1f} ns/op more BPF with 3 keyed datasets beside "
+                  f"nfs.ops[op]; the engine's CPU rose {name} {got:+.0f} [{lo:+.0f}, {hi:+.0f}] ns/op: "
+                  f"{'recovered (within the interval)' if lo <= planted <= hi else 'NOT recovered'}")
+
+
 def main():
     if sys.argv[1] == "report":
-        report(sys.argv[2], json.loads(sys.argv[3]))
+        spec = json.loads(sys.argv[3])
+        (report_paired if spec.get("paired") else report)(sys.argv[2], spec)
         return
     out_path, spec = sys.argv[1], json.loads(sys.argv[2])
     sides = [Side(d) for d in spec["sides"]]
@@ -298,6 +439,9 @@ def main():
     rng = random.Random(spec.get("seed", 1))
     with open(out_path, "w") as out:
         for seg in range(spec["segments"]):
+            if spec.get("paired"):
+                paired_segment(sides, plan, spec, out, seg, rng)
+                continue
             for side in (sides if seg % 2 == 0 else sides[::-1]):
                 segment(side, plan, spec, out, seg, rng)
 
