@@ -198,7 +198,7 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
         series = np.asarray(series, dtype=np.float64)
         series[:, gaps] = np.nan
     total_collected = int(collected.sum()) if collected is not None else None
-    span = counted_span(start, end, qr.step)
+    span = counted_span(qr, start, end)
     seconds = rate_seconds(total_collected, span)
     total_events = int(events.sum()) if len(events) else 0
     rows = []

@@ -39,7 +39,7 @@ class Grid:
     unit: str
     keys: list                # the breakdown keys summed into this grid ([] = all)
     bins: TimeBins
-    span: tuple               # (start, end) unix seconds counted: the range asked, widened to whole query steps
+    span: tuple               # (start, end) unix seconds counted: the range asked, widened to the whole columns and records read
     axis: str                 # "linear" | "log"
     cells: np.ndarray         # (ncells+1,) display cell edges, uniform in axis space
     edges: np.ndarray         # (nrows+1,) row edges: llhist bucket edges
@@ -263,7 +263,7 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
 
     return Grid(
         name=qr.name, statistic=qr.statistic, unit=qr.unit, keys=list(keys or []),
-        bins=bins, span=counted_span(start, end, qr.step), axis=axis, cells=cells, edges=edges,
+        bins=bins, span=counted_span(qr, start, end), axis=axis, cells=cells, edges=edges,
         cell_row=cell_row, counts=counts, density=density,
         column_totals=hist.sum(axis=1, dtype=np.uint64),
         total=int(hist_total.sum()), below=int(hist_total[is_below].sum()),

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from strata.datasets.retention import STEP
+
 
 @dataclass(frozen=True)
 class TimeBins:
@@ -82,12 +84,13 @@ def sum_columns(data: np.ndarray, times: np.ndarray, bins: TimeBins, axis: int) 
     return out
 
 
-def counted_span(start: int, end: int, step: int) -> tuple:
-    """The seconds a query over [start, end) counted: whole steps, since a record of a
-    rollup (a minute, an hour) counts its whole step. A title names this range."""
-    step = max(int(step), 1)
+def counted_span(qr, start: int, end: int) -> tuple:
+    """The seconds QueryResult qr of [start, end) counted, which a title names: from its
+    first column's start (the reader reads whole columns from a multiple of their width)
+    to the end of the last record it read (a minute's or an hour's record counts all of it)."""
+    step, stored = max(int(qr.step), 1), STEP.get(qr.level, max(int(qr.step), 1))
     start, end = int(start), int(end)
-    return start - start % step, end + (-end) % step
+    return start - start % step, end + (-end) % stored
 
 
 def rate_seconds(collected, span) -> int:
