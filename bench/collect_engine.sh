@@ -20,9 +20,11 @@
 # after - before of the whole cost and after/before of the BPF time are reported.
 # BEFORE_COLLECT=PATH gives that second side another collector build (its BPF programs); with
 # it alone, the second engine is this tree's.
-# PAIRED=1: two engines of this tree ("after" and "twin"), each with its collector and load,
-# at once; in each window one has a configuration's datasets and the other none, and the cost
-# is read from their difference (bench/enginewindows.py, "Paired").
+# Without BEFORE_*, the run is paired (PAIRED=0: windows of one engine in turn, as with them):
+# two engines of this tree ("after" and "twin"), each with its collector and load, at once; in
+# each window one has a configuration's datasets and the other none, and the cost is read from
+# their difference (bench/enginewindows.py, "Paired"): on this VM its interval is about half
+# as wide for the same minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${BENCH_SMOKE:-}" = 1 ]; then ROUNDS=1 CYCLES=1 WINDOW=0.2; fi # smoke mode (bench/run.sh)
@@ -38,6 +40,7 @@ capacity=$(load "$([ "${BENCH_SMOKE:-}" = 1 ] && echo 1 || echo 4)") # full spee
 server_save after
 sides=()
 second=before
+[ -n "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ] || PAIRED=${PAIRED:-1}
 if [ "${PAIRED:-}" = 1 ]; then
 	[ -z "${BEFORE_ENGINE:-}${BEFORE_COLLECT:-}" ] || { echo "collect_engine.sh: PAIRED=1 sets this tree's engine against itself, without BEFORE_ENGINE or BEFORE_COLLECT" >&2; exit 2; }
 	second=twin

@@ -19,7 +19,7 @@ BPF, its helpers, the engine's work for the probe, the collector's reads); the l
 CPU is shown apart. With two sides (a before build) the segments alternate sides, the
 first side swapped each segment.
 
-Paired (PAIRED=1): two engines of this tree, each with its collector and its own steady
+Paired (collect_engine.sh without a before build): two engines of this tree, each with its collector and its own steady
 load, both at once. In each window one engine has a configuration's datasets and the other
 none; each configuration is on each engine once per cycle, in a shuffled order. A window's
 difference between the engines (per op) holds the machine's state only as far as it hits
