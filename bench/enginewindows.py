@@ -258,6 +258,23 @@ LABELS = {"one": ("nfs.ops[op]", 0.5), "four": ("4 datasets", 2.0), "keyless": (
 COVARIATES = ("load",)  # the load generator's CPU per op: it moves with the machine's state as the engine's does, not with the probe
 
 
+def print_planted(planted, fit, n, variants, rng):
+    """Whether the engine's rise from "one" to "plant" holds the BPF time the kernel timed
+    (planted, ns/op): fit(variant, cycles or None) -> {configuration: cost}, n cycles, each
+    variant (how the fit is made, its name) with a 95 % bootstrap interval over cycles."""
+    for variant, name in variants:
+        est = fit(variant, None)
+        boot = []
+        for _ in range(1000):
+            b = fit(variant, rng.integers(0, n, n))
+            boot.append(b["plant"] - b["one"])
+        lo, hi = np.percentile(boot, [2.5, 97.5])
+        got = est["plant"] - est["one"]
+        print(f"  planted cost: the kernel timed {planted:.1f} ns/op more BPF with 3 keyed datasets beside "
+              f"nfs.ops[op]; the engine's CPU rose {name} {got:+.0f} [{lo:+.0f}, {hi:+.0f}] ns/op: "
+              f"{'recovered (within the interval)' if lo <= planted <= hi else 'NOT recovered'}")
+
+
 def show(x, fmt="+.0f", unit=""):
     m, lo, hi = x
     return f"{m:{fmt}}{unit} [{lo:{fmt}}, {hi:{fmt}}]"
@@ -297,18 +314,8 @@ def report(path, spec):
                   f"{1 / W.mean(k, 'hits'):.0f} ops per probe hit")
         if "plant" in kinds and "one" in kinds:
             planted = W.mean("plant", "bpf") - W.mean("one", "bpf")
-            n = W.cyc.max() + 1
-            for cov, name in (((), "measured"), (COVARIATES, "adjusted")):
-                est = W.fit(["one", "plant"], "engine", cov)
-                boot = []
-                for _ in range(1000):
-                    b = W.fit(["one", "plant"], "engine", cov, rng.integers(0, n, n))
-                    boot.append(b["plant"] - b["one"])
-                lo, hi = np.percentile(boot, [2.5, 97.5])
-                got = est["plant"] - est["one"]
-                print(f"  planted cost: the kernel timed {planted:.1f} ns/op more BPF with 3 keyed datasets beside "
-                      f"nfs.ops[op]; the engine's CPU rose {name} {got:+.0f} [{lo:+.0f}, {hi:+.0f}] ns/op: "
-                      f"{'recovered (within the interval)' if lo <= planted <= hi else 'NOT recovered'}")
+            print_planted(planted, lambda cov, cycles: W.fit(["one", "plant"], "engine", cov, cycles),
+                          W.cyc.max() + 1, (((), "measured"), (COVARIATES, "adjusted")), rng)
     if len(sides) == 2:
         print("after against before:")
         a, b = w[sides[0]], w[sides[1]]
@@ -414,18 +421,8 @@ def report_paired(path, spec):
           f"{res['whole', True][1]:.0f} adjusted")
     if "plant" in kinds and "one" in kinds:
         planted = P.bpf["plant"] - P.bpf["one"]
-        n = P.cyc.max() + 1
-        for adjusted, name in ((False, "measured"), (True, "adjusted")):
-            est = P.fit(["one", "plant"], "engine", adjusted)[0]
-            boot = []
-            for _ in range(1000):
-                b = P.fit(["one", "plant"], "engine", adjusted, rng.integers(0, n, n))[0]
-                boot.append(b["plant"] - b["one"])
-            lo, hi = np.percentile(boot, [2.5, 97.5])
-            got = est["plant"] - est["one"]
-            print(f"  planted cost: the kernel timed {planted:.1f} ns/op more BPF with 3 keyed datasets beside "
-                  f"nfs.ops[op]; the engine's CPU rose {name} {got:+.0f} [{lo:+.0f}, {hi:+.0f}] ns/op: "
-                  f"{'recovered (within the interval)' if lo <= planted <= hi else 'NOT recovered'}")
+        print_planted(planted, lambda adjusted, cycles: P.fit(["one", "plant"], "engine", adjusted, cycles)[0],
+                      P.cyc.max() + 1, ((False, "measured"), (True, "adjusted")), rng)
 
 
 def main():

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .retention import STEP
+
 
 @dataclass
 class QueryResult:
@@ -40,6 +42,15 @@ class QueryResult:
     # e.g. "summed from nfs.latency[op=read][client]"; "" when read as held
     derived: str = ""
     breakdown: str = ""       # the field the keys are values of ("client", "tier"); "" for none
+
+    def counted_span(self, start: int, end: int) -> tuple:
+        """(first, last) unix seconds this result counted of [start, end), which a title
+        names: from its first column's edge (whole columns from a multiple of their width)
+        to the end of the last record read (a minute's or an hour's record counts all of it)."""
+        step = max(int(self.step), 1)
+        stored = STEP.get(self.level, step)
+        start, end = int(start), int(end)
+        return start - start % step, end + (-end) % stored
 
     def seconds_collected(self):
         """int64 (n,): the collected seconds of each column; None when the producer does not

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .rebin import percentile_of, select_keys
-from .timebins import TimeBins, choose_bins, collected_seconds, counted_span, rate_seconds, sum_columns
+from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
 
 OTHER = "other"
 ALL = "all"          # the one series of a dataset without a breakdown
@@ -198,7 +198,7 @@ def compute(qr, start: int, end: int, *, max_cols: int, top: int = 8, percentile
         series = np.asarray(series, dtype=np.float64)
         series[:, gaps] = np.nan
     total_collected = int(collected.sum()) if collected is not None else None
-    span = counted_span(qr, start, end)
+    span = qr.counted_span(start, end)
     seconds = rate_seconds(total_collected, span)
     total_events = int(events.sum()) if len(events) else 0
     rows = []

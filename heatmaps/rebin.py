@@ -23,7 +23,7 @@ import numpy as np
 
 from strata.datasets import llhist
 
-from .timebins import TimeBins, choose_bins, collected_seconds, counted_span, rate_seconds, sum_columns
+from .timebins import TimeBins, choose_bins, collected_seconds, rate_seconds, sum_columns
 from .units import family, format_value
 
 _LOWER = llhist.lower_bounds()
@@ -263,7 +263,7 @@ def build_grid(qr, start: int, end: int, *, max_cols: int, ncells: int, keys=Non
 
     return Grid(
         name=qr.name, statistic=qr.statistic, unit=qr.unit, keys=list(keys or []),
-        bins=bins, span=counted_span(qr, start, end), axis=axis, cells=cells, edges=edges,
+        bins=bins, span=qr.counted_span(start, end), axis=axis, cells=cells, edges=edges,
         cell_row=cell_row, counts=counts, density=density,
         column_totals=hist.sum(axis=1, dtype=np.uint64),
         total=int(hist_total.sum()), below=int(hist_total[is_below].sum()),

@@ -10,8 +10,6 @@ import math
 
 import numpy as np
 
-from strata.datasets.retention import STEP
-
 
 @dataclass(frozen=True)
 class TimeBins:
@@ -82,15 +80,6 @@ def sum_columns(data: np.ndarray, times: np.ndarray, bins: TimeBins, axis: int) 
         moved = np.moveaxis(out, axis, 0)
         np.add.at(moved, col, np.moveaxis(data, axis, 0))
     return out
-
-
-def counted_span(qr, start: int, end: int) -> tuple:
-    """The seconds QueryResult qr of [start, end) counted, which a title names: from its
-    first column's start (the reader reads whole columns from a multiple of their width)
-    to the end of the last record it read (a minute's or an hour's record counts all of it)."""
-    step, stored = max(int(qr.step), 1), STEP.get(qr.level, max(int(qr.step), 1))
-    start, end = int(start), int(end)
-    return start - start % step, end + (-end) % stored
 
 
 def rate_seconds(collected, span) -> int:
