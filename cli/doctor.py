@@ -222,6 +222,7 @@ def run_checks() -> tuple[list[Check], list]:
 
 
 def _status(c: Check) -> str:
+    """A check's status word: its state, else ok, FAIL (required) or absent."""
     return c.state or ("ok" if c.ok else "FAIL" if c.required else "absent")
 
 
@@ -276,10 +277,8 @@ def doctor(as_json):
         for col in ("detail", "fix"):
             checks_table.add_column(col, overflow="fold")
         for c in checks:
-            shown = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]absent[/]")
-            if c.state:
-                shown = f"[{'green' if c.ok else 'yellow'}]{c.state}[/]"
-            checks_table.add_row(c.name, shown, c.detail, c.fix)
+            colour = "green" if c.ok else "yellow" if c.state or not c.required else "red"
+            checks_table.add_row(c.name, f"[{colour}]{_status(c)}[/]", c.detail, c.fix)
         views = Table(title="views this host offers, by server", title_justify="left")
         for col in ("server", "on this host", "views here", "not here", "note"):
             views.add_column(col, overflow="fold")

@@ -42,14 +42,14 @@ static int stale_socket(const char *path)
 	return 1;
 }
 
-/* The stats socket pid listens on: the AF_UNIX listening socket with a path among its open
- * files (/proc/PID/fd against /proc/net/unix), so an engine serving with --stats-socket PATH
- * is found by its pid too; STATS_DIR/engine-PID.sock when none is found. */
+/* The stats socket pid listens on: a listening AF_UNIX socket with a path (/proc/net/unix)
+ * among its open files (/proc/PID/fd), so an engine serving with --stats-socket PATH is
+ * found by its pid too; STATS_DIR/engine-PID.sock when none is found. */
 static void socket_of_pid(long pid, char *path, size_t psz)
 {
 	char dir[64], link[64], line[4096];
-	unsigned long inodes[64];
-	size_t n = 0;
+	unsigned long *inodes = NULL;
+	size_t n = 0, cap = 0;
 	struct dirent *e;
 	DIR *d;
 	FILE *f;
@@ -58,36 +58,45 @@ static void socket_of_pid(long pid, char *path, size_t psz)
 	snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
 	if (!(d = opendir(dir)))
 		return;
-	while ((e = readdir(d)) && n < sizeof(inodes) / sizeof(inodes[0])) {
+	while ((e = readdir(d))) {   /* the inodes of its sockets */
 		char at[320];
+		unsigned long inode;
 		ssize_t len;
 
 		snprintf(at, sizeof(at), "%s/%s", dir, e->d_name);
-		if ((len = readlink(at, link, sizeof(link) - 1)) > 0) {
-			link[len] = 0;
-			if (sscanf(link, "socket:[%lu]", &inodes[n]) == 1)
-				n++;
+		if ((len = readlink(at, link, sizeof(link) - 1)) <= 0)
+			continue;
+		link[len] = 0;
+		if (sscanf(link, "socket:[%lu]", &inode) != 1)
+			continue;
+		if (n == cap) {
+			unsigned long *more = realloc(inodes, (cap = cap ? 2 * cap : 64) * sizeof(*inodes));
+			if (!more)
+				break;
+			inodes = more;
 		}
+		inodes[n++] = inode;
 	}
 	closedir(d);
-	if (!n || !(f = fopen("/proc/net/unix", "r")))
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long flags, inode;
-		char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	if (n && (f = fopen("/proc/net/unix", "r"))) {
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long flags, inode;
+			char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 
-		/* Num RefCount Protocol Flags Type St Inode Path; Flags 0x10000: listening */
-		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %lu %108s", &flags, &inode, name) != 3 ||
-		    !(flags & 0x10000) || name[0] != '/')
-			continue;
-		for (size_t i = 0; i < n; i++)
-			if (inodes[i] == inode && strlen(name) < psz) {
-				snprintf(path, psz, "%s", name);
-				fclose(f);
-				return;
-			}
+			/* Num RefCount Protocol Flags Type St Inode Path; Flags 0x10000: listening */
+			if (sscanf(line, "%*s %*s %*s %lx %*s %*s %lu %108s", &flags, &inode, name) != 3 ||
+			    !(flags & 0x10000) || name[0] != '/' || strlen(name) >= psz)
+				continue;
+			for (size_t i = 0; i < n; i++)
+				if (inodes[i] == inode) {
+					snprintf(path, psz, "%s", name);
+					goto found;
+				}
+		}
+found:
+		fclose(f);
 	}
-	fclose(f);
+	free(inodes);
 }
 
 /* --socket/--pid into path; returns the index of the first operand or -1 (rc set). */
