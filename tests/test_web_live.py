@@ -36,15 +36,16 @@ def newest_second(archive) -> int | None:
     return row[0]
 
 
-def streamed_seconds(base, names, seconds) -> list:
+def streamed_seconds(base, names, columns) -> list:
     """Per view of `names` over the last minute (a column per second): its live geometry and
-    {t: column} of what the live stream sent for `seconds`."""
+    {t: column} of what the live stream sent until every view has `columns` columns (or a
+    patient deadline: a busy machine may stream one view's second later than another's)."""
     lives = [http(base + "/api/view?" + urllib.parse.urlencode({"name": n, "last": 60}))[1]["live"] for n in names]
     sock = sse_stream(base, f"/api/live?ids={','.join(v['id'] for v in lives)}&after="
                             f"{','.join(str(v['next']) for v in lives)}")
-    got, buffer, end = [{} for _ in names], b"", time.time() + seconds
+    got, buffer, end = [{} for _ in names], b"", time.time() + patience(columns + 3)
     sock.settimeout(0.2)
-    while time.time() < end:
+    while time.time() < end and min(map(len, got)) < columns:
         try:
             buffer += sock.recv(65536)
         except socket.timeout:
