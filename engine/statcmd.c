@@ -127,7 +127,16 @@ static int parse_target(const char *cmd, int argc, char **argv, char *path, size
 				fprintf(stderr, "strata-engine %s: bad --pid '%s'\n", cmd, optarg);
 				return *rc = 2, -1;
 			}
+			if (kill((pid_t)pid, 0) && errno == ESRCH) {
+				fprintf(stderr, "strata-engine %s: no process %ld\n", cmd, pid);
+				return *rc = 1, -1;
+			}
 			socket_of_pid(pid, path, psz);
+			if (access(path, F_OK)) {
+				fprintf(stderr, "strata-engine %s: process %ld listens on no stats socket"
+					" (is it a strata-engine?)\n", cmd, pid);
+				return *rc = 1, -1;
+			}
 			break;
 		}
 		case 'h':

@@ -35,6 +35,10 @@ def test_stats_json_contract(engine, tmp_path):
     cli = subprocess.run([engine_binary(), "stats", "--pid", str(engine.proc.pid)],
                          capture_output=True, timeout=10)
     assert cli.returncode == 0 and json.loads(cli.stdout)["pid"] == engine.proc.pid, cli.stderr
+    # a pid that is no engine, and one that is no process, are named as such in one line
+    for pid, said in ((os.getpid(), "listens on no stats socket"), (2**22 + 1, "no process")):
+        cli = subprocess.run([engine_binary(), "stats", "--pid", str(pid)], capture_output=True, text=True, timeout=10)
+        assert cli.returncode == 1 and said in cli.stderr and cli.stderr.count("\n") == 1, cli.stderr
     sock = engine.stats_socket
     assert engine.stop() == 0
     assert not sock.exists()
