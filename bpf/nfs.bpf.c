@@ -1,7 +1,9 @@
 /* nfs.bpf.c — the NFS layer and the ARC outcome: the engine's strata:nfs_ops USDT probe
  * (one hit per batch of completed NFS/MOUNT operations, engine/strata_probes.h) feeds
  * nfs.ops, nfs.latency, nfs.size and arc.accesses, broken down by op, client, tier or
- * file (bpf/aggregate.h). Each operation carries its own start and end time. A dataset
+ * file (bpf/aggregate.h). Each operation carries its own start and end time. The hit
+ * copies each operation's counting key (4 bytes: procedure and tiers), and the operations
+ * whole (64 bytes each) only when a dataset reads more of them (nfs_needs_ops). A dataset
  * without filter counts the batch at once (nfs_slot_batch): a count the batch sums whole;
  * a counter by op or tier, per key index; the others, per counts key in a small per-hit
  * table (nfs_sums). So each key and chunk the batch touched joins its home once. A dataset
@@ -63,21 +65,24 @@ struct {
 /* Key indices of the small closed key sets: an NFS procedure p is p, a MOUNT one 32 + p,
  * a tier its key value. */
 #define NFS_KEY_INDICES 64
-#define NFS_OP_MOUNT 0x10000u /* nfs_op key value of MOUNT's procedure 0 (catalogue/statistics.def) */
+#define NFS_OP_MOUNT STRATA_NFS_KEY_MOUNT /* nfs_op key value of MOUNT's procedure 0 (catalogue/statistics.def) */
 
-/* The key index of operation op under breakdown bd (op or tier), or NFS_KEY_INDICES
- * when it has none (an unknown program or procedure). */
-static __always_inline __u32 nfs_key_index(const struct strata_nfs_op *op, __u32 bd)
+/* The key value under breakdown bd (op or tier) of an operation whose counting key is k
+ * (strata_nfs_key). */
+static __always_inline __u32 nfs_key_value(__u32 k, __u32 bd)
+{
+	return bd == AGG_DIM_TIER ? deepest_tier(k >> 24) : k & (NFS_OP_MOUNT | 0xffff);
+}
+
+/* The key index of an operation whose counting key is k under breakdown bd (op or tier),
+ * or NFS_KEY_INDICES when it has none (a procedure number from 32 on). */
+static __always_inline __u32 nfs_key_index(__u32 k, __u32 bd)
 {
 	if (bd == AGG_DIM_TIER)
-		return deepest_tier(op->tiers);
-	if (op->proc >= 32)
+		return deepest_tier(k >> 24);
+	if ((k & 0xffff) >= 32)
 		return NFS_KEY_INDICES;
-	if (op->prog == STRATA_PROG_NFS)
-		return op->proc;
-	if (op->prog == STRATA_PROG_MOUNT)
-		return 32 + op->proc;
-	return NFS_KEY_INDICES;
+	return (k & 0xffff) + (k & NFS_OP_MOUNT ? 32 : 0);
 }
 
 /* Per hit: the slots each operation is applied to, the nfs_sums entries taken, the
@@ -179,7 +184,9 @@ static __always_inline int nfs_sum_at(__u32 i, __u32 gen, __u32 bucket, const __
 
 /* Adds operation j of the batch to slot i (unfiltered; its breakdown none, op, client, tier
  * or file) in the batch's sums (ep: the hit's interval parity), as agg_slot_apply would add
- * it. A global function: the loop over the batch that calls it is verified without its body
+ * it. An op or tier key is read from the batch's counting keys, and nfs.ops reads nothing
+ * else of the operation (the hit may not have copied the operations: nfs_needs_ops). A
+ * global function: the loop over the batch that calls it is verified without its body
  * (the bucket's own loop inside that one would take the verifier seconds). */
 __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 {
@@ -199,10 +206,8 @@ __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 	stat = s->stat;
 	bd = s->breakdown;
 	gen = s->gen;
-	if (bd == AGG_DIM_OP) {
-		key[0] = (op->prog == STRATA_PROG_MOUNT ? NFS_OP_MOUNT : 0) | op->proc;
-	} else if (bd == AGG_DIM_TIER) {
-		key[0] = deepest_tier(op->tiers);
+	if (bd == AGG_DIM_OP || bd == AGG_DIM_TIER) {
+		key[0] = nfs_key_value(b->keys[j & (STRATA_NFS_BATCH - 1)], bd);
 	} else if (bd == AGG_DIM_FILE) {
 		key[0] = op->file_id;
 	} else if (bd == AGG_DIM_CLIENT) {
@@ -239,8 +244,7 @@ __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs_hit *h, __u32 i, __u32 j,
 					  __u32 ep, __u32 how)
 {
-	struct strata_nfs_op *op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
-	__u32 x = nfs_key_index(op, how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
+	__u32 x = nfs_key_index(b->keys[j & (STRATA_NFS_BATCH - 1)], how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
 	__u64 inc = 1;
 
 	if (how & NFS_COUNT_REFUSED) {
@@ -249,6 +253,8 @@ static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs
 		return;
 	}
 	if (how & NFS_COUNT_ARC) {
+		struct strata_nfs_op *op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+
 		inc = (__u64)op->arc_hits + op->arc_misses;
 		if (!inc)
 			return;
@@ -263,7 +269,7 @@ static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs
 }
 
 /* Operations nfs_count_op takes per call (a power of two dividing STRATA_NFS_BATCH). */
-#define NFS_COUNT_STEP 4
+#define NFS_COUNT_STEP 32
 
 /* Adds operations j .. j + NFS_COUNT_STEP - 1 of the batch's n with nfs_count_one: a few
  * instructions each. A global function: the loop over the batch that calls it is verified
@@ -324,6 +330,22 @@ __noinline int nfs_sum_flush(__u32 k)
 	if (e && e->used)
 		agg_pending_flush(e);
 	return 0;
+}
+
+/* Whether slot i reads more of this hit's operations than their counting keys: every slot
+ * fed by this probe but nfs.ops, unfiltered, without key or by op or tier. */
+__noinline int nfs_needs_ops(__u32 i)
+{
+	__u32 stat, bd;
+
+	if (i >= AGG_MAX_SLOTS)
+		return 0;
+	stat = agg_slots[i].stat;
+	bd = agg_slots[i].breakdown;
+	if (stat >= AGG_STAT_COUNT || !(NFS_STATS & (1u << stat)))
+		return 0;
+	return stat != AGG_STAT_NFS_OPS || agg_slots[i].nfilters ||
+	       (bd != AGG_DIM_NONE && bd != AGG_DIM_OP && bd != AGG_DIM_TIER);
 }
 
 /* Counts slot i for the whole batch of n operations when it has no filter: nfs.ops
@@ -470,9 +492,21 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 	}
 	n = b->count;
 	if (n == 0 || n > STRATA_NFS_BATCH ||
-	    bpf_probe_read_user(b->ops, n * sizeof(b->ops[0]), arg->ops)) {
+	    bpf_probe_read_user(b->keys, n * sizeof(b->keys[0]), arg->keys)) {
 		agg_stat_add(AGG_STATS_DROPS, n && n <= STRATA_NFS_BATCH ? n : 1);
 		return 0;
+	}
+	/* the operations whole (64 bytes each, against 4 of the keys) only when a slot reads them */
+	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
+		if (s >= nslots)
+			break;
+		if (!nfs_needs_ops(s))
+			continue;
+		if (bpf_probe_read_user(b->ops, n * sizeof(b->ops[0]), arg->ops)) {
+			agg_stat_add(AGG_STATS_DROPS, n);
+			return 0;
+		}
+		break;
 	}
 	h->per_op = 0;
 	h->nsums = 0;

@@ -40,11 +40,12 @@ static unsigned fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns, uns
 
 		batch.count = 0;
 		while (batch.count < STRATA_NFS_BATCH && fired + batch.count < count) {
-			struct strata_nfs_op *op = &batch.ops[batch.count++];
+			struct strata_nfs_op *op = &batch.ops[batch.count];
 
 			*op = *tmpl;
 			op->end_ns = now;
 			op->start_ns = now - latency_ns;
+			batch.keys[batch.count++] = strata_nfs_key(op);
 		}
 		STRATA_PROBE(nfs_ops, &batch);
 		fired += batch.count;

@@ -214,6 +214,7 @@ static int batch_add(const struct strata_nfs_op *op)
 {
 	struct strata_nfs_batch *b = net.batch;
 
+	b->keys[b->count] = strata_nfs_key(op);
 	b->ops[b->count++] = *op;
 	if (b->count == 1)
 		__atomic_store_n(&net.batch_due, op->end_ns + STRATA_NFS_BATCH_NS, __ATOMIC_RELAXED);
@@ -368,8 +369,11 @@ int net_inline_run(struct conn *c, struct rpc_req *r)
 	} else {
 		lo.len += len;
 		lo.c = c;
-		if (traced)
-			probe_op(&lo.batch->ops[lo.batch->count++], r, r->start_ns); /* ends at the flush */
+		if (traced) { /* ends at the flush */
+			struct strata_nfs_op *op = &lo.batch->ops[lo.batch->count];
+			probe_op(op, r, r->start_ns);
+			lo.batch->keys[lo.batch->count++] = strata_nfs_key(op);
+		}
 	}
 	free(r->rec);
 	free(r);

@@ -41,11 +41,17 @@ def client_op_counts(report):
 def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     """...and the gauges (arc.size) of an engine serving its stats on a socket of its own
     (serve --stats-socket PATH) are read there (strata-collect --stats-socket PATH). Datasets
-    without a key (counted per batch, not per operation) hold what the keyed ones hold."""
+    without a key (counted per batch, not per operation) hold what the keyed ones hold. A
+    second collector with only counts by op and tier (which copy each operation's 4-byte
+    counting key, not the operation: bpf/nfs.bpf.c) counts the same."""
     sock = tmp_path / "own-stats.sock"
     engine = Engine(engine_bin, tmp_path, "a", extra=("--stats-socket", str(sock)))
     c = Collector("--engine-pid", engine.pid, "--stats-socket", sock)
+    keys_only = Collector("--engine-pid", engine.pid, "--stats-socket", sock)
     try:
+        keys_only.add("op", "nfs.ops", "op")
+        keys_only.add("tier", "nfs.ops", "tier")
+        keys_only.add("all", "nfs.ops")
         c.add("op", "nfs.ops", "op")
         c.add("client", "nfs.ops", "client")
         c.add("lat", "nfs.latency", "op", "op=read")
@@ -60,8 +66,9 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
         c.add("lat_file", "nfs.latency", "file")
         report = engine.load(1, True, 2, "--files", "64")
         c.flush_now()
+        keys_only.flush_now()
     finally:
-        assert c.stop() == 0
+        assert c.stop() == 0 and keys_only.stop() == 0
         engine.stop()
     did = client_op_counts(report)
     assert did["read"] > load_floor(1000)
@@ -84,6 +91,8 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     assert by_file == by_op
     assert sum(counter_totals(c.data("tier")).values()) == sum(ops.values())
     assert counter_totals(c.data("records")) == {"": sum(counter_totals(c.data("hm")).values())}
+    for name in ("op", "tier", "all"):
+        assert counter_totals(keys_only.data(name)) == counter_totals(c.data(name)), name
     ops.pop("null", None)  # libnfs may ping with NULL when connecting: not in strata-load's counts
     ops.pop("mnt_null", None)
     assert ops == did
@@ -94,7 +103,7 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     assert max(llhist.lower(b) for b in lat) <= slowest
     assert sum(counter_totals(c.data("hm")).values()) > 0
     assert any(r["data"].get("", 0) > 0 for r in c.data("size"))
-    assert all(s["drops"] == 0 for s in c.statuses())
+    assert all(s["drops"] == 0 for s in c.statuses() + keys_only.statuses())
 
 
 def nfs_ops_program_runs(collector_pid):
