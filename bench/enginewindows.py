@@ -359,6 +359,7 @@ class Pairs:
         self.stalled = len(keep) - len(rows)
         cycles = sorted({key[:2] for key, _ in rows})
         self.cyc = np.array([cycles.index(key[:2]) for key, _ in rows])
+        self.rows_of = [np.flatnonzero(self.cyc == c) for c in range(len(cycles))]  # each cycle's rows
         self.k = [f[names[0]]["k"] for _, f in rows]
         self.sign = np.array([1.0 if f[names[0]]["cfg"] != "none" else -1.0 for _, f in rows])
         self.d = {m: np.array([f[names[0]][m] - f[names[1]][m] for _, f in rows])
@@ -372,17 +373,27 @@ class Pairs:
     def fit(self, kinds, key, adjusted, cycles=None):
         """{configuration: cost per op} by least squares: the difference = sign x cost, plus an
         intercept per cycle (the engines' lasting difference), plus the loads' difference when
-        adjusted; over the cycles given (a bootstrap's draw), else all. Also the residuals' sd."""
-        cycles = np.arange(self.cyc.max() + 1) if cycles is None else cycles
-        rows = np.concatenate([np.flatnonzero(self.cyc == c) for c in cycles])
-        group = np.repeat(np.arange(len(cycles)), [np.count_nonzero(self.cyc == c) for c in cycles])
-        k = np.array(self.k)[rows]
-        X = np.column_stack([self.sign[rows] * (k == c) for c in kinds]
-                            + ([self.d["load"][rows]] if adjusted else [])
-                            + [(group == g).astype(float) for g in range(len(cycles))])
-        y = self.d[key][rows]
-        beta = np.linalg.lstsq(X, y, rcond=None)[0]
-        return dict(zip(kinds, beta[:len(kinds)])), float(np.std(y - X @ beta))
+        adjusted; over the cycles given (a bootstrap's draw, a cycle drawn twice counted twice),
+        else all. Also the residuals' sd. The intercepts are taken out by subtracting each
+        cycle's means (the same fit, Frisch-Waugh-Lovell), so a fit costs rows x columns, not
+        rows x cycles."""
+        X, y = self._within(tuple(kinds), key, adjusted)
+        rows = np.concatenate([self.rows_of[c] for c in cycles]) if cycles is not None else np.arange(len(y))
+        beta = np.linalg.lstsq(X[rows], y[rows], rcond=None)[0]
+        return dict(zip(kinds, beta[:len(kinds)])), float(np.std(y[rows] - X[rows] @ beta))
+
+    def _within(self, kinds, key, adjusted):
+        """The fit's columns and the difference, less their means within each cycle (cached)."""
+        memo = self.__dict__.setdefault("_memo", {})
+        if (kinds, key, adjusted) not in memo:
+            k = np.array(self.k)
+            X = np.column_stack([self.sign * (k == c) for c in kinds] + ([self.d["load"]] if adjusted else []))
+            y = self.d[key].astype(float)
+            counts = np.bincount(self.cyc)
+            X = X - (np.stack([np.bincount(self.cyc, X[:, j]) for j in range(X.shape[1])], 1) / counts[:, None])[self.cyc]
+            y = y - (np.bincount(self.cyc, y) / counts)[self.cyc]
+            memo[kinds, key, adjusted] = X, y
+        return memo[kinds, key, adjusted]
 
     def estimate(self, kinds, key, adjusted, rng, draws=1000):
         est, sd = self.fit(kinds, key, adjusted)
