@@ -360,6 +360,7 @@ class Pairs:
         cycles = sorted({key[:2] for key, _ in rows})
         self.cyc = np.array([cycles.index(key[:2]) for key, _ in rows])
         self.rows_of = [np.flatnonzero(self.cyc == c) for c in range(len(cycles))]  # each cycle's rows
+        self.within = {}  # (kinds, key, adjusted): the fit's columns and difference less their cycle means
         self.k = [f[names[0]]["k"] for _, f in rows]
         self.sign = np.array([1.0 if f[names[0]]["cfg"] != "none" else -1.0 for _, f in rows])
         self.d = {m: np.array([f[names[0]][m] - f[names[1]][m] for _, f in rows])
@@ -384,7 +385,7 @@ class Pairs:
 
     def _within(self, kinds, key, adjusted):
         """The fit's columns and the difference, less their means within each cycle (cached)."""
-        memo = self.__dict__.setdefault("_memo", {})
+        memo = self.within
         if (kinds, key, adjusted) not in memo:
             k = np.array(self.k)
             X = np.column_stack([self.sign * (k == c) for c in kinds] + ([self.d["load"]] if adjusted else []))

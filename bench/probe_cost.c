@@ -26,12 +26,10 @@ static void op_add(unsigned i, __u64 now)
 	static const __u16 procs[] = { 1, 6, 7 };
 	__u64 latency = 20000ULL << (i % 7) | (i % 97) * 1000;
 
-	batch.ops[batch.count] = (struct strata_nfs_op){
+	strata_nfs_batch_put(&batch, &(struct strata_nfs_op){
 		.start_ns = now - latency, .end_ns = now, .prog = STRATA_PROG_NFS, .proc = procs[i % 3],
 		.tiers = STRATA_TIER_ARC, .family = 2, .client = { 127, 0, 0, 1 }, .arc_hits = 1,
-		.bytes = 8192 };
-	batch.keys[batch.count] = strata_nfs_key(&batch.ops[batch.count]);
-	batch.count++;
+		.bytes = 8192 });
 }
 
 #define TIMED_RUN(name, per_hit)                                                  \

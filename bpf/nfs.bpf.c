@@ -65,13 +65,12 @@ struct {
 /* Key indices of the small closed key sets: an NFS procedure p is p, a MOUNT one 32 + p,
  * a tier its key value. */
 #define NFS_KEY_INDICES 64
-#define NFS_OP_MOUNT STRATA_NFS_KEY_MOUNT /* nfs_op key value of MOUNT's procedure 0 (catalogue/statistics.def) */
 
 /* The key value under breakdown bd (op or tier) of an operation whose counting key is k
  * (strata_nfs_key). */
 static __always_inline __u32 nfs_key_value(__u32 k, __u32 bd)
 {
-	return bd == AGG_DIM_TIER ? deepest_tier(k >> 24) : k & (NFS_OP_MOUNT | 0xffff);
+	return bd == AGG_DIM_TIER ? deepest_tier(k >> 24) : k & (STRATA_NFS_KEY_MOUNT | 0xffff);
 }
 
 /* The key index of an operation whose counting key is k under breakdown bd (op or tier),
@@ -82,7 +81,7 @@ static __always_inline __u32 nfs_key_index(__u32 k, __u32 bd)
 		return deepest_tier(k >> 24);
 	if ((k & 0xffff) >= 32)
 		return NFS_KEY_INDICES;
-	return (k & 0xffff) + (k & NFS_OP_MOUNT ? 32 : 0);
+	return (k & 0xffff) + (k & STRATA_NFS_KEY_MOUNT ? 32 : 0);
 }
 
 /* Per hit: the slots each operation is applied to, the nfs_sums entries taken, the
@@ -308,7 +307,7 @@ __noinline int nfs_count_put(__u32 i, __u32 x, __u32 ep)
 		return 0;
 	bd = agg_slots[i].breakdown;
 	gen = agg_slots[i].gen;
-	key[0] = bd == AGG_DIM_OP && x >= 32 ? NFS_OP_MOUNT | (x - 32) : x;
+	key[0] = bd == AGG_DIM_OP && x >= 32 ? STRATA_NFS_KEY_MOUNT | (x - 32) : x;
 	if (!nfs_sum_at(i, gen, ep, key, 1, h->count[x], h->ops[x]))
 		h->refused |= 1ull << x;
 	h->count[x] = 0;
@@ -434,7 +433,7 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
  * once, not once per operation. */
 __noinline int nfs_op_apply(__u32 i)
 {
-	__u32 zero = 0, nslots = agg_nslots;
+	__u32 zero = 0, nslots = agg_nslots, k;
 	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
 	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 	struct agg_event *ev = agg_event_reuse();
@@ -444,7 +443,8 @@ __noinline int nfs_op_apply(__u32 i)
 		return 1;
 	barrier_var(i); /* the mask stays where i is used: the verifier sees the bound */
 	op = &b->ops[i & (STRATA_NFS_BATCH - 1)];
-	*(__u32 *)ev->dims[AGG_DIM_OP] = (op->prog == STRATA_PROG_MOUNT ? NFS_OP_MOUNT : 0) | op->proc;
+	k = b->keys[i & (STRATA_NFS_BATCH - 1)];
+	*(__u32 *)ev->dims[AGG_DIM_OP] = nfs_key_value(k, AGG_DIM_OP);
 	if (agg_dim_used(AGG_DIM_CLIENT)) {
 		if (op->family == 2) { /* AF_INET: ::ffff:a.b.c.d */
 			*(__u64 *)ev->dims[AGG_DIM_CLIENT] = 0;
@@ -457,7 +457,7 @@ __noinline int nfs_op_apply(__u32 i)
 		}
 	}
 	if (agg_dim_used(AGG_DIM_TIER))
-		*(__u32 *)ev->dims[AGG_DIM_TIER] = deepest_tier(op->tiers);
+		*(__u32 *)ev->dims[AGG_DIM_TIER] = nfs_key_value(k, AGG_DIM_TIER);
 	if (agg_dim_used(AGG_DIM_FILE))
 		*(__u64 *)ev->dims[AGG_DIM_FILE] = op->file_id;
 	ev->latency_ns = op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;

@@ -40,12 +40,11 @@ static unsigned fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns, uns
 
 		batch.count = 0;
 		while (batch.count < STRATA_NFS_BATCH && fired + batch.count < count) {
-			struct strata_nfs_op *op = &batch.ops[batch.count];
+			struct strata_nfs_op op = *tmpl;
 
-			*op = *tmpl;
-			op->end_ns = now;
-			op->start_ns = now - latency_ns;
-			batch.keys[batch.count++] = strata_nfs_key(op);
+			op.end_ns = now;
+			op.start_ns = now - latency_ns;
+			strata_nfs_batch_put(&batch, &op);
 		}
 		STRATA_PROBE(nfs_ops, &batch);
 		fired += batch.count;

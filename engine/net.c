@@ -214,8 +214,7 @@ static int batch_add(const struct strata_nfs_op *op)
 {
 	struct strata_nfs_batch *b = net.batch;
 
-	b->keys[b->count] = strata_nfs_key(op);
-	b->ops[b->count++] = *op;
+	strata_nfs_batch_put(b, op);
 	if (b->count == 1)
 		__atomic_store_n(&net.batch_due, op->end_ns + STRATA_NFS_BATCH_NS, __ATOMIC_RELAXED);
 	return b->count == STRATA_NFS_BATCH ||
@@ -369,10 +368,10 @@ int net_inline_run(struct conn *c, struct rpc_req *r)
 	} else {
 		lo.len += len;
 		lo.c = c;
-		if (traced) { /* ends at the flush */
-			struct strata_nfs_op *op = &lo.batch->ops[lo.batch->count];
-			probe_op(op, r, r->start_ns);
-			lo.batch->keys[lo.batch->count++] = strata_nfs_key(op);
+		if (traced) {
+			struct strata_nfs_op op;
+			probe_op(&op, r, r->start_ns); /* ends at the flush */
+			strata_nfs_batch_put(lo.batch, &op);
 		}
 	}
 	free(r->rec);
