@@ -116,11 +116,12 @@ def demo(outdir, server, duration, clients, threads, rate, arc_max, working_set,
     except FAILURES as e:
         click.echo(f"strata demo: {e}", err=True)
         sys.exit(1)
-    _epilogue(facts, written, time.monotonic() - began, explore)
+    _epilogue(facts, written, time.monotonic() - began, explore, start, end)
 
 
-def _epilogue(facts, written, seconds, explore):
-    """What was written, what was missing, and how to explore the archive."""
+def _epilogue(facts, written, seconds, explore, start, end):
+    """What was written, what was missing, and how to explore the archive (the reads' seconds
+    as local dates and times: a time of day alone would name another day after midnight)."""
     folder = written[0].parent if written else "."
     stems = ", ".join(sorted({p.stem for p in written}))
     click.echo("")
@@ -128,8 +129,7 @@ def _epilogue(facts, written, seconds, explore):
     click.echo(f"strata demo: done in {seconds:.0f}s; wrote {stems} ({kinds}) in {folder}/")
     for note in facts.notes:
         click.echo(f"  note: {note}")
-    since, until = (time.strftime("%H:%M:%S", time.localtime(t))
-                    for t in ((facts.run_start or facts.load_start), facts.load_end + 1))
+    since, until = (time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) for t in (start, end))
     rng = f"--since {since} --until {until} --archive {facts.archive}"
     click.echo("Explore the archive it left (the random reads; widen --since to see the setup writes):")
     for cmd in explore(facts, rng):

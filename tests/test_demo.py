@@ -5,12 +5,14 @@ pool's loop device, one nfs.ops key per client, exact op counts against
 strata-load's own report, the pictures (the tier bands named, where the time of the
 disk's requests went); and Ctrl-C leaves nothing behind."""
 import re
+import time
 
 import pytest
 
 from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below, time_went
 from strata.heatmaps.units import parse_value
 from strata.lab import engine as lab_engine
+from strata.views.times import parse_time
 
 DURATION, WORKING_SET = 30, "128M"   # half the demo's set: written in half the time, still twice the ARC
 
@@ -28,7 +30,7 @@ def reads_window(summary):
 
 
 def test_pictures_written(demo):
-    out, stdout, *_ = demo
+    out, stdout, summary, *_ = demo
     for stem in ("nfs-latency", "vdev-latency", "disk-latency", "nfs-ops-by-client", "cache-sizes", "time-disk"):
         html = (out / f"{stem}.html").read_text()
         assert 'src="plotly.min.js"' in html and (out / "plotly.min.js").stat().st_size > 1_000_000, stem
@@ -38,6 +40,9 @@ def test_pictures_written(demo):
     assert "nfs.latency[tier]" in stdout and "disk.latency[device=" in stdout    # terminal heat maps
     assert f"--archive {out / 'archive.db'}" in stdout                           # how to explore
     assert "strata show time:disk --since" in stdout
+    since, until = re.search(r"--since (\S+) --until (\S+)", stdout).groups()
+    tomorrow = int(time.time()) + 86400  # the commands still name the reads' seconds a day later
+    assert [parse_time(t, tomorrow) for t in (since, until)] == [summary["run_start"], summary["load_end"] + 1]
 
 
 def test_tier_bands_named(demo):
