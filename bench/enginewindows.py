@@ -35,6 +35,7 @@ says whether the interval of the measured rise holds it.
 usage: enginewindows.py OUT SPEC_JSON | report OUT SPEC_JSON   (the spec: collect_engine.sh)"""
 import glob
 import json
+import os
 import random
 import re
 import signal
@@ -61,7 +62,9 @@ def cpu_ns(pid):
 
 
 def engine_ops(sock_path):
-    """NFS operations the engine answered so far (its stats socket)."""
+    """(NFS operations the engine answered so far, ns its threads spent in strata:nfs_ops
+    hits so far: its clock across each, the trap, the kernel's dispatch and BPF; its stats
+    socket)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(5)
     s.connect(sock_path)
@@ -70,7 +73,8 @@ def engine_ops(sock_path):
     while chunk := s.recv(65536):
         data += chunk
     s.close()
-    return sum(json.loads(data)["nfs"].values())
+    stats = json.loads(data)
+    return sum(stats["nfs"].values()), stats.get("probes", {}).get("nfs_ops_ns", 0)  # 0: a BEFORE_ENGINE without it
 
 
 def prog_ids(pid, pattern):
@@ -95,6 +99,22 @@ def fd_progs(pid):
     return progs
 
 
+def raise_semaphore(pid, probe, by):
+    """Adds by to the USDT semaphore of the engine's probe strata:PROBE in its memory, as the
+    kernel does when a uprobe with that semaphore attaches (the address from the binary's
+    stapsdt note, moved by where the binary is mapped)."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True, check=True).stdout
+    m = re.search(rf"Provider: strata\n\s*Name: {probe}\n\s*Location: \S+, Base: \S+, Semaphore: (0x[0-9a-f]+)", notes)
+    base = next(int(line.split("-")[0], 16) for line in open(f"/proc/{pid}/maps")
+                if line.split()[-1] == exe and int(line.split()[2], 16) == 0)
+    with open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
+        mem.seek(base + int(m.group(1), 16))
+        count = int.from_bytes(mem.read(2), "little")
+        mem.seek(base + int(m.group(1), 16))
+        mem.write((count + by).to_bytes(2, "little"))
+
+
 class Side:
     """One engine with its collector (commands through a fifo, replies in a file)."""
 
@@ -105,6 +125,7 @@ class Side:
         self.replies = d["replies"]
         self.ids = set()
         self.on = []  # ids of the datasets switched on
+        self.raised = []  # probes whose semaphore this bench raised
 
     def replies_count(self):
         with open(self.replies) as f:
@@ -127,8 +148,18 @@ class Side:
             sys.exit(f"enginewindows: strata-collect failed: {errors[-1].strip()}")
 
     def switch(self, adds):
+        """Switches to the configuration's lines: the collector's adds, and "semaphore PROBE"
+        (the probe's semaphore raised from outside: the engine's work for the probe alone,
+        with no uprobe, so no trap and no BPF)."""
+        sems = [a.split()[1] for a in adds if a.startswith("semaphore ")]
+        adds = [a for a in adds if not a.startswith("semaphore ")]
+        for probe in self.raised:
+            raise_semaphore(self.engine, probe, -1)
         self.command([f"remove {i}" for i in self.on] + adds)
         self.on = [a.split()[1] for a in adds]
+        for probe in sems:
+            raise_semaphore(self.engine, probe, +1)
+        self.raised = sems
         if adds and not self.ids:
             self.ids = prog_ids(self.collector, "nfs_ops")
 
@@ -138,12 +169,12 @@ class Side:
 
     def reading(self):
         """(monotonic s, engine ops, engine ns, engine switches, collector ns, load ns,
-        BPF runs, BPF ns)."""
-        ops0 = engine_ops(self.sock)
+        BPF runs, BPF ns, the engine's ns in probe hits)."""
+        ops0, hit0 = engine_ops(self.sock)
         (e, es), (c, _), (l, _) = cpu_ns(self.engine), cpu_ns(self.collector), cpu_ns(self.load.pid)
         runs, ns = self.bpf()
-        ops1 = engine_ops(self.sock)
-        return time.monotonic(), (ops0 + ops1) / 2, e, es, c, l, runs, ns
+        ops1, hit1 = engine_ops(self.sock)
+        return time.monotonic(), (ops0 + ops1) / 2, e, es, c, l, runs, ns, (hit0 + hit1) / 2
 
 
 def start_load(side, args):
@@ -218,10 +249,10 @@ class Windows:
         cycles = sorted({(int(r[1]), int(r[2])) for r in rows})
         self.cyc = np.array([cycles.index((int(r[1]), int(r[2]))) for r in rows])
         v = np.array([[float(x) for x in r[4:]] for r in rows])
-        secs, ops, eng, switches, coll, load, runs, bpf = v.T
+        secs, ops, eng, switches, coll, load, runs, bpf, hit = v.T
         self.ops_per_s = ops / secs
         self.y = dict(whole=(eng + coll) / ops, engine=eng / ops, collector=coll / ops, load=load / ops,
-                      bpf=bpf / ops, switches=switches / ops, hits=runs / ops)
+                      bpf=bpf / ops, hit=hit / ops, switches=switches / ops, hits=runs / ops)
 
     def fit(self, kinds, key, covariates=(), cycles=None):
         """Each configuration's figure less the windows without datasets of the same cycles
@@ -253,7 +284,7 @@ class Windows:
         return float(np.mean([v for c, v in zip(self.cfg, self.y[key]) if c == cfg]))
 
 
-LABELS = {"one": ("nfs.ops[op]", 0.5), "four": ("4 datasets", 2.0), "keyless": ("4 keyless", None),
+LABELS = {"one": ("nfs.ops[op]", 0.5), "sem": ("engine's part", None), "four": ("4 datasets", 2.0), "keyless": ("4 keyless", None),
           "plant": ("planted", None)}
 COVARIATES = ("load",)  # the load generator's CPU per op: it moves with the machine's state as the engine's does, not with the probe
 
@@ -273,6 +304,10 @@ def print_planted(planted, fit, n, variants, rng):
         print(f"  planted cost: the kernel timed {planted:.1f} ns/op more BPF with 3 keyed datasets beside "
               f"nfs.ops[op]; the engine's CPU rose {name} {got:+.0f} [{lo:+.0f}, {hi:+.0f}] ns/op: "
               f"{'recovered (within the interval)' if lo <= planted <= hi else 'NOT recovered'}")
+
+
+def per_hit(hits_per_op):
+    return f"{1 / hits_per_op:.0f} ops per probe hit" if hits_per_op else "no probe hits"
 
 
 def show(x, fmt="+.0f", unit=""):
@@ -308,10 +343,10 @@ def report(path, spec):
             share = tuple(100 * x / machine for x in r["adj"][k])
             print(f"  {label:12s} whole {show(r['whole'][k])} ns/op, adjusted {show(r['adj'][k])} ns/op = "
                   f"{show(share, '+.2f', ' %')} of the machine{f' (goal <= {goal} %)' if goal else ''}; "
-                  f"engine {show(r['engine'][k])}, adjusted {show(r['adj_engine'][k])}; of it BPF "
-                  f"{W.mean(k, 'bpf'):.1f} ns/op (kernel); collector {show(r['collector'][k])}; load {show(r['load'][k])}; "
+                  f"engine {show(r['engine'][k])}, adjusted {show(r['adj_engine'][k])}; of it hits "
+                  f"{W.mean(k, 'hit'):.1f} ns/op (the engine's clock), of them BPF {W.mean(k, 'bpf'):.1f} (kernel); collector {show(r['collector'][k])}; load {show(r['load'][k])}; "
                   f"engine switches {show(r['switches'][k], '+.4f')} per op; "
-                  f"{1 / W.mean(k, 'hits'):.0f} ops per probe hit")
+                  f"{per_hit(W.mean(k, 'hits'))}")
         if "plant" in kinds and "one" in kinds:
             planted = W.mean("plant", "bpf") - W.mean("one", "bpf")
             print_planted(planted, lambda cov, cycles: W.fit(["one", "plant"], "engine", cov, cycles),
@@ -349,9 +384,9 @@ class Pairs:
                 continue
             fig = {}
             for name, r in pair.items():
-                secs, ops, eng, switches, coll, load, runs, bpf = (float(x) for x in r[6:])
+                secs, ops, eng, switches, coll, load, runs, bpf, hit = (float(x) for x in r[6:])
                 fig[name] = dict(rate=ops / secs, whole=(eng + coll) / ops, engine=eng / ops, collector=coll / ops,
-                                 load=load / ops, bpf=bpf / ops, hits=runs / ops, cfg=r[3], k=r[5])
+                                 load=load / ops, bpf=bpf / ops, hit=hit / ops, hits=runs / ops, cfg=r[3], k=r[5])
             keep.append((key, fig))
         rates = np.array([f[n]["rate"] for _, f in keep for n in names])
         floor = np.median(rates) / 2
@@ -367,8 +402,8 @@ class Pairs:
                   for m in ("whole", "engine", "collector", "load")}
         self.bpf = {k: float(np.mean([f[n]["bpf"] for _, f in rows for n in names if f[n]["cfg"] == k]))
                     for k in set(self.k)}
-        self.hits = {k: float(np.mean([f[n]["hits"] for _, f in rows for n in names if f[n]["cfg"] == k]))
-                     for k in set(self.k)}
+        self.hits, self.hit = ({k: float(np.mean([f[n][m] for _, f in rows for n in names if f[n]["cfg"] == k]))
+                                for k in set(self.k)} for m in ("hits", "hit"))
         self.rate = float(np.mean(rates))
 
     def fit(self, kinds, key, adjusted, cycles=None):
@@ -427,8 +462,9 @@ def report_paired(path, spec):
         share = tuple(100 * x / machine for x in adj)
         print(f"  {label:12s} whole {show(res['whole', False][0][k])} ns/op, adjusted {show(adj)} ns/op = "
               f"{show(share, '+.2f', ' %')} of the machine{f' (goal <= {goal} %)' if goal else ''}; engine adjusted "
-              f"{show(res['engine', True][0][k])}; of it BPF {P.bpf[k]:.1f} ns/op (kernel); collector "
-              f"{show(res['collector', False][0][k])}; {1 / P.hits[k]:.0f} ops per probe hit")
+              f"{show(res['engine', True][0][k])}; of it hits {P.hit[k]:.1f} ns/op (the engine's clock), of them BPF "
+              f"{P.bpf[k]:.1f} (kernel); collector "
+              f"{show(res['collector', False][0][k])}; {per_hit(P.hits[k])}")
     print(f"  noise: the residual sd of a window's difference, {res['whole', False][1]:.0f} ns/op raw, "
           f"{res['whole', True][1]:.0f} adjusted")
     if "plant" in kinds and "one" in kinds:

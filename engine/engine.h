@@ -31,6 +31,9 @@ struct engine_counters { /* all updated with relaxed atomics */
 	uint64_t net_record_waits;     /* reads paused: unfinished records reached record_mem */
 	uint64_t net_backpressure;     /* reads paused: unsent replies reached reply_queue */
 	uint64_t unfinished_record_bytes, queued_reply_bytes; /* gauges */
+	/* the strata:nfs_ops probe, while a tracer listens (engine/net.c) */
+	uint64_t nfs_probe_hits;       /* batches fired */
+	uint64_t nfs_probe_ns;         /* the firing threads' clock across those hits: trap, kernel, BPF */
 };
 
 struct engine {

@@ -100,6 +100,8 @@ char *stats_json(void)
 		(unsigned long long)ld(&e->ctr.net_record_timeouts), (unsigned long long)ld(&e->ctr.net_record_waits),
 		(unsigned long long)ld(&e->ctr.net_backpressure), (unsigned long long)ld(&e->ctr.unfinished_record_bytes),
 		(unsigned long long)ld(&e->ctr.queued_reply_bytes));
+	jprintf(&j, "\"probes\":{\"nfs_ops_hits\":%llu,\"nfs_ops_ns\":%llu},",
+		(unsigned long long)ld(&e->ctr.nfs_probe_hits), (unsigned long long)ld(&e->ctr.nfs_probe_ns));
 	struct pool *p = e->pool;
 	jprintf(&j, "\"pool\":{\"vdevs\":%u,\"total_bytes\":%llu,\"free_bytes\":%llu,\"dirty_bytes\":%llu,"
 		"\"objects\":%llu,\"open_txg\":%llu,\"synced_txg\":%llu,\"syncs\":%llu,\"sync_failures\":%llu,"

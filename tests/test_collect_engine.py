@@ -107,8 +107,8 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
 
 
 def nfs_ops_program_runs(collector_pid):
-    """Runs so far of the nfs_ops BPF program this collector loaded (kernel BPF statistics);
-    other collectors on the machine have nfs_ops programs of their own."""
+    """(runs, run ns) so far of the nfs_ops BPF program this collector loaded (kernel BPF
+    statistics); other collectors on the machine have nfs_ops programs of their own."""
     ours = set()
     for fdinfo in Path(f"/proc/{collector_pid}/fdinfo").iterdir():
         try:
@@ -117,7 +117,8 @@ def nfs_ops_program_runs(collector_pid):
             continue
     progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                                       text=True).stdout)
-    return sum(p.get("run_cnt", 0) for p in progs if p.get("name") == "nfs_ops" and p.get("id") in ours)
+    mine = [p for p in progs if p.get("name") == "nfs_ops" and p.get("id") in ours]
+    return sum(p.get("run_cnt", 0) for p in mine), sum(p.get("run_time_ns", 0) for p in mine)
 
 
 def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
@@ -133,8 +134,10 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
             f.write("1")
         c.add("op", "nfs.ops", "op")
         report = engine.load(2, False, 4)
+        time.sleep(0.1)  # the last batch fired: its deadline is 15 ms (engine/strata_probes.h)
         c.flush_now()
-        runs = nfs_ops_program_runs(c.proc.pid)
+        runs, bpf_ns = nfs_ops_program_runs(c.proc.pid)
+        fired = engine.stats()["probes"]
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(was)
@@ -146,6 +149,8 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
     assert ops == client_op_counts(report)
     did = sum(ops.values())
     assert 0 < runs and did / runs >= 2, f"{did} operations in {runs} probe hits"
+    # the engine's own count of its hits is the kernel's, and its clock across them holds their BPF time
+    assert fired["nfs_ops_hits"] == runs and fired["nfs_ops_ns"] >= bpf_ns > 0, (fired, runs, bpf_ns)
 
 
 def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, tmp_path):

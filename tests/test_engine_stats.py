@@ -22,7 +22,8 @@ def test_stats_json_contract(engine, tmp_path):
         assert isinstance(s["arc"][key], int), key
     assert s["nfs"]["write"] >= 1 and s["nfs"]["create"] == 1
     assert s["mount"]["mnt"] >= 1
-    for group in ("arc", "nfs", "mount", "rpc", "net", "pool"):
+    assert s["probes"] == {"nfs_ops_hits": 0, "nfs_ops_ns": 0}  # no tracer: nothing fired
+    for group in ("arc", "nfs", "mount", "rpc", "net", "pool", "probes"):
         assert all(isinstance(v, (int, float)) for v in s[group].values()), group
     assert len(s["vdev_io"]) == s["pool"]["vdevs"]
     # per vdev, counted before the pool's totals and printed after them: never fewer
