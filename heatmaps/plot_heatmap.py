@@ -14,12 +14,13 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from . import clock, describe, palette
-from .ticks import log_ticks
+from .ticks import linear_ticks, log_ticks
 from .units import event_noun, family, format_count, format_value, quantity_name
 
 HTML_MAX_COLS = 400
 HTML_CELLS = 120
 SPACING = 0.008   # between the side panel and the map, a share of the width
+PANEL_CLEAR = 0.4   # the side panel labels no rate nearer its zero (the map's edge) than this share of its axis
 HALO = "1px 1px 2px white, -1px -1px 2px white, 1px -1px 2px white, -1px 1px 2px white"   # tier band names legible on dark cells
 
 
@@ -184,10 +185,25 @@ def figure_json(grid, drill: str | None = None) -> dict:
     layout["yaxis"].update(y_axis, title=dict(
         text=f"{quantity} (log scale)" if ytype == "log" else f"{quantity} ({unit_label})"))
     layout["yaxis2"].update(y_axis)
-    layout["xaxis"].update(title=dict(text=f"{noun}/s"), autorange="reversed", showgrid=False, rangemode="tozero")
+    top = float(rates.max()) * 1.05 if rates.size and rates.max() > 0 else 1.0
+    ticks = panel_ticks(top)
+    layout["xaxis"].update(title=dict(text=f"{noun}/s"), range=[top, 0.0], showgrid=False,
+                           tickvals=ticks, ticktext=[format_count(t) for t in ticks])
     layout["xaxis2"].update(title=dict(text=f"time ({clock.zone()})"), range=[x_edges[0], x_edges[-1]],
                             showgrid=False, ticks="outside")
     return {"data": data, "layout": layout}
+
+
+def panel_ticks(top: float) -> list:
+    """The rates labelled on the side panel's axis, reversed from `top` down to 0 at the map's
+    left edge: round values, none within PANEL_CLEAR of that edge, where the time axis's
+    first label (centred on the edge) reaches into the panel. Two of them where a finer step
+    gives two."""
+    for count in (4, 5, 6):
+        ticks = [t for t in linear_ticks(0.0, top, count) if t >= PANEL_CLEAR * top]
+        if len(ticks) >= 2:
+            break
+    return ticks
 
 
 LABEL_GAP = 0.045   # the least distance between two band names, as a share of the y-axis' height
