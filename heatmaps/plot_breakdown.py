@@ -17,6 +17,7 @@ BREAKDOWN_MAX_COLS = 600
 # export.IMAGE_SIZE's height, or GRAPH_MIN_H with the figure made taller to hold every row
 MARGIN_T, MARGIN_B = 90, 30
 HEADER_H, ROW_H = 28, 20   # plotly's table header and cell heights, set so (one line each)
+TABLE_LINES_H = 4          # the table's rules beside its rows
 GRAPH_GAP_H = 70           # between graph and table: the time axis's labels and title
 GRAPH_MIN_H = 360
 
@@ -82,7 +83,7 @@ def figure(b, style: str | None = None) -> go.Figure:
 def heights(nrows: int) -> tuple:
     """(graph, table) heights in pixels of a figure whose table has nrows rows: every row
     shown, in IMAGE_SIZE's height while the graph keeps GRAPH_MIN_H, in a taller one beyond."""
-    table_h = HEADER_H + nrows * ROW_H + 4
+    table_h = HEADER_H + nrows * ROW_H + TABLE_LINES_H
     room = IMAGE_SIZE[1] - MARGIN_T - GRAPH_GAP_H - MARGIN_B - table_h
     return max(room, GRAPH_MIN_H), table_h
 
