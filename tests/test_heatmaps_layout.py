@@ -1,7 +1,8 @@
 """The pictures' layout as headless Chromium draws them at the PNG's size (the plotly.js that
 kaleido runs): the heat map's side-panel rate labels clear of the time axis's labels (whose
 first one sits on the map's left edge), every row of a breakdown's top-N table inside the
-picture, and the PNG as tall as the figure that holds them."""
+picture, and the PNG as tall as the figure that holds them; tier band names apart at the
+PNG's height and at the web page's."""
 import json
 import struct
 import subprocess
@@ -10,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import plotly.graph_objects as go
 import plotly.io as pio
 
 from heatmaps_util import T0, counter_result, heatmap_result, seed_latencies
@@ -28,7 +30,7 @@ Promise.all(FIGS.map((f, i) => Plotly.newPlot("f" + i, f.data, f.layout, {static
   const out = FIGS.map((f, i) => {
     const gd = document.getElementById("f" + i), s = gd._fullLayout._size;
     const all = (el, sel) => el ? Array.from(el.querySelectorAll(sel)).map(box) : [];
-    return {panel: all(gd, "g.xtick text"), time: all(gd, "g.x2tick text"),
+    return {panel: all(gd, "g.xtick text"), time: all(gd, "g.x2tick text"), names: all(gd, "g.textpoint text"),
             keys: all(gd.querySelectorAll("g.y-column")[1], "text"),
             bottom: gd.getBoundingClientRect().top + s.t + s.h};
   });
@@ -46,6 +48,22 @@ def heat_map(weight: int):
     grid = figures.build(qr, T0, T0 + SECONDS, figures.View(),
                          max_cols=plot_heatmap.HTML_MAX_COLS, ncells=plot_heatmap.HTML_CELLS)
     return plot_heatmap.figure(grid)
+
+
+def tier_map(axis: str, height: int):
+    """A map broken down by tier, arc, none and l2arc close on a linear axis, arc and none on
+    a log one, drawn `height` pixels high (the web page's views are 340)."""
+    rng = np.random.default_rng(3)
+    tiers = {"arc": (2_000, 6_000, 30), "none": (1_500, 4_000, 5), "l2arc": (100_000, 200_000, 10),
+             "disk": (2_000_000, 8_000_000, 3)}
+    qr = heatmap_result({k: [(t, int(v), 1) for t in range(SECONDS) for v in rng.integers(lo, hi, n)]
+                         for k, (lo, hi, n) in tiers.items()}, SECONDS, name="nfs.latency[tier]")
+    qr.breakdown = "tier"
+    grid = figures.build(qr, T0, T0 + SECONDS, figures.View(axis=axis),
+                         max_cols=plot_heatmap.HTML_MAX_COLS, ncells=plot_heatmap.HTML_CELLS)
+    fig = go.Figure(plot_heatmap.figure_json(grid, height=height))
+    fig.layout.height = height
+    return fig
 
 
 def breakdown(nkeys: int, top: int):
@@ -79,7 +97,8 @@ def png_height(path) -> int:
 
 
 def test_labels_clear_and_table_rows_inside(tmp_path):
-    figs = [heat_map(1), heat_map(200), breakdown(14, 10), breakdown(14, 13)]
+    figs = [heat_map(1), heat_map(200), breakdown(14, 10), breakdown(14, 13)] + [
+        tier_map("linear", export.IMAGE_SIZE[1]), tier_map("linear", 340), tier_map("log", 340)]
     with ThreadPoolExecutor(1) as pool:                    # the PNG beside the browser's run
         png = pool.submit(export.write_image, figs[3], str(tmp_path / "table.png"), "png")
         seen = drawn(figs, tmp_path)
@@ -89,8 +108,12 @@ def test_labels_clear_and_table_rows_inside(tmp_path):
         clashes = [(a[0], b[0]) for i, a in enumerate(fig["panel"]) for b in fig["panel"][i + 1:] + fig["time"]
                    if overlap(a, b)]
         assert not clashes, f"side panel labels over each other or the time axis's: {clashes}"
-    for fig, keys in zip(seen[2:], ([f"10.0.0.{i}" for i in range(14, 4, -1)] + ["other (4 keys)"],
+    for fig, keys in zip(seen[2:4], ([f"10.0.0.{i}" for i in range(14, 4, -1)] + ["other (4 keys)"],
                                     [f"10.0.0.{i}" for i in range(14, 1, -1)] + ["other (1 key)"])):
         shown = [k[0] for k in fig["keys"] if k[4] <= fig["bottom"]]   # the header among them
         assert [k for k in shown if k != "client"] == keys and "client" in shown, f"table rows inside: {shown}"
+    for fig in seen[4:]:
+        assert sorted(n[0].strip() for n in fig["names"]) == ["arc", "disk", "l2arc", "none"]
+        clashes = [(a[0], b[0]) for i, a in enumerate(fig["names"]) for b in fig["names"][i + 1:] if overlap(a, b)]
+        assert not clashes, f"tier band names over each other: {clashes}"
     assert png_height(tmp_path / "table.png") == 2 * figs[3].layout.height > 2 * export.IMAGE_SIZE[1]
