@@ -11,7 +11,7 @@ from .units import event_noun, format_count, format_duration, format_value, quan
 def selection(name: str, keys: list) -> str:
     """'nfs.latency[client=10.0.0.3]' for one key of nfs.latency[client]; the name otherwise."""
     if len(keys) != 1 or not name.endswith("]"):
-        return name if not keys else f"{name} ({len(keys)} keys)"
+        return name if not keys else f"{name} ({len(keys)} key{'' if len(keys) == 1 else 's'})"
     head, _, dim = name[:-1].rpartition("[")
     return f"{head}[{dim}={keys[0]}]" if "=" not in dim else name
 
