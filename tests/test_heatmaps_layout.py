@@ -16,14 +16,15 @@ import plotly.io as pio
 
 from heatmaps_util import T0, counter_result, heatmap_result, seed_latencies
 from strata.heatmaps import export, figures, plot_breakdown, plot_heatmap
+from strata.web.views import VIEW_HEIGHT
 
 SECONDS = 300
 CHROMIUM = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]   # offline
 
-# per figure: the text boxes of the side panel's and the time axis's tick labels, of the
-# table's key column, and the bottom of the plotting area, in page pixels
+# per figure: the text boxes of the side panel's and the time axis's tick labels, of the tier
+# band names, of the table's key column, and the bottom of the plotting area, in page pixels
 MEASURE = """
 Promise.all(FIGS.map((f, i) => Plotly.newPlot("f" + i, f.data, f.layout, {staticPlot: true}))).then(() => {
   const box = t => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.right, r.top, r.bottom]; };
@@ -52,7 +53,7 @@ def heat_map(weight: int):
 
 def tier_map(axis: str, height: int):
     """A map broken down by tier, arc, none and l2arc close on a linear axis, arc and none on
-    a log one, drawn `height` pixels high (the web page's views are 340)."""
+    a log one, drawn `height` pixels high (the files' 800, the web page's VIEW_HEIGHT)."""
     rng = np.random.default_rng(3)
     tiers = {"arc": (2_000, 6_000, 30), "none": (1_500, 4_000, 5), "l2arc": (100_000, 200_000, 10),
              "disk": (2_000_000, 8_000_000, 3)}
@@ -98,7 +99,7 @@ def png_height(path) -> int:
 
 def test_labels_clear_and_table_rows_inside(tmp_path):
     figs = [heat_map(1), heat_map(200), breakdown(14, 10), breakdown(14, 13)] + [
-        tier_map("linear", export.IMAGE_SIZE[1]), tier_map("linear", 340), tier_map("log", 340)]
+        tier_map("linear", export.IMAGE_SIZE[1]), tier_map("linear", VIEW_HEIGHT), tier_map("log", VIEW_HEIGHT)]
     with ThreadPoolExecutor(1) as pool:                    # the PNG beside the browser's run
         png = pool.submit(export.write_image, figs[3], str(tmp_path / "table.png"), "png")
         seen = drawn(figs, tmp_path)
