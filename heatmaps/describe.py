@@ -3,6 +3,7 @@ import time
 
 import numpy as np
 
+from .breakdown import OTHER
 from .clock import zone
 from .units import event_noun, format_count, format_duration, format_value, quantity_name
 
@@ -10,7 +11,7 @@ from .units import event_noun, format_count, format_duration, format_value, quan
 def selection(name: str, keys: list) -> str:
     """'nfs.latency[client=10.0.0.3]' for one key of nfs.latency[client]; the name otherwise."""
     if len(keys) != 1 or not name.endswith("]"):
-        return name if not keys else f"{name} ({len(keys)} keys)"
+        return name if not keys else f"{name} ({len(keys)} key{'' if len(keys) == 1 else 's'})"
     head, _, dim = name[:-1].rpartition("[")
     return f"{head}[{dim}={keys[0]}]" if "=" not in dim else name
 
@@ -122,6 +123,11 @@ def key_count(b) -> str:
     down by a field, '' for a dataset's one series."""
     noun = "component" if b.by == "component" else "key"
     return f"{b.total_keys:,} {noun}{'' if b.total_keys == 1 else 's'} · " if b.by else ""
+
+
+def other(b) -> str:
+    """'other (4 keys)', 'other (1 key)': the name of the series summing the keys past the top N."""
+    return f"{OTHER} ({b.folded:,} key{'' if b.folded == 1 else 's'})"
 
 
 def range_of(b) -> str:

@@ -269,8 +269,11 @@ def _kill_tree(pid):
             pass
 
 
-def write_image(fig, path: str, fmt: str, size=IMAGE_SIZE, deadline=EXPORT_DEADLINE_S):
-    """PNG or SVG via kaleido 1.x, driving Debian's Chromium unless BROWSER_PATH says otherwise."""
+def write_image(fig, path: str, fmt: str, size=None, deadline=EXPORT_DEADLINE_S):
+    """PNG or SVG via kaleido 1.x, driving Debian's Chromium unless BROWSER_PATH says otherwise;
+    size (width, height) in pixels, by default IMAGE_SIZE's width and the figure's own height
+    where it sets one (a table's rows), else IMAGE_SIZE's."""
+    size = size or (IMAGE_SIZE[0], fig.layout.height or IMAGE_SIZE[1])
     if "BROWSER_PATH" not in os.environ and Path(CHROMIUM).exists():
         os.environ["BROWSER_PATH"] = CHROMIUM
     with _one_interrupt():

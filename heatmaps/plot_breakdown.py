@@ -7,11 +7,19 @@ from plotly.subplots import make_subplots
 
 from . import clock, describe
 from .breakdown import OTHER
+from .export import IMAGE_SIZE
 from .plot_heatmap import display_scale
 from .term_breakdown import key_colour
 from .units import event_noun, format_count, format_value
 
 BREAKDOWN_MAX_COLS = 600
+# the figure's heights in pixels: the table gets what its rows need, the graph the rest of
+# export.IMAGE_SIZE's height, or GRAPH_MIN_H with the figure made taller to hold every row
+MARGIN_T, MARGIN_B = 90, 30
+HEADER_H, ROW_H = 28, 20   # plotly's table header and cell heights, set so (one line each)
+TABLE_LINES_H = 4          # the table's rules beside its rows
+GRAPH_GAP_H = 70           # between graph and table: the time axis's labels and title
+GRAPH_MIN_H = 360
 
 
 def y_axis(b) -> tuple:
@@ -33,7 +41,7 @@ def traces(b, style: str) -> tuple:
     x = [dt.datetime.fromtimestamp(int(t) + b.bins.width / 2) for t in b.bins.starts()]
     out = []
     for i, key in enumerate(b.keys):
-        name = (key or b.statistic) + (f" ({b.folded:,} keys)" if key == OTHER else "")
+        name = describe.other(b) if key == OTHER else key or b.statistic
         out.append(dict(
             type="scatter", x=x, y=b.series[i] / scale, name=name, mode="lines",
             line=dict(color=key_colour(b, i), width=1.2 if style == "stacked" else 1.8, shape="hv"),
@@ -46,14 +54,16 @@ def figure(b, style: str | None = None) -> go.Figure:
     """The graph of Breakdown b: stacked areas or lines (style, default b.style) and its table."""
     style = style or b.style
     _, _, y_title = y_axis(b)
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.64, 0.36], vertical_spacing=0.1,
+    header, columns = _table(b, event_noun(b.statistic))
+    graph_h, table_h = heights(len(b.rows))
+    fig = make_subplots(rows=2, cols=1, row_heights=[graph_h, table_h],
+                        vertical_spacing=GRAPH_GAP_H / (graph_h + GRAPH_GAP_H + table_h),
                         specs=[[{"type": "xy"}], [{"type": "table"}]])
     for trace in traces(b, style)[0]:
         fig.add_trace(trace, row=1, col=1)
-    header, columns = _table(b, event_noun(b.statistic))
     fig.add_trace(go.Table(
-        header=dict(values=header, fill_color="#f0f0f0", align="left", font=dict(size=12)),
-        cells=dict(values=columns, align="left", font=dict(size=12),
+        header=dict(values=header, fill_color="#f0f0f0", align="left", font=dict(size=12), height=HEADER_H),
+        cells=dict(values=columns, align="left", font=dict(size=12), height=ROW_H,
                    fill_color=[[key_colour(b, i) for i in range(len(b.keys))]] + [["white"] * len(b.keys)] * (len(header) - 1)),
         columnwidth=[0.3] + [1] * (len(header) - 1)), row=2, col=1)
     fig.update_layout(
@@ -62,11 +72,20 @@ def figure(b, style: str | None = None) -> go.Figure:
                          f"{describe.time_range(*b.span)}"
                          f"<br><span style='font-size:12px;color:#555'>{describe.key_count(b)}"
                          f"{b.bins.width}s per column · {style}</span>"), x=0.01, xanchor="left"),
-        margin=dict(l=70, r=30, t=90, b=30), hovermode="x unified" if style == "stacked" else "closest",
+        height=MARGIN_T + graph_h + GRAPH_GAP_H + table_h + MARGIN_B,
+        margin=dict(l=70, r=30, t=MARGIN_T, b=MARGIN_B), hovermode="x unified" if style == "stacked" else "closest",
         legend=dict(title=b.by or "key"))
     fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text=f"time ({clock.zone()})", row=1, col=1)
     return fig
+
+
+def heights(nrows: int) -> tuple:
+    """(graph, table) heights in pixels of a figure whose table has nrows rows: every row
+    shown, in IMAGE_SIZE's height while the graph keeps GRAPH_MIN_H, in a taller one beyond."""
+    table_h = HEADER_H + nrows * ROW_H + TABLE_LINES_H
+    room = IMAGE_SIZE[1] - MARGIN_T - GRAPH_GAP_H - MARGIN_B - table_h
+    return max(room, GRAPH_MIN_H), table_h
 
 
 def _table(b, noun: str) -> tuple:
@@ -81,7 +100,7 @@ def _table(b, noun: str) -> tuple:
         header += ["p50", f"p{b.percentile:g}", "max"]
     rows = []
     for r in b.rows:
-        key = r.key + (f" ({b.folded:,} keys)" if r.key == OTHER else "")
+        key = describe.other(b) if r.key == OTHER else r.key
         if b.metric == "mean":
             row = ["", key, format_value(r.rate, b.unit), format_value(r.peak, b.unit)]
         else:

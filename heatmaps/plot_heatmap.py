@@ -14,12 +14,14 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from . import clock, describe, palette
-from .ticks import log_ticks
+from .export import IMAGE_SIZE
+from .ticks import linear_ticks, log_ticks
 from .units import event_noun, family, format_count, format_value, quantity_name
 
 HTML_MAX_COLS = 400
 HTML_CELLS = 120
 SPACING = 0.008   # between the side panel and the map, a share of the width
+PANEL_CLEAR = 0.4   # the side panel labels no rate nearer its zero (the map's edge) than this share of its axis
 HALO = "1px 1px 2px white, -1px -1px 2px white, 1px -1px 2px white, -1px 1px 2px white"   # tier band names legible on dark cells
 
 
@@ -95,10 +97,11 @@ def two_columns(left: float, shared_y: bool = True) -> dict:
     return out
 
 
-def figure_json(grid, drill: str | None = None) -> dict:
+def figure_json(grid, drill: str | None = None, height: int = IMAGE_SIZE[1]) -> dict:
     """The heat map of `grid` as plotly's figure JSON ({'data', 'layout'}; arrays as numpy
     arrays, times as datetimes), built without plotly.py's objects: the web page's figure,
-    and figure()'s."""
+    and figure()'s. `height`: the figure's height in pixels where it is drawn (the files'
+    IMAGE_SIZE; the web page's views are shorter), which spaces the tier band names."""
     scale, unit_label = display_scale(float(grid.edges[-1]), grid.unit)
     noun = event_noun(grid.statistic)
     quantity = quantity_name(grid.statistic, grid.unit)
@@ -144,6 +147,8 @@ def figure_json(grid, drill: str | None = None) -> dict:
             name=describe.percentile_label(p),
             hovertemplate=f"{describe.percentile_label(p)} %{{y:,.4~g}} {unit_label}<extra></extra>"))
 
+    note = "<br>".join(n for n in (describe.bands(grid), describe.cropped(grid), describe.outages(grid)) if n)
+    margin = dict(l=70, r=30, t=95 + 15 * (note.count('<br>') + 1 if note else 0), b=60)
     if grid.bands:   # a map broken down by tier: a mark at each band's median at the map's right edge,
         medians = [m / scale for _, m, _ in grid.bands]   # its name beside it, moved apart from the others
         ytype = "log" if grid.axis == "log" else "linear"
@@ -154,14 +159,14 @@ def figure_json(grid, drill: str | None = None) -> dict:
             hovertemplate="%{text} band: median %{y:,.4~g} " + unit_label + "<extra></extra>"))
         data.append(dict(
             type="scatter", xaxis="x2", yaxis="y2", x=[x_edges[-1]] * len(grid.bands),
-            y=apart(medians, _y_range(y_edges, ytype), ytype), mode="text", cliponaxis=False,
+            y=apart(medians, _y_range(y_edges, ytype), ytype, LABEL_PX / max(height - margin["t"] - margin["b"], 1)),
+            mode="text", cliponaxis=False,
             text=[f"{k}  " for k, _, _ in grid.bands], textposition="middle left",
             textfont=dict(color="#111", size=14, weight="bold", shadow=HALO),
             name="tier band names", showlegend=False, hoverinfo="skip"))
     # outages collected as one record: shaded, named below the title
     shapes = [dict(type="rect", xref="x2", yref="y2 domain", x0=_local(start), x1=_local(end), y0=0, y1=1,
                    fillcolor="#888", opacity=0.12, line=dict(width=0)) for start, end, _ in grid.spans]
-    note = "<br>".join(n for n in (describe.bands(grid), describe.cropped(grid), describe.outages(grid)) if n)
     subtitle = f"{describe.totals(grid)} · {grid.bins.width}s per column · {describe.y_range(grid)}"
     layout = two_columns(0.12)
     layout.update(
@@ -170,7 +175,7 @@ def figure_json(grid, drill: str | None = None) -> dict:
                          f"{describe.time_range(*grid.span)}"
                          f"<br><span style='font-size:12px;color:#555'>{subtitle}"
                          + (f"<br>{note}" if note else "") + "</span>"), x=0.01, xanchor="left"),
-        margin=dict(l=70, r=30, t=95 + 15 * (note.count('<br>') + 1 if note else 0), b=60), plot_bgcolor="white",
+        margin=margin, plot_bgcolor="white",
         legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"),
         hovermode="closest")
     if shapes:
@@ -184,22 +189,37 @@ def figure_json(grid, drill: str | None = None) -> dict:
     layout["yaxis"].update(y_axis, title=dict(
         text=f"{quantity} (log scale)" if ytype == "log" else f"{quantity} ({unit_label})"))
     layout["yaxis2"].update(y_axis)
-    layout["xaxis"].update(title=dict(text=f"{noun}/s"), autorange="reversed", showgrid=False, rangemode="tozero")
+    top = float(rates.max()) * 1.05 if rates.size and rates.max() > 0 else 1.0
+    ticks = panel_ticks(top)
+    layout["xaxis"].update(title=dict(text=f"{noun}/s"), range=[top, 0.0], showgrid=False,
+                           tickvals=ticks, ticktext=[format_count(t) for t in ticks])
     layout["xaxis2"].update(title=dict(text=f"time ({clock.zone()})"), range=[x_edges[0], x_edges[-1]],
                             showgrid=False, ticks="outside")
     return {"data": data, "layout": layout}
 
 
-LABEL_GAP = 0.045   # the least distance between two band names, as a share of the y-axis' height
+def panel_ticks(top: float) -> list:
+    """The rates labelled on the side panel's axis, reversed from `top` down to 0 at the map's
+    left edge: round values, none within PANEL_CLEAR of that edge, where the time axis's
+    first label (centred on the edge) reaches into the panel. Two of them where a finer step
+    gives two."""
+    for count in (4, 5, 6):
+        ticks = [t for t in linear_ticks(0.0, top, count) if t >= PANEL_CLEAR * top]
+        if len(ticks) >= 2:
+            break
+    return ticks
 
 
-def apart(values: list, axis_range: list, ytype: str) -> list:
+LABEL_PX = 20   # the least distance between two band names in pixels: their 14 px bold line and some air
+
+
+def apart(values: list, axis_range: list, ytype: str, gap: float) -> list:
     """Where to write labels for values on a y-axis spanning axis_range (in the axis' own
-    units: log10 on a log axis), at least LABEL_GAP of its height apart and inside it: each
-    as near its value as that allows, in the values' order."""
+    units: log10 on a log axis), at least `gap` (a share of its height) apart and inside it:
+    each as near its value as that allows, in the values' order."""
     to_axis = (lambda v: np.log10(max(v, 1e-12))) if ytype == "log" else float
     lo, hi = axis_range
-    gap = LABEL_GAP * (hi - lo)
+    gap = gap * (hi - lo)
     order = sorted(range(len(values)), key=lambda i: values[i])
     at = [min(max(to_axis(values[i]), lo + gap / 2), hi - gap / 2) for i in order]
     for j in range(1, len(at)):                     # pushed up past the one below

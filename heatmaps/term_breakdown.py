@@ -86,7 +86,7 @@ def _y_labels(top: float, nlines: int, per_line: int, ncells: int, fmt) -> dict:
 def _legend(b, mode: str, width: int) -> list:
     items = []
     for i, key in enumerate(b.keys):
-        name = f"{key}" + (f" ({b.folded:,} keys)" if key == OTHER else "")
+        name = describe.other(b) if key == OTHER else f"{key}"
         if mode == "none":
             items.append((f"{_plain_mark(b, i)} {name}", len(name) + 2))
         else:
@@ -157,7 +157,7 @@ def table(b, mode: str, width: int) -> str:
         t.add_column("max", justify="right")
     for i, r in enumerate(b.rows):
         swatch = f"[{key_colour(b, i)}]██[/]" if mode != "none" else _plain_mark(b, i)
-        key = r.key + (f" ({b.folded:,} keys)" if r.key == OTHER else "")
+        key = describe.other(b) if r.key == OTHER else r.key
         if b.metric == "mean":
             cells = [format_value(r.rate, b.unit), format_value(r.peak, b.unit)]
         else:

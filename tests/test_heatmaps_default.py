@@ -90,9 +90,9 @@ def test_sizes_get_a_log_axis_where_they_span_decades(tmp_path, sizes, axis):
     ([9.9e7, 9.95e7, 1e3], [0, 1e8], "linear"),   # two at the top: kept under it
 ])
 def test_tier_band_names_stay_apart_inside_the_axis(values, axis_range, ytype):
-    at = plot_heatmap.apart(values, axis_range, ytype)
+    at = plot_heatmap.apart(values, axis_range, ytype, 0.045)
     axis = np.log10(at) if ytype == "log" else np.array(at)
-    gap = plot_heatmap.LABEL_GAP * (axis_range[1] - axis_range[0])
+    gap = 0.045 * (axis_range[1] - axis_range[0])
     order = np.argsort(values)
     assert np.all(np.diff(axis[order]) >= gap * (1 - 1e-9))              # in the values' order, apart
     assert axis.min() >= axis_range[0] and axis.max() <= axis_range[1]

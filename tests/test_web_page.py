@@ -474,6 +474,7 @@ def test_a_time_view_draws_where_the_time_went(tmp_path):
         spec = views.ViewSpec.parse({"name": "time:disk"})
         shown = views.view(reader, spec, T0, T0 + seconds)
         cols, _, refit = views.columns(reader, spec, shown["live"], T0, T0 + seconds)
+    assert "2 components · " in shown["figure"]["layout"]["title"]["text"]       # counted as the files count them
     assert not refit and [c["t"] for c in cols] == [t for t, y in zip(doc["times"], want["device"]) if y is not None]
     for k, name in enumerate(shown["live"]["lines"]):
         at = {t: v for t, v in zip(doc["times"], want[name])}

@@ -26,7 +26,7 @@ def figure(b, spec) -> tuple:
     layout.update(
         template=template(), font=dict(family="DejaVu Sans, Arial, sans-serif", size=13),
         title=dict(text=(f"<b>{spec.name}</b>{what}   {describe.time_range(*b.span)}"
-                         f"<br><span style='font-size:12px;color:#555'>{b.total_keys:,} keys · "
+                         f"<br><span style='font-size:12px;color:#555'>{describe.key_count(b)}"
                          f"{b.bins.width}s per column · {b.style}{compared}</span>"), x=0.01, xanchor="left"),
         margin=dict(l=70, r=30, t=95, b=60), hovermode="x unified" if b.style == "stacked" else "closest",
         # the keys where the heat maps have their colour bar (the page keeps that margin)

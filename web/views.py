@@ -35,6 +35,7 @@ from .limits import CELLS, MAX_COLS, MAX_KEYS, LimitError, check_span
 
 AXES = ("", "linear", "log")       # "": the dataset's default (log for latency)
 STYLES = ("", "stacked", "line")   # counters' graphs; "": the default (figures.default_style)
+VIEW_HEIGHT = 340                  # a view's plot in pixels (worksheet.css: .view .plot)
 
 
 class ViewError(LimitError):
@@ -148,7 +149,7 @@ def figure_for(spec, src, keys, qr, start, end):
                      "keys": [k for k in model.keys if k != OTHER], "lines": model.keys,
                      "label": y_axis(model)[1]}, None
     grid = model
-    fig = plot_heatmap.figure_json(grid)
+    fig = plot_heatmap.figure_json(grid, height=VIEW_HEIGHT)
     scale, label = plot_heatmap.display_scale(float(grid.edges[-1]), grid.unit)
     if grid.axis == "log":
         cell_h = (math.log10(grid.cells[-1]) - math.log10(grid.cells[0])) / CELLS
