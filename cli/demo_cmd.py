@@ -20,6 +20,7 @@ from strata.lab.loopdev import LoopError
 from strata.lab.nfsd import NfsdError
 from strata.lab.teardown import Teardown
 from strata.datasets.errors import ArchiveError
+from strata.heatmaps import clock
 from strata.heatmaps.export import ExportError
 
 def _size(ctx, param, value):
@@ -129,7 +130,7 @@ def _epilogue(facts, written, seconds, explore, start, end):
     click.echo(f"strata demo: done in {seconds:.0f}s; wrote {stems} ({kinds}) in {folder}/")
     for note in facts.notes:
         click.echo(f"  note: {note}")
-    since, until = (time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) for t in (start, end))
+    since, until = (clock.typed(t) for t in (start, end))
     rng = f"--since {since} --until {until} --archive {facts.archive}"
     click.echo("Explore the archive it left (the random reads; widen --since to see the setup writes):")
     for cmd in explore(facts, rng):

@@ -7,7 +7,7 @@ import sys
 import click
 
 from strata.cli.output import emit_text, write_figure
-from strata.heatmaps import figures, grid_json, json_out, outage_marks, table_csv, termcaps, time_went
+from strata.heatmaps import clock, figures, grid_json, json_out, outage_marks, table_csv, termcaps, time_went
 from strata.heatmaps.errors import ViewError, ViewUsageError
 from strata.heatmaps.units import parse_value
 from strata.views import lookup, window
@@ -149,7 +149,7 @@ def _drill_command(reader, src, start, end, where) -> str | None:
     target = lookup.drill_target(reader, src)
     if target is None:
         return None
-    return shlex.join(["strata", "breakdown", target, "--since", str(start), "--until", str(end), *where])
+    return shlex.join(["strata", "breakdown", target, "--since", clock.typed(start), "--until", clock.typed(end), *where])
 
 
 def draw_heatmap(reader, src, view, span, fmt, output, colour, rows, archive_path=None, prometheus_url=None,

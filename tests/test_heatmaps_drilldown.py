@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from heatmaps_util import T0, build_archive, histogram, run_strata
+from strata.heatmaps import clock
+from strata.views.times import parse_time
 from test_heatmaps_html import chromium
 
 SECONDS = 90
@@ -258,7 +260,8 @@ def test_html_hover_command_breaks_its_band_down(data, hovered, name):
     assert f"| {counts[row, col]:,} ops |" in label, label
     args = shlex.split(label.split("break down: ")[1].split(" | ")[0])
     assert args[:3] == ["strata", "breakdown", name] and args[-2] == "--range"
-    assert args[3:7] == ["--since", str(T0), "--until", str(T0 + SECONDS)]
+    assert args[3:7] == ["--since", clock.typed(T0), "--until", clock.typed(T0 + SECONDS)]
+    assert [parse_time(t, 0) for t in args[4:7:2]] == [T0, T0 + SECONDS]   # read back as the same seconds
     drilled = breakdown_json(path, name, args[-1])
     assert drilled["range"]["snapped"] is False, args[-1]
     assert [drilled["range"]["from"], drilled["range"]["to"]] == grid["edges"][row:row + 2]
