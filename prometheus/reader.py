@@ -140,11 +140,10 @@ class PrometheusReader:
                  f' or label_replace({created}, "{PART}", "created", "", "")')
         series, parts = [], {"time": {}, "created": {}}
         for labels, v in self._edges(query, start, step, n):
-            part = labels.pop(PART, None)
-            if part is None:
-                series.append((labels, v))
+            if PART in labels:
+                parts[labels[PART]][_identity(labels)] = v
             else:
-                parts[part][_identity(labels)] = v
+                series.append((labels, v))
         return series, parts["time"], parts["created"]
 
     def _natives(self, family: str, info, start: int, step: int, n: int) -> list:
@@ -299,8 +298,8 @@ def _add_natives(natives, index, key_of, per, grid, buckets, counts, present):
 
 
 def _identity(labels: dict) -> tuple:
-    """What names one series of a family, whatever its sample: labels but __name__ and le."""
-    return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le")))
+    """What names one series of a family, whatever its sample: labels but __name__, le and PART."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le", PART)))
 
 
 _BOUNDS = {}
