@@ -248,13 +248,13 @@ def _histograms(series, index, key_of, grid, per, name):
     nothing = np.full(n + 1, np.nan)
     for identity, items in histograms.items():
         row = index[key_of(dict(identity))]
-        alive = next((v for le, v in items if le == "+Inf"), nothing)
         ordered = sorted((_bucket_of(le, bounds, name), v) for le, v in items if le != "+Inf")
         if not ordered:
             continue
-        cumulative = np.array([v for _, v in ordered])
-        cumulative[np.isnan(cumulative) & ~np.isnan(alive)] = 0.0      # a bucket not listed yet: 0
-        own = np.diff(cumulative, axis=0, prepend=0.0)                  # cumulative over le -> each bucket's own
+        # cumulative over le -> each bucket's own count; a bucket not listed yet holds none, so its
+        # cumulative count is the listed bound's below it (the maximum below: counts grow with le)
+        cumulative = np.fmax.accumulate(np.nan_to_num(np.array([v for _, v in ordered])), axis=0)
+        own = np.diff(cumulative, axis=0, prepend=0.0)
         column_counts, seen = spread(own, times.get(identity, nothing), created.get(identity, nothing), start, step)
         present |= seen
         if dict(identity).get("le_digits") != "1":
