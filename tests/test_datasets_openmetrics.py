@@ -188,7 +188,7 @@ def running_prometheus(targets, tmp_path, features=(), job=""):
         try:
             with urllib.request.urlopen(f"http://{web}/api/v1/query?{q}", timeout=5) as r:
                 result = json.load(r)["data"]["result"]
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):    # not up yet, or busy: ask again
             return None
         return {tuple(sorted(s["metric"].items())): float(s["value"][1]) if "value" in s else s["histogram"][1]
                 for s in result}

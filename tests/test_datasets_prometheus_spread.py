@@ -72,14 +72,14 @@ def test_missed_scrapes_are_spread_over_their_seconds(tmp_path):
             with running_prometheus([url], tmp_path) as (every, ask), \
                     running_prometheus([url], tmp_path, job="    scrape_interval: 3s\n") as (sparse, _):
                 begin = int(time.time()) + 1
-                time.sleep(1.5)
+                time.sleep(1)
                 writer.start()
                 load = int(time.time()) + 1
-                time.sleep(4)
+                time.sleep(3.5)
                 os.kill(proc.pid, signal.SIGSTOP)              # no scrape answered, no second served
                 time.sleep(3)
                 os.kill(proc.pid, signal.SIGCONT)
-                time.sleep(3)
+                time.sleep(2.5)
                 stopped.set()
                 writer.join()
                 unload = int(time.time()) - 1
