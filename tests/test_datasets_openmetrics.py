@@ -211,22 +211,25 @@ def settled(ask, promql, value):
     return int(time.time())
 
 
-@pytest.fixture()
-def prometheus(collector, tmp_path):
-    """A real Prometheus scraping the collector every second from before 300 writes until
-    after them; yields (its URL, ask, the writes timed: 300 unless a completion was missed)."""
-    archive, url, dev, lat, ops, write = collector
-    with running_prometheus([url], tmp_path) as (web, ask):
-        timed = write(300)
-        writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
-        settled(ask, writes, timed)
-        yield web, ask, timed
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory):
+    """A collector (serving()'s tuple) and a real Prometheus scraping it every second from
+    before 300 writes until after them, for the tests that only read them; yields (the
+    collector's tuple, (Prometheus' URL, ask, the writes timed: 300 unless a completion was
+    missed))."""
+    folder = tmp_path_factory.mktemp("scraped")
+    with serving(folder) as collector:
+        archive, url, dev, lat, ops, write = collector
+        with running_prometheus([url], folder) as (web, ask):
+            timed = write(300)
+            writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
+            settled(ask, writes, timed)
+            yield collector, (web, ask, timed)
 
 
 @needs_prometheus
-def test_real_prometheus_scrapes_and_answers(collector, prometheus):
-    archive, url, dev, lat, ops, _ = collector
-    web, ask, timed = prometheus
+def test_real_prometheus_scrapes_and_answers(scraped):
+    (archive, url, dev, lat, ops, _), (web, ask, timed) = scraped
     count = ask(f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})')
     assert list(count.values()) == [float(timed)]
     # PromQL's 100th percentile is the le of the first bucket holding all the timed writes
@@ -238,9 +241,8 @@ def test_real_prometheus_scrapes_and_answers(collector, prometheus):
 
 
 @needs_prometheus
-def test_heatmap_and_breakdown_read_prometheus_like_the_archive(collector, prometheus):
-    archive, url, dev, lat, ops, _ = collector
-    web, ask, timed = prometheus
+def test_heatmap_and_breakdown_read_prometheus_like_the_archive(scraped):
+    (archive, url, dev, lat, ops, _), (web, ask, timed) = scraped
     end = int(time.time())
     start = end - 60
     with Archive.open(archive) as a, PrometheusReader(web) as p:
