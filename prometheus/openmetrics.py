@@ -37,7 +37,9 @@ dataset they hold. Prometheus (with `honor_timestamps`, its default) then stores
 count at the second the collector closed rather than at the scrape's time, so a
 reader knows exactly which seconds lie between two samples, however late a scrape
 was (prometheus/spread.py); a scrape that finds no new second gets the same sample
-again, which Prometheus stores once. Gauges carry none: a level read at the scrape,
+again, which Prometheus stores once. A stamp never goes back: after the wall clock
+steps back, samples keep the last stamp (Prometheus keeps the first of them) until a
+later second closes, whose sample holds what came between. Gauges carry none: a level read at the scrape,
 whose series Prometheus ends at once (with a staleness marker) when they go away. It
 writes no staleness markers for timestamped series: one that goes away (a suspended
 dataset, a key leaving the top, a stopped collector) stays visible to instant queries
