@@ -33,18 +33,19 @@ series' `_created` is the start of the first second its key counted: the reader
 (prometheus/reader.py) counts a series' first sample from it.
 
 Counter and histogram samples carry a timestamp: the end of the last second of the
-dataset they hold. Prometheus (with `honor_timestamps`, its default) then stores each
-count at the second the collector closed rather than at the scrape's time, so a
+dataset they hold. Prometheus (with `honor_timestamps`, its default) then stores
+each count at the second the collector closed rather than at the scrape's time, so a
 reader knows exactly which seconds lie between two samples, however late a scrape
 was (prometheus/spread.py); a scrape that finds no new second gets the same sample
 again, which Prometheus stores once. A stamp never goes back: after the wall clock
 steps back, samples keep the last stamp (Prometheus keeps the first of them) until a
-later second closes, whose sample holds what came between. Gauges carry none: a level read at the scrape,
-whose series Prometheus ends at once (with a staleness marker) when they go away. It
-writes no staleness markers for timestamped series: one that goes away (a suspended
-dataset, a key leaving the top, a stopped collector) stays visible to instant queries
-at its last value for the lookback (5 minutes), increasing by nothing; from Prometheus
-2.48 `track_timestamps_staleness: true` in the scrape job ends them at once too.
+later second closes, whose sample holds what came between. Gauges carry none: a
+level read at the scrape, whose series Prometheus ends at once (with a staleness
+marker) when they go away. It writes no staleness markers for timestamped series:
+one that goes away (a suspended dataset, a key leaving the top, a stopped collector)
+stays visible to instant queries at its last value for the lookback (5 minutes),
+increasing by nothing; from Prometheus 2.48 `track_timestamps_staleness: true` in
+the scrape job ends them at once too.
 """
 import math
 import re
