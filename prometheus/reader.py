@@ -10,9 +10,10 @@ a dataset that every server of a fleet collects is drawn fleet-wide.
 
 A column [t, t + step) holds what the collector counted over it, from its cumulative
 series: each is read at the column edges (query_range), with the time of the sample
-each edge found (`timestamp()`), and the increase between two consecutive samples is
-spread evenly over the seconds between them (spread.py: whole integers, totals exact,
-no rate() extrapolation). strata's exposition stamps each sample with the end of the
+each edge found (`timestamp()`), to one edge past the range (whose sample may hold
+its last seconds), and the increase between two consecutive samples is spread evenly
+over the seconds between them (spread.py: whole integers, totals exact, no rate()
+extrapolation). strata's exposition stamps each sample with the end of the
 last second it holds, so where every second was scraped each column is the archive's,
 exactly, at any width; a late or missed scrape shares its seconds' increase evenly
 between them instead of leaving one column empty and doubling the next. A drop in a
@@ -173,11 +174,11 @@ class PrometheusReader:
         dataset = f'dataset="{escape(info.name)}"'
         if info.kind == "gauge":
             series, times, created = self._edges(f"{selector}{{{dataset}}}", start, step, n), {}, {}
-        else:
+        else:      # to one edge past the range: a sample after its end may hold its last seconds
             timed = f'{selector}{{{dataset},le="+Inf"}}' if info.kind == "heatmap" else f"{selector}{{{dataset}}}"
             series, times, created = self._cumulative(f"{selector}{{{dataset}}}", timed,
-                                                      f"{family}_created{{{dataset}}}", start, step, n)
-        natives = self._natives(family, info, start, step, n) if info.kind == "heatmap" else []
+                                                      f"{family}_created{{{dataset}}}", start, step, n + 1)
+        natives = self._natives(family, info, start, step, n + 1) if info.kind == "heatmap" else []
         grid = (times, created, start, step, n)
         key_label = label_name(info.breakdown) if info.breakdown else None
         per = exported_unit(info.unit, info.kind)[1]
@@ -188,6 +189,8 @@ class PrometheusReader:
         key_of = (lambda labels: labels.get(key_label, "")) if key_label else (lambda labels: "")
         result.keys = sorted({key_of(labels) for labels, *_ in series + natives}) or \
             ([""] if not info.breakdown else [])
+        sampled = {key_of(labels) for labels, v in series if (~np.isnan(v[:n + 1])).any()} | \
+            {key_of(labels) for labels, _, t in natives if (~np.isnan(t[:n + 2])).any()}
         index = {k: i for i, k in enumerate(result.keys)}
         rows = [index[key_of(labels)] for labels, _ in series]
         if info.kind == "gauge":
@@ -200,7 +203,7 @@ class PrometheusReader:
                 result.buckets, result.counts, present = _add_natives(
                     natives, index, key_of, per, grid, result.buckets, result.counts, present)
         result.present = present
-        return result
+        return _sampled(result, sampled)
 
 
 def _gauges(series, rows, nkeys, n, per):
@@ -218,10 +221,10 @@ def _counters(series, rows, nkeys, grid):
     """Events per key and column, summed over collectors."""
     times, created, start, step, n = grid
     values, present = np.zeros((nkeys, n), np.int64), np.zeros(n, bool)
-    nothing = np.full(n + 1, np.nan)
     for (labels, v), row in zip(series, rows):
-        identity = _identity(labels)
-        counts, seen = spread(v[None, :], times.get(identity, nothing), created.get(identity, nothing), start, step)
+        identity, nothing = _identity(labels), np.full(len(v), np.nan)
+        counts, seen = spread(v[None, :], times.get(identity, nothing), created.get(identity, nothing),
+                              start, step, n)
         values[row] += counts[0]
         present |= seen
     return values, present
@@ -245,7 +248,6 @@ def _histograms(series, index, key_of, grid, per, name):
     pos = {int(b): j for j, b in enumerate(buckets)}
     counts = np.zeros((len(index), n, len(buckets)), np.uint64)
     present = np.zeros(n, bool)
-    nothing = np.full(n + 1, np.nan)
     for identity, items in histograms.items():
         row = index[key_of(dict(identity))]
         ordered = sorted((_bucket_of(le, bounds, name), v) for le, v in items if le != "+Inf")
@@ -255,7 +257,9 @@ def _histograms(series, index, key_of, grid, per, name):
         # cumulative count is the listed bound's below it (the maximum below: counts grow with le)
         cumulative = np.fmax.accumulate(np.nan_to_num(np.array([v for _, v in ordered])), axis=0)
         own = np.diff(cumulative, axis=0, prepend=0.0)
-        column_counts, seen = spread(own, times.get(identity, nothing), created.get(identity, nothing), start, step)
+        nothing = np.full(own.shape[1], np.nan)
+        column_counts, seen = spread(own, times.get(identity, nothing), created.get(identity, nothing),
+                                     start, step, n)
         present |= seen
         if dict(identity).get("le_digits") != "1":
             for (b, _), c in zip(ordered, column_counts):
@@ -280,7 +284,7 @@ def _add_natives(natives, index, key_of, per, grid, buckets, counts, present):
         row = index[key_of(labels)]
         keys = list(native_buckets)
         column_counts, seen = spread(np.array([native_buckets[k] for k in keys]), times,
-                                     np.full(n + 2, np.nan), start - step, step)
+                                     np.full(len(times), np.nan), start - step, step, n + 1)
         present |= seen[1:]
         for key, c in zip(keys, column_counts):
             bins = native_reader.bins_of(key, per)
@@ -295,6 +299,21 @@ def _add_natives(natives, index, key_of, per, grid, buckets, counts, present):
     for b, c in added.items():
         out[:, :, pos[b]] += c
     return merged, out, present
+
+
+def _sampled(result: QueryResult, sampled: set) -> QueryResult:
+    """result without the keys of series first sampled past its end that hold nothing in it."""
+    if result.kind == "gauge" or not len(result.keys):
+        return result
+    held = result.values if result.kind == "counter" else result.counts.sum(axis=(1, 2))
+    keep = [i for i, k in enumerate(result.keys) if k in sampled or held[i].any()]
+    if len(keep) < len(result.keys):
+        result.keys = [result.keys[i] for i in keep]
+        if result.kind == "counter":
+            result.values = result.values[keep]
+        else:
+            result.counts = result.counts[keep]
+    return result
 
 
 def _identity(labels: dict) -> tuple:

@@ -35,14 +35,15 @@ import numpy as np
 LOOKBACK_S = 300      # Prometheus' default lookback: an instant query sees samples this old
 
 
-def spread(values: np.ndarray, times: np.ndarray, created: np.ndarray, start: int, step: int):
-    """values: (rows, n + 1) cumulative counts of rows that share their sample times (one counter,
-    or one histogram's buckets) read at the n + 1 column edges, with times (n + 1,) the time of the
-    sample each edge read (NaN: none) and created (n + 1,) its series' created time (NaN: unknown).
+def spread(values: np.ndarray, times: np.ndarray, created: np.ndarray, start: int, step: int, n: int):
+    """values: (rows, edges) cumulative counts of rows that share their sample times (one counter,
+    or one histogram's buckets) read at the column edges start + k * step, with times (edges,) the
+    time of the sample each edge read (NaN: none) and created (edges,) its series' created time
+    (NaN: unknown); edges past the n columns' last may hold samples of their last seconds.
     -> (counts (rows, n) int64, covered (n,) bool: the columns some counted interval overlaps)."""
-    rows, n = values.shape[0], values.shape[1] - 1
+    rows = values.shape[0]
     counts, covered = np.zeros((rows, n), np.int64), np.zeros(n, bool)
-    edges = start + step * np.arange(n + 1)
+    edges = start + step * np.arange(values.shape[1])
     known = np.flatnonzero(~np.isnan(times))
     if not known.size:
         return counts, covered

@@ -412,26 +412,29 @@ def test_increases_spread_over_the_seconds_between_samples():
     unknown = np.full(6, nan)
     values = np.array([[0, 100, 100, 301, 400, 400.]])
     # stamped with the second each sample closes (strata's exposition); the scrape of 12 missed
-    counts, covered = spread(values, np.array([10, 11, 11, 13, 14, 14.]), unknown, 10, 1)
+    counts, covered = spread(values, np.array([10, 11, 11, 13, 14, 14.]), unknown, 10, 1, 5)
     assert counts.tolist() == [[100, 100, 101, 99, 0]] and covered.tolist() == [True] * 4 + [False]
     # stamped at the scrape: each holds the seconds ended by the whole second before it
-    counts, covered = spread(values, np.array([9.6, 10.6, 10.6, 12.6, 13.6, 13.6]), unknown, 10, 1)
+    counts, covered = spread(values, np.array([9.6, 10.6, 10.6, 12.6, 13.6, 13.6]), unknown, 10, 1, 5)
     assert counts.tolist() == [[100, 101, 99, 0, 0]] and covered.tolist() == [True] * 3 + [False] * 2
     # columns wider than the scrapes, samples on their edges: exactly the differences
-    counts, _ = spread(np.array([[0, 5, 9.], [1, 1, 4.]]), np.array([0, 10, 20.]), unknown[:3], 0, 10)
+    counts, _ = spread(np.array([[0, 5, 9.], [1, 1, 4.]]), np.array([0, 10, 20.]), unknown[:3], 0, 10, 2)
     assert counts.tolist() == [[5, 4], [0, 3]]
+    # the last column's seconds in a sample past the range's end: its share counted, the rest not
+    counts, _ = spread(np.array([[0, 10, 10, 40.]]), np.array([10, 11, 11, 13.]), unknown[:4], 10, 1, 2)
+    assert counts.tolist() == [[10, 15]]
     # 7 events between samples 3 s apart: 2, 2, 3 (largest remainders, ties to the later second)
-    counts, _ = spread(np.array([[0, 0, 0, 7.]]), np.array([10, 10, 10, 13.]), unknown[:4], 10, 1)
+    counts, _ = spread(np.array([[0, 0, 0, 7.]]), np.array([10, 10, 10, 13.]), unknown[:4], 10, 1, 3)
     assert counts.tolist() == [[2, 2, 3]]
     # a restart: the count begins again at the new created time when known, else at the sample before
     values, times = np.array([[50, 60, 60, 60, 6, 8.]]), np.array([10, 11, 11, 11, 14, 15.])
-    restarted = spread(values, times, np.array([0, 0, 0, 0, 12, 12.]), 10, 1)[0]
+    restarted = spread(values, times, np.array([0, 0, 0, 0, 12, 12.]), 10, 1, 5)[0]
     assert restarted.tolist() == [[10, 0, 3, 3, 2]]
-    assert spread(values, times, unknown, 10, 1)[0].tolist() == [[10, 2, 2, 2, 2]]
+    assert spread(values, times, unknown, 10, 1, 5)[0].tolist() == [[10, 2, 2, 2, 2]]
     # a series' first sample: from its created time; created long before the lookback: not counted
     values, times = np.array([[nan, nan, 5, 6, 6.]]), np.array([nan, nan, 12, 13, 13.])
     for created, expected in ((10, [2, 3, 1, 0]), (11 - 301, [0, 0, 1, 0]), (nan, [0, 5, 1, 0])):
-        counts, covered = spread(values, times, np.full(5, float(created)), 10, 1)
+        counts, covered = spread(values, times, np.full(5, float(created)), 10, 1, 4)
         assert counts.tolist() == [expected]
         assert covered.tolist() == [created == 10, created != 11 - 301, True, False]
 
