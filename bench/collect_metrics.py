@@ -58,10 +58,10 @@ def main():
                 spent["archive"] += time.perf_counter() - t
                 t = time.perf_counter()
                 for info, data in batch:
-                    exposition.add(info, data)
+                    exposition.add(info, data, T0 + s)
                 spent["exposition"] += time.perf_counter() - t
                 for info, data in batch:
-                    coarse.add(info, data)
+                    coarse.add(info, data, T0 + s)
                 t = time.perf_counter()
                 text = exposition.text()
                 spent["scrape"] += time.perf_counter() - t

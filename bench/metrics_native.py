@@ -40,7 +40,7 @@ def fed(keys: int) -> Exposition:
                                                               histogram(seed_latencies(rng, 400)).items()}
                 for i in range(keys)} for _ in range(8)]
     for s in range(60):
-        e.add(info, seconds[s % 8])
+        e.add(info, seconds[s % 8], s)
     return e
 
 

@@ -317,8 +317,8 @@ class Collector:
                 self.feed.push([(ds, start, seconds, cause, kind, raw)
                                 for ds, start, seconds, cause, kind, _, raw in committed])
         if self.exposition:
-            for ds, *_, data, _ in committed:
-                self.exposition.add(self.infos[ds], data)
+            for ds, start, seconds, *_, data, _ in committed:
+                self.exposition.add(self.infos[ds], data, start, seconds)
             self.exposition.keep(self.kinds)     # suspended, destroyed or refused: not served
 
     def _active(self) -> dict:
@@ -368,7 +368,7 @@ class Collector:
                 self._bad(e, raw)
             else:
                 if self.exposition:
-                    self.exposition.add(self.infos[ds], data)
+                    self.exposition.add(self.infos[ds], data, start, seconds)
         if str(error) != self.fault:
             self.fault = str(error)
             self.log(f"{error}; collection goes on, the events held in memory until the archive "

@@ -10,6 +10,9 @@ x shown key instead of one per bucket:
   counter   -> counter           strata_<statistic>_total
   gauge     -> gauge             strata_<statistic>_<unit>
 
+Counters and histograms carry the text's sample timestamp (the end of the last
+second they hold) as timestamp_ms.
+
 The messages are metrics.proto's (prometheus/client_model), each preceded by its
 length as a varint. A histogram's zero bucket holds llhist's bin 0 (value 0) and
 has client_golang's default threshold (2^-128) so every Prometheus reads it as
@@ -53,6 +56,8 @@ def encode(families, schema: int) -> bytes:
             for key, value in sorted(ds.keys.items()):
                 m = mf.metric.add()
                 m.label.extend(pb.LabelPair(name=n, value=str(v)) for n, v in ds.label_pairs(key))
+                if kind != "gauge":
+                    m.timestamp_ms = ds.closed * 1000
                 if kind == "heatmap":
                     m.histogram.CopyFrom(_histogram(value, schema, ds.per, centres, ds.created[key]))
                 elif kind == "counter":

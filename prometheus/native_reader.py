@@ -7,8 +7,8 @@ the zero bucket is llhist's bin 0. A native bucket's count goes back to the llhi
 bins whose centres moved into it, spread evenly over them when several did (as
 one-digit bounds are: the picture is the archive's within the mapping error). A
 bucket no bin moves into (not exported by strata) goes to the bin holding its
-middle. Counts are cumulative per bucket and differenced per column as classic
-buckets are (prometheus.py); a bucket missing from a sample that has others is 0.
+middle. Counts are cumulative per bucket and spread over the columns as classic
+buckets are (reader.py, spread.py); a bucket missing from a sample that has others is 0.
 """
 import math
 

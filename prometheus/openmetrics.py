@@ -29,8 +29,23 @@ and a bucket once listed stays listed. Histograms carry no _sum (llhist keeps no
 exact sum, and OpenMetrics allows _count only beside _sum): the event count is the
 `le="+Inf"` bucket. A suspended or destroyed dataset's series
 disappear with it; resumed, it counts from zero under a new `_created` time. A
-series' `_created` is when its key first counted: the reader (prometheus/reader.py)
-tells from it whether a series' first sample was born inside a column.
+series' `_created` is the start of the first second its key counted: the reader
+(prometheus/reader.py) counts a series' first sample from it.
+
+Counter and histogram samples carry a timestamp: the end of the last second of the
+dataset they hold. Prometheus (with `honor_timestamps`, its default) then stores
+each count at the second the collector closed rather than at the scrape's time, so a
+reader knows exactly which seconds lie between two samples, however late a scrape
+was (prometheus/spread.py); a scrape that finds no new second gets the same sample
+again, which Prometheus stores once. A stamp never goes back: after the wall clock
+steps back, samples keep the last stamp (Prometheus keeps the first of them) until a
+later second closes, whose sample holds what came between. Gauges carry none: a
+level read at the scrape, whose series Prometheus ends at once (with a staleness
+marker) when they go away. It writes no staleness markers for timestamped series:
+one that goes away (a suspended dataset, a key leaving the top, a stopped collector)
+stays visible to instant queries at its last value for the lookback (5 minutes),
+increasing by nothing; from Prometheus 2.48 `track_timestamps_staleness: true` in
+the scrape job ends them at once too.
 """
 import math
 import re
@@ -111,18 +126,19 @@ class _Dataset:
         if info.kind == "heatmap" and digits == 1:
             self.fixed.append(("le_digits", "1"))
         self.keys = {}                                 # key -> counts (ndarray, int or float)
+        self.closed = 0                                # when the last second added ended
         self.used = np.zeros(llhist.NBUCKETS, bool)    # heat map buckets any key has used
 
-    def add(self, data: dict):
+    def add(self, data: dict, start: int, seconds: int):
         kind = self.info.kind
-        now = time.time()
+        self.closed = max(self.closed, start + seconds)
         for key, value in data.items():
             events = sum(value.values()) if kind == "heatmap" else value
             key, dropped = self.shown.route(key, events, time.monotonic())
             for gone in dropped:
                 self.keys.pop(gone, None)
                 self.created.pop(gone, None)
-            self.created.setdefault(key, now)
+            self.created.setdefault(key, start)
             if kind == "heatmap":
                 counts = self.keys.setdefault(key, np.zeros(llhist.NBUCKETS, np.uint64))
                 for b, c in value.items():
@@ -143,7 +159,7 @@ class _Dataset:
 
     def lines(self, uppers: np.ndarray) -> list:
         """This dataset's samples (the family's TYPE, UNIT and HELP are written by the caller)."""
-        out, kind, f = [], self.info.kind, self.family
+        out, kind, f, at = [], self.info.kind, self.family, self.closed
         if kind == "heatmap":
             used = np.flatnonzero(self.used)
             les = [_number((uppers[b] - 1) / self.per) for b in used]
@@ -151,14 +167,14 @@ class _Dataset:
                 labels = self.labels(key)
                 cum = np.cumsum(counts)[used].tolist()
                 head = f'{f}_bucket{{{labels},le="'
-                out += [f'{head}{le}"}} {c}' for le, c in zip(les, cum)]
-                out.append(f'{head}+Inf"}} {int(counts.sum())}')
-                out.append(f"{f}_created{{{labels}}} {self.created[key]:.3f}")
+                out += [f'{head}{le}"}} {c} {at}' for le, c in zip(les, cum)]
+                out.append(f'{head}+Inf"}} {int(counts.sum())} {at}')
+                out.append(f"{f}_created{{{labels}}} {self.created[key]} {at}")
         elif kind == "counter":
             for key, n in sorted(self.keys.items()):
                 labels = self.labels(key)
-                out.append(f"{f}_total{{{labels}}} {n}")
-                out.append(f"{f}_created{{{labels}}} {self.created[key]:.3f}")
+                out.append(f"{f}_total{{{labels}}} {n} {at}")
+                out.append(f"{f}_created{{{labels}}} {self.created[key]} {at}")
         else:
             for key, v in sorted(self.keys.items()):
                 out.append(f"{f}{{{self.labels(key)}}} {_number(v / self.per)}")
@@ -178,13 +194,14 @@ class Exposition:
         self.version = 0              # counts changes: a body is rendered once per change
         self.rendered = {}            # protobuf? -> (version, body)
 
-    def add(self, info, data: dict):
-        """One archived second of dataset `info` (its record's "data" object, already validated)."""
+    def add(self, info, data: dict, start: int, seconds: int = 1):
+        """One archived record of dataset `info` (its "data" object, already validated), of the
+        seconds from `start` on."""
         with self.lock:
             ds = self.datasets.get(info.id)
             if ds is None:
                 ds = self.datasets[info.id] = _Dataset(info, self.digits, self.top)
-            ds.add(data)
+            ds.add(data, start, seconds)
             self.version += 1
 
     def keep(self, ids):

@@ -8,14 +8,20 @@ datasets() and query(name, start, end, resolution), from Prometheus' HTTP API, s
 Series of one key from several collectors (Prometheus' `instance` label) add up, so
 a dataset that every server of a fleet collects is drawn fleet-wide.
 
-A column [t, t + step) holds what the collector counted between the samples
-Prometheus had at t and at t + step: the cumulative series are read at the column
-edges (query_range, instant values) and differenced, so counts are exact up to
-the scrape times, with none of rate()'s extrapolation. A drop in a cumulative
-value is a collector restart: the column then counts from zero. A series' first
-sample counts in full in its column: a key's series is born at its first event,
-so that sample holds only what came after the previous scrape (were Prometheus
-started long after the collector, that column would hold everything before). Histogram `le`
+A column [t, t + step) holds what the collector counted over it, from its cumulative
+series: each is read at the column edges (query_range), with the time of the sample
+each edge found (`timestamp()`), to one edge past the range (whose sample may hold
+its last seconds), and the increase between two consecutive samples is spread evenly
+over the seconds between them (spread.py: whole integers, totals exact, no rate()
+extrapolation). strata's exposition stamps each sample with the end of the
+last second it holds, so where every second was scraped each column is the archive's,
+exactly, at any width; a late or missed scrape shares its seconds' increase evenly
+between them instead of leaving one column empty and doubling the next. A drop in a
+cumulative value is a collector restart: the count starts again from zero. A series'
+first sample counts from its `_created` time: a key's series is born at its first
+event, so that sample holds only what it counted since (were Prometheus started long
+after the collector, it would hold everything before: not counted). Gauges are the
+column's closing sample. Histogram `le`
 bounds are llhist's (upper(b) - 1 in the statistic's unit), mapped back to buckets
 exactly; a series whose bounds are not llhist's is refused. A histogram exported with
 one significant digit (le_digits="1") has its counts spread evenly over the buckets
@@ -32,11 +38,13 @@ import numpy as np
 
 from strata.datasets import catalogue, llhist, names
 from strata.prometheus import native_reader
+from strata.prometheus.spread import spread
 from strata.datasets.archive import DatasetInfo
 from strata.datasets.errors import ArchiveError
 from strata.prometheus.openmetrics import escape, exported_unit, family_name, label_name
 from strata.datasets.query import QueryResult
 
+PART = "strata_part"     # marks the sample times and created times in a combined answer
 MAX_POINTS = 11_000      # Prometheus refuses a query_range of more points per series
 TIMEOUT_S = 30
 
@@ -96,15 +104,21 @@ class PrometheusReader:
                 return info
         raise ArchiveError(f"no dataset {name} in Prometheus at {self.url}")
 
-    def _edges(self, selector: str, start: int, step: int, n: int) -> list:
-        """[(labels, values at start + i * step for i in 0..n, NaN where absent)]."""
+    def _range(self, query: str, start: int, step: int, n: int) -> list:
+        """The result of a range query over the n + 1 edges start + i * step."""
         if n + 1 > MAX_POINTS:
             raise ArchiveError(f"query too large for Prometheus ({n} columns): use a coarser resolution")
-        data = self._get("query_range", {"query": selector, "start": start, "end": start + n * step,
-                                         "step": step})
+        data = self._get("query_range", {"query": query, "start": start, "end": start + n * step, "step": step})
+        try:
+            return list(data["result"])
+        except (KeyError, TypeError):
+            raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
+
+    def _points(self, result, start: int, step: int, n: int) -> list:
+        """[(labels, values at start + i * step for i in 0..n, NaN where absent)] of a result's float series."""
         out = []
         try:
-            for series in data["result"]:
+            for series in result:
                 values = np.full(n + 1, np.nan)
                 for t, v in series["values"]:
                     i = int(round((float(t) - start) / step))
@@ -115,25 +129,37 @@ class PrometheusReader:
             raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
         return out
 
-    def _created(self, family: str, info, start: int, step: int, n: int) -> dict:
-        """{series labels (without __name__ and le): when it began counting} from _created."""
-        series = self._edges(f'{family}_created{{dataset="{escape(info.name)}"}}', start, step, n)
-        return {_identity(labels): float(v[~np.isnan(v)][0]) for labels, v in series if (~np.isnan(v)).any()}
+    def _edges(self, selector: str, start: int, step: int, n: int) -> list:
+        """[(labels, values at start + i * step for i in 0..n, NaN where absent)]."""
+        return self._points(self._range(selector, start, step, n), start, step, n)
+
+    def _cumulative(self, selector: str, timed: str, created: str, start: int, step: int, n: int):
+        """(_edges of selector, {identity: time of the sample each edge found, from timed's series},
+        {identity: its _created value at each edge}) in one query, so all three come from one
+        state of the server (a series' PART label says which it is)."""
+        query = (f'{selector} or label_replace(timestamp({timed}), "{PART}", "time", "", "")'
+                 f' or label_replace({created}, "{PART}", "created", "", "")')
+        series, parts = [], {"time": {}, "created": {}}
+        for labels, v in self._edges(query, start, step, n):
+            if PART in labels:
+                parts[labels[PART]][_identity(labels)] = v
+            else:
+                series.append((labels, v))
+        return series, parts["time"], parts["created"]
 
     def _natives(self, family: str, info, start: int, step: int, n: int) -> list:
-        """The dataset's native-histogram series (native_reader.parse), read from one edge
-        before the range: a series with a sample there began before it, so its first column
-        in the range is a difference, and one without began counting in the column it appears
-        in (the protobuf exposition's created time does not reach Prometheus' API)."""
-        if n + 2 > MAX_POINTS:
-            raise ArchiveError(f"query too large for Prometheus ({n} columns): use a coarser resolution")
-        data = self._get("query_range", {"query": f'{family}{{dataset="{escape(info.name)}"}}',
-                                         "start": start - step, "end": start + n * step, "step": step})
-        try:
-            result = data["result"]
-        except (KeyError, TypeError):
-            raise ArchiveError(f"Prometheus at {self.url} answered a range query malformed") from None
-        return native_reader.parse(result, start - step, step, n + 1, info.name)
+        """The dataset's native-histogram series as (labels, native_reader.parse's buckets, time
+        of the sample each edge found), read from one edge before the range: a series with a
+        sample there began before it, so what its first sample in the range holds is an increase
+        (the protobuf exposition's created time does not reach Prometheus' API)."""
+        selector = f'{family}{{dataset="{escape(info.name)}"}}'
+        result = self._range(f'{selector} or label_replace(timestamp({selector}), "{PART}", "time", "", "")',
+                              start - step, step, n + 1)
+        timed = [s for s in result if isinstance(s, dict) and PART in s.get("metric", {})]
+        times = {_identity(labels): v for labels, v in self._points(timed, start - step, step, n + 1)}
+        parsed = native_reader.parse(result, start - step, step, n + 1, info.name)
+        nothing = np.full(n + 2, np.nan)
+        return [(labels, buckets, times.get(_identity(labels), nothing)) for labels, buckets in parsed]
 
     def query(self, name: str, start: int, end: int, resolution: int | None = None) -> QueryResult:
         return self.read(self.dataset(name), start, end, resolution)
@@ -145,10 +171,15 @@ class PrometheusReader:
         n = max(1, -(-(end - start) // step))
         family = family_name(info.statistic, info.unit, info.kind)
         selector = {"heatmap": f"{family}_bucket", "counter": f"{family}_total"}.get(info.kind, family)
-        series = self._edges(f'{selector}{{dataset="{escape(info.name)}"}}', start, step, n)
-        natives = self._natives(family, info, start, step, n) if info.kind == "heatmap" else []
-        created = self._created(family, info, start, step, n) if info.kind != "gauge" else {}
-        opened = (start + step * np.arange(n)).astype(np.float64)       # each column's first edge
+        dataset = f'dataset="{escape(info.name)}"'
+        if info.kind == "gauge":
+            series, times, created = self._edges(f"{selector}{{{dataset}}}", start, step, n), {}, {}
+        else:      # to one edge past the range: a sample after its end may hold its last seconds
+            timed = f'{selector}{{{dataset},le="+Inf"}}' if info.kind == "heatmap" else f"{selector}{{{dataset}}}"
+            series, times, created = self._cumulative(f"{selector}{{{dataset}}}", timed,
+                                                      f"{family}_created{{{dataset}}}", start, step, n + 1)
+        natives = self._natives(family, info, start, step, n + 1) if info.kind == "heatmap" else []
+        grid = (times, created, start, step, n)
         key_label = label_name(info.breakdown) if info.breakdown else None
         per = exported_unit(info.unit, info.kind)[1]
         result = QueryResult(name=info.name, statistic=info.statistic, kind=info.kind, unit=info.unit,
@@ -156,22 +187,23 @@ class PrometheusReader:
                              step=step, times=start + step * np.arange(n, dtype=np.int64), keys=[],
                              level="prometheus")
         key_of = (lambda labels: labels.get(key_label, "")) if key_label else (lambda labels: "")
-        result.keys = sorted({key_of(labels) for labels, _ in series + natives}) or \
+        result.keys = sorted({key_of(labels) for labels, *_ in series + natives}) or \
             ([""] if not info.breakdown else [])
+        sampled = {key_of(labels) for labels, v in series if (~np.isnan(v[:n + 1])).any()} | \
+            {key_of(labels) for labels, _, t in natives if (~np.isnan(t[:n + 2])).any()}
         index = {k: i for i, k in enumerate(result.keys)}
         rows = [index[key_of(labels)] for labels, _ in series]
         if info.kind == "gauge":
             result.values, present = _gauges(series, rows, len(result.keys), n, per)
         elif info.kind == "counter":
-            result.values, present = _counters(series, rows, len(result.keys), opened, created)
+            result.values, present = _counters(series, rows, len(result.keys), grid)
         else:
-            result.buckets, result.counts, present = _histograms(series, index, key_of, opened, created, per,
-                                                                info.name)
+            result.buckets, result.counts, present = _histograms(series, index, key_of, grid, per, info.name)
             if natives:
                 result.buckets, result.counts, present = _add_natives(
-                    natives, index, key_of, per, result.buckets, result.counts, present)
+                    natives, index, key_of, per, grid, result.buckets, result.counts, present)
         result.present = present
-        return result
+        return _sampled(result, sampled)
 
 
 def _gauges(series, rows, nkeys, n, per):
@@ -185,20 +217,23 @@ def _gauges(series, rows, nkeys, n, per):
     return values, present
 
 
-def _counters(series, rows, nkeys, opened, created):
+def _counters(series, rows, nkeys, grid):
     """Events per key and column, summed over collectors."""
-    values, present = np.zeros((nkeys, len(opened)), np.int64), np.zeros(len(opened), bool)
+    times, created, start, step, n = grid
+    values, present = np.zeros((nkeys, n), np.int64), np.zeros(n, bool)
     for (labels, v), row in zip(series, rows):
-        counts, seen = _columns(v, opened, created.get(_identity(labels), np.nan))
-        values[row] += counts
+        identity, nothing = _identity(labels), np.full(len(v), np.nan)
+        counts, seen = spread(v[None, :], times.get(identity, nothing), created.get(identity, nothing),
+                              start, step, n)
+        values[row] += counts[0]
         present |= seen
     return values, present
 
 
-def _histograms(series, index, key_of, opened, created, per, name):
+def _histograms(series, index, key_of, grid, per, name):
     """(buckets, counts per key, column and bucket, present) from _bucket series: each
     histogram (a collector's key) turned from cumulative over le into per-bucket counts."""
-    n = len(opened)
+    times, created, start, step, n = grid
     bounds = _bounds(per)
     histograms = {}
     for labels, v in series:
@@ -215,40 +250,45 @@ def _histograms(series, index, key_of, opened, created, per, name):
     present = np.zeros(n, bool)
     for identity, items in histograms.items():
         row = index[key_of(dict(identity))]
-        alive = _ffill(next((v for le, v in items if le == "+Inf"), np.full(n + 1, np.nan)))
         ordered = sorted((_bucket_of(le, bounds, name), v) for le, v in items if le != "+Inf")
-        spread = dict(identity).get("le_digits") == "1"
-        below = np.zeros(n + 1)
-        for b, v in ordered:                  # cumulative over le -> each bucket's own count
-            v = _ffill(v)
-            v = np.where(np.isnan(v) & ~np.isnan(alive), 0.0, v)   # a bucket not listed yet: 0
-            own = v - below
-            below = np.where(np.isnan(v), below, v)
-            column_counts, seen = _columns(own, opened, created.get(identity, np.nan))
-            present |= seen
-            if not spread:
-                counts[row, :, pos[b]] += column_counts.astype(np.uint64)
-                continue
+        if not ordered:
+            continue
+        # cumulative over le -> each bucket's own count; a bucket not listed yet holds none, so its
+        # cumulative count is the listed bound's below it (the maximum below: counts grow with le)
+        cumulative = np.fmax.accumulate(np.nan_to_num(np.array([v for _, v in ordered])), axis=0)
+        own = np.diff(cumulative, axis=0, prepend=0.0)
+        nothing = np.full(own.shape[1], np.nan)
+        column_counts, seen = spread(own, times.get(identity, nothing), created.get(identity, nothing),
+                                     start, step, n)
+        present |= seen
+        if dict(identity).get("le_digits") != "1":
+            for (b, _), c in zip(ordered, column_counts):
+                counts[row, :, pos[b]] += c.astype(np.uint64)
+            continue
+        for (b, _), c in zip(ordered, column_counts):
             group = _leading_digit_group(b)
-            for j, share in zip(group, _spread(column_counts, len(group))):
+            for j, share in zip(group, _spread(c, len(group))):
                 counts[row, :, pos[j]] += share
     return buckets, counts, present
 
 
-def _add_natives(natives, index, key_of, per, buckets, counts, present):
+def _add_natives(natives, index, key_of, per, grid, buckets, counts, present):
     """The native series' counts added to the classic ones (a Prometheus may have scraped a
-    collector either way over a range): per native bucket, per-column increases (from the
-    edge before the range: its first column is dropped), spread over the bins it stands for."""
-    n = counts.shape[1]
-    opened = np.zeros(n + 1)                  # created is unknown: first values count where they appear
+    collector either way over a range): per native bucket, counts per column spread from the
+    edge before the range (whose column is dropped), and over the bins it stands for."""
+    start, step, n = grid[2:]
     added = {}
-    for labels, native_buckets in natives:
+    for labels, native_buckets, times in natives:
+        if not native_buckets:
+            continue
         row = index[key_of(labels)]
-        for key, v in native_buckets.items():
-            column_counts, seen = _columns(v, opened, np.nan)
-            present |= seen[1:]
+        keys = list(native_buckets)
+        column_counts, seen = spread(np.array([native_buckets[k] for k in keys]), times,
+                                     np.full(len(times), np.nan), start - step, step, n + 1)
+        present |= seen[1:]
+        for key, c in zip(keys, column_counts):
             bins = native_reader.bins_of(key, per)
-            for b, share in zip(bins, _spread(column_counts[1:], len(bins))):
+            for b, share in zip(bins, _spread(c[1:], len(bins))):
                 into = added.setdefault(int(b), np.zeros((len(index), n), np.uint64))
                 into[row] += share
     merged = np.array(sorted(set(buckets.tolist()) | set(added)), dtype=np.int64)
@@ -261,9 +301,24 @@ def _add_natives(natives, index, key_of, per, buckets, counts, present):
     return merged, out, present
 
 
+def _sampled(result: QueryResult, sampled: set) -> QueryResult:
+    """result without the keys of series first sampled past its end that hold nothing in it."""
+    if result.kind == "gauge" or not len(result.keys):
+        return result
+    held = result.values if result.kind == "counter" else result.counts.sum(axis=(1, 2))
+    keep = [i for i, k in enumerate(result.keys) if k in sampled or held[i].any()]
+    if len(keep) < len(result.keys):
+        result.keys = [result.keys[i] for i in keep]
+        if result.kind == "counter":
+            result.values = result.values[keep]
+        else:
+            result.counts = result.counts[keep]
+    return result
+
+
 def _identity(labels: dict) -> tuple:
-    """What names one series of a family, whatever its sample: labels but __name__ and le."""
-    return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le")))
+    """What names one series of a family, whatever its sample: labels but __name__, le and PART."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in ("__name__", "le", PART)))
 
 
 _BOUNDS = {}
@@ -302,28 +357,3 @@ def _spread(counts: np.ndarray, parts: int) -> list:
     order = sorted(range(parts), key=lambda i: (abs(2 * i - (parts - 1)), i))
     rank = {i: r for r, i in enumerate(order)}
     return [(base + (rank[i] < rest)).astype(np.uint64) for i in range(parts)]
-
-
-def _ffill(v: np.ndarray) -> np.ndarray:
-    """NaNs after a value take that value: a missed scrape is no news, not a reset."""
-    have = ~np.isnan(v)
-    last = np.maximum.accumulate(np.where(have, np.arange(len(v)), -1))
-    out = np.where(last >= 0, v[np.maximum(last, 0)], np.nan)
-    return out
-
-
-def _columns(edges: np.ndarray, opened: np.ndarray, created: float):
-    """Per-column increases of a cumulative series read at the column edges, and which
-    columns they are known for. Missed scrapes carry the last value forward; a decrease is
-    a restart (the column counts from 0). The column of the series' first value in the range
-    counts it whole when the series was created in that column (or when its creation time
-    is unknown); otherwise what happened before it is outside the range's knowledge."""
-    v = _ffill(edges)
-    a, b = v[:-1], v[1:]
-    seen = ~np.isnan(a) & ~np.isnan(b)
-    first = np.isnan(a) & ~np.isnan(b)
-    born = first & ((created >= opened) | np.isnan(created))
-    inc = np.zeros(len(a))
-    inc[seen] = np.where(b[seen] >= a[seen], b[seen] - a[seen], b[seen])
-    inc[born] = b[born]
-    return np.rint(inc).astype(np.int64).clip(min=0), seen | born

@@ -152,12 +152,13 @@ def test_top_keys_bound_series_and_other_only_grows():
     e = Exposition(top=3)
     lat = info(1, "nfs.latency[client]", "nfs.latency", "heatmap", "ns", "client")
     for i in range(50):
-        e.add(lat, {f"10.0.0.{i}": {"300": i + 1}})
+        e.add(lat, {f"10.0.0.{i}": {"300": i + 1}}, 1_700_000_000 + i)
     got = {dict(k)["client"]: v for (n, k), v in samples(e.text()).items()
            if n == "strata_nfs_latency_seconds_bucket" and dict(k)["le"] == "+Inf"}
     assert got == {"10.0.0.0": 1, "10.0.0.1": 2, "10.0.0.2": 3, OTHER: sum(range(4, 51))}
     [mf] = scrape_from(e)
     assert sorted(m.histogram.sample_count for m in mf.metric) == sorted(got.values())
+    assert {m.timestamp_ms for m in mf.metric} == {1_700_000_050_000}      # the last second's end
 
 
 def scrape_from(e):
@@ -177,14 +178,14 @@ def fleet():
     data = {name: {f"10.1.{i // 250}.{i % 250}": three_bands(rng, int(rng.integers(200, 3000)))
                    for i in range(KEYS)} for name in DATASETS}
     ops = info(9, "nfs.ops[client]", "nfs.ops", "counter", "operations", "client")
-    servers = []
+    servers, second = [], int(time.time()) - 1          # samples are stamped with the second's end
     try:
         for top in (250, 20):
             e = Exposition(top=top)
             for n, name in enumerate(DATASETS):
                 filters = {"op": name.split("op=")[1][:-9]} if "op=" in name else {}
-                e.add(info(n + 1, name, "nfs.latency", "heatmap", "ns", "client", filters), data[name])
-            e.add(ops, {k: sum(v.values()) for k, v in data[DATASETS[0]].items()})
+                e.add(info(n + 1, name, "nfs.latency", "heatmap", "ns", "client", filters), data[name], second)
+            e.add(ops, {k: sum(v.values()) for k, v in data[DATASETS[0]].items()}, second)
             servers.append(MetricsServer(e, "127.0.0.1", 0))
         yield [s.url for s in servers], data
     finally:

@@ -27,7 +27,8 @@ from strata.datasets import llhist
 from strata.datasets.archive import Archive, DatasetInfo
 from strata.prometheus.metrics_server import parse_address
 from strata.prometheus.openmetrics import Exposition, exported_buckets, family_name
-from strata.prometheus.reader import PrometheusReader, _bounds, _bucket_of, _columns, _gauges
+from strata.prometheus.reader import PrometheusReader, _bounds, _bucket_of, _gauges
+from strata.prometheus.spread import spread
 from test_datasets_collect import seconds, stop, wait_for
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -187,7 +188,7 @@ def running_prometheus(targets, tmp_path, features=(), job=""):
         try:
             with urllib.request.urlopen(f"http://{web}/api/v1/query?{q}", timeout=5) as r:
                 result = json.load(r)["data"]["result"]
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):    # not up yet, or busy: ask again
             return None
         return {tuple(sorted(s["metric"].items())): float(s["value"][1]) if "value" in s else s["histogram"][1]
                 for s in result}
@@ -210,22 +211,25 @@ def settled(ask, promql, value):
     return int(time.time())
 
 
-@pytest.fixture()
-def prometheus(collector, tmp_path):
-    """A real Prometheus scraping the collector every second from before 300 writes until
-    after them; yields (its URL, ask, the writes timed: 300 unless a completion was missed)."""
-    archive, url, dev, lat, ops, write = collector
-    with running_prometheus([url], tmp_path) as (web, ask):
-        timed = write(300)
-        writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
-        settled(ask, writes, timed)
-        yield web, ask, timed
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory):
+    """A collector (serving()'s tuple) and a real Prometheus scraping it every second from
+    before 300 writes until after them, for the tests that only read them; yields (the
+    collector's tuple, (Prometheus' URL, ask, the writes timed: 300 unless a completion was
+    missed))."""
+    folder = tmp_path_factory.mktemp("scraped")
+    with serving(folder) as collector:
+        archive, url, dev, lat, ops, write = collector
+        with running_prometheus([url], folder) as (web, ask):
+            timed = write(300)
+            writes = f'strata_disk_ops_total{{dataset="{ops}",op="write"}}'
+            settled(ask, writes, timed)
+            yield collector, (web, ask, timed)
 
 
 @needs_prometheus
-def test_real_prometheus_scrapes_and_answers(collector, prometheus):
-    archive, url, dev, lat, ops, _ = collector
-    web, ask, timed = prometheus
+def test_real_prometheus_scrapes_and_answers(scraped):
+    (archive, url, dev, lat, ops, _), (web, ask, timed) = scraped
     count = ask(f'sum(strata_disk_latency_seconds_bucket{{dataset="{lat}",op="write",le="+Inf"}})')
     assert list(count.values()) == [float(timed)]
     # PromQL's 100th percentile is the le of the first bucket holding all the timed writes
@@ -237,9 +241,8 @@ def test_real_prometheus_scrapes_and_answers(collector, prometheus):
 
 
 @needs_prometheus
-def test_heatmap_and_breakdown_read_prometheus_like_the_archive(collector, prometheus):
-    archive, url, dev, lat, ops, _ = collector
-    web, ask, timed = prometheus
+def test_heatmap_and_breakdown_read_prometheus_like_the_archive(scraped):
+    (archive, url, dev, lat, ops, _), (web, ask, timed) = scraped
     end = int(time.time())
     start = end - 60
     with Archive.open(archive) as a, PrometheusReader(web) as p:
@@ -369,9 +372,9 @@ def info(ds_id, name, statistic, kind, unit, breakdown="", filters=None):
 def test_buckets_align_across_keys_and_labels_are_escaped():
     e = Exposition()
     lat = info(1, "nfs.latency[op=read][client]", "nfs.latency", "heatmap", "ns", "client", {"op": "read"})
-    e.add(lat, {"10.0.0.1": {"5": 2, "200": 1}})
-    e.add(lat, {'we"ird\\key\n': {"300": 4}})
-    e.add(lat, {"10.0.0.1": {"300": 1}})
+    e.add(lat, {"10.0.0.1": {"5": 2, "200": 1}}, 1_700_000_000)
+    e.add(lat, {'we"ird\\key\n': {"300": 4}}, 1_700_000_001)
+    e.add(lat, {"10.0.0.1": {"300": 1}}, 1_700_000_002)
     got = samples(e.text())
     les = {b: (llhist.upper(b) - 1) / 1e9 for b in (5, 200, 300)}
 
@@ -389,7 +392,7 @@ def test_one_digit_bounds_are_a_tenth_and_still_llhist():
     lat = info(1, "nfs.latency[client]", "nfs.latency", "heatmap", "ns", "client")
     data = {"c": {str(llhist.bucket(v)): 1 for v in range(1000, 100000, 100)}}   # 1 us .. 100 us
     for e in (fine, coarse):
-        e.add(lat, data)
+        e.add(lat, data, 1_700_000_000)
     got = [{float(dict(k)["le"]): v for (n, k), v in samples(e.text()).items() if n.endswith("_bucket")}
            for e in (fine, coarse)]
     assert len(got[0]) == 181 and len(got[1]) == 19             # 90 vs 9 bounds a decade, and +Inf
@@ -401,16 +404,39 @@ def test_one_digit_bounds_are_a_tenth_and_still_llhist():
             _bucket_of(repr(le), _bounds(1e9), lat.name)
 
 
-def test_columns_from_cumulative_edges():
-    """How the reader turns a cumulative series read at column edges (10 s apart) into
-    per-column counts: missed scrapes, a collector restart, and where a series begins."""
+def test_increases_spread_over_the_seconds_between_samples():
+    """How the reader turns a cumulative series known at the column edges (the sample each edge
+    found, and its time) into whole counts per column: a missed scrape's increase shared by the
+    seconds it covers, scrape-time stamps, wide columns, restarts, and where a series begins."""
     nan = float("nan")
-    edges = np.array([nan, nan, 3, nan, 5, 2, nan, 7])
-    opened = np.arange(7) * 10.0
-    counts, known = _columns(edges, opened, created=15)      # born inside column 1: counted whole
-    assert counts.tolist() == [0, 3, 0, 2, 2, 0, 5] and known.tolist() == [False] + [True] * 6
-    counts, known = _columns(edges, opened, created=5)       # older than the range: column 1 unknown
-    assert counts.tolist() == [0, 0, 0, 2, 2, 0, 5] and known.tolist() == [False, False] + [True] * 5
+    unknown = np.full(6, nan)
+    values = np.array([[0, 100, 100, 301, 400, 400.]])
+    # stamped with the second each sample closes (strata's exposition); the scrape of 12 missed
+    counts, covered = spread(values, np.array([10, 11, 11, 13, 14, 14.]), unknown, 10, 1, 5)
+    assert counts.tolist() == [[100, 100, 101, 99, 0]] and covered.tolist() == [True] * 4 + [False]
+    # stamped at the scrape: each holds the seconds ended by the whole second before it
+    counts, covered = spread(values, np.array([9.6, 10.6, 10.6, 12.6, 13.6, 13.6]), unknown, 10, 1, 5)
+    assert counts.tolist() == [[100, 101, 99, 0, 0]] and covered.tolist() == [True] * 3 + [False] * 2
+    # columns wider than the scrapes, samples on their edges: exactly the differences
+    counts, _ = spread(np.array([[0, 5, 9.], [1, 1, 4.]]), np.array([0, 10, 20.]), unknown[:3], 0, 10, 2)
+    assert counts.tolist() == [[5, 4], [0, 3]]
+    # the last column's seconds in a sample past the range's end: its share counted, the rest not
+    counts, _ = spread(np.array([[0, 10, 10, 40.]]), np.array([10, 11, 11, 13.]), unknown[:4], 10, 1, 2)
+    assert counts.tolist() == [[10, 15]]
+    # 7 events between samples 3 s apart: 2, 2, 3 (largest remainders, ties to the later second)
+    counts, _ = spread(np.array([[0, 0, 0, 7.]]), np.array([10, 10, 10, 13.]), unknown[:4], 10, 1, 3)
+    assert counts.tolist() == [[2, 2, 3]]
+    # a restart: the count begins again at the new created time when known, else at the sample before
+    values, times = np.array([[50, 60, 60, 60, 6, 8.]]), np.array([10, 11, 11, 11, 14, 15.])
+    restarted = spread(values, times, np.array([0, 0, 0, 0, 12, 12.]), 10, 1, 5)[0]
+    assert restarted.tolist() == [[10, 0, 3, 3, 2]]
+    assert spread(values, times, unknown, 10, 1, 5)[0].tolist() == [[10, 2, 2, 2, 2]]
+    # a series' first sample: from its created time; created long before the lookback: not counted
+    values, times = np.array([[nan, nan, 5, 6, 6.]]), np.array([nan, nan, 12, 13, 13.])
+    for created, expected in ((10, [2, 3, 1, 0]), (11 - 301, [0, 0, 1, 0]), (nan, [0, 5, 1, 0])):
+        counts, covered = spread(values, times, np.full(5, float(created)), 10, 1, 4)
+        assert counts.tolist() == [expected]
+        assert covered.tolist() == [created == 10, created != 11 - 301, True, False]
 
 
 def test_gauges_add_up_over_collectors():
@@ -426,13 +452,19 @@ def test_counters_gauges_and_datasets_that_go_away():
     ops = info(1, "nfs.ops[op]", "nfs.ops", "counter", "operations", "op")
     size = info(2, "arc.size", "arc.size", "gauge", "bytes")
     hits = info(3, "arc.accesses[hit/miss]", "arc.accesses", "counter", "records", "hit/miss")
-    e.add(ops, {"read": 3, "write": 1})
-    e.add(ops, {"read": 4})
-    e.add(size, {"": 1048576})
-    e.add(size, {"": 2097152})
-    e.add(hits, {"hit": 9})
+    e.add(ops, {"read": 3, "write": 1}, 1_700_000_000)
+    e.add(ops, {"read": 4}, 1_700_000_001)
+    e.add(size, {"": 1048576}, 1_700_000_000)
+    e.add(size, {"": 2097152}, 1_700_000_001)
+    e.add(hits, {"hit": 9}, 1_700_000_000)
     got = samples(e.text())
     assert got[("strata_nfs_ops_total", frozenset({"dataset": "nfs.ops[op]", "op": "read"}.items()))] == 7
+    # counts are stamped with the end of the last second they hold, created with the first one's start
+    stamps = {(s.name, s.labels.get("op")): (s.value, s.timestamp and float(s.timestamp))
+              for f in text_string_to_metric_families(e.text()) for s in f.samples}
+    assert stamps["strata_nfs_ops_total", "write"] == (1, 1_700_000_002)
+    assert stamps["strata_nfs_ops_created", "read"] == (1_700_000_000, 1_700_000_002)
+    assert stamps["strata_arc_size_bytes", None] == (2097152, None)     # a gauge: the scrape's time
     assert got[("strata_arc_size_bytes", frozenset({"dataset": "arc.size"}.items()))] == 2097152
     assert got[("strata_arc_accesses_total", frozenset({"dataset": hits.name, "hit_miss": "hit"}.items()))] == 9
     e.keep([2])
