@@ -88,6 +88,7 @@ struct strata_nfs_batch {
 	struct strata_nfs_op ops[STRATA_NFS_BATCH];
 };
 _Static_assert((STRATA_NFS_BATCH & (STRATA_NFS_BATCH - 1)) == 0, "STRATA_NFS_BATCH is a power of two");
+_Static_assert(sizeof(struct strata_nfs_batch) <= 32768, "a batch fits a per-CPU map value (bpf/nfs.bpf.c)");
 
 /* Appends op and its counting key to b (which has room): how every writer fills a batch. */
 static inline void strata_nfs_batch_put(struct strata_nfs_batch *b, const struct strata_nfs_op *op)
@@ -95,7 +96,6 @@ static inline void strata_nfs_batch_put(struct strata_nfs_batch *b, const struct
 	b->keys[b->count] = strata_nfs_key(op);
 	b->ops[b->count++] = *op;
 }
-_Static_assert(sizeof(struct strata_nfs_batch) <= 32768, "a batch fits a per-CPU map value (bpf/nfs.bpf.c)");
 
 #define STRATA_VDEV_READ  0
 #define STRATA_VDEV_WRITE 1

@@ -8,10 +8,15 @@ from .clock import zone
 from .units import event_noun, format_count, format_duration, format_value, quantity_name
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 key', '1,204 keys': a count and its noun, plural but for one."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def selection(name: str, keys: list) -> str:
     """'nfs.latency[client=10.0.0.3]' for one key of nfs.latency[client]; the name otherwise."""
     if len(keys) != 1 or not name.endswith("]"):
-        return name if not keys else f"{name} ({len(keys)} key{'' if len(keys) == 1 else 's'})"
+        return name if not keys else f"{name} ({counted(len(keys), 'key')})"
     head, _, dim = name[:-1].rpartition("[")
     return f"{head}[{dim}={keys[0]}]" if "=" not in dim else name
 
@@ -122,12 +127,12 @@ def key_count(b) -> str:
     """'12 keys · ' ('1 key · ', '3 components · ' for a time:FAMILY graph) for a graph broken
     down by a field, '' for a dataset's one series."""
     noun = "component" if b.by == "component" else "key"
-    return f"{b.total_keys:,} {noun}{'' if b.total_keys == 1 else 's'} · " if b.by else ""
+    return f"{counted(b.total_keys, noun)} · " if b.by else ""
 
 
 def other(b) -> str:
     """'other (4 keys)', 'other (1 key)': the name of the series summing the keys past the top N."""
-    return f"{OTHER} ({b.folded:,} key{'' if b.folded == 1 else 's'})"
+    return f"{OTHER} ({counted(b.folded, 'key')})"
 
 
 def range_of(b) -> str:

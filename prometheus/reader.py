@@ -137,8 +137,7 @@ class PrometheusReader:
         """(_edges of selector, {identity: time of the sample each edge found, from timed's series},
         {identity: its _created value at each edge}) in one query, so all three come from one
         state of the server (a series' PART label says which it is)."""
-        query = (f'{selector} or label_replace(timestamp({timed}), "{PART}", "time", "", "")'
-                 f' or label_replace({created}, "{PART}", "created", "", "")')
+        query = f'{selector} or {_part(f"timestamp({timed})", "time")} or {_part(created, "created")}'
         series, parts = [], {"time": {}, "created": {}}
         for labels, v in self._edges(query, start, step, n):
             if PART in labels:
@@ -153,8 +152,7 @@ class PrometheusReader:
         sample there began before it, so what its first sample in the range holds is an increase
         (the protobuf exposition's created time does not reach Prometheus' API)."""
         selector = f'{family}{{dataset="{escape(info.name)}"}}'
-        result = self._range(f'{selector} or label_replace(timestamp({selector}), "{PART}", "time", "", "")',
-                              start - step, step, n + 1)
+        result = self._range(f'{selector} or {_part(f"timestamp({selector})", "time")}', start - step, step, n + 1)
         timed = [s for s in result if isinstance(s, dict) and PART in s.get("metric", {})]
         times = {_identity(labels): v for labels, v in self._points(timed, start - step, step, n + 1)}
         parsed = native_reader.parse(result, start - step, step, n + 1, info.name)
@@ -314,6 +312,11 @@ def _sampled(result: QueryResult, sampled: set) -> QueryResult:
         else:
             result.counts = result.counts[keep]
     return result
+
+
+def _part(expression: str, part: str) -> str:
+    """expression's series marked as PART `part` of a combined answer."""
+    return f'label_replace({expression}, "{PART}", "{part}", "", "")'
 
 
 def _identity(labels: dict) -> tuple:

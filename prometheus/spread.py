@@ -14,10 +14,10 @@ Sample times are taken down to the whole second: the collector counts whole seco
 sample holds seconds that ended at or before it was taken. `strata collect --metrics` stamps
 each sample with the end of the last second it holds (openmetrics.py): with those, an interval
 between samples of consecutive seconds is that second, and a column of any width whose two
-edges were each stamped on a sample (their scrapes not missed) equals the archive's exactly. Samples stamped with the scrape's time (other
-collectors, `honor_timestamps: false`) hold the seconds closed before it, taken to be those
-ended by the whole second before the scrape; an interval that snaps to no time at all is put in
-the second before its end.
+edges were each stamped on a sample (their scrapes not missed) equals the archive's exactly.
+Samples stamped with the scrape's time (other collectors, `honor_timestamps: false`) hold the
+seconds closed before it, taken to be those ended by the whole second before the scrape; an
+interval that snaps to no time at all is put in the second before its end.
 
 A series' first sample (no sample at the edge before it) holds all it counted since its
 `_created` time: that is spread over [created, sample) when the series was created within
