@@ -2,12 +2,15 @@
  * (one hit per batch of completed NFS/MOUNT operations, engine/strata_probes.h) feeds
  * nfs.ops, nfs.latency, nfs.size and arc.accesses, broken down by op, client, tier or
  * file (bpf/aggregate.h). Each operation carries its own start and end time. The hit
- * copies each operation's counting key (4 bytes: procedure and tiers), and the operations
- * whole (64 bytes each) only when a dataset reads more of them (nfs_needs_ops). A dataset
- * without filter counts the batch at once (nfs_slot_batch): a count the batch sums whole;
- * a counter by op or tier, per key index; the others, per counts key in a small per-hit
- * table (nfs_sums). So each key and chunk the batch touched joins its home once. A dataset
- * with filters takes each operation in turn (nfs_op_apply). */
+ * copies each operation's counting key (4 bytes: procedure and tiers) for the whole batch,
+ * and a dataset that reads only those (nfs.ops, unfiltered, without key or by op or tier)
+ * counts the batch at once. When a dataset reads more of the operations (nfs_needs_ops),
+ * the hit copies them whole (64 bytes each), STRATA_NFS_CHUNK at a time, and counts each
+ * chunk (nfs_chunk_run). A dataset without filter counts a range of operations at once
+ * (nfs_slot_batch): a count the range sums whole; a counter by op or tier, per key index;
+ * the others, per counts key in a small table (nfs_sums) emptied after each range. So each
+ * key and chunk the range touched joins its home once. A dataset with filters takes each
+ * operation in turn (nfs_op_apply). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -32,22 +35,41 @@ static __always_inline __u32 deepest_tier(__u8 tiers)
 	return AGG_TIER_NONE;
 }
 
+/* The hit's batch: its counting keys, copied whole. */
+struct nfs_keys {
+	__u32 count;
+	__u32 pad;
+	__u32 keys[STRATA_NFS_BATCH];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct strata_nfs_batch);
+	__type(value, struct nfs_keys);
 } nfs_batch SEC(".maps");
+
+/* The operations of the chunk being counted: batch index j at ops[j % STRATA_NFS_CHUNK]. */
+struct nfs_chunk {
+	struct strata_nfs_op ops[STRATA_NFS_CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfs_chunk);
+} nfs_chunk SEC(".maps");
 
 /* The statistics the probe feeds. */
 #define NFS_STATS (1u << AGG_STAT_NFS_OPS | 1u << AGG_STAT_NFS_LATENCY | 1u << AGG_STAT_NFS_SIZE | \
 		   1u << AGG_STAT_ARC_ACCESSES)
 
-/* The batch's sums: a dataset without filter adds each operation of the hit here, under
+/* A range's sums: a dataset without filter adds each operation of the range here, under
  * its whole counts key {slot, generation, chunk, key}, and each entry taken joins its home
- * once at the end of the hit (agg_pending_flush), not once per operation. Open addressing,
+ * once at the end of the range (agg_pending_flush), not once per operation. Open addressing,
  * up to NFS_SUM_PROBES entries from the key's hash; an entry taken keeps its key for the
- * whole hit, and a key that finds no free entry among its probes, or whose slot already
+ * whole range, and a key that finds no free entry among its probes, or whose slot already
  * took NFS_SUM_PER_SLOT entries, goes the way of a single operation (agg_add_pending):
  * either way every count lands once. One entry per element of a per-CPU array, so each
  * lookup gives a pointer at a fixed offset (Linux 5.10's verifier). */
@@ -60,7 +82,7 @@ struct {
 	__uint(max_entries, NFS_SUM_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct agg_pending);
-} nfs_sums SEC(".maps"); /* empty between hits */
+} nfs_sums SEC(".maps"); /* empty between ranges */
 
 /* Key indices of the small closed key sets: an NFS procedure p is p, a MOUNT one 32 + p,
  * a tier its key value. */
@@ -84,20 +106,21 @@ static __always_inline __u32 nfs_key_index(__u32 k, __u32 bd)
 	return (k & 0xffff) + (k & STRATA_NFS_KEY_MOUNT ? 32 : 0);
 }
 
-/* Per hit: the slots each operation is applied to, the nfs_sums entries taken, the
- * batch's ARC records and a counter's sums per key index. In a per-CPU map rather than on
+/* Per hit: the slots counted chunk by chunk; per range: the slots each operation is applied
+ * to, the nfs_sums entries taken, the range's ARC records and a counter's sums per key index. In a per-CPU map rather than on
  * the stack: Linux 5.10's verifier refuses a stack access at a variable offset, and would
  * follow every value of a mask kept in a register as a state of its own. */
 struct nfs_hit {
-	__u32 per_op;                   /* 1 << slot for each slot nfs_op_apply applies operations to */
-	__u32 nsums;                    /* entries of nfs_sums taken in this hit */
-	__u64 hits;                     /* the batch's ARC records found, and not found */
+	__u32 chunked;                  /* 1 << slot for each slot that reads the operations (nfs_needs_ops) */
+	__u32 per_op;                   /* 1 << slot for each slot nfs_op_apply applies the chunk's operations to */
+	__u32 nsums;                    /* entries of nfs_sums taken in this range */
+	__u64 hits;                     /* the range's ARC records found, and not found */
 	__u64 misses;
-	__u8 claimed[AGG_MAX_SLOTS];    /* nfs_sums entries each slot took in this hit */
+	__u8 claimed[AGG_MAX_SLOTS];    /* nfs_sums entries each slot took in this range */
 	__u8 sums[NFS_SUM_ENTRIES];     /* which, in the order they were taken */
-	__u64 count[NFS_KEY_INDICES];   /* a counter slot's sum per key index of the batch (nfs_key_index) */
+	__u64 count[NFS_KEY_INDICES];   /* a counter slot's sum per key index of the range (nfs_key_index) */
 	__u32 ops[NFS_KEY_INDICES];     /* the operations in it; all zero between uses */
-	__u64 touched;                  /* 1 << key index of each sum the batch added to */
+	__u64 touched;                  /* 1 << key index of each sum the range added to */
 	__u64 refused;                  /* 1 << key index of each sum nfs_sums had no room for */
 };
 _Static_assert(NFS_SUM_PER_SLOT < 256 && NFS_SUM_ENTRIES <= 256, "nfs_hit's counts and indices are bytes");
@@ -122,18 +145,24 @@ __noinline int nfs_batch_add(__u32 i, __u32 bucket, __u64 key0, __u64 count)
 	return 0;
 }
 
-/* Adds operation j's ARC records to the hit's sums. */
+/* Operation j of the batch, in the chunk being counted (nfs_chunk_run). */
+static __always_inline struct strata_nfs_op *nfs_op_at(struct nfs_chunk *c, __u32 j)
+{
+	return &c->ops[j & (STRATA_NFS_CHUNK - 1)];
+}
+
+/* Adds operation j's ARC records to the range's sums. */
 __noinline int nfs_arc_op(__u32 j)
 {
 	__u32 zero = 0;
-	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_chunk *c = bpf_map_lookup_elem(&nfs_chunk, &zero);
 	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 	struct strata_nfs_op *op;
 
-	if (!b || !h)
+	if (!c || !h)
 		return 0;
 	barrier_var(j); /* the mask stays where j is used: the verifier sees the bound */
-	op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+	op = nfs_op_at(c, j);
 	h->hits += op->arc_hits;
 	h->misses += op->arc_misses;
 	return 0;
@@ -182,25 +211,26 @@ static __always_inline int nfs_sum_at(__u32 i, __u32 gen, __u32 bucket, const __
 }
 
 /* Adds operation j of the batch to slot i (unfiltered; its breakdown none, op, client, tier
- * or file) in the batch's sums (ep: the hit's interval parity), as agg_slot_apply would add
+ * or file) in the range's sums (ep: the hit's interval parity), as agg_slot_apply would add
  * it. An op or tier key is read from the batch's counting keys, and nfs.ops reads nothing
  * else of the operation (the hit may not have copied the operations: nfs_needs_ops). A
- * global function: the loop over the batch that calls it is verified without its body
+ * global function: the loop over the range that calls it is verified without its body
  * (the bucket's own loop inside that one would take the verifier seconds). */
 __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 {
 	__u32 zero = 0, stat, bd, gen, bucket;
-	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_keys *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_chunk *c = bpf_map_lookup_elem(&nfs_chunk, &zero);
 	__u64 key[AGG_KEY_BYTES / 8] = {}, inc = 1;
 	struct strata_nfs_op *op;
 	struct agg_slot *s;
 
-	if (!b || i >= AGG_MAX_SLOTS)
+	if (!b || !c || i >= AGG_MAX_SLOTS)
 		return 0;
 	barrier_var(i); /* the masks stay where i and j are used: the verifier sees the bounds */
 	barrier_var(j);
 	i &= AGG_MAX_SLOTS - 1;
-	op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+	op = nfs_op_at(c, j);
 	s = &agg_slots[i];
 	stat = s->stat;
 	bd = s->breakdown;
@@ -238,10 +268,11 @@ __noinline int nfs_sum_op(__u32 i, __u32 j, __u32 ep)
 #define NFS_COUNT_ARC     2 /* it adds its ARC records, else 1 */
 #define NFS_COUNT_REFUSED 4 /* only when its sum found no room: one by one (nfs_sum_op) */
 
-/* Adds operation j of the batch b to slot i's sum per key index in h (a counter broken
- * down by op or tier, without filter). An operation without key index takes nfs_sum_op. */
-static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs_hit *h, __u32 i, __u32 j,
-					  __u32 ep, __u32 how)
+/* Adds operation j of the batch (keys b, its chunk c) to slot i's sum per key index in h (a
+ * counter broken down by op or tier, without filter). An operation without key index takes
+ * nfs_sum_op. */
+static __always_inline void nfs_count_one(struct nfs_keys *b, struct nfs_chunk *c, struct nfs_hit *h, __u32 i,
+					  __u32 j, __u32 ep, __u32 how)
 {
 	__u32 x = nfs_key_index(b->keys[j & (STRATA_NFS_BATCH - 1)], how & NFS_COUNT_TIER ? AGG_DIM_TIER : AGG_DIM_OP);
 	__u64 inc = 1;
@@ -252,7 +283,7 @@ static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs
 		return;
 	}
 	if (how & NFS_COUNT_ARC) {
-		struct strata_nfs_op *op = &b->ops[j & (STRATA_NFS_BATCH - 1)];
+		struct strata_nfs_op *op = nfs_op_at(c, j);
 
 		inc = (__u64)op->arc_hits + op->arc_misses;
 		if (!inc)
@@ -267,24 +298,25 @@ static __always_inline void nfs_count_one(struct strata_nfs_batch *b, struct nfs
 	h->touched |= 1ull << x;
 }
 
-/* Operations nfs_count_op takes per call (a power of two dividing STRATA_NFS_BATCH). */
+/* Operations nfs_count_op takes per call (a power of two dividing STRATA_NFS_CHUNK). */
 #define NFS_COUNT_STEP 32
 
-/* Adds operations j .. j + NFS_COUNT_STEP - 1 of the batch's n with nfs_count_one: a few
- * instructions each. A global function: the loop over the batch that calls it is verified
+/* Adds operations j .. j + NFS_COUNT_STEP - 1 of those before hi with nfs_count_one: a few
+ * instructions each. A global function: the loop over the range that calls it is verified
  * without its branches. */
-__noinline int nfs_count_op(__u32 i, __u32 j, __u32 n, __u32 ep, __u32 how)
+__noinline int nfs_count_op(__u32 i, __u32 j, __u32 hi, __u32 ep, __u32 how)
 {
 	__u32 zero = 0;
-	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_keys *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_chunk *c = bpf_map_lookup_elem(&nfs_chunk, &zero);
 	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 
-	if (!b || !h)
+	if (!b || !c || !h)
 		return 0;
 	for (__u32 k = 0; k < NFS_COUNT_STEP; k++) {
-		if (j + k >= n)
+		if (j + k >= hi)
 			break;
-		nfs_count_one(b, h, i, j + k, ep, how);
+		nfs_count_one(b, c, h, i, j + k, ep, how);
 	}
 	return 0;
 }
@@ -315,7 +347,7 @@ __noinline int nfs_count_put(__u32 i, __u32 x, __u32 ep)
 	return 0;
 }
 
-/* Merges the hit's k-th nfs_sums entry into its home and empties it. */
+/* Merges the range's k-th nfs_sums entry into its home and empties it. */
 __noinline int nfs_sum_flush(__u32 k)
 {
 	__u32 zero = 0, idx;
@@ -347,12 +379,14 @@ __noinline int nfs_needs_ops(__u32 i)
 	       (bd != AGG_DIM_NONE && bd != AGG_DIM_OP && bd != AGG_DIM_TIER);
 }
 
-/* Counts slot i for the whole batch of n operations when it has no filter: nfs.ops
- * without key adds n, arc.accesses without key or by hit/miss the batch's records, the
- * others each operation in the batch's sums (nfs_sum_op). ep: the hit's interval parity.
- * Returns 1 when the slot needs nothing more of this hit (also a slot this probe does not
+/* Counts slot i for operations lo .. hi - 1 of the batch when it has no filter: the whole
+ * batch for a slot that reads only the counting keys, else the chunk being counted
+ * (nfs_chunk_run). nfs.ops without key adds their number, arc.accesses without key or by
+ * hit/miss their records, a counter by op or tier its sums per key index, the others each
+ * operation in the range's sums (nfs_sum_op). ep: the hit's interval parity. Returns 1
+ * when the slot needs nothing more of these operations (also a slot this probe does not
  * feed), 0 when each operation is to be applied to it (nfs_op_apply). */
-__noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
+__noinline int nfs_slot_batch(__u32 i, __u32 lo, __u32 hi, __u32 ep)
 {
 	__u32 zero = 0, stat, bd, how;
 	struct nfs_hit *h;
@@ -368,7 +402,7 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 	if (s->nfilters)
 		return 0;
 	if (stat == AGG_STAT_NFS_OPS && bd == AGG_DIM_NONE) {
-		nfs_batch_add(i, ep, 0, n);
+		nfs_batch_add(i, ep, 0, hi > lo ? hi - lo : 0);
 		return 1;
 	}
 	h = bpf_map_lookup_elem(&nfs_hits, &zero);
@@ -377,10 +411,10 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 	if (stat == AGG_STAT_ARC_ACCESSES && (bd == AGG_DIM_NONE || bd == AGG_DIM_HITMISS)) {
 		h->hits = 0;
 		h->misses = 0;
-		for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
-			if (j >= n)
+		for (__u32 k = 0; k < STRATA_NFS_CHUNK; k++) {
+			if (lo + k >= hi)
 				break;
-			nfs_arc_op(j);
+			nfs_arc_op(lo + k);
 		}
 		if (bd == AGG_DIM_NONE) {
 			nfs_batch_add(i, ep, 0, h->hits + h->misses);
@@ -397,10 +431,10 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 	if ((stat == AGG_STAT_NFS_OPS || stat == AGG_STAT_ARC_ACCESSES) &&
 	    (bd == AGG_DIM_OP || bd == AGG_DIM_TIER)) {
 		how = (bd == AGG_DIM_TIER ? NFS_COUNT_TIER : 0) | (stat == AGG_STAT_ARC_ACCESSES ? NFS_COUNT_ARC : 0);
-		for (__u32 j = 0; j < STRATA_NFS_BATCH; j += NFS_COUNT_STEP) {
-			if (j >= n)
+		for (__u32 k = 0; k < STRATA_NFS_BATCH; k += NFS_COUNT_STEP) {
+			if (lo + k >= hi)
 				break;
-			nfs_count_op(i, j, n, ep, how);
+			nfs_count_op(i, lo + k, hi, ep, how);
 		}
 		h->refused = 0;
 		for (__u32 x = 0; x < NFS_KEY_INDICES; x++) {
@@ -410,23 +444,23 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 		h->touched = 0;
 		if (!h->refused)
 			return 1;
-		for (__u32 j = 0; j < STRATA_NFS_BATCH; j += NFS_COUNT_STEP) {
-			if (j >= n)
+		for (__u32 k = 0; k < STRATA_NFS_BATCH; k += NFS_COUNT_STEP) {
+			if (lo + k >= hi)
 				break;
-			nfs_count_op(i, j, n, ep, how | NFS_COUNT_REFUSED);
+			nfs_count_op(i, lo + k, hi, ep, how | NFS_COUNT_REFUSED);
 		}
 		return 1;
 	}
-	for (__u32 j = 0; j < STRATA_NFS_BATCH; j++) {
-		if (j >= n)
+	for (__u32 k = 0; k < STRATA_NFS_CHUNK; k++) {
+		if (lo + k >= hi)
 			break;
-		nfs_sum_op(i, j, ep);
+		nfs_sum_op(i, lo + k, ep);
 	}
 	return 1;
 }
 
 /* Describes operation i of the batch once and applies it to the slots in the hit's per_op
- * (the others counted the whole batch, nfs_slot_batch), under the interval the hit set. The
+ * (the others counted the whole chunk, nfs_slot_batch), under the interval the hit set. The
  * event was zeroed once for the hit, which set the fields every operation shares; an
  * operation sets its own fields whole, the keys only of the dimensions some slot uses
  * (agg_dims: the others are read by no slot). A global function: the verifier checks it
@@ -434,15 +468,16 @@ __noinline int nfs_slot_batch(__u32 i, __u32 n, __u32 ep)
 __noinline int nfs_op_apply(__u32 i)
 {
 	__u32 zero = 0, nslots = agg_nslots, k;
-	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_keys *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_chunk *c = bpf_map_lookup_elem(&nfs_chunk, &zero);
 	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 	struct agg_event *ev = agg_event_reuse();
 	struct strata_nfs_op *op;
 
-	if (!b || !h || !ev || i >= STRATA_NFS_BATCH)
+	if (!b || !c || !h || !ev || i >= STRATA_NFS_BATCH)
 		return 1;
-	barrier_var(i); /* the mask stays where i is used: the verifier sees the bound */
-	op = &b->ops[i & (STRATA_NFS_BATCH - 1)];
+	barrier_var(i); /* the masks stay where i is used: the verifier sees the bounds */
+	op = nfs_op_at(c, i);
 	k = b->keys[i & (STRATA_NFS_BATCH - 1)];
 	*(__u32 *)ev->dims[AGG_DIM_OP] = nfs_key_value(k, AGG_DIM_OP);
 	if (agg_dim_used(AGG_DIM_CLIENT)) {
@@ -473,11 +508,61 @@ __noinline int nfs_op_apply(__u32 i)
 	return 0;
 }
 
+/* Empties the range's sums into their homes. */
+static __always_inline void nfs_sums_flush(struct nfs_hit *h)
+{
+	for (__u32 k = 0; k < NFS_SUM_ENTRIES; k++) {
+		if (k >= h->nsums)
+			break;
+		nfs_sum_flush(k);
+	}
+	h->nsums = 0;
+}
+
+/* Copies operations lo .. of the batch of n (at ops, the engine's address of its
+ * operations) into nfs_chunk, STRATA_NFS_CHUNK at most, and counts them for the slots that
+ * read the operations (the hit's chunked); ep: the hit's interval parity. A global
+ * function: the loop over the chunks that calls it is verified without its body. */
+__noinline int nfs_chunk_run(__u32 lo, __u32 n, __u32 ep, __u64 ops)
+{
+	__u32 zero = 0, nslots = agg_nslots, m, hi;
+	struct nfs_chunk *c = bpf_map_lookup_elem(&nfs_chunk, &zero);
+	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
+	__u64 size;
+
+	if (!c || !h || lo >= n || n > STRATA_NFS_BATCH)
+		return 0;
+	m = n - lo < STRATA_NFS_CHUNK ? n - lo : STRATA_NFS_CHUNK;
+	hi = lo + m;
+	size = (__u64)m * sizeof(c->ops[0]);
+	barrier_var(size); /* checked where it is used: the verifier sees the bound */
+	if (size > sizeof(c->ops))
+		return 0;
+	if (bpf_probe_read_user(c->ops, size, (const void *)(ops + (__u64)lo * sizeof(struct strata_nfs_op)))) {
+		agg_stat_add(AGG_STATS_DROPS, m);
+		return 0;
+	}
+	h->per_op = 0;
+	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
+		if (s >= nslots)
+			break;
+		if ((h->chunked >> s & 1) && !nfs_slot_batch(s, lo, hi, ep))
+			h->per_op |= 1u << s;
+	}
+	for (__u32 k = 0; k < STRATA_NFS_CHUNK; k++) {
+		if (lo + k >= hi || !h->per_op)
+			break;
+		nfs_op_apply(lo + k);
+	}
+	nfs_sums_flush(h);
+	return 0;
+}
+
 SEC("usdt")
 int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 {
 	__u32 zero = 0, n, nslots = agg_nslots;
-	struct strata_nfs_batch *b = bpf_map_lookup_elem(&nfs_batch, &zero);
+	struct nfs_keys *b = bpf_map_lookup_elem(&nfs_batch, &zero);
 	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 	struct agg_event *ev = agg_event_get();
 
@@ -496,35 +581,22 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 		agg_stat_add(AGG_STATS_DROPS, n && n <= STRATA_NFS_BATCH ? n : 1);
 		return 0;
 	}
-	/* the operations whole (64 bytes each, against 4 of the keys) only when a slot reads them */
-	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
-		if (s >= nslots)
-			break;
-		if (!nfs_needs_ops(s))
-			continue;
-		if (bpf_probe_read_user(b->ops, n * sizeof(b->ops[0]), arg->ops)) {
-			agg_stat_add(AGG_STATS_DROPS, n);
-			return 0;
-		}
-		break;
-	}
-	h->per_op = 0;
+	/* the slots that read only the keys count the whole batch now; the others, chunk by chunk */
+	h->chunked = 0;
 	h->nsums = 0;
 	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
 		if (s >= nslots)
 			break;
-		if (!nfs_slot_batch(s, n, ev->epoch))
-			h->per_op |= 1u << s;
+		if (nfs_needs_ops(s))
+			h->chunked |= 1u << s;
+		else
+			nfs_slot_batch(s, 0, n, ev->epoch);
 	}
-	for (__u32 i = 0; i < STRATA_NFS_BATCH; i++) {
-		if (i >= n || !h->per_op)
+	nfs_sums_flush(h);
+	for (__u32 c = 0; c < STRATA_NFS_BATCH / STRATA_NFS_CHUNK; c++) {
+		if (c * STRATA_NFS_CHUNK >= n || !h->chunked)
 			break;
-		nfs_op_apply(i);
-	}
-	for (__u32 k = 0; k < NFS_SUM_ENTRIES; k++) {
-		if (k >= h->nsums)
-			break;
-		nfs_sum_flush(k);
+		nfs_chunk_run(c * STRATA_NFS_CHUNK, n, ev->epoch, (__u64)arg->ops);
 	}
 	agg_pending_flush_all();
 	return 0;

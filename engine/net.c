@@ -211,19 +211,28 @@ static void batch_fire(struct strata_nfs_batch *b)
 	b->count = 0;
 }
 
+/* When a batch whose first operation ended at end (CLOCK_MONOTONIC) comes due:
+ * STRATA_NFS_EDGE_NS before the end of the wall-clock second that holds
+ * end + STRATA_NFS_EDGE_NS (strata_probes.h). */
+static uint64_t batch_due_at(uint64_t end)
+{
+	uint64_t wall = end + STRATA_NFS_EDGE_NS + (clock_ns(CLOCK_REALTIME) - clock_mono_ns());
+	return end + (1000000000u - wall % 1000000000u);
+}
+
 /* Adds a completed operation to the shared batch (net.lock held). Returns whether the
- * batch is now full or its first operation STRATA_NFS_BATCH_NS old: then the caller
- * takes and fires it (strata_probes.h). Workers add in about the order their replies
- * went out, not exactly: an operation may have ended a little before the first one. */
+ * batch is now full or due: then the caller takes and fires it (strata_probes.h).
+ * Workers add in about the order their replies went out, not exactly: an operation
+ * may have ended a little before the first one. */
 static int batch_add(const struct strata_nfs_op *op)
 {
 	struct strata_nfs_batch *b = net.batch;
 
 	strata_nfs_batch_put(b, op);
 	if (b->count == 1)
-		__atomic_store_n(&net.batch_due, op->end_ns + STRATA_NFS_BATCH_NS, __ATOMIC_RELAXED);
+		__atomic_store_n(&net.batch_due, batch_due_at(op->end_ns), __ATOMIC_RELAXED);
 	return b->count == STRATA_NFS_BATCH ||
-	       (int64_t)(op->end_ns - b->ops[0].end_ns) >= (int64_t)STRATA_NFS_BATCH_NS;
+	       (int64_t)(op->end_ns - __atomic_load_n(&net.batch_due, __ATOMIC_RELAXED)) >= 0;
 }
 
 int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
@@ -314,6 +323,7 @@ static struct {
 	struct conn *c;                 /* whose replies buf holds */
 	struct strata_nfs_batch *batch;
 	uint32_t unsent;                /* batch->ops[unsent..count) end when buf goes out */
+	uint64_t due;                   /* when batch comes due, set as its first operation ends */
 	struct strata_nfs_batch *spare; /* takes the workers' batch when the loop fires it */
 } lo;
 
@@ -333,6 +343,8 @@ void net_inline_flush(void)
 	pthread_mutex_unlock(&c->lock);
 	if (!sent_ns)
 		sent_ns = clock_mono_ns();
+	if (!lo.unsent && lo.batch->count)
+		lo.due = batch_due_at(sent_ns);
 	for (uint32_t i = lo.unsent; i < lo.batch->count; i++)
 		lo.batch->ops[i].end_ns = sent_ns;
 	lo.unsent = lo.batch->count;
@@ -386,18 +398,18 @@ int net_inline_run(struct conn *c, struct rpc_req *r)
 
 /* Fires the workers' batch if it is due at now: none of them was free to. Returns the
  * ms until the loop should look again: until the batch comes due, or, while workers run
- * requests, the deadline (a batch they start meanwhile wakes nobody); -1: no need. */
+ * requests, STRATA_NFS_EDGE_NS (a batch they start meanwhile wakes nobody); -1: no need. */
 static int shared_tick(uint64_t now)
 {
 	uint64_t due = __atomic_load_n(&net.batch_due, __ATOMIC_RELAXED);
 	if (!due)
-		return __atomic_load_n(&net.busy, __ATOMIC_RELAXED) ? (int)(STRATA_NFS_BATCH_NS / 1000000) : -1;
+		return __atomic_load_n(&net.busy, __ATOMIC_RELAXED) ? (int)(STRATA_NFS_EDGE_NS / 1000000) : -1;
 	if ((int64_t)(due - now) > 0)
 		return (int)((due - now + 999999) / 1000000);
 	if (!lo.spare)
 		lo.spare = xcalloc(1, sizeof(*lo.spare));
 	pthread_mutex_lock(&net.lock);
-	int taken = net.batch->count && (int64_t)(now - net.batch->ops[0].end_ns) >= (int64_t)STRATA_NFS_BATCH_NS;
+	int taken = net.batch->count && (int64_t)(now - net.batch_due) >= 0;
 	if (taken)
 		batch_take(&lo.spare);
 	pthread_mutex_unlock(&net.lock);
@@ -411,9 +423,8 @@ int net_inline_tick(uint64_t now, int force)
 	int shared_ms = force ? -1 : shared_tick(now);
 	if (!lo.batch || !lo.batch->count)
 		return shared_ms;
-	uint64_t due = lo.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
-	if (!force && (int64_t)(due - now) > 0) {
-		int ms = (int)((due - now + 999999) / 1000000);
+	if (!force && (int64_t)(lo.due - now) > 0) {
+		int ms = (int)((lo.due - now + 999999) / 1000000);
 		return shared_ms >= 0 && shared_ms < ms ? shared_ms : ms;
 	}
 	batch_fire(lo.batch);
@@ -423,7 +434,7 @@ int net_inline_tick(uint64_t now, int force)
 
 /* Waits for work with net.lock held. While operations wait in the shared batch, one
  * waiting worker keeps its timer: it fires the batch when it comes due
- * (STRATA_NFS_BATCH_NS after its first operation), and is woken for work only when no
+ * (STRATA_NFS_EDGE_NS before its second's end), and is woken for work only when no
  * other worker waits. Only that one wait is timed: arming a timer costs a few us on a
  * VM, too much to pay on every wait of a busy worker. So a busy engine fills its
  * batches and an idle one reports within that bound. */
@@ -437,7 +448,7 @@ static void wait_for_work(struct strata_nfs_batch **spare)
 	}
 	net.batch_timer = 1;
 	while (!net.rq_head && !net.quit && net.batch->count) { /* else fired by a worker that filled it */
-		uint64_t due = net.batch->ops[0].end_ns + STRATA_NFS_BATCH_NS;
+		uint64_t due = net.batch_due;
 		if (clock_mono_ns() < due) {
 			struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
 					       .tv_nsec = (long)(due % 1000000000u) };

@@ -23,15 +23,20 @@
  * 70k ops/s on two cores one trap per operation alone is 2 % of the machine. So the
  * worker threads collect their completed operations in one shared batch, and the event
  * loop those it ran itself in its own (engine/net.c), each with its own start and end
- * time, and fire once per batch: when the batch is full, or when its oldest operation
- * is STRATA_NFS_BATCH_NS old (an idle worker, or the loop, wakes up for that, the loop
- * also when every worker is busy; a stopping engine fires what is left). So an operation
- * is reported at most 15 ms after its reply, and a busy engine pays the trap once per up
- * to STRATA_NFS_BATCH operations.
- * Why 256 and 15 ms: at 20,000 ops/s a batch of 128 cost its ops about 42 ns each in
- * trap alone, and 256 fill within the deadline from about 17,000 ops/s on
- * (bench/collect_engine.sh). 256 is also the bound of the readers' loops and copies;
- * the batch (16 KiB) must stay within a per-CPU map value's 32 KiB, so 512 cannot.
+ * time, and fire once per batch: when the batch is full, or when it comes due,
+ * STRATA_NFS_EDGE_NS before the end of the wall-clock second its first operation ended
+ * in (an operation that ends later than that starts the next second's batch); an idle
+ * worker, or the loop, wakes up for that, the loop also when every worker is busy; a
+ * stopping engine fires what is left. So an operation is counted in the second it ended
+ * in (a collector's intervals are whole wall-clock seconds, bpf/aggregate.h), unless it
+ * ended in the last STRATA_NFS_EDGE_NS of it or its batch fired late, and a busy engine
+ * pays the trap once per up to STRATA_NFS_BATCH operations.
+ * Why 2048 and the second's edge: on a cold hit (the engine's own work in between) the
+ * trap and BPF cost about 17 us (bench/collect_engine.sh: the engine's clock across its
+ * hits); at 20,000 ops/s a batch of 256 that fired 15 ms after its first operation paid
+ * 69 ns per operation in hits. Now such a batch fills in about 100 ms. A reader copies
+ * the operations STRATA_NFS_CHUNK at a time: a per-CPU map value holds at most 32 KiB
+ * (bpf/nfs.bpf.c); the keys it copies whole.
  */
 #ifndef STRATA_PROBES_H
 #define STRATA_PROBES_H
@@ -68,8 +73,9 @@ struct strata_nfs_op {
 	__u16 l2arc_hits; /* of the misses, records served by the L2ARC */
 };
 
-#define STRATA_NFS_BATCH    256 /* a power of two: BPF readers mask indices with it - 1 */
-#define STRATA_NFS_BATCH_NS 15000000 /* 15 ms */
+#define STRATA_NFS_BATCH    2048 /* a power of two: BPF readers mask indices with it - 1 */
+#define STRATA_NFS_CHUNK    256  /* operations a reader copies at once (a power of two) */
+#define STRATA_NFS_EDGE_NS  15000000 /* 15 ms */
 
 /* An operation's counting key (strata_nfs_batch.keys): all a count by op or by tier reads
  * of it, so a reader with only such counts copies 4 bytes an operation instead of 64.
@@ -88,7 +94,9 @@ struct strata_nfs_batch {
 	struct strata_nfs_op ops[STRATA_NFS_BATCH];
 };
 _Static_assert((STRATA_NFS_BATCH & (STRATA_NFS_BATCH - 1)) == 0, "STRATA_NFS_BATCH is a power of two");
-_Static_assert(sizeof(struct strata_nfs_batch) <= 32768, "a batch fits a per-CPU map value (bpf/nfs.bpf.c)");
+_Static_assert(STRATA_NFS_CHUNK * sizeof(struct strata_nfs_op) <= 32768 &&
+	       STRATA_NFS_BATCH % STRATA_NFS_CHUNK == 0, "a batch's chunk of operations fits a per-CPU map value");
+_Static_assert(sizeof(((struct strata_nfs_batch *)0)->keys) + 8 <= 32768, "a batch's keys fit a per-CPU map value");
 
 /* Appends op and its counting key to b (which has room): how every writer fills a batch. */
 static inline void strata_nfs_batch_put(struct strata_nfs_batch *b, const struct strata_nfs_op *op)

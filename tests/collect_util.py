@@ -75,9 +75,10 @@ class Collector:
         raise AssertionError(f"no matching status within {timeout}s; last: {self.statuses()[-1:]}")
 
     def flush_now(self):
-        """Waits until the records covering the current wall-clock second are out, and the
-        second the engine's last probe batch (reported within 15 ms of its operations,
-        engine/strata_probes.h) is counted in."""
+        """Waits until the records covering the current wall-clock second are out, and with
+        them the engine's operations so far (a probe batch fires by the end of the second its
+        first operation ended in, or in the next second's batch within its last 15 ms:
+        engine/strata_probes.h)."""
         now = int(time.time() + 0.05)
         return self.wait_status(lambda s: s["t"] >= now)
 

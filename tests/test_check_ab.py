@@ -323,8 +323,8 @@ def test_duet_sends_every_read_to_both_and_reads_a_planted_3_percent_worse(runs)
     for a_path, b_path in pairs:
         ra, rb = duet_reads(a_path), duet_reads(b_path)
         assert ra.keys() == rb.keys() and len(ra) == 3
-        # each engine's probe reports a batch of reads up to 15 ms after them (STRATA_NFS_BATCH_NS), in the
-        # second it fires: each side may count 15 ms of its reads in the next second
+        # each engine's probe counts a read that ended in its second's last 15 ms (STRATA_NFS_EDGE_NS) in
+        # the next second: each side may count 15 ms of its reads there
         late = 0.015 * max(max(ra.values()), max(rb.values()))
         assert all(abs(ra[t] - rb[t]) <= 0.05 * ra[t] + 5 + 2 * late for t in ra), (ra, rb)
 

@@ -134,8 +134,7 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
             f.write("1")
         c.add("op", "nfs.ops", "op")
         report = engine.load(2, False, 4)
-        time.sleep(0.1)  # the last batch fired: its deadline is 15 ms (engine/strata_probes.h)
-        c.flush_now()
+        c.flush_now()  # the last batch fired by the end of its second (engine/strata_probes.h)
         runs, bpf_ns = nfs_ops_program_runs(c.proc.pid)
         fired = engine.stats()["probes"]
     finally:
@@ -154,11 +153,12 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
 
 
 def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, tmp_path):
-    """The workers' batch is reported within its deadline (15 ms, engine/strata_probes.h)
-    even when no worker is free to keep its timer: with 2 workers and `inject-delay nfs 1s`,
-    4 NULL calls at once run in two waves; the first wave's batch must fire while the
-    workers are held on the second (the event loop fires it, engine/net.c), not when a
-    worker comes free a second later."""
+    """The workers' batch is reported when it comes due (15 ms before the end of the
+    wall-clock second its first operation ended in, engine/strata_probes.h) even when no
+    worker is free to keep its timer: with 2 workers and `inject-delay nfs 2s`, 4 NULL calls
+    at once run in two waves; the first wave's batch must fire while the workers are held
+    on the second (the event loop fires it, engine/net.c), not when a worker comes free two
+    seconds later."""
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         was = f.read().strip()
     engine = Engine(engine_bin, tmp_path, "busy", extra=("--workers", "2"))
@@ -168,7 +168,7 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
     def call():
         client = RpcClient(int(engine.nfs_port), timeout=30)
         client.call(NFS_PROG, 0)
-        replies.append(time.monotonic())
+        replies.append((time.monotonic(), time.time()))
         client.close()
 
     def watch(ids):
@@ -185,7 +185,7 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write("1")
         c.add("op", "nfs.ops", "op")
-        subprocess.run([str(engine_bin), "ctl", "--pid", str(engine.pid), "inject-delay", "nfs", "1s"],
+        subprocess.run([str(engine_bin), "ctl", "--pid", str(engine.pid), "inject-delay", "nfs", "2s"],
                        check=True, capture_output=True, timeout=10)
         watcher = threading.Thread(target=watch, args=(nfs_ops_program_ids(c.proc.pid),))
         watcher.start()
@@ -204,11 +204,14 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
         assert c.stop() == 0
         engine.stop()
     replies.sort()
-    assert len(replies) == 4 and replies[2] - replies[1] > 0.8, replies  # two waves, 1 s apart
-    assert fired and fired[0] >= replies[0] - 0.05, (fired, replies)
-    # the first wave reported while both workers still ran the second (their next free
-    # moment is its replies): half a second of margin for a slow machine
-    assert fired[0] < replies[2] - 0.5, (fired, replies)
+    (first, first_wall), mono = replies[0], [t for t, _ in replies]
+    assert len(replies) == 4 and mono[2] - mono[1] > 1.8, replies  # two waves, 2 s apart
+    assert fired and fired[0] >= first - 0.05, (fired, replies)
+    # due by the edge of the first reply's second (its operation ended a little before it,
+    # so due at that edge or earlier), and reported while both workers still ran the second
+    # wave (their next free moment is its replies): half a second of margin for a slow machine
+    due = first + 1 - (first_wall + 0.015) % 1
+    assert fired[0] < due + 0.5 and fired[0] < mono[2] - 0.5, (fired, replies)
 
 
 def nfs_ops_program_ids(collector_pid):

@@ -29,6 +29,9 @@ def fixture(fixture_bin):
 
 
 def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
+    """Every dataset shape counts each operation once; the first batch (one hit of R
+    operations) is read in three chunks (STRATA_NFS_CHUNK, engine/strata_probes.h)."""
+    R = 600
     c = Collector("--engine-pid", fixture.pid)
     try:
         c.add("ops_op", "nfs.ops", "op")
@@ -43,7 +46,7 @@ def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
         c.add("records", "arc.accesses")
         c.add("size_all", "nfs.size")
         fired = [
-            fixture.nfs(40, NFS_READ, "10.0.0.3", latency_us=3000, tiers=TIER_ARC | TIER_POOL, hits=1, misses=2,
+            fixture.nfs(R, NFS_READ, "10.0.0.3", latency_us=3000, tiers=TIER_ARC | TIER_POOL, hits=1, misses=2,
                         size=8192, file=42),
             fixture.nfs(25, NFS_READ, "10.0.0.4", latency_us=150, tiers=TIER_ARC | TIER_L2ARC, hits=2,
                         misses=1, size=4096, file=43),
@@ -52,22 +55,22 @@ def test_nfs_counts_latency_tiers_and_arc_outcomes_are_exact(fixture):
             fixture.nfs(2, 1, "127.0.0.1", tiers=0, mount=True),
             fixture.nfs(3, 0, "127.0.0.1", tiers=0),
         ]
-        assert fired == [40, 25, 30, 15, 2, 3]
+        assert fired == [R, 25, 30, 15, 2, 3]
         c.flush_now()
     finally:
         assert c.stop() == 0
-    assert counter_totals(c.data("ops_op")) == {"read": 65, "write": 30, "getattr": 15, "mnt": 2, "null": 3}
-    assert counter_totals(c.data("ops_client")) == {"10.0.0.3": 40, "10.0.0.4": 55, "fd00::7": 15, "127.0.0.1": 5}
-    assert counter_totals(c.data("ops_tier")) == {"pool": 40, "l2arc": 25, "zil": 30, "arc": 15, "none": 5}
-    assert counter_totals(c.data("reads_by_client")) == {"10.0.0.3": 40}
-    assert counter_totals(c.data("file")) == {"object:42": 40}  # the fixture names no objects
-    assert counter_totals(c.data("arc")) == {"hit": 40 + 50 + 15, "miss": 80 + 25}
-    assert heatmap_totals(c.data("size")) == {"": {llhist.bucket(8192): 40, llhist.bucket(4096): 25}}
-    assert counter_totals(c.data("all")) == {"": 115}
-    assert counter_totals(c.data("records")) == {"": 40 + 50 + 15 + 80 + 25}
-    assert heatmap_totals(c.data("size_all")) == {"": {llhist.bucket(8192): 40, llhist.bucket(4096): 55, 0: 20}}
+    assert counter_totals(c.data("ops_op")) == {"read": R + 25, "write": 30, "getattr": 15, "mnt": 2, "null": 3}
+    assert counter_totals(c.data("ops_client")) == {"10.0.0.3": R, "10.0.0.4": 55, "fd00::7": 15, "127.0.0.1": 5}
+    assert counter_totals(c.data("ops_tier")) == {"pool": R, "l2arc": 25, "zil": 30, "arc": 15, "none": 5}
+    assert counter_totals(c.data("reads_by_client")) == {"10.0.0.3": R}
+    assert counter_totals(c.data("file")) == {"object:42": R}  # the fixture names no objects
+    assert counter_totals(c.data("arc")) == {"hit": R + 50 + 15, "miss": 2 * R + 25}
+    assert heatmap_totals(c.data("size")) == {"": {llhist.bucket(8192): R, llhist.bucket(4096): 25}}
+    assert counter_totals(c.data("all")) == {"": R + 75}
+    assert counter_totals(c.data("records")) == {"": 3 * R + 75 + 15}
+    assert heatmap_totals(c.data("size_all")) == {"": {llhist.bucket(8192): R, llhist.bucket(4096): 55, 0: 20}}
     lat = heatmap_totals(c.data("lat_op"))
-    assert sum(lat["read"].values()) == 65 and sum(lat["write"].values()) == 30
+    assert sum(lat["read"].values()) == R + 25 and sum(lat["write"].values()) == 30
     # the fixture backdates start_ns by the latency: no op can be measured faster than that,
     # and none should take 50 ms more on an idle probe path
     for op, floor_us in (("write", 200), ("getattr", 5)):
