@@ -31,12 +31,13 @@
  * in (a collector's intervals are whole wall-clock seconds, bpf/aggregate.h), unless it
  * ended in the last STRATA_NFS_EDGE_NS of it or its batch fired late, and a busy engine
  * pays the trap once per up to STRATA_NFS_BATCH operations.
- * Why 2048 and the second's edge: on a cold hit (the engine's own work in between) the
- * trap and BPF cost about 17 us (bench/collect_engine.sh: the engine's clock across its
- * hits); at 20,000 ops/s a batch of 256 that fired 15 ms after its first operation paid
- * 69 ns per operation in hits. Now such a batch fills in about 100 ms. A reader copies
- * the operations STRATA_NFS_CHUNK at a time: a per-CPU map value holds at most 32 KiB
- * (bpf/nfs.bpf.c); the keys it copies whole.
+ * Why 2048 and the second's edge: a hit between the engine's own work runs cold, about
+ * 17 us for its trap and BPF against 0.8 us in a tight loop. At 20,000 ops/s batches of
+ * 256 fired 15 ms after their first operation cost 69 ns an operation in hits (27 of them
+ * BPF); batches of up to 2048 fill in about 100 ms and cost 16-18 ns (10 of them BPF), by
+ * the engine's clock across its hits (bench/collect_engine.sh). A reader copies the
+ * operations STRATA_NFS_CHUNK at a time, a per-CPU map value holding at most 32 KiB
+ * (bpf/nfs.bpf.c), and the keys whole.
  */
 #ifndef STRATA_PROBES_H
 #define STRATA_PROBES_H
@@ -98,11 +99,16 @@ _Static_assert(STRATA_NFS_CHUNK * sizeof(struct strata_nfs_op) <= 32768 &&
 	       STRATA_NFS_BATCH % STRATA_NFS_CHUNK == 0, "a batch's chunk of operations fits a per-CPU map value");
 _Static_assert(sizeof(((struct strata_nfs_batch *)0)->keys) + 8 <= 32768, "a batch's keys fit a per-CPU map value");
 
-/* Appends op and its counting key to b (which has room): how every writer fills a batch. */
+/* Appends op and its counting key to b (which has room): how every writer fills a batch.
+ * The next operation's line is fetched now, while the engine serves that operation: a
+ * batch (136 KiB) is cold again by the time it is reused, and a store that misses holds
+ * up the stores behind it. */
 static inline void strata_nfs_batch_put(struct strata_nfs_batch *b, const struct strata_nfs_op *op)
 {
 	b->keys[b->count] = strata_nfs_key(op);
 	b->ops[b->count++] = *op;
+	if (b->count < STRATA_NFS_BATCH)
+		__builtin_prefetch(&b->ops[b->count], 1);
 }
 
 #define STRATA_VDEV_READ  0
