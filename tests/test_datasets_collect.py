@@ -32,11 +32,13 @@ def daemon_pid(proc, timeout=10):
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
             kids = f.read().split()
         for kid in kids:
-            try:   # the program itself (not a child still between fork and exec), run as the daemon
+            try:   # the program itself (not a child still between fork and exec), run as the daemon;
+                # an exiting process's command line reads empty, so the check run is not taken for it
+                exe = os.readlink(f"/proc/{kid}/exe")
                 with open(f"/proc/{kid}/cmdline", "rb") as f:
-                    if (os.readlink(f"/proc/{kid}/exe").endswith("/strata-collect")
-                            and b"--check-privileges" not in f.read()):
-                        return int(kid)
+                    cmdline = f.read()
+                if exe.endswith("/strata-collect") and cmdline and b"--check-privileges" not in cmdline:
+                    return int(kid)
             except FileNotFoundError:
                 pass
         time.sleep(0.1)

@@ -68,16 +68,21 @@ def test_time_went_at_the_disk(demo):
 
 
 def test_dram_band_at_nfs_layer_only(demo):
+    """The ARC's hits are a band at the bottom of the NFS layer's map, and the disk layer
+    never sees them: the pool's devices count the misses only. (Told by count, not by a
+    latency mark: a direct read of the VM's disk takes under 50 us on days its host has the
+    blocks cached, 150 us on others.)"""
     _, _, summary, _, archive = demo
     start, end = reads_window(summary)
     nb, nc = histogram(archive, "nfs.latency[tier]", start, end)
-    db, dc = histogram(archive, "disk.latency[device]", start, end, summary["pool_devices"])
-    nfs_fast, disk_fast = share_below(nb, nc, 50_000), share_below(db, dc, 50_000)
-    # ~1/2 of reads hit the 64 MiB ARC over a 128 MiB working set; most hits take < 50 us
-    assert nfs_fast >= 0.05, f"no DRAM band: {nfs_fast:.1%} of NFS reads under 50 us"
-    assert disk_fast <= nfs_fast / 5, f"disk layer has a fast band too: {disk_fast:.1%} vs NFS {nfs_fast:.1%}"
     ab, ac = histogram(archive, "nfs.latency[tier]", start, end, ["arc"])
+    dc = histogram(archive, "disk.latency[device]", start, end, summary["pool_devices"])[1]
+    # ~1/2 of reads hit the 64 MiB ARC over a 128 MiB working set; most hits take < 50 us
+    assert ac.sum() >= 0.2 * nc.sum(), f"only {ac.sum():.0f} of {nc.sum():.0f} NFS reads hit the ARC"
+    assert share_below(nb, nc, 50_000) >= 0.05, "no DRAM band: under 5 % of NFS reads under 50 us"
     assert median(ab, ac) < 100_000, "ARC hits are not a band at the bottom of the NFS map"
+    misses = nc.sum() - ac.sum()
+    assert dc.sum() <= 1.03 * misses + 50, f"the disk layer counts the ARC's hits too: {dc.sum():.0f} for {misses:.0f} misses"
 
 
 def test_disk_band_is_the_pool_device(demo):

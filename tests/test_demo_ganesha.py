@@ -12,14 +12,17 @@ import re
 import pytest
 
 from conftest import built
-from demo_util import finished_demo, histogram, interrupted_demo, leftovers, png_size, share_below, time_went
+from demo_util import finished_demo, histogram, interrupted_demo, leftovers, median, png_size, share_below, time_went
 from strata.heatmaps.units import parse_value
 from strata.lab.ganesha import Ganesha
 
 DURATION, WORKING_SET = 30, "128M"   # shorter than the demo's 40 s: a smaller set refills in time
-# A page-cache hit is a copy: a few microseconds in preadv. A read that waits for the
-# loop device (direct I/O to the VM's disk) takes 0.3-3 ms here. 200 us sits between
-# the two bands with a wide margin on both sides; 1 ms (the issue's mark) is checked too.
+# A page-cache hit is a copy: a few microseconds in preadv, and with the cache warm hardly
+# any read reaches 200 us (DISK_NS) or 1 ms (SLOW_NS). A read that waits for the loop device
+# (direct I/O to the VM's disk) takes what the VM's disk takes: 0.3-3 ms on some days, 40 us
+# on others, when its host has the blocks cached. So after the drop the reads that waited
+# for the disk are told by fs.latency[tier] (block I/O issued or waited for during the
+# read), not by a latency mark, and their band is placed against the cache's.
 DISK_NS, SLOW_NS = 200_000, 1_000_000
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the demo needs root (loop devices, netns, BPF)")
@@ -78,12 +81,13 @@ def test_time_went_to_the_disk_after_the_drop(demo):
 
 
 def test_tier_bands_named(demo):
-    """fs.latency[tier]'s two bands named where each sits, in the terminal's header (cache
-    under 200 us, disk over it) and at the figure's right edge (HTML, PNG)."""
+    """fs.latency[tier]'s two bands named where each sits, in the terminal's header (the
+    cache's copies in microseconds, the disk's reads at least ten times slower) and at the
+    figure's right edge (HTML, PNG)."""
     out, stdout, *_ = demo
     line = next(l for l in stdout.splitlines() if l.startswith("tier bands: "))
     at = {k: parse_value(v, "ns") for k, v in re.findall(r"(\w+) at (\S+) \(", line)}
-    assert at["cache"] < DISK_NS < at["disk"], line
+    assert at["cache"] < 20_000 and 10 * at["cache"] <= at["disk"], line
     html = (out / "fs-latency.html").read_text()
     assert '"name":"tier band names"' in html and '"cache  "' in html and '"disk  "' in html
 
@@ -102,27 +106,34 @@ def test_page_cache_band_before_the_drop(demo):
 def test_disk_band_appears_after_the_drop_and_fades(demo):
     _, _, summary, _, archive = demo
     before, after, late = windows(summary)
-    disk, reads = slow(archive, "fs.latency[op]", after, DISK_NS)
-    # right after the drop a fifth or more of the reads wait for the device, ten times the warm
-    # cache's bound (2 %); how many more depends on the shared VM (CI runs saw 25.8 % and 28 %)
-    assert disk >= 0.2 * reads, f"only {disk:.0f} of {reads:.0f} reads over 200 us right after the drop"
-    # over 1 ms: how many device reads pass that mark depends on the shared VM's disk (clean
-    # runs here saw 0.13% and 1.9%), so there must be some, at least ten times the warm
-    # cache's share (at most 0.5%)
-    above, warm = slow(archive, "fs.latency[op]", after, SLOW_NS), slow(archive, "fs.latency[op]", before, SLOW_NS)
-    assert above[0] >= 1 and above[0] / above[1] >= 10 * warm[0] / warm[1], (above, warm)
+
+    def tiers(window):
+        """(fs.latency[tier] of the reads that waited for the disk, of all reads) over a window."""
+        return (histogram(archive, "fs.latency[tier]", *window, ["disk"]),
+                histogram(archive, "fs.latency[tier]", *window))
+
+    (disk_b, disk_c), (all_b, all_c) = tiers(after)
+    disk, reads = disk_c.sum(), all_c.sum()
+    # right after the drop a fifth or more of the reads wait for the device (clean runs here
+    # saw 70 % over the first five seconds), each a band of its own: its median at least ten
+    # times the warm cache's reads'
+    assert disk >= 0.2 * reads, f"only {disk:.0f} of {reads:.0f} reads waited for the disk right after the drop"
+    band, warm = median(disk_b, disk_c), median(*histogram(archive, "fs.latency[op]", *before))
+    assert band >= 10 * warm, (band, warm)
     # the same reads at the layer below: the ext4 loop device serves them
     ios = histogram(archive, "disk.latency[device]", *after, [summary["device"]])[1].sum()
     assert ios >= 0.3 * disk, (ios, disk)
-    # and at the layer above: clients wait for the disk too. Every read over 1 ms is inside a
-    # client operation over 1 ms. (Their share of all client operations is not compared with
-    # the warm cache's: most of a client's latency is ganesha's own, and on a loaded machine
-    # the warm share, 0.8% in one CI run, can pass the cold one.)
-    wire_slow, _ = slow(archive, "wire.latency[client]", after, SLOW_NS)
-    assert wire_slow >= above[0], (wire_slow, above)
-    # the cache fills again: in the last seconds far fewer reads wait for the disk
-    late_disk, late_reads = slow(archive, "fs.latency[op]", late, DISK_NS)
-    assert late_disk / late_reads <= 0.5 * disk / reads, (late_disk, late_reads, disk, reads)
+    # and at the layer above: clients wait for the disk too. Every read that took longer than
+    # the disk band's median is inside a client operation that took longer. (Their share of all
+    # client operations is not compared with the warm cache's: most of a client's latency is
+    # ganesha's own, and on a loaded machine the warm share can pass the cold one.)
+    fs_slow, _ = slow(archive, "fs.latency[op]", after, band)
+    wire_slow, _ = slow(archive, "wire.latency[client]", after, band)
+    assert fs_slow >= 0.1 * disk and wire_slow >= fs_slow, (wire_slow, fs_slow, disk)
+    # the cache fills again: in the last seconds far fewer reads wait for the disk (clean runs
+    # here: 2 % of them)
+    (_, late_disk), (_, late_all) = tiers(late)
+    assert late_disk.sum() / late_all.sum() <= 0.5 * disk / reads, (late_disk.sum(), late_all.sum(), disk, reads)
 
 
 def test_wire_ops_for_every_client(demo):
