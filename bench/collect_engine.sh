@@ -5,16 +5,17 @@
 # nfs.ops[op], nfs.latency[client], nfs.latency[tier] and disk.latency[device] ("four"); with
 # CONFIGS="none one four keyless" also with nfs.ops, nfs.latency, nfs.size and arc.accesses
 # without keys (counted per batch, not per operation: bpf/nfs.bpf.c); with "sem", the engine's
-# own work for the probe alone (its semaphore raised from outside: batches filled, no uprobe,
-# so no trap and no BPF). "none" is implied.
+# own work for one's probe, strata:nfs_keys, alone (its semaphore raised from outside: batches
+# of keys filled, no uprobe, so no trap and no BPF), with "semops" the same for strata:nfs_ops
+# (operations put whole), which the other configurations' datasets read. "none" is implied.
 # bench/enginewindows.py runs it: one steady load per segment (ROUNDS segments of CYCLES
 # cycles), each configuration switched on for WINDOW seconds per cycle between windows
 # without datasets, and the CPU time of the engine's and the collector's threads read from
 # schedstat around each window (the whole cost: trap, BPF, helpers, the engine's work for
 # the probe, the collector's reads), per operation the engine answered, against the
 # windows without datasets of the same cycle, with 95 % bootstrap intervals over cycles. A
-# planted cost checks the method in the same run: keyed datasets beside nfs.ops[op] add
-# BPF time only, which the kernel times exactly, and the engine's CPU must rise by it.
+# planted cost checks the method in the same run: more counters of keys beside nfs.ops[op]
+# add BPF time only, which the kernel times exactly, and the engine's CPU must rise by it.
 # Also per configuration: the engine's ns per op in probe hits (its clock across each: trap,
 # dispatch, BPF; its stats socket), the kernel's BPF ns per op, the ops per hit, and the whole
 # cost as a share of the machine's CPU per op (cores / the full-speed throughput).
@@ -68,14 +69,16 @@ import json, sys
 rate, capacity, cores, rounds, cycles, window, warm, kinds, paired = sys.argv[1:10]
 datasets = {"one": "add a nfs.ops op\n",
             "four": "add a nfs.ops op\nadd b nfs.latency client\nadd c nfs.latency tier\nadd d disk.latency device\n",
-            "sem": "semaphore nfs_ops\n",  # the engine's work for the probe alone: no trap, no BPF
+            "sem": "semaphore nfs_keys\n",  # the engine's work for one's probe alone: no trap, no BPF
+            "semops": "semaphore nfs_ops\n",  # the same for a reader of whole operations
             "keyless": "add a nfs.ops -\nadd b nfs.latency -\nadd c nfs.size -\nadd d arc.accesses -\n",
-            # the planted cost: BPF work per hit only (the trap and the engine's work are one's)
-            "plant": "add a nfs.ops op\nadd p1 nfs.ops client\nadd p2 nfs.ops tier\nadd p3 nfs.latency op\n"}
+            # the planted cost: BPF work per hit only (the trap and the engine's work are one's:
+            # every one of them reads the counting keys alone, bpf/nfs_readers.h)
+            "plant": "add a nfs.ops op\n" + "".join(f"add p{i} nfs.ops {('tier', 'op', '-')[i % 3]}\n" for i in range(6))}
 kinds = [k for k in kinds.split() if k != "none"]
 bad = [k for k in kinds if k not in datasets]
 if bad:
-    sys.exit(f"collect_engine.sh: unknown configuration {bad[0]} in CONFIGS (none, one, four, keyless, sem)")
+    sys.exit(f"collect_engine.sh: unknown configuration {bad[0]} in CONFIGS (none, one, four, keyless, sem, semops)")
 if "one" in kinds:
     kinds.append("plant")
 sides = []

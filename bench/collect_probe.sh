@@ -68,7 +68,7 @@ print("strata:nfs_ops, ns per operation added to the probed thread (median of pe
       " [95 % bootstrap interval]):")
 print(f"  {'':33s} {'1 op/hit, int3':>16s} {'1 op/hit, nop5':>16s} {'full batch':>22s}")
 for b in builds:
-    for k, label in (("one", "nfs.ops[op]"), ("four", "4 datasets (3 on nfs_ops)")):
+    for k, label in (("one", "nfs.ops[op]"), ("four", "4 datasets (3 on the nfs probes)")):
         single, nop5, batch = (m - x for m, x in zip(med[f"{k}_{b}"], bare))
         lo, hi = boot(lambda rows: batch_added(rows, f"{k}_{b}"))
         print(f"  {b + ' ' + label:33s} {single:16.0f} {nop5:16.0f} {batch:8.0f} [{lo:.0f}, {hi:.0f}]")

@@ -31,7 +31,7 @@ base_pid=""
 trap '[ -n "$base_pid" ] && kill "$base_pid" 2>/dev/null; collect_cleanup' EXIT
 
 want=([none]='' [wire]='add a wire.latency client\nadd b wire.ops op\n' [usdt]='add a nfs.latency client\nadd b nfs.ops op\n')
-progs=([none]='' [wire]='wire_.*' [usdt]='nfs_ops')
+progs=([none]='' [wire]='wire_.*' [usdt]='nfs_(ops|keys)')
 configs=(wire)
 if [ -n "${SETS:-}" ]; then
 	want[one]='add a wire.latency client\n' progs[one]='wire_.*'

@@ -1,7 +1,7 @@
 /* probe_cost.c — bench helper (build/bench/strata-probe-cost): fires the engine's
- * strata:nfs_ops USDT probe in a tight loop, the way an engine worker does, and prints
- * each second the loop's time per operation for three probe sites, in alternating
- * batches so all see the same machine:
+ * strata:nfs_keys and strata:nfs_ops USDT probes in a tight loop, the way an engine
+ * worker does, and prints each second the loop's time per operation for three probe
+ * sites, in alternating batches so all see the same machine:
  *   "single": one operation per hit (an idle engine's case), sys/sdt.h's 1-byte nop;
  *   "nop5":   the same with a 5-byte nop, which Linux 6.18+ turns from an int3 trap
  *             into a call to the uprobe trampoline;
@@ -29,7 +29,7 @@ static void op_add(unsigned i, __u64 now)
 	strata_nfs_batch_put(&batch, &(struct strata_nfs_op){
 		.start_ns = now - latency, .end_ns = now, .prog = STRATA_PROG_NFS, .proc = procs[i % 3],
 		.tiers = STRATA_TIER_ARC, .family = 2, .client = { 127, 0, 0, 1 }, .arc_hits = 1,
-		.bytes = 8192 });
+		.bytes = 8192 }, STRATA_NFS_WHOLE());
 }
 
 #define TIMED_RUN(name, per_hit)                                                  \
@@ -39,9 +39,8 @@ static void op_add(unsigned i, __u64 now)
 		for (unsigned i = 0; i < OPS; i++) {                              \
 			op_add(i, t0);                                            \
 			if (batch.count == (per_hit)) {                           \
-				if (STRATA_PROBE_ENABLED(nfs_ops))                \
-					STRATA_PROBE(nfs_ops, &batch);            \
-				batch.count = 0;                                  \
+				STRATA_NFS_FIRE(&batch);                          \
+				strata_nfs_batch_empty(&batch);                   \
 			}                                                         \
 			__asm__ volatile("" ::: "memory");                        \
 		}                                                                 \

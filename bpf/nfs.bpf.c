@@ -1,16 +1,18 @@
-/* nfs.bpf.c — the NFS layer and the ARC outcome: the engine's strata:nfs_ops USDT probe
- * (one hit per batch of completed NFS/MOUNT operations, engine/strata_probes.h) feeds
- * nfs.ops, nfs.latency, nfs.size and arc.accesses, broken down by op, client, tier or
- * file (bpf/aggregate.h). Each operation carries its own start and end time. The hit
- * copies each operation's counting key (4 bytes: procedure and tiers) for the whole batch,
- * and a dataset that reads only those (nfs.ops, unfiltered, without key or by op or tier)
- * counts the batch at once. When a dataset reads more of the operations (nfs_needs_ops),
- * the hit copies them whole (64 bytes each), STRATA_NFS_CHUNK at a time, and counts each
- * chunk (nfs_chunk_run). A dataset without filter counts a range of operations at once
- * (nfs_slot_batch): a count the range sums whole; a counter by op or tier, per key index;
- * the others, per counts key in a small table (nfs_sums) emptied after each range. So each
- * key and chunk the range touched joins its home once. A dataset with filters takes each
- * operation in turn (nfs_op_apply). */
+/* nfs.bpf.c — the NFS layer and the ARC outcome: the engine's strata:nfs_keys and
+ * strata:nfs_ops USDT probes (one hit each per batch of completed NFS/MOUNT operations,
+ * engine/strata_probes.h) feed nfs.ops, nfs.latency, nfs.size and arc.accesses, broken
+ * down by op, client, tier or file (bpf/aggregate.h). Each operation carries its own start
+ * and end time. A hit copies each operation's counting key (4 bytes: procedure and tiers)
+ * for the whole batch. The nfs_keys program counts the datasets that read only those
+ * (bpf/nfs_readers.h: nfs.ops, unfiltered, without key or by op or tier), the batch at
+ * once. The nfs_ops program counts the others (nfs_needs_ops): its hit copies the
+ * operations whole (64 bytes each), STRATA_NFS_CHUNK at a time, and counts each chunk
+ * (nfs_chunk_run) from the batch's first whole operation on (ops_from). A dataset
+ * without filter counts a range of operations at once (nfs_slot_batch): a count the range
+ * sums whole; a counter by op or tier, per key index; the others, per counts key in a
+ * small table (nfs_sums) emptied after each range. So each key and chunk the range
+ * touched joins its home once. A dataset with filters takes each operation in turn
+ * (nfs_op_apply). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -18,6 +20,7 @@
 #include "strata_probes.h"
 #include "llhist.h"
 #include "aggregate.h"
+#include "nfs_readers.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -38,7 +41,7 @@ static __always_inline __u32 deepest_tier(__u8 tiers)
 /* The hit's batch: its counting keys, copied whole. */
 struct nfs_keys {
 	__u32 count;
-	__u32 pad;
+	__u32 ops_from;
 	__u32 keys[STRATA_NFS_BATCH];
 };
 
@@ -49,9 +52,10 @@ struct {
 	__type(value, struct nfs_keys);
 } nfs_batch SEC(".maps");
 
-/* The operations of the chunk being counted: batch index j at ops[j % STRATA_NFS_CHUNK]. */
+/* The operations of the chunk being counted: batch index j at ops[(j - base) % STRATA_NFS_CHUNK]. */
 struct nfs_chunk {
 	struct strata_nfs_op ops[STRATA_NFS_CHUNK];
+	__u32 base;
 };
 
 struct {
@@ -148,7 +152,7 @@ __noinline int nfs_batch_add(__u32 i, __u32 bucket, __u64 key0, __u64 count)
 /* Operation j of the batch, in the chunk being counted (nfs_chunk_run). */
 static __always_inline struct strata_nfs_op *nfs_op_at(struct nfs_chunk *c, __u32 j)
 {
-	return &c->ops[j & (STRATA_NFS_CHUNK - 1)];
+	return &c->ops[(j - c->base) & (STRATA_NFS_CHUNK - 1)];
 }
 
 /* Adds operation j's ARC records to the range's sums. */
@@ -363,20 +367,18 @@ __noinline int nfs_sum_flush(__u32 k)
 	return 0;
 }
 
-/* Whether slot i reads more of this hit's operations than their counting keys: every slot
- * fed by this probe but nfs.ops, unfiltered, without key or by op or tier. */
+/* Whether slot i reads more of the operations than their counting keys: every slot fed by
+ * this layer but those of the nfs_keys program (bpf/nfs_readers.h). */
 __noinline int nfs_needs_ops(__u32 i)
 {
-	__u32 stat, bd;
+	__u32 stat;
 
 	if (i >= AGG_MAX_SLOTS)
 		return 0;
 	stat = agg_slots[i].stat;
-	bd = agg_slots[i].breakdown;
 	if (stat >= AGG_STAT_COUNT || !(NFS_STATS & (1u << stat)))
 		return 0;
-	return stat != AGG_STAT_NFS_OPS || agg_slots[i].nfilters ||
-	       (bd != AGG_DIM_NONE && bd != AGG_DIM_OP && bd != AGG_DIM_TIER);
+	return !nfs_reads_keys_only(stat, agg_slots[i].breakdown, agg_slots[i].nfilters);
 }
 
 /* Counts slot i for operations lo .. hi - 1 of the batch when it has no filter: the whole
@@ -519,21 +521,29 @@ static __always_inline void nfs_sums_flush(struct nfs_hit *h)
 	h->nsums = 0;
 }
 
-/* Copies operations lo .. of the batch of n (at ops, the engine's address of its
- * operations) into nfs_chunk, STRATA_NFS_CHUNK at most, and counts them for the slots that
- * read the operations (the hit's chunked); ep: the hit's interval parity. A global
- * function: the loop over the chunks that calls it is verified without its body. */
+/* Copies the operations of the batch of n (at ops, the engine's address of its operations)
+ * from lo .. to the chunk's end into nfs_chunk, STRATA_NFS_CHUNK at most, those the batch
+ * holds whole only (from its ops_from on: the others' memory may never have been written,
+ * nor so be there to read), and counts them for the slots that read the operations (the
+ * hit's chunked); ep: the hit's interval parity. A global function: the loop over the
+ * chunks that calls it is verified without its body. */
 __noinline int nfs_chunk_run(__u32 lo, __u32 n, __u32 ep, __u64 ops)
 {
-	__u32 zero = 0, nslots = agg_nslots, m, hi;
+	__u32 zero = 0, nslots = agg_nslots, m, hi, from;
+	struct nfs_keys *b = bpf_map_lookup_elem(&nfs_batch, &zero);
 	struct nfs_chunk *c = bpf_map_lookup_elem(&nfs_chunk, &zero);
 	struct nfs_hit *h = bpf_map_lookup_elem(&nfs_hits, &zero);
 	__u64 size;
 
-	if (!c || !h || lo >= n || n > STRATA_NFS_BATCH)
+	if (!b || !c || !h || lo >= n || n > STRATA_NFS_BATCH)
 		return 0;
-	m = n - lo < STRATA_NFS_CHUNK ? n - lo : STRATA_NFS_CHUNK;
-	hi = lo + m;
+	from = b->ops_from;
+	if (from >= lo + STRATA_NFS_CHUNK || from >= n)
+		return 0;
+	hi = n - lo < STRATA_NFS_CHUNK ? n : lo + STRATA_NFS_CHUNK;
+	if (from > lo)
+		lo = from;
+	m = hi - lo;
 	size = (__u64)m * sizeof(c->ops[0]);
 	barrier_var(size); /* checked where it is used: the verifier sees the bound */
 	if (size > sizeof(c->ops))
@@ -542,6 +552,7 @@ __noinline int nfs_chunk_run(__u32 lo, __u32 n, __u32 ep, __u64 ops)
 		agg_stat_add(AGG_STATS_DROPS, m);
 		return 0;
 	}
+	c->base = lo;
 	h->per_op = 0;
 	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
 		if (s >= nslots)
@@ -558,8 +569,9 @@ __noinline int nfs_chunk_run(__u32 lo, __u32 n, __u32 ep, __u64 ops)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
+/* A hit of either probe on the engine's batch at arg: the keys copied, then the slots of
+ * the probe counted (whole: nfs_ops's, those that read the operations; else nfs_keys's). */
+static __always_inline int nfs_hit(struct strata_nfs_batch *arg, int whole)
 {
 	__u32 zero = 0, n, nslots = agg_nslots;
 	struct nfs_keys *b = bpf_map_lookup_elem(&nfs_batch, &zero);
@@ -571,7 +583,7 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 	ev->stats_mask = NFS_STATS;
 	ev->now_ns = bpf_ktime_get_ns(); /* the clock read once for the hit */
 	agg_event_epoch(ev);
-	if (bpf_probe_read_user(&b->count, sizeof(b->count), &arg->count)) {
+	if (bpf_probe_read_user(&b->count, sizeof(b->count) + sizeof(b->ops_from), &arg->count)) {
 		agg_stat_add(AGG_STATS_DROPS, 1);
 		return 0;
 	}
@@ -581,23 +593,38 @@ int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
 		agg_stat_add(AGG_STATS_DROPS, n && n <= STRATA_NFS_BATCH ? n : 1);
 		return 0;
 	}
-	/* the slots that read only the keys count the whole batch now; the others, chunk by chunk */
 	h->chunked = 0;
 	h->nsums = 0;
 	for (__u32 s = 0; s < AGG_MAX_SLOTS; s++) {
 		if (s >= nslots)
 			break;
-		if (nfs_needs_ops(s))
-			h->chunked |= 1u << s;
-		else
+		if (nfs_needs_ops(s)) {
+			if (whole)
+				h->chunked |= 1u << s;
+			/* kept in memory, not in a register whose every value the verifier follows */
+			__asm__ __volatile__("" ::: "memory");
+		} else if (!whole) {
 			nfs_slot_batch(s, 0, n, ev->epoch);
+		}
 	}
 	nfs_sums_flush(h);
-	for (__u32 c = 0; c < STRATA_NFS_BATCH / STRATA_NFS_CHUNK; c++) {
+	for (__u32 c = 0; whole && c < STRATA_NFS_BATCH / STRATA_NFS_CHUNK; c++) {
 		if (c * STRATA_NFS_CHUNK >= n || !h->chunked)
 			break;
 		nfs_chunk_run(c * STRATA_NFS_CHUNK, n, ev->epoch, (__u64)arg->ops);
 	}
 	agg_pending_flush_all();
 	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(nfs_keys, struct strata_nfs_batch *arg)
+{
+	return nfs_hit(arg, 0);
+}
+
+SEC("usdt")
+int BPF_USDT(nfs_ops, struct strata_nfs_batch *arg)
+{
+	return nfs_hit(arg, 1);
 }

@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "engine_process.h"
+#include "strata_probes.h"
 
 #define STATS_MAX_BYTES (256 * 1024)
 #define STATS_TIMEOUT_MS 300
@@ -34,7 +35,18 @@ bool engine_binary_usable(const char *path, char *why, size_t n)
 	return true;
 }
 
-int engine_has_probe(const char *path, const char *probe)
+/* A note of an ELF file. */
+struct note {
+	const char *name;  /* NUL-terminated */
+	GElf_Word type;
+	const char *desc;
+	size_t size;       /* of desc */
+	size_t addr;       /* bytes of an address in the file: 4 or 8 */
+};
+
+/* Calls fn(note, ctx) for each note of the ELF file at path until fn returns non-zero;
+ * returns that value, 0 after the last note, -1 if the file is no readable ELF. */
+static int each_note(const char *path, int (*fn)(const struct note *, void *), void *ctx)
 {
 	int fd, found = 0;
 	Elf *elf;
@@ -61,27 +73,56 @@ int engine_has_probe(const char *path, const char *probe)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(data = elf_getdata(scn, NULL)))
 			continue;
 		while (!found && (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-			const char *desc = (const char *)data->d_buf + desc_off;
-			size_t addrs = 3 * (gelf_getclass(elf) == ELFCLASS32 ? 4 : 8);
-			size_t prov_len;
+			struct note note = { (const char *)data->d_buf + name_off, nh.n_type,
+					     (const char *)data->d_buf + desc_off, nh.n_descsz,
+					     gelf_getclass(elf) == ELFCLASS32 ? 4 : 8 };
 
 			off = next;
-			if (nh.n_type != 3 || nh.n_namesz != 8 ||
-			    memcmp((const char *)data->d_buf + name_off, "stapsdt", 8) != 0 || nh.n_descsz <= addrs)
-				continue;
-			/* desc: pc, base, semaphore, then "provider\0name\0args\0" */
-			prov_len = strnlen(desc + addrs, nh.n_descsz - addrs);
-			if (prov_len + 1 >= nh.n_descsz - addrs)
-				continue;
-			if (strcmp(desc + addrs, "strata") == 0 &&
-			    strncmp(desc + addrs + prov_len + 1, probe, nh.n_descsz - addrs - prov_len - 1) == 0 &&
-			    strlen(probe) == strnlen(desc + addrs + prov_len + 1, nh.n_descsz - addrs - prov_len - 1))
-				found = 1;
+			if (nh.n_namesz && !note.name[nh.n_namesz - 1])  /* a name, NUL-terminated */
+				found = fn(&note, ctx);
 		}
 	}
 	elf_end(elf);
 	close(fd);
 	return found;
+}
+
+/* A stapsdt note of provider strata and probe name ctx. desc: pc, base, semaphore, then
+ * "provider\0name\0args\0". */
+static int is_probe(const struct note *n, void *ctx)
+{
+	const char *probe = ctx, *desc = n->desc;
+	size_t addrs = 3 * n->addr, size = n->size, prov_len;
+
+	if (n->type != 3 || strcmp(n->name, "stapsdt") || size <= addrs)
+		return 0;
+	prov_len = strnlen(desc + addrs, size - addrs);
+	if (prov_len + 1 >= size - addrs || strcmp(desc + addrs, "strata"))
+		return 0;
+	return strnlen(desc + addrs + prov_len + 1, size - addrs - prov_len - 1) == strlen(probe) &&
+	       !strncmp(desc + addrs + prov_len + 1, probe, strlen(probe));
+}
+
+int engine_has_probe(const char *path, const char *probe)
+{
+	return each_note(path, is_probe, (void *)probe);
+}
+
+/* The note of the probe layout (engine/strata_probes.h): its number. */
+static int layout_of(const struct note *n, void *ctx)
+{
+	__u32 layout;
+
+	(void)ctx;
+	if (n->type != STRATA_PROBE_LAYOUT_NOTE || strcmp(n->name, "strata") || n->size != sizeof(layout))
+		return 0;
+	memcpy(&layout, n->desc, sizeof(layout));
+	return layout ? (int)(layout & 0x7fffffff) : 0;
+}
+
+int engine_probe_layout(const char *path)
+{
+	return each_note(path, layout_of, NULL);
 }
 
 char *engine_exe_of(pid_t pid)

@@ -24,6 +24,9 @@ bool engine_binary_usable(const char *path, char *why, size_t n);
 /* 1 if the ELF file at path has a stapsdt note for provider "strata" and probe name,
  * 0 if not, -1 if the file is not a readable ELF. */
 int engine_has_probe(const char *path, const char *probe);
+/* The probe layout the ELF file at path was built with (its strata note, engine/strata_probes.h),
+ * 0 if it has none, -1 if it is not a readable ELF. */
+int engine_probe_layout(const char *path);
 
 /* Resolved executable of a running process (malloc'ed), or NULL. */
 char *engine_exe_of(pid_t pid);

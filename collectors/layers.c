@@ -366,6 +366,12 @@ bool layer_in_use(const struct layer *L)
 	return false;
 }
 
+/* Whether a dataset of slot configuration cfg (NULL: the layer has no counts) reads probe. */
+static bool layer_reads(const struct layer *L, const struct agg_slot *cfg, const char *probe)
+{
+	return !L->ops->reads || !cfg || L->ops->reads(cfg, probe);
+}
+
 int layer_dataset_add(struct layer *L, const struct layer_config *lc, const struct statistic *s,
 		      const struct agg_slot *cfg, int *slot, char *err, size_t n)
 {
@@ -379,9 +385,10 @@ int layer_dataset_add(struct layer *L, const struct layer_config *lc, const stru
 		return -1;
 	}
 	for (p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
-		if (layer_probe_get(L, s->probes[p], err, n) < 0) {
+		if (layer_reads(L, cfg, s->probes[p]) && layer_probe_get(L, s->probes[p], err, n) < 0) {
 			while (--p >= 0)
-				layer_probe_put(L, s->probes[p]);
+				if (layer_reads(L, cfg, s->probes[p]))
+					layer_probe_put(L, s->probes[p]);
 			if (*slot >= 0)
 				layer_slot_free(L, *slot);
 			*slot = -1;
@@ -397,7 +404,8 @@ int layer_dataset_add(struct layer *L, const struct layer_config *lc, const stru
 void layer_dataset_remove(struct layer *L, const struct statistic *s, int slot)
 {
 	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++)
-		layer_probe_put(L, s->probes[p]);
+		if (layer_reads(L, slot >= 0 ? &L->slots[slot] : NULL, s->probes[p]))
+			layer_probe_put(L, s->probes[p]);
 	if (slot >= 0)
 		layer_slot_free(L, slot);
 	L->datasets--;

@@ -70,6 +70,9 @@ struct layer_ops {
 	/* Opens and loads the program, binds it (LAYER_BIND_COMMON) and adds its probes.
 	 * 0, or a negative errno with why set when there is more to say than the errno. */
 	int (*load)(struct layer *L, const struct layer_config *cfg, char *why, size_t n);
+	/* Whether a dataset of slot configuration cfg reads probe, one of its statistic's
+	 * (the nfs layer's read one of two probes on the same batch); NULL: all of them. */
+	bool (*reads)(const struct agg_slot *cfg, const char *probe);
 	/* Releases what load made (the skeleton and the module's own state). */
 	void (*unload)(struct layer *L);
 	/* Before its first probe attaches (on) and after its last detaches. */

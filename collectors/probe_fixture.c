@@ -7,8 +7,10 @@
  *   vdev VDEV OP COUNT LATENCY_US SIZE   (strata:vdev_io_done; OP is STRATA_VDEV_*)
  *   spin OPS_PER_SECOND        (background nfs getattr ops from 127.0.0.1; 0 stops)
  *   sem PROBE                  (prints the probe's semaphore)
+ *   keys COUNT                 (the next COUNT nfs operations are put keys only, as an
+ *                              engine puts them while nfs_ops has no reader)
  * Each reply is one line: "fired N" (operations or tier events reported: semaphore set),
- * "sem N" or "error ...". Prints "ready PID" first. */
+ * "sem N", "keys N" or "error ...". Prints "ready PID" first. */
 #define STRATA_PROBES_DEFINE_SEMAPHORES
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -26,27 +28,29 @@
 
 static volatile int spin_rate;
 static volatile unsigned long spin_fired;
+static unsigned keys_only; /* of the next nfs command's operations, put keys only ("keys") */
 
 
-/* Fires COUNT copies of tmpl, LATENCY_NS old, as full strata:nfs_ops batches and a
- * last partial one (as a busy engine worker would); returns the operations fired. */
-static unsigned fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns, unsigned count)
+/* Fires COUNT copies of tmpl, LATENCY_NS old, as full batches and a last partial one to
+ * strata:nfs_keys and strata:nfs_ops (as a busy engine worker would), the first KEYS of them
+ * put keys only; returns the operations fired. */
+static unsigned fire_nfs(const struct strata_nfs_op *tmpl, __u64 latency_ns, unsigned count, unsigned keys)
 {
 	struct strata_nfs_batch batch;
 	unsigned fired = 0;
 
-	while (fired < count && STRATA_PROBE_ENABLED(nfs_ops)) {
+	while (fired < count && STRATA_NFS_TRACED()) {
 		__u64 now = clock_mono_ns();
 
-		batch.count = 0;
+		strata_nfs_batch_empty(&batch);
 		while (batch.count < STRATA_NFS_BATCH && fired + batch.count < count) {
 			struct strata_nfs_op op = *tmpl;
 
 			op.end_ns = now;
 			op.start_ns = now - latency_ns;
-			strata_nfs_batch_put(&batch, &op);
+			strata_nfs_batch_put(&batch, &op, STRATA_NFS_WHOLE() && fired + batch.count >= keys);
 		}
-		STRATA_PROBE(nfs_ops, &batch);
+		STRATA_NFS_FIRE(&batch);
 		fired += batch.count;
 	}
 	return fired;
@@ -65,7 +69,7 @@ static void *spinner(void *arg)
 			usleep(10000);
 			continue;
 		}
-		spin_fired += fire_nfs(&op, 1000, 1);
+		spin_fired += fire_nfs(&op, 1000, 1, 0);
 		usleep((useconds_t)(1000000 / rate));
 	}
 	return NULL;
@@ -129,6 +133,8 @@ static unsigned short semaphore(const char *name)
 {
 	if (!strcmp(name, "nfs_ops"))
 		return strata_nfs_ops_semaphore;
+	if (!strcmp(name, "nfs_keys"))
+		return strata_nfs_keys_semaphore;
 	if (!strcmp(name, "l2arc_read"))
 		return strata_l2arc_read_semaphore;
 	if (!strcmp(name, "l2arc_write"))
@@ -167,7 +173,8 @@ static void cmd_nfs(char *args)
 	op.bytes = bytes;
 	op.file_id = file;
 	op.client_port = 700;
-	printf("fired %u\n", fire_nfs(&op, lat_us * 1000, count));
+	printf("fired %u\n", fire_nfs(&op, lat_us * 1000, count, keys_only));
+	keys_only = 0;
 }
 
 static void cmd_tier(char *args)
@@ -249,6 +256,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(line, "spin")) {
 			spin_rate = atoi(arg);
 			printf("spin %lu\n", spin_fired);
+		} else if (!strcmp(line, "keys")) {
+			keys_only = (unsigned)atoi(arg);
+			printf("keys %u\n", keys_only);
 		} else if (!strcmp(line, "sem")) {
 			arg[strcspn(arg, "\n")] = 0;
 			printf("sem %u\n", semaphore(arg));

@@ -187,6 +187,14 @@ static void probe_op(struct strata_nfs_op *op, const struct rpc_req *r, uint64_t
 	}
 }
 
+/* An empty batch, page-aligned so that each of its operations is on a line of its own. */
+static struct strata_nfs_batch *batch_new(void)
+{
+	struct strata_nfs_batch *b = xaligned(sizeof(*b));
+	strata_nfs_batch_empty(b);
+	return b;
+}
+
 /* Takes the shared batch for firing (net.lock held): the worker's empty spare
  * becomes the shared batch, and the taken one is returned through *spare. */
 static void batch_take(struct strata_nfs_batch **spare)
@@ -202,13 +210,13 @@ static void batch_take(struct strata_nfs_batch **spare)
  * clock across the hit, counted, tells what the tracer's hits take of the engine's threads. */
 static void batch_fire(struct strata_nfs_batch *b)
 {
-	if (b->count && STRATA_PROBE_ENABLED(nfs_ops)) {
+	if (b->count && STRATA_NFS_TRACED()) {
 		uint64_t t0 = clock_mono_ns();
-		STRATA_PROBE(nfs_ops, b);
+		STRATA_NFS_FIRE(b);
 		CTR_ADD(nfs_probe_ns, clock_mono_ns() - t0);
 		CTR_INC(nfs_probe_hits);
 	}
-	b->count = 0;
+	strata_nfs_batch_empty(b);
 }
 
 /* When a batch whose first operation ended at end (CLOCK_MONOTONIC) comes due:
@@ -228,7 +236,7 @@ static int batch_add(const struct strata_nfs_op *op)
 {
 	struct strata_nfs_batch *b = net.batch;
 
-	strata_nfs_batch_put(b, op);
+	strata_nfs_batch_put(b, op, STRATA_NFS_WHOLE());
 	if (b->count == 1)
 		__atomic_store_n(&net.batch_due, batch_due_at(op->end_ns), __ATOMIC_RELAXED);
 	return b->count == STRATA_NFS_BATCH ||
@@ -259,7 +267,7 @@ int net_process(struct rpc_req *r, uint8_t *reply, size_t *len, int *traced_out)
 	case RPC_DECODE_OK: {
 		uint32_t prog = r->call.prog;
 		int known = prog == STRATA_PROG_NFS || prog == STRATA_PROG_MOUNT;
-		traced = known && STRATA_PROBE_ENABLED(nfs_ops);
+		traced = known && STRATA_NFS_TRACED();
 		if (!known) {
 			rpc_put_accepted(&o, r->call.xid, RPC_PROG_UNAVAIL, 0, 0);
 			CTR_INC(rpc_rejects);
@@ -345,7 +353,7 @@ void net_inline_flush(void)
 		sent_ns = clock_mono_ns();
 	if (!lo.unsent && lo.batch->count)
 		lo.due = batch_due_at(sent_ns);
-	for (uint32_t i = lo.unsent; i < lo.batch->count; i++)
+	for (uint32_t i = lo.unsent > lo.batch->ops_from ? lo.unsent : lo.batch->ops_from; i < lo.batch->count; i++)
 		lo.batch->ops[i].end_ns = sent_ns;
 	lo.unsent = lo.batch->count;
 	lo.len = 0;
@@ -360,7 +368,7 @@ int net_inline_run(struct conn *c, struct rpc_req *r)
 {
 	if (!lo.buf) {
 		lo.buf = xmalloc(LOOP_OUT_CAP);
-		lo.batch = xcalloc(1, sizeof(*lo.batch));
+		lo.batch = batch_new();
 	}
 	if ((lo.c && lo.c != c) || lo.len + NET_REPLY_CAP > LOOP_OUT_CAP || lo.batch->count == STRATA_NFS_BATCH)
 		net_inline_flush();
@@ -388,7 +396,7 @@ int net_inline_run(struct conn *c, struct rpc_req *r)
 		if (traced) {
 			struct strata_nfs_op op;
 			probe_op(&op, r, r->start_ns); /* ends at the flush */
-			strata_nfs_batch_put(lo.batch, &op);
+			strata_nfs_batch_put(lo.batch, &op, STRATA_NFS_WHOLE());
 		}
 	}
 	free(r->rec);
@@ -407,7 +415,7 @@ static int shared_tick(uint64_t now)
 	if ((int64_t)(due - now) > 0)
 		return (int)((due - now + 999999) / 1000000);
 	if (!lo.spare)
-		lo.spare = xcalloc(1, sizeof(*lo.spare));
+		lo.spare = batch_new();
 	pthread_mutex_lock(&net.lock);
 	int taken = net.batch->count && (int64_t)(now - net.batch_due) >= 0;
 	if (taken)
@@ -509,7 +517,7 @@ static int run_one(struct conn *c, uint8_t *reply, struct strata_nfs_op *op)
 static void *worker(void *arg)
 {
 	uint8_t *reply = xmalloc(NET_REPLY_CAP);
-	struct strata_nfs_batch *spare = xcalloc(1, sizeof(*spare));
+	struct strata_nfs_batch *spare = batch_new();
 	struct strata_nfs_op op;
 	for (;;) {
 		pthread_mutex_lock(&net.lock);
@@ -562,7 +570,7 @@ int net_workers_start(int workers)
 	pthread_cond_init(&net.timer_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if (!net.batch)
-		net.batch = xcalloc(1, sizeof(*net.batch));
+		net.batch = batch_new();
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

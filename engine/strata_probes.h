@@ -10,6 +10,8 @@
  * Provider name: "strata".  Probes:
  *   nfs_ops(struct strata_nfs_batch *)    a batch of 1..STRATA_NFS_BATCH completed
  *                                         NFS/MOUNT operations (see below)
+ *   nfs_keys(struct strata_nfs_batch *)   the same batch, for readers of its counting
+ *                                         keys alone (see below)
  *   vdev_io_done(struct strata_vdev_io *)  after a vdev pread/pwrite/fdatasync
  *   l2arc_read(struct strata_tier_io *)    after an L2ARC device read
  *   l2arc_write(struct strata_tier_io *)   after an L2ARC feed write
@@ -38,6 +40,15 @@
  * the engine's clock across its hits (bench/collect_engine.sh). A reader copies the
  * operations STRATA_NFS_CHUNK at a time, a per-CPU map value holding at most 32 KiB
  * (bpf/nfs.bpf.c), and the keys whole.
+ * Why two probes on one batch: most datasets of operations count them by procedure or
+ * tier (nfs.ops[op]), which needs 4 bytes of each, its counting key. A batch fires
+ * nfs_keys for the readers of keys and nfs_ops for the readers of whole operations
+ * (bpf/nfs_readers.h says which a dataset is), each while someone listens; and while no
+ * one listens to nfs_ops the engine puts each operation's key alone: 8 KiB a batch that
+ * stays in the cache, against 136 KiB written cold (the engine's own part of nfs.ops[op]
+ * fell from +99..+277 ns an operation to -3 [-90, +87], bench/collect_engine.sh "sem").
+ * An operation put while nfs_ops had no reader has no record in ops[] (those before
+ * ops_from): a reader of operations that has just attached counts from there on.
  */
 #ifndef STRATA_PROBES_H
 #define STRATA_PROBES_H
@@ -89,26 +100,41 @@ static inline __u32 strata_nfs_key(const struct strata_nfs_op *op)
 }
 
 struct strata_nfs_batch {
-	__u32 count;      /* operations in ops[], 1..STRATA_NFS_BATCH */
-	__u32 pad;
+	__u32 count;      /* operations in the batch, 1..STRATA_NFS_BATCH */
+	__u32 ops_from;   /* ops[ops_from..count) hold theirs whole; those before, keys only */
 	__u32 keys[STRATA_NFS_BATCH];               /* strata_nfs_key(&ops[i]) */
-	struct strata_nfs_op ops[STRATA_NFS_BATCH];
+	/* each operation on a cache line of its own: a put stores to one line, not two, and two
+	 * workers filling a batch never write the same line of ops */
+	struct strata_nfs_op ops[STRATA_NFS_BATCH] __attribute__((aligned(64)));
 };
 _Static_assert((STRATA_NFS_BATCH & (STRATA_NFS_BATCH - 1)) == 0, "STRATA_NFS_BATCH is a power of two");
+_Static_assert(sizeof(struct strata_nfs_op) == 64, "an operation fills one cache line");
 _Static_assert(STRATA_NFS_CHUNK * sizeof(struct strata_nfs_op) <= 32768 &&
 	       STRATA_NFS_BATCH % STRATA_NFS_CHUNK == 0, "a batch's chunk of operations fits a per-CPU map value");
 _Static_assert(sizeof(((struct strata_nfs_batch *)0)->keys) + 8 <= 32768, "a batch's keys fit a per-CPU map value");
 
-/* Appends op and its counting key to b (which has room): how every writer fills a batch.
- * The next operation's line is fetched now, while the engine serves that operation: a
- * batch (136 KiB) is cold again by the time it is reused, and a store that misses holds
- * up the stores behind it. */
-static inline void strata_nfs_batch_put(struct strata_nfs_batch *b, const struct strata_nfs_op *op)
+/* Appends op's counting key to b (which has room), and with whole op itself: how every
+ * writer fills a batch (whole: while nfs_ops has a reader, STRATA_NFS_WHOLE). The next
+ * operation's line is fetched now, while the engine serves that operation: a batch
+ * (136 KiB) is cold again by the time it is reused, and a store that misses holds up the
+ * stores behind it. */
+static inline void strata_nfs_batch_put(struct strata_nfs_batch *b, const struct strata_nfs_op *op, int whole)
 {
 	b->keys[b->count] = strata_nfs_key(op);
+	if (!whole) {
+		b->ops_from = ++b->count;
+		return;
+	}
 	b->ops[b->count++] = *op;
 	if (b->count < STRATA_NFS_BATCH)
 		__builtin_prefetch(&b->ops[b->count], 1);
+}
+
+/* Empties b for reuse. */
+static inline void strata_nfs_batch_empty(struct strata_nfs_batch *b)
+{
+	b->count = 0;
+	b->ops_from = 0;
 }
 
 #define STRATA_VDEV_READ  0
@@ -135,6 +161,17 @@ struct strata_tier_io {
 	__u32 count;      /* zil_commit: records in this commit; else 1 */
 };
 
+/* The probe layout: the structs above as every reader must see them. A collector reads its
+ * number from the engine binary's note (owner "strata", type STRATA_PROBE_LAYOUT_NOTE) and
+ * refuses a binary of another layout, an engine of another revision (`strata check ab
+ * --a-rev`), rather than read its structs wrong. A change to any struct above bumps it,
+ * and the sizes pinned here with it. */
+#define STRATA_PROBE_LAYOUT      1
+#define STRATA_PROBE_LAYOUT_NOTE 0x5354
+_Static_assert(sizeof(struct strata_nfs_op) == 64 && sizeof(struct strata_nfs_batch) == 139328 &&
+	       sizeof(struct strata_vdev_io) == 40 && sizeof(struct strata_tier_io) == 40,
+	       "a probe struct changed: bump STRATA_PROBE_LAYOUT, and these sizes");
+
 #ifndef __bpf__
 /* Engine side: USDT probes with semaphores (sys/sdt.h from systemtap-sdt-dev).
  * Define STRATA_PROBES_DEFINE_SEMAPHORES in exactly one .c file. */
@@ -144,10 +181,17 @@ struct strata_tier_io {
 #ifdef STRATA_PROBES_DEFINE_SEMAPHORES
 #define STRATA_SEM(name) \
 	unsigned short strata_##name##_semaphore __attribute__((section(".probes"), used)) = 0
+/* The note that names the probe layout (a section named .note.* is an ELF note). */
+__attribute__((section(".note.strata"), used, aligned(4))) static const struct {
+	__u32 namesz, descsz, type;
+	char name[8];
+	__u32 layout;
+} strata_layout_note = { 7, 4, STRATA_PROBE_LAYOUT_NOTE, "strata", STRATA_PROBE_LAYOUT };
 #else
 #define STRATA_SEM(name) extern unsigned short strata_##name##_semaphore
 #endif
 STRATA_SEM(nfs_ops);
+STRATA_SEM(nfs_keys);
 STRATA_SEM(vdev_io_done);
 STRATA_SEM(l2arc_read);
 STRATA_SEM(l2arc_write);
@@ -157,6 +201,18 @@ STRATA_SEM(zil_commit);
 /* True when a tracer has attached to the probe: build the struct only then. */
 #define STRATA_PROBE_ENABLED(name) __builtin_expect(strata_##name##_semaphore != 0, 0)
 #define STRATA_PROBE(name, argp) STAP_PROBE1(strata, name, argp)
+
+/* Whether an operation is put whole (strata_nfs_batch_put), and whether a batch has anyone
+ * to fire to; firing it: to the readers of its keys, then to those of its operations. */
+#define STRATA_NFS_WHOLE() STRATA_PROBE_ENABLED(nfs_ops)
+#define STRATA_NFS_TRACED() (STRATA_PROBE_ENABLED(nfs_ops) || STRATA_PROBE_ENABLED(nfs_keys))
+#define STRATA_NFS_FIRE(b)                              \
+	do {                                            \
+		if (STRATA_PROBE_ENABLED(nfs_keys))     \
+			STRATA_PROBE(nfs_keys, (b));    \
+		if (STRATA_PROBE_ENABLED(nfs_ops))      \
+			STRATA_PROBE(nfs_ops, (b));     \
+	} while (0)
 #endif /* !__bpf__ */
 
 #endif /* STRATA_PROBES_H */

@@ -50,10 +50,10 @@ def test_disk_ops_match_sysfs_while_other_datasets_come_and_go(loopdev, tmp_path
         dd(loopdev, "write", 300)
         for round_ in range(3):  # another layer's dataset on and off, disk I/O throughout
             c.add(f"nfs{round_}", "nfs.ops", "op")
-            assert fixture.semaphore() == 1
+            assert fixture.semaphore("nfs_keys") == 1
             dd(loopdev, "read", 200)
             c.remove(f"nfs{round_}")
-            assert fixture.semaphore() == 0
+            assert fixture.semaphore("nfs_keys") == 0
             dd(loopdev, "write", 50)
         # a disk dataset on and off: the others keep counting
         c.add("size", "disk.size", "op", f"device={loopdev}")

@@ -106,9 +106,9 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     assert all(s["drops"] == 0 for s in c.statuses() + keys_only.statuses())
 
 
-def nfs_ops_program_runs(collector_pid):
-    """(runs, run ns) so far of the nfs_ops BPF program this collector loaded (kernel BPF
-    statistics); other collectors on the machine have nfs_ops programs of their own."""
+def nfs_program_runs(collector_pid, name):
+    """(runs, run ns) so far of the BPF program `name` (nfs_keys, nfs_ops) this collector
+    loaded (kernel BPF statistics); other collectors on the machine have programs of their own."""
     ours = set()
     for fdinfo in Path(f"/proc/{collector_pid}/fdinfo").iterdir():
         try:
@@ -117,13 +117,14 @@ def nfs_ops_program_runs(collector_pid):
             continue
     progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                                       text=True).stdout)
-    mine = [p for p in progs if p.get("name") == "nfs_ops" and p.get("id") in ours]
+    mine = [p for p in progs if p.get("name") == name and p.get("id") in ours]
     return sum(p.get("run_cnt", 0) for p in mine), sum(p.get("run_time_ns", 0) for p in mine)
 
 
 def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
     """Under concurrent load each probe hit carries several operations (the uprobe trap is
-    paid per batch, engine/strata_probes.h), and the counts stay exact."""
+    paid per batch, engine/strata_probes.h), and the counts stay exact. Each batch fires
+    both probes, nfs_keys for nfs.ops[op] and nfs_ops for nfs.latency[op]."""
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         was = f.read().strip()
     engine = Engine(engine_bin, tmp_path, "batch")
@@ -133,9 +134,10 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write("1")
         c.add("op", "nfs.ops", "op")
+        c.add("lat", "nfs.latency", "op")
         report = engine.load(2, False, 4)
         c.flush_now()  # the last batch fired by the end of its second (engine/strata_probes.h)
-        runs, bpf_ns = nfs_ops_program_runs(c.proc.pid)
+        (runs, keys_ns), (whole, ops_ns) = (nfs_program_runs(c.proc.pid, p) for p in ("nfs_keys", "nfs_ops"))
         fired = engine.stats()["probes"]
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
@@ -143,13 +145,16 @@ def test_busy_engine_reports_operations_in_batches(engine_bin, tmp_path):
         assert c.stop() == 0
         engine.stop()
     ops = counter_totals(c.data("op"))
+    assert {op: sum(b.values()) for op, b in heatmap_totals(c.data("lat")).items()} == ops
     ops.pop("null", None)
     ops.pop("mnt_null", None)
     assert ops == client_op_counts(report)
     did = sum(ops.values())
     assert 0 < runs and did / runs >= 2, f"{did} operations in {runs} probe hits"
-    # the engine's own count of its hits is the kernel's, and its clock across them holds their BPF time
-    assert fired["nfs_ops_hits"] == runs and fired["nfs_ops_ns"] >= bpf_ns > 0, (fired, runs, bpf_ns)
+    # the engine's own count of its batches is each program's hits, and its clock across them
+    # holds their BPF time
+    assert fired["nfs_ops_hits"] == runs == whole, (fired, runs, whole)
+    assert fired["nfs_ops_ns"] >= keys_ns + ops_ns and keys_ns > 0 and ops_ns > 0, (fired, keys_ns, ops_ns)
 
 
 def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, tmp_path):
@@ -172,7 +177,7 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
         client.close()
 
     def watch(ids):
-        """The times the collector's nfs_ops program ran (its run count rose)."""
+        """The times the collector's nfs_keys program ran (its run count rose)."""
         last = 0
         while not done.is_set():
             runs = sum(program_runs(c.proc.pid, ids))
@@ -187,7 +192,7 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
         c.add("op", "nfs.ops", "op")
         subprocess.run([str(engine_bin), "ctl", "--pid", str(engine.pid), "inject-delay", "nfs", "2s"],
                        check=True, capture_output=True, timeout=10)
-        watcher = threading.Thread(target=watch, args=(nfs_ops_program_ids(c.proc.pid),))
+        watcher = threading.Thread(target=watch, args=(nfs_program_ids(c.proc.pid, "nfs_keys"),))
         watcher.start()
         calls = [threading.Thread(target=call) for _ in range(4)]
         for t in calls:
@@ -214,11 +219,11 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
     assert fired[0] < due + 0.5 and fired[0] < mono[2] - 0.5, (fired, replies)
 
 
-def nfs_ops_program_ids(collector_pid):
-    """Ids of the nfs_ops BPF programs this collector loaded."""
+def nfs_program_ids(collector_pid, name):
+    """Ids of the BPF programs `name` this collector loaded."""
     progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                                       text=True).stdout)
-    return {p["id"] for p in progs if p.get("name") == "nfs_ops"} & set(program_runs(collector_pid, None, True))
+    return {p["id"] for p in progs if p.get("name") == name} & set(program_runs(collector_pid, None, True))
 
 
 def program_runs(collector_pid, ids, all_ids=False):

@@ -3,13 +3,15 @@
 engine/strata_probes.h in a tiny program whose every hit is known), with real BPF in the
 kernel. The real engine with real NFS clients is in test_collect_engine.py."""
 import os
+import re
+import struct
 import subprocess
 import time
 
 import pytest
 
 from collect_util import Collector, Fixture, counter_totals, heatmap_totals, private_copy
-from conftest import built
+from conftest import REPO, built
 from strata.datasets import llhist
 
 NFS_READ, NFS_WRITE, NFS_GETATTR, NFS_LOOKUP = 6, 7, 1, 3
@@ -188,17 +190,20 @@ def test_gauges_from_the_engine_stats_socket(fixture):
 
 
 def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
+    """Each dataset holds the probes it reads: nfs.ops[op] strata:nfs_keys (the operations'
+    counting keys), nfs.latency strata:nfs_ops (the operations whole), zil.latency its own."""
     c = Collector("--engine-pid", fixture.pid)
     try:
-        assert fixture.semaphore("nfs_ops") == 0
+        assert fixture.semaphore("nfs_ops") == 0 and fixture.semaphore("nfs_keys") == 0
         c.add("a", "nfs.ops", "op")
+        assert fixture.semaphore("nfs_keys") == 1 and fixture.semaphore("nfs_ops") == 0
         c.add("b", "nfs.latency", "client")
         c.add("z", "zil.latency")
         assert fixture.semaphore("nfs_ops") == 1 and fixture.semaphore("zil_commit") == 1
         assert fixture.semaphore("l2arc_read") == 0  # nobody asked for it: not attached
         assert fixture.nfs(10, NFS_READ) == 10
         c.remove("a")
-        assert fixture.semaphore("nfs_ops") == 1  # b still needs it
+        assert fixture.semaphore("nfs_keys") == 0 and fixture.semaphore("nfs_ops") == 1  # b still needs it
         assert fixture.nfs(5, NFS_READ) == 5
         c.remove("b")
         assert fixture.semaphore("nfs_ops") == 0
@@ -212,6 +217,26 @@ def test_removing_a_dataset_detaches_only_what_it_alone_used(fixture):
     assert sum(sum(v.values()) for v in heatmap_totals(c.data("b")).values()) == 15
     # "a" was removed and re-added: its records after re-adding carry only the 3 new ops
     assert counter_totals(c.data("a")) == {"read": 13}
+
+
+def test_operations_put_keys_only_count_for_the_keys_readers_alone(fixture):
+    """A batch whose first operations were put while no one read strata:nfs_ops (their keys
+    alone, as the engine puts them): the readers of keys count all of them, the readers of
+    whole operations only those put whole, from inside a chunk (STRATA_NFS_CHUNK 256) on."""
+    c = Collector("--engine-pid", fixture.pid)
+    try:
+        c.add("ops", "nfs.ops", "op")
+        c.add("all", "nfs.ops")
+        c.add("lat", "nfs.latency", "op")
+        c.add("clients", "nfs.ops", "client")
+        assert fixture.nfs(700, NFS_READ, "10.0.0.7", latency_us=50, keys_only=300) == 700
+        assert fixture.nfs(40, NFS_READ, "10.0.0.7", latency_us=50, keys_only=40) == 40   # none whole
+        c.flush_now()
+    finally:
+        assert c.stop() == 0
+    assert counter_totals(c.data("ops")) == {"read": 740} and counter_totals(c.data("all")) == {"": 740}
+    assert counter_totals(c.data("clients")) == {"10.0.0.7": 400}
+    assert heatmap_totals(c.data("lat")) == {"read": {llhist.bucket(50_000): 400}}
 
 
 def test_the_record_of_the_interval_an_add_came_in_is_marked_partial(fixture):
@@ -243,7 +268,7 @@ def test_engine_restart_by_pid_is_followed(fixture_bin):
         try:
             started = time.monotonic()
             c.wait_status(lambda s: s["engine_pid"] == second.pid and "nfs" in s["attached"], timeout=3)
-            while second.semaphore() == 0:
+            while second.semaphore("nfs_keys") == 0:
                 assert time.monotonic() - started < 2.0, "not re-attached within 2 s"
                 time.sleep(0.05)
             assert second.nfs(8, NFS_READ) == 8
@@ -261,7 +286,7 @@ def test_engine_by_path_covers_processes_started_later(fixture_bin):
     try:
         c.add("ops", "nfs.ops", "client")
         late = Fixture(fixture_bin)  # started after attaching: the kernel sets its semaphore
-        assert late.semaphore() == 1
+        assert late.semaphore("nfs_ops") == 1
         assert late.nfs(9, NFS_GETATTR, "10.9.9.9") == 9
         c.flush_now()
     finally:
@@ -289,6 +314,37 @@ def test_control_errors_are_one_json_line_each(fixture_bin):
     assert c.data("x")  # the last interval is flushed on quit
 
 
+def test_an_engine_of_another_probe_layout_is_refused(fixture_bin):
+    """An engine built with other probe structs (another revision, as `strata check ab
+    --a-rev` runs) is refused in one line rather than read wrong: the fixture with its
+    layout note's number changed, and with the note gone."""
+    layout = int(re.search(r"#define STRATA_PROBE_LAYOUT\s+(\d+)", (REPO / "engine/strata_probes.h").read_text())[1])
+    note = struct.pack("<III8sI", 7, 4, 0x5354, b"strata", layout)
+    image = fixture_bin.read_bytes()
+    assert image.count(note) == 1
+    refusals = []
+    for name, patched, said in (("other", struct.pack("<III8sI", 7, 4, 0x5354, b"strata", layout + 98),
+                                 f"has probe layout {layout + 98}, this collector reads layout {layout}"),
+                                ("none", struct.pack("<III8sI", 7, 4, 0x5355, b"strata", layout),
+                                 "declares no probe layout")):
+        binary = fixture_bin.with_name(f"engine-{name}")
+        binary.write_bytes(image.replace(note, patched))
+        c = Collector("--engine", binary)
+        try:
+            for statistic in ("nfs.ops", "vdev.latency"):
+                reply = c.send(f"add x {statistic} -")
+                assert reply["type"] == "error" and said in reply["message"], reply
+                refusals.append(reply["message"])
+        finally:
+            c.stop()
+    assert all("\n" not in m and "same revision" in m for m in refusals), refusals
+    c = Collector("--engine", fixture_bin)  # the fixture as built: the same layout
+    try:
+        c.add("x", "nfs.ops")
+    finally:
+        c.stop()
+
+
 def test_catalogue_reports_support_per_statistic(fixture_bin):
     import json
     out = subprocess.run([str(built("bin/strata-collect")), "--catalogue", "--engine", str(fixture_bin)],
@@ -310,7 +366,7 @@ def test_catalogue_reports_support_per_statistic(fixture_bin):
     out = subprocess.run([str(built("bin/strata-collect")), "--catalogue", "--engine", "/bin/true"],
                          check=True, capture_output=True, text=True).stdout
     cat = {s["name"]: s for s in json.loads(out)["statistics"]}
-    assert not cat["zil.latency"]["supported"] and "no strata:zil_commit" in cat["zil.latency"]["reason"]
+    assert not cat["zil.latency"]["supported"] and "declares no probe layout" in cat["zil.latency"]["reason"]
     assert cat["disk.ops"]["supported"]
 
 

@@ -68,9 +68,10 @@ def test_rereading_a_cached_working_set_hits_the_arc(engine, tmp_path):
 def test_binary_declares_usdt_probes():
     notes = subprocess.run(["readelf", "-n", engine_binary()], capture_output=True, text=True, check=True).stdout
     declared = set(re.findall(r"Name: (\w+)", notes))
-    assert declared == {"nfs_ops", "vdev_io_done", "l2arc_read", "l2arc_write", "zil_commit"}, declared
+    assert declared == {"nfs_ops", "nfs_keys", "vdev_io_done", "l2arc_read", "l2arc_write", "zil_commit"}, declared
     assert "Provider: strata" in notes
-    assert "Semaphore: 0x0000000000000000" not in notes.split("Name: nfs_ops")[1].split("Name:")[0]
+    for probe in ("nfs_ops", "nfs_keys"):
+        assert "Semaphore: 0x0000000000000000" not in notes.split(f"Name: {probe}")[1].split("Name:")[0]
 
 
 def ask(engine, line):

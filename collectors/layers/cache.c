@@ -3,4 +3,4 @@
 #include "usdt.h"
 #include "cache.skel.h"
 
-ENGINE_USDT_LAYER(cache, CACHE, "l2arc_read", "l2arc_write", "zil_commit");
+ENGINE_USDT_LAYER(cache, CACHE, NULL, "l2arc_read", "l2arc_write", "zil_commit");

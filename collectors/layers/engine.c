@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <bpf/libbpf.h>
 #include "emit.h"
+#include "strata_probes.h"
 #include "engine_process.h"
 #include "kernel_features.h"
 #include "usdt.h"
@@ -136,8 +137,20 @@ void engine_usdt_upkeep(struct layer *L, layer_report_fn *report, void *ctx)
 
 bool engine_usdt_supported(const struct statistic *s, char *why, size_t n)
 {
+	int layout;
+
 	if (!engine_binary_usable(engine.path, why, n))
 		return false;
+	if ((layout = engine_probe_layout(engine.path)) != STRATA_PROBE_LAYOUT) {
+		if (layout > 0)
+			snprintf(why, n, "engine binary %s has probe layout %d, this collector reads layout %d: "
+				 "use an engine and a collector of the same revision", engine.path, layout,
+				 STRATA_PROBE_LAYOUT);
+		else
+			snprintf(why, n, "engine binary %s declares no probe layout (this collector reads layout %d): "
+				 "use an engine and a collector of the same revision", engine.path, STRATA_PROBE_LAYOUT);
+		return false;
+	}
 	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
 		if (engine_has_probe(engine.path, s->probes[p]) != 1) {
 			snprintf(why, n, "engine binary %s has no strata:%s USDT probe", engine.path, s->probes[p]);

@@ -17,8 +17,9 @@ int engine_usdt_attach(struct layer *L, struct probe *p, char *err, size_t n);
 /* Re-attaches the layer's probes to a new engine process (--engine-pid, after a restart). */
 void engine_usdt_upkeep(struct layer *L, layer_report_fn *report, void *ctx);
 
-/* The layer ID on skeleton X (bpf/X.bpf.c) and its USDT probes, named as its programs. */
-#define ENGINE_USDT_LAYER(X, ID, ...)                                                               \
+/* The layer ID on skeleton X (bpf/X.bpf.c) and its USDT probes, named as its programs;
+ * READS: which of them a dataset reads (struct layer_ops), or NULL. */
+#define ENGINE_USDT_LAYER(X, ID, READS, ...)                                                        \
 	static int load_##X(struct layer *L, const struct layer_config *cfg, char *why, size_t n)   \
 	{                                                                                            \
 		static const char *const probes[] = { __VA_ARGS__ };                                 \
@@ -48,6 +49,7 @@ void engine_usdt_upkeep(struct layer *L, layer_report_fn *report, void *ctx);
 	const struct layer_ops LAYER_OPS(ID) = {                                                     \
 		.supported = engine_usdt_supported, .load = load_##X, .unload = unload_##X,          \
 		.attach = engine_usdt_attach, .upkeep = engine_usdt_upkeep, .keys = engine_file_keys, \
+		.reads = READS,                                                                      \
 	}
 
 #endif

@@ -3,4 +3,4 @@
 #include "usdt.h"
 #include "vdev.skel.h"
 
-ENGINE_USDT_LAYER(vdev, VDEV, "vdev_io_done");
+ENGINE_USDT_LAYER(vdev, VDEV, NULL, "vdev_io_done");
