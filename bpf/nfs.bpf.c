@@ -601,8 +601,7 @@ static __always_inline int nfs_hit(struct strata_nfs_batch *arg, int whole)
 		if (nfs_needs_ops(s)) {
 			if (whole)
 				h->chunked |= 1u << s;
-			/* kept in memory, not in a register whose every value the verifier follows */
-			__asm__ __volatile__("" ::: "memory");
+			barrier(); /* kept in memory, not in a register whose every value the verifier follows */
 		} else if (!whole) {
 			nfs_slot_batch(s, 0, n, ev->epoch);
 		}

@@ -117,7 +117,7 @@ static int layout_of(const struct note *n, void *ctx)
 	if (n->type != STRATA_PROBE_LAYOUT_NOTE || strcmp(n->name, "strata") || n->size != sizeof(layout))
 		return 0;
 	memcpy(&layout, n->desc, sizeof(layout));
-	return layout ? (int)(layout & 0x7fffffff) : 0;
+	return layout <= INT_MAX ? (int)layout : 0; /* 0: none this collector could read */
 }
 
 int engine_probe_layout(const char *path)

@@ -168,8 +168,8 @@ struct strata_tier_io {
  * and the sizes pinned here with it. */
 #define STRATA_PROBE_LAYOUT      1
 #define STRATA_PROBE_LAYOUT_NOTE 0x5354
-_Static_assert(sizeof(struct strata_nfs_op) == 64 && sizeof(struct strata_nfs_batch) == 139328 &&
-	       sizeof(struct strata_vdev_io) == 40 && sizeof(struct strata_tier_io) == 40,
+_Static_assert(sizeof(struct strata_nfs_batch) == 139328 && sizeof(struct strata_vdev_io) == 40 &&
+	       sizeof(struct strata_tier_io) == 40,
 	       "a probe struct changed: bump STRATA_PROBE_LAYOUT, and these sizes");
 
 #ifndef __bpf__

@@ -106,18 +106,18 @@ def test_nfs_ops_equal_what_libnfs_clients_did(engine_bin, tmp_path):
     assert all(s["drops"] == 0 for s in c.statuses() + keys_only.statuses())
 
 
-def nfs_program_runs(collector_pid, name):
-    """(runs, run ns) so far of the BPF program `name` (nfs_keys, nfs_ops) this collector
-    loaded (kernel BPF statistics); other collectors on the machine have programs of their own."""
-    ours = set()
-    for fdinfo in Path(f"/proc/{collector_pid}/fdinfo").iterdir():
-        try:
-            ours.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", fdinfo.read_text(), re.M))
-        except OSError:
-            continue
+def collector_programs(collector_pid, name):
+    """bpftool's records of the BPF programs `name` (nfs_keys, nfs_ops) this collector loaded,
+    with their kernel BPF statistics; other collectors on the machine have programs of their own."""
     progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                                       text=True).stdout)
-    mine = [p for p in progs if p.get("name") == name and p.get("id") in ours]
+    ours = program_runs(collector_pid, None, True)
+    return [p for p in progs if p.get("name") == name and p.get("id") in ours]
+
+
+def nfs_program_runs(collector_pid, name):
+    """(runs, run ns) so far of the collector's BPF programs `name`."""
+    mine = collector_programs(collector_pid, name)
     return sum(p.get("run_cnt", 0) for p in mine), sum(p.get("run_time_ns", 0) for p in mine)
 
 
@@ -221,9 +221,7 @@ def test_loop_reports_the_workers_batch_while_every_worker_is_busy(engine_bin, t
 
 def nfs_program_ids(collector_pid, name):
     """Ids of the BPF programs `name` this collector loaded."""
-    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
-                                      text=True).stdout)
-    return {p["id"] for p in progs if p.get("name") == name} & set(program_runs(collector_pid, None, True))
+    return {p["id"] for p in collector_programs(collector_pid, name)}
 
 
 def program_runs(collector_pid, ids, all_ids=False):

@@ -137,18 +137,16 @@ void engine_usdt_upkeep(struct layer *L, layer_report_fn *report, void *ctx)
 
 bool engine_usdt_supported(const struct statistic *s, char *why, size_t n)
 {
+	char has[32] = "declares no probe layout";
 	int layout;
 
 	if (!engine_binary_usable(engine.path, why, n))
 		return false;
 	if ((layout = engine_probe_layout(engine.path)) != STRATA_PROBE_LAYOUT) {
 		if (layout > 0)
-			snprintf(why, n, "engine binary %s has probe layout %d, this collector reads layout %d: "
-				 "use an engine and a collector of the same revision", engine.path, layout,
-				 STRATA_PROBE_LAYOUT);
-		else
-			snprintf(why, n, "engine binary %s declares no probe layout (this collector reads layout %d): "
-				 "use an engine and a collector of the same revision", engine.path, STRATA_PROBE_LAYOUT);
+			snprintf(has, sizeof(has), "has probe layout %d", layout);
+		snprintf(why, n, "engine binary %s %s, this collector reads layout %d: use an engine and a "
+			 "collector of the same revision", engine.path, has, STRATA_PROBE_LAYOUT);
 		return false;
 	}
 	for (int p = 0; p < STAT_MAX_PROBES && s->probes[p]; p++) {
