@@ -64,14 +64,14 @@ $(VENV)/.installed: pyproject.toml
 # The whole suite: deps, build, C unit tests, the engine under ASan/UBSan, a
 # short fuzz run of every target from its corpus, then pytest (its summary
 # line ends the run). Everything the steps run is built first, TEST_JOBS at once
-# (default: one per CPU); the C unit tests (mostly waiting on modelled devices)
-# run beside the fuzzers (one CPU each), each step's output printed when it ends.
+# (default: one per CPU); the C unit tests (mostly waiting on modelled devices), then
+# the engine under ASan, run beside the fuzzers (one CPU each), each step's output
+# printed when it ends.
 TEST_JOBS ?= $(shell nproc)
 TEST_BUILD = $(ALL_TARGETS) $(TEST_BINS) $(BUILD)/san/strata-engine $(foreach t,$(FUZZ_TARGETS),$(FUZZ)/san/fuzz_$(t))
 test: test-deps
 	$(MAKE) -j$(TEST_JOBS) $(TEST_BUILD)
-	$(MAKE) -j2 --output-sync=target test-c fuzz-smoke
-	$(MAKE) test-san
+	$(MAKE) -j2 --output-sync=target test-c fuzz-smoke test-san
 	$(MAKE) test-py
 
 test-c: $(TEST_BINS)
