@@ -11,7 +11,7 @@ import pytest
 
 from collect_util import (Collector, Fixture, block_stat, counter_totals, disk_settled, heatmap_totals,
                           loop_device, private_copy, process_links, short_by_op)
-from conftest import built
+from conftest import IN_GUEST, built
 from strata.datasets import llhist
 
 
@@ -144,8 +144,13 @@ def test_disk_queue_and_latency_add_up_to_the_kernels_request_time(tmp_path):
     assert reads1 - reads0 > 500 and abs(counted - (reads1 - reads0)) <= 0.01 * (reads1 - reads0)
     assert sum(queue.values()) == counted and sum(n for b, n in queue.items() if b > 0) == counted
     # within the buckets' resolution, and 10 us a request for where the tracepoints read the
-    # clock against where the kernel does (in a one-CPU emulated guest a request took 84 us)
-    assert abs((queue_ns + device_ns) / 1e6 - kernel_ms) <= 0.05 * kernel_ms + 0.01 * counted
+    # clock against where the kernel does; the kernel reads it last, after the completion
+    # tracepoint and the bios' end_io, which the one-CPU emulated guest runs several times
+    # slower (a request took 84 us there, and the kernel's sum ran 29 us a request past ours
+    # on a busy host): so below the kernel's by up to 10 us a request, 50 in the guest (still
+    # less than the queue's part there, were it lost)
+    ours, after_completion = (queue_ns + device_ns) / 1e6, (0.05 if IN_GUEST else 0.01) * counted
+    assert 0.95 * kernel_ms - after_completion <= ours <= 1.05 * kernel_ms + 0.01 * counted, (ours, kernel_ms)
 
 
 BIOLAT_LINE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)")
