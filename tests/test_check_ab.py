@@ -326,7 +326,11 @@ def test_duet_sends_every_read_to_both_and_reads_a_planted_3_percent_worse(runs)
         # each engine's probe counts a read that ended in its second's last 15 ms (STRATA_NFS_EDGE_NS) in
         # the next second: each side may count 15 ms of its reads there
         late = 0.015 * max(max(ra.values()), max(rb.values()))
-        assert all(abs(ra[t] - rb[t]) <= 0.05 * ra[t] + 5 + 2 * late for t in ra), (ra, rb)
+        # and a batch begun in the warm-up's last second, fired late by an engine starved on a loaded
+        # host (here beside a hog), counts in the block's first second: up to one batch (2048) more there
+        first = min(ra)
+        assert all(abs(ra[t] - rb[t]) <= 0.05 * ra[t] + 5 + 2 * late + (2048 if t == first else 0) for t in ra), \
+            (ra, rb)
 
 
 def test_duet_same_binary_on_both_sides_is_same_at_3_percent(runs):
